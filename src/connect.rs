@@ -1,0 +1,26 @@
+//! Connections to the two servers every role talks to, set up the same way everywhere.
+//! Redis connections have no response timeout, because consumers block in XREADGROUP.
+
+use redis::aio::MultiplexedConnection;
+use redis::AsyncConnectionConfig;
+
+/// The PostgreSQL schema the tool owns; it touches nothing outside it.
+pub const SCHEMA: &str = "ordlab";
+
+/// A Redis connection without a response timeout (blocking commands wait as long as needed).
+pub async fn redis(url: &str) -> redis::RedisResult<MultiplexedConnection> {
+    let client = redis::Client::open(url)?;
+    let config = AsyncConnectionConfig::new().set_response_timeout(None);
+    client.get_multiplexed_async_connection_with_config(&config).await
+}
+
+/// A PostgreSQL client whose connection runs on a background task.
+pub async fn postgres(config: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let (client, connection) = tokio_postgres::connect(config, tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        // The connection ends when the client is dropped or the server goes away; a lost
+        // connection surfaces as an error on the next query, so nothing to report here.
+        let _ = connection.await;
+    });
+    Ok(client)
+}

@@ -1,0 +1,71 @@
+//! Typed errors of the library, each one line naming the problem and the fix, and the exit
+//! codes the binary maps them to.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0    | every variant ran and matched its expected outcome |
+//! | 1    | the lab ran, but some variant did not match (or could not be decided) |
+//! | 2    | usage or infrastructure error: unknown lab, bad scenario file, server missing or unreachable |
+//! | 130  | interrupted (Ctrl-C / SIGTERM); everything started was stopped |
+
+use crate::catalog::CatalogError;
+use crate::scenario::ScenarioError;
+use crate::service::ServiceError;
+
+/// Exit code: the lab ran and every variant matched its expectation.
+pub const EXIT_MATCHED: i32 = 0;
+/// Exit code: the lab ran and some variant did not match, or could not be decided.
+pub const EXIT_MISMATCH: i32 = 1;
+/// Exit code: usage or infrastructure error.
+pub const EXIT_ERROR: i32 = 2;
+/// Exit code: interrupted by a signal; everything started was stopped.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error("redis: {context}: {source}")]
+    Redis { context: String, source: redis::RedisError },
+    #[error("postgresql: {context}: {source}")]
+    Postgres { context: String, source: tokio_postgres::Error },
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error("{actor} did not become ready: {detail}")]
+    RoleNotReady { actor: String, detail: String },
+    #[error("cannot read {path}: {detail}")]
+    SavedRun { path: String, detail: String },
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        EXIT_ERROR
+    }
+}
+
+/// Attach a short context to a Redis or PostgreSQL error.
+pub trait Context<T> {
+    fn context(self, what: &str) -> Result<T, Error>;
+}
+
+impl<T> Context<T> for Result<T, redis::RedisError> {
+    fn context(self, what: &str) -> Result<T, Error> {
+        self.map_err(|source| Error::Redis { context: what.to_string(), source })
+    }
+}
+
+impl<T> Context<T> for Result<T, tokio_postgres::Error> {
+    fn context(self, what: &str) -> Result<T, Error> {
+        self.map_err(|source| Error::Postgres { context: what.to_string(), source })
+    }
+}
+
+impl<T> Context<T> for Result<T, std::io::Error> {
+    fn context(self, what: &str) -> Result<T, Error> {
+        self.map_err(|source| Error::Io { context: what.to_string(), source })
+    }
+}

@@ -1,0 +1,100 @@
+//! The producer: publishes the lab's events to the stream with XADD, each on its schedule,
+//! and fails on purpose where the scenario says so (a network blip), retrying with backoff.
+//! A retried event can land in the log after a newer one: the log itself is then out of order.
+
+use crate::error::{Context, Error};
+use crate::fault::{PublishSchedule, TimeScale};
+use crate::scenario::EventSpec;
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use redis::aio::MultiplexedConnection;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where and how to publish.
+pub struct Producer {
+    pub redis: MultiplexedConnection,
+    pub stream: String,
+    pub scale: TimeScale,
+    pub sink: Arc<dyn Sink>,
+}
+
+impl Producer {
+    /// Publish every event; returns when each has been published (after any retries).
+    /// `t0_ns` is the run's zero on the monotonic clock.
+    pub async fn publish_all(&self, events: &[EventSpec], t0_ns: u64) -> Result<(), Error> {
+        let mut retries = tokio::task::JoinSet::new();
+        for spec in events {
+            if let Some(at) = spec.at_ms {
+                sleep_until(t0_ns, self.scale.duration(at)).await;
+            }
+            let first_ns = crate::clock::now_ns();
+            if self.attempt(spec, 1).await? {
+                continue;
+            }
+            let me = self.clone_for_task();
+            let spec = spec.clone();
+            retries.spawn(async move {
+                let schedule = PublishSchedule(&spec);
+                let mut attempt = 2;
+                loop {
+                    sleep_until(first_ns, me.scale.duration(schedule.retry_offset_ms(attempt))).await;
+                    if me.attempt(&spec, attempt).await? {
+                        return Ok::<(), Error>(());
+                    }
+                    attempt += 1;
+                }
+            });
+        }
+        while let Some(done) = retries.join_next().await {
+            done.expect("publish task does not panic")?;
+        }
+        Ok(())
+    }
+
+    /// One publish attempt; Ok(true) when the entry is in the stream.
+    async fn attempt(&self, spec: &EventSpec, attempt: u32) -> Result<bool, Error> {
+        let job = spec.job();
+        let schedule = PublishSchedule(spec);
+        let started = crate::clock::now_ns();
+        if schedule.fails(attempt) {
+            self.sink.record(RawEvent {
+                mono_ns: started,
+                actor: Actor::Producer,
+                kind: EventKind::PublishFailed {
+                    job,
+                    attempt,
+                    retry_in_ms: Some(schedule.wait_after_ms(attempt)),
+                    reason: "injected network blip".into(),
+                },
+            });
+            return Ok(false);
+        }
+        let mut conn = self.redis.clone();
+        let entry_id: String = redis::cmd("XADD")
+            .arg(&self.stream)
+            .arg("*")
+            .arg("order")
+            .arg(job.order)
+            .arg("type")
+            .arg(&job.event_type)
+            .arg("version")
+            .arg(job.version)
+            .query_async(&mut conn)
+            .await
+            .context("XADD")?;
+        self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind: EventKind::Published { entry_id, job, attempt } });
+        Ok(true)
+    }
+
+    fn clone_for_task(&self) -> Producer {
+        Producer { redis: self.redis.clone(), stream: self.stream.clone(), scale: self.scale, sink: self.sink.clone() }
+    }
+}
+
+async fn sleep_until(base_ns: u64, offset: Duration) {
+    let due = base_ns + offset.as_nanos() as u64;
+    let now = crate::clock::now_ns();
+    if due > now {
+        tokio::time::sleep(Duration::from_nanos(due - now)).await;
+    }
+}

@@ -1,0 +1,282 @@
+//! The text report: an environment header, then per variant a title line with the set-up,
+//! run 1's timeline in the seed's shape (`t=   2 ms  C1 received 1792591449272-0 created
+//! (v=1)`), every run's final status with wrong ones marked, and the count of wrong runs.
+//! English by default; Vietnamese follows the wording of the seed's own lab output.
+
+use super::{Environment, LabReport, RunRecord, VariantReport};
+use crate::checker::{Outcome, Verdict};
+use crate::scenario::{Expectation, Setup, Strategy, VersionSource};
+use crate::timeline::{Event, EventKind};
+use std::fmt::Write;
+
+/// Output language of text reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    #[default]
+    En,
+    Vi,
+}
+
+/// How to render.
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    pub lang: Lang,
+    /// Which run's timeline to print (1-based).
+    pub timeline_run: u32,
+    /// Snapshot form: values that vary between runs replaced by `[id]`, `[ms]`, … and the
+    /// timeline grouped by actor (each process's own order is stable; the interleaving of
+    /// near-simultaneous events across processes is not).
+    pub redact: bool,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        TextOptions { lang: Lang::En, timeline_run: 1, redact: false }
+    }
+}
+
+pub fn render(report: &LabReport, opts: &TextOptions) -> String {
+    let mut out = String::new();
+    header(&mut out, &report.environment, opts);
+    let lab = &report.lab;
+    let _ = writeln!(out, "\n# {} — {}", lab.id, lab.title);
+    let _ = writeln!(out, "{}: {}", w(opts, "source", "nguồn"), lab.source);
+    for v in &report.variants {
+        out.push('\n');
+        variant(&mut out, v, opts);
+    }
+    out
+}
+
+fn w<'a>(opts: &TextOptions, en: &'a str, vi: &'a str) -> &'a str {
+    match opts.lang {
+        Lang::En => en,
+        Lang::Vi => vi,
+    }
+}
+
+fn header(out: &mut String, env: &Environment, opts: &TextOptions) {
+    if opts.redact {
+        let _ = writeln!(out, "ordlab [version] · backend [backend] · Redis [version] · PostgreSQL [version]");
+        let _ = writeln!(out, "time scale {} · timeline grouped by process (cross-process interleaving varies)", env.time_scale);
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "ordlab {} (commit {}) · backend {} · Redis {} · PostgreSQL {} · {}: {}",
+        env.ordlab_version,
+        env.git_commit,
+        env.backend,
+        env.redis_version,
+        env.postgres_version,
+        w(opts, "lock release", "nhả lock"),
+        env.lock_release
+    );
+    let _ = writeln!(
+        out,
+        "{} · {} · seed {} · time scale {}",
+        if env.command_line.is_empty() { "ordlab" } else { &env.command_line },
+        env.date,
+        env.seed,
+        env.time_scale
+    );
+}
+
+/// The set-up in one line, derived from the data so an edited scenario describes itself.
+pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
+    let mut parts = Vec::new();
+    parts.push(match (s.consumers, opts.lang) {
+        (1, Lang::En) => "1 consumer".to_string(),
+        (1, Lang::Vi) => "1 consumer duy nhất".to_string(),
+        (n, Lang::En) => format!("{n} consumers in parallel ({n} processes)"),
+        (n, Lang::Vi) => format!("{n} consumer song song ({n} process)"),
+    });
+    let mut types: Vec<&str> = Vec::new();
+    for e in &s.events {
+        if !types.contains(&e.event_type.as_str()) {
+            types.push(&e.event_type);
+        }
+    }
+    let costs: Vec<String> = types.iter().map(|t| format!("{t} {} ms", s.cost_of(t))).collect();
+    parts.push(costs.join(", "));
+    parts.push(match (&s.strategy, opts.lang) {
+        (Strategy::Plain, Lang::En) => "plain UPDATE".into(),
+        (Strategy::Plain, Lang::Vi) => "UPDATE thường".into(),
+        (Strategy::Cas { version: VersionSource::Business }, Lang::En) => "CAS on the business version".into(),
+        (Strategy::Cas { version: VersionSource::Business }, Lang::Vi) => "CAS theo version nghiệp vụ".into(),
+        (Strategy::Cas { version: VersionSource::EntryId }, Lang::En) => "CAS on the entry ID (ms*100000+seq)".into(),
+        (Strategy::Cas { version: VersionSource::EntryId }, Lang::Vi) => "CAS theo entry ID (ms*100000+seq)".into(),
+        (Strategy::Lock(l), lang) => {
+            let mut t = match lang {
+                Lang::En => format!("per-key lock SET NX PX {}, retry every {} ms", l.ttl_ms, l.retry_ms),
+                Lang::Vi => format!("lock theo khoá SET NX PX {}, thử lại mỗi {} ms", l.ttl_ms, l.retry_ms),
+            };
+            if l.prework_max_ms > 0 {
+                let _ = write!(t, "{}", match lang {
+                    Lang::En => format!(", 0–{} ms random work first", l.prework_max_ms),
+                    Lang::Vi => format!(", làm việc ngẫu nhiên 0–{} ms trước", l.prework_max_ms),
+                });
+            }
+            t
+        }
+    });
+    for e in s.events.iter().filter(|e| e.fail_attempts > 0) {
+        parts.push(match opts.lang {
+            Lang::En => format!("publish {} fails {}× (retry {} ms, ×{})", e.event_type, e.fail_attempts, e.retry_ms, e.backoff),
+            Lang::Vi => format!("publish {} lỗi {} lần (retry {} ms, x{})", e.event_type, e.fail_attempts, e.retry_ms, e.backoff),
+        });
+    }
+    parts.join("; ")
+}
+
+fn variant(out: &mut String, v: &VariantReport, opts: &TextOptions) {
+    let _ = writeln!(out, "### {}: {}; {}", v.id, v.title, setup_summary(&v.setup, opts));
+    if opts.redact && v.scheduler_race {
+        let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
+    } else if let Some(r) = v.run_records.iter().find(|r| r.run == opts.timeline_run) {
+        timeline(out, r, &v.setup, opts);
+    }
+    let probabilistic = matches!(v.expected, Expectation::Some | Expectation::Any);
+    // A measured-only or at-least-one count differs between runs of the lab: redact it.
+    let unstable = opts.redact && probabilistic;
+    let finals: Vec<String> = v
+        .run_records
+        .iter()
+        .map(|r| if unstable { "[status]".to_string() } else { final_status(r) })
+        .collect();
+    let _ = writeln!(out, "  {}: {}", w(opts, "final status per run", "status cuối từng lần"), finals.join(" "));
+    let expected = expected_statuses(&v.setup);
+    let k = if unstable { "[k]".to_string() } else { v.wrong.to_string() };
+    let interval = if probabilistic && !opts.redact {
+        let (lo, hi) = super::wilson_95(v.wrong, v.runs - v.unknown);
+        format!(" ({} {:.0}–{:.0} %)", w(opts, "95 % interval", "khoảng tin cậy 95 %"), lo * 100.0, hi * 100.0)
+    } else {
+        String::new()
+    };
+    let _ = match opts.lang {
+        Lang::En => writeln!(out, "  → wrong final state (not {expected}): {k}/{} runs{interval}", v.runs),
+        Lang::Vi => writeln!(out, "  → SAI trạng thái cuối (không phải {expected}): {k}/{} lần{interval}", v.runs),
+    };
+    if v.unknown > 0 {
+        let _ = match opts.lang {
+            Lang::En => writeln!(out, "  → could not judge: {}/{} runs", v.unknown, v.runs),
+            Lang::Vi => writeln!(out, "  → không kết luận được: {}/{} lần", v.unknown, v.runs),
+        };
+    }
+    let outcome = match (v.outcome, opts.lang) {
+        (Outcome::Matched, Lang::En) => "matches",
+        (Outcome::Matched, Lang::Vi) => "khớp",
+        (Outcome::Mismatched, Lang::En) => "DOES NOT MATCH",
+        (Outcome::Mismatched, Lang::Vi) => "KHÔNG KHỚP",
+        (Outcome::Inconclusive, Lang::En) => "INCONCLUSIVE",
+        (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
+    };
+    let _ = match opts.lang {
+        Lang::En => writeln!(out, "  expected wrong: {} → {outcome}", v.expected),
+        Lang::Vi => writeln!(out, "  kỳ vọng số lần sai: {} → {outcome}", v.expected),
+    };
+}
+
+fn expected_statuses(s: &Setup) -> String {
+    let orders = s.orders();
+    let statuses: Vec<String> = orders
+        .iter()
+        .filter_map(|o| s.expected_status(*o).map(|st| if orders.len() == 1 { st.to_string() } else { format!("#{o} {st}") }))
+        .collect();
+    statuses.join(", ")
+}
+
+fn final_status(r: &RunRecord) -> String {
+    let mark = if r.verdict.verdict == Verdict::Wrong { "✕" } else if r.verdict.verdict == Verdict::Unknown { "?" } else { "" };
+    match r.final_rows.as_slice() {
+        [one] => format!("{}{mark}", one.status),
+        rows => {
+            let all: Vec<String> = rows.iter().map(|row| format!("#{}:{}", row.order, row.status)).collect();
+            format!("{}{mark}", all.join("/"))
+        }
+    }
+}
+
+fn timeline(out: &mut String, r: &RunRecord, setup: &Setup, opts: &TextOptions) {
+    // As in the seed: publish lines only where publishing has a schedule or faults worth seeing.
+    let show_publish = setup.events.iter().any(|e| e.at_ms.is_some() || e.fail_attempts > 0);
+    let id = |e: &str| if opts.redact { "[id]".to_string() } else { e.to_string() };
+    let stream: Vec<String> = r.stream.iter().map(|s| format!("{} {}", id(&s.entry_id), s.job)).collect();
+    let _ = writeln!(out, "{} {} — stream: {}", w(opts, "run", "lần"), r.run, stream.join(", "));
+    let mut events: Vec<&Event> = r
+        .events
+        .iter()
+        .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
+        .filter(|e| line(e, opts).is_some())
+        .collect();
+    if opts.redact {
+        events.sort_by_key(|e| e.actor);
+    }
+    for e in events {
+        let t = if opts.redact { "t=[ms]".to_string() } else { format!("t={:>4} ms", e.t_ms()) };
+        let _ = writeln!(out, "  {t}  {}", line(e, opts).unwrap());
+    }
+}
+
+/// One timeline line, or None for events the text report leaves to JSON and SVG.
+fn line(e: &Event, opts: &TextOptions) -> Option<String> {
+    let id = |x: &str| if opts.redact { "[id]".to_string() } else { x.to_string() };
+    let vi = opts.lang == Lang::Vi;
+    let a = e.actor;
+    Some(match &e.kind {
+        EventKind::Ready | EventKind::WorkStarted { .. } | EventKind::Acked { .. } => return None,
+        EventKind::Published { entry_id, job, attempt } => {
+            let what = if *attempt == 1 { format!("publish {job}") } else { format!("retry #{} {}", attempt - 1, job.event_type) };
+            format!("{a}: {what} OK → {}", id(entry_id))
+        }
+        EventKind::PublishFailed { job, attempt, retry_in_ms, .. } => {
+            let what = if *attempt == 1 { format!("publish {job}") } else { format!("retry #{} {}", attempt - 1, job.event_type) };
+            let retry = match (retry_in_ms, *attempt, vi) {
+                (Some(ms), 1, false) => format!(" → retry in {ms} ms"),
+                (Some(ms), _, false) => format!(" → retry in {ms} ms more (backoff)"),
+                (Some(ms), 1, true) => format!(" → hẹn retry sau {ms} ms"),
+                (Some(ms), _, true) => format!(" → hẹn retry sau {ms} ms nữa (backoff)"),
+                (None, _, _) => String::new(),
+            };
+            if vi {
+                format!("{a}: {what} LỖI (giả lập network blip){retry}")
+            } else {
+                format!("{a}: {what} FAILED (injected network blip){retry}")
+            }
+        }
+        EventKind::Received { entry_id, job, .. } => {
+            format!("{a} {} {} {job}", if vi { "nhận" } else { "received" }, id(entry_id))
+        }
+        EventKind::LockAcquired { key, tries, ttl_ms } => {
+            let tries_s = if opts.redact { "[n]".to_string() } else { tries.to_string() };
+            if vi {
+                format!("{a} lấy được {key} (SET NX PX {ttl_ms}) sau {tries_s} lần thử")
+            } else {
+                format!("{a} took {key} (SET NX PX {ttl_ms}) after {tries_s} {}", if *tries == 1 && !opts.redact { "try" } else { "tries" })
+            }
+        }
+        EventKind::LockReleased { method, released, .. } => {
+            let note = match (*released, vi) {
+                (0, false) => " (the lock had expired: no longer ours)",
+                (0, true) => " (lock đã hết hạn, không còn là của mình)",
+                _ => "",
+            };
+            format!("{a} {}: {method} → {released}{note}", if vi { "nhả lock" } else { "released the lock" })
+        }
+        EventKind::Wrote { status, version, rows, .. } => {
+            let v = version.map(|v| format!(" version={}", if opts.redact && v > 1_000_000 { "[v]".to_string() } else { v.to_string() })).unwrap_or_default();
+            let stale = match (*rows, version.is_some(), vi) {
+                (0, true, false) => " (skipped: stale)",
+                (0, true, true) => " (bỏ qua: bản cũ)",
+                _ => "",
+            };
+            format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", if vi { "ghi" } else { "wrote" })
+        }
+        EventKind::Crashed { planned, detail } => match (planned, vi) {
+            (true, false) => format!("{a} CRASHED (injected: {detail})"),
+            (true, true) => format!("{a} CRASH (chủ động: {detail})"),
+            (false, false) => format!("{a} DIED unexpectedly: {detail}"),
+            (false, true) => format!("{a} chết bất ngờ: {detail}"),
+        },
+    })
+}

@@ -1,0 +1,390 @@
+//! The runner wires the roles for one lab: for each variant and run it prepares a fresh
+//! stream and fresh rows, starts the consumer processes, waits until every one is blocked in
+//! XREADGROUP, starts the producer (t=0), collects the timeline until every published entry
+//! is acknowledged, stops the processes, reads the final state and asks the checker.
+
+use crate::checker::{self, RunView};
+use crate::connect::{self, SCHEMA};
+use crate::consumer::{self, ConsumerConfig};
+use crate::error::{Context, Error};
+use crate::fault::{PublishSchedule, TimeScale};
+use crate::producer::Producer;
+use crate::report::{Environment, LabInfo, LabReport, RunRecord, StreamEntry, VariantReport};
+use crate::scenario::{OrderRow, Scenario, Variant};
+use crate::service::Services;
+use crate::timeline::{self, Actor, Event, EventKind, RawEvent, Sink};
+use redis::aio::MultiplexedConnection;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+/// How to run a lab.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Override every variant's number of runs.
+    pub runs: Option<u32>,
+    pub scale: TimeScale,
+    pub seed: u64,
+    /// Run only this variant.
+    pub variant: Option<String>,
+    /// The command line, for the report header.
+    pub command_line: String,
+    /// Called after each run with (variant id, run, runs of the variant).
+    pub on_run: Option<Arc<dyn Fn(&str, u32, u32) + Send + Sync>>,
+}
+
+impl RunOptions {
+    pub fn new(scale: f64, seed: u64) -> RunOptions {
+        RunOptions { runs: None, scale: TimeScale(scale), seed, variant: None, command_line: String::new(), on_run: None }
+    }
+}
+
+/// Runs labs against one pair of servers.
+pub struct Runner<'a> {
+    services: &'a Services,
+    /// The `ordlab` binary that consumer processes run (`ordlab __consumer …`).
+    exe: PathBuf,
+    redis: MultiplexedConnection,
+    pg: tokio_postgres::Client,
+    /// Random per invocation: every Redis key starts with `ordlab:<nonce>:`.
+    nonce: String,
+}
+
+impl<'a> Runner<'a> {
+    /// Connect and create the schema the tool owns.
+    pub async fn new(services: &'a Services, exe: PathBuf) -> Result<Runner<'a>, Error> {
+        let redis = connect::redis(&services.redis_url).await.context("connect")?;
+        let pg = connect::postgres(&services.pg_config).await.context("connect")?;
+        pg.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+             CREATE TABLE IF NOT EXISTS {SCHEMA}.orders (id bigint PRIMARY KEY, status text NOT NULL, version bigint NOT NULL);"
+        ))
+        .await
+        .context("create schema")?;
+        let nonce = format!("{:08x}", rand::random::<u32>());
+        Ok(Runner { services, exe, redis, pg, nonce })
+    }
+
+    /// The header every report of this invocation carries.
+    pub fn environment(&self, opts: &RunOptions) -> Environment {
+        let info = &self.services.info;
+        Environment {
+            ordlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_commit: env!("ORDLAB_GIT_COMMIT").to_string(),
+            backend: self.services.backend.to_string(),
+            redis_version: info.redis_version.clone(),
+            postgres_version: info.postgres_version.clone(),
+            lock_release: if info.redis.delex { "DELEX IFEQ" } else { "Lua compare-and-delete (no DELEX before Redis 8.4)" }.to_string(),
+            command_line: opts.command_line.clone(),
+            date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            seed: opts.seed,
+            time_scale: opts.scale.0,
+        }
+    }
+
+    /// Run every variant of a lab (or the one `opts.variant` names).
+    pub async fn run_lab(&mut self, lab: &Scenario, opts: &RunOptions) -> Result<LabReport, Error> {
+        let mut variants = Vec::new();
+        for v in &lab.variants {
+            if opts.variant.as_ref().is_some_and(|only| *only != v.id) {
+                continue;
+            }
+            let runs = opts.runs.unwrap_or(v.runs);
+            let mut records = Vec::new();
+            for run in 1..=runs {
+                records.push(self.run_once(&lab.id, v, run, opts).await?);
+                if let Some(cb) = &opts.on_run {
+                    cb(&v.id, run, runs);
+                }
+            }
+            variants.push(VariantReport::tally(v.id.clone(), v.title.clone(), v.setup.clone(), v.expect.clone(), v.scheduler_race, records));
+        }
+        Ok(LabReport {
+            schema_version: crate::SCHEMA_VERSION,
+            environment: self.environment(opts),
+            lab: LabInfo { id: lab.id.clone(), title: lab.title.clone(), source: lab.source.clone(), description: lab.description.clone() },
+            variants,
+        })
+    }
+
+    async fn run_once(&mut self, lab: &str, v: &Variant, run: u32, opts: &RunOptions) -> Result<RunRecord, Error> {
+        let prefix = format!("ordlab:{}:{lab}:{}:{run}:", self.nonce, v.id);
+        let stream = format!("{prefix}orders");
+        let group = "order-processor";
+        self.reset_rows(&v.setup.initial).await?;
+        let _: () = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(&stream)
+            .arg(group)
+            .arg("$")
+            .arg("MKSTREAM")
+            .query_async(&mut self.redis)
+            .await
+            .context("XGROUP CREATE")?;
+
+        let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+        let mut consumers = Vec::new();
+        for index in 1..=v.setup.consumers {
+            let cfg = ConsumerConfig {
+                index,
+                redis_url: self.services.redis_url.clone(),
+                pg_config: self.services.pg_config.clone(),
+                stream: stream.clone(),
+                group: group.to_string(),
+                client_name: format!("ordlab-{}-C{index}", self.nonce),
+                key_prefix: prefix.clone(),
+                strategy: v.setup.strategy.clone(),
+                cost_ms: v.setup.cost_ms.clone(),
+                scale: opts.scale,
+                seed: mix(opts.seed, &[lab, &v.id], run, index),
+                has_delex: self.services.info.redis.delex,
+            };
+            // One at a time, each blocked before the next starts: Redis serves blocked
+            // readers first come, first served, so C1 gets the first entry in every run.
+            let child = RoleProcess::spawn(&self.exe, &cfg, tx.clone())?;
+            consumers.push(child);
+            self.wait_blocked(&cfg.client_name, consumers.last_mut().unwrap()).await?;
+        }
+
+        let t0 = crate::clock::now_ns();
+        let producer = Producer {
+            redis: connect::redis(&self.services.redis_url).await.context("producer connect")?,
+            stream: stream.clone(),
+            scale: opts.scale,
+            sink: Arc::new(tx.clone()),
+        };
+        drop(tx);
+        let deadline = tokio::time::Instant::now() + run_deadline(v, opts.scale);
+        let publish = producer.publish_all(&v.setup.events, t0);
+        tokio::pin!(publish);
+        let mut published_done = false;
+        let (mut published, mut acked) = (HashSet::new(), HashSet::new());
+        let mut raw = Vec::new();
+        let mut timed_out = false;
+        loop {
+            // Every event is published exactly once in the end (failed attempts retry), so
+            // the run is over when all of them are in the stream and acknowledged.
+            if published_done && published.len() == v.setup.events.len() && acked.is_superset(&published) {
+                break;
+            }
+            tokio::select! {
+                r = &mut publish, if !published_done => { r?; published_done = true; }
+                ev = rx.recv() => match ev {
+                    Some(ev) => {
+                        match &ev.kind {
+                            EventKind::Published { entry_id, .. } => { published.insert(entry_id.clone()); }
+                            EventKind::Acked { entry_id } => { acked.insert(entry_id.clone()); }
+                            _ => {}
+                        }
+                        raw.push(ev);
+                    }
+                    // Every consumer is gone and the producer too: nothing more can happen.
+                    None => { timed_out = !published_done || !acked.is_superset(&published); break; }
+                },
+                _ = tokio::time::sleep_until(deadline) => { timed_out = true; break; }
+            }
+        }
+        for c in consumers {
+            c.stop().await;
+        }
+        while let Ok(ev) = rx.try_recv() {
+            raw.push(ev);
+        }
+        let mut events: Vec<Event> = raw.into_iter().map(|e| e.at(t0)).collect();
+        timeline::sort(&mut events);
+        let stream_entries = self.read_stream(&stream).await?;
+        let final_rows = self.final_rows(&v.setup.orders()).await?;
+        self.delete_keys(&prefix).await?;
+        let verdict = checker::final_state(&v.setup, &RunView { events: &events, final_rows: &final_rows, timed_out });
+        Ok(RunRecord { run, stream: stream_entries, events, final_rows, timed_out, verdict })
+    }
+
+    async fn reset_rows(&self, rows: &[OrderRow]) -> Result<(), Error> {
+        self.pg.execute(&format!("TRUNCATE {SCHEMA}.orders"), &[]).await.context("reset rows")?;
+        for r in rows {
+            self.pg
+                .execute(&format!("INSERT INTO {SCHEMA}.orders (id, status, version) VALUES ($1, $2, $3)"), &[&r.order, &r.status, &r.version])
+                .await
+                .context("insert initial row")?;
+        }
+        Ok(())
+    }
+
+    /// Readiness as data: the consumer's reading connection shows in CLIENT LIST as blocked
+    /// (`flags` has `b`) in `xreadgroup`.
+    async fn wait_blocked(&mut self, client_name: &str, child: &mut RoleProcess) -> Result<(), Error> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let needle = format!(" name={client_name} ");
+        loop {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut self.redis).await.context("CLIENT LIST")?;
+            if list.lines().any(|l| l.contains(&needle) && l.contains(" cmd=xreadgroup") && is_blocked(l)) {
+                return Ok(());
+            }
+            if let Some(detail) = child.exited() {
+                return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail });
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail: "not blocked in XREADGROUP after 15 s".into() });
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn read_stream(&mut self, stream: &str) -> Result<Vec<StreamEntry>, Error> {
+        let reply: redis::streams::StreamRangeReply =
+            redis::cmd("XRANGE").arg(stream).arg("-").arg("+").query_async(&mut self.redis).await.context("XRANGE")?;
+        Ok(reply
+            .ids
+            .iter()
+            .filter_map(|e| consumer::job_of(e).map(|job| StreamEntry { entry_id: e.id.clone(), job }))
+            .collect())
+    }
+
+    async fn final_rows(&self, orders: &[i64]) -> Result<Vec<OrderRow>, Error> {
+        let rows = self
+            .pg
+            .query(&format!("SELECT id, status, version FROM {SCHEMA}.orders WHERE id = ANY($1) ORDER BY id"), &[&orders])
+            .await
+            .context("read final state")?;
+        Ok(rows.iter().map(|r| OrderRow { order: r.get(0), status: r.get(1), version: r.get(2) }).collect())
+    }
+
+    async fn delete_keys(&mut self, prefix: &str) -> Result<(), Error> {
+        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut self.redis).await.context("KEYS")?;
+        if !keys.is_empty() {
+            let _: i64 = redis::cmd("DEL").arg(&keys).query_async(&mut self.redis).await.context("DEL")?;
+        }
+        Ok(())
+    }
+}
+
+fn is_blocked(client_line: &str) -> bool {
+    client_line.split(' ').any(|kv| kv.strip_prefix("flags=").is_some_and(|f| f.contains('b')))
+}
+
+/// A generous bound on a run's length: everything it could wait for, tripled, plus 10 s.
+/// Only a hung run ever reaches it (its verdict is then unknown).
+fn run_deadline(v: &Variant, scale: TimeScale) -> Duration {
+    let work: f64 = v.setup.events.iter().map(|e| v.setup.cost_of(&e.event_type)).sum();
+    let publish: f64 = v
+        .setup
+        .events
+        .iter()
+        .map(|e| e.at_ms.unwrap_or(0.0) + if e.fail_attempts > 0 { PublishSchedule(e).retry_offset_ms(e.fail_attempts + 1) } else { 0.0 })
+        .fold(0.0, f64::max);
+    let lock_waits: f64 = match &v.setup.strategy {
+        crate::scenario::Strategy::Lock(l) => (l.ttl_ms + l.prework_max_ms) as f64 * v.setup.events.len() as f64,
+        _ => 0.0,
+    };
+    scale.duration((work + publish + lock_waits) * 3.0) + Duration::from_secs(10)
+}
+
+/// A per-process seed from the invocation's seed: same `--seed`, same random choices.
+fn mix(seed: u64, names: &[&str], run: u32, index: u32) -> u64 {
+    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut step = |x: u64| {
+        h = (h ^ x).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 31;
+    };
+    for n in names {
+        n.bytes().for_each(|b| step(b as u64));
+    }
+    step(run as u64);
+    step(index as u64);
+    h
+}
+
+/// A role running as a child process (`ordlab __consumer …`). Its stdout lines become
+/// timeline events; if it exits on its own, an `exited` event says so with its stderr tail.
+/// Dropping it (or [`RoleProcess::stop`]) kills it; it also dies if this process dies.
+struct RoleProcess {
+    actor: Actor,
+    stop: Option<oneshot::Sender<()>>,
+    watcher: tokio::task::JoinHandle<()>,
+    exit: Arc<Mutex<Option<String>>>,
+}
+
+impl RoleProcess {
+    fn spawn(exe: &std::path::Path, cfg: &ConsumerConfig, sink: mpsc::UnboundedSender<RawEvent>) -> Result<RoleProcess, Error> {
+        let actor = cfg.actor();
+        let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
+        cmd.arg("__consumer")
+            .arg(serde_json::to_string(cfg).expect("config serializes"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().context(&format!("start consumer {actor} ({})", exe.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let lines_sink = sink.clone();
+        let reader = tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(ev) = serde_json::from_str::<RawEvent>(&line) {
+                    lines_sink.record(ev);
+                }
+            }
+        });
+        let err_tail = tokio::spawn(async move {
+            let mut buf = String::new();
+            let _ = stderr.read_to_string(&mut buf).await;
+            buf
+        });
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let exit = Arc::new(Mutex::new(None));
+        let exit_w = exit.clone();
+        let watcher = tokio::spawn(async move {
+            tokio::select! {
+                status = child.wait() => {
+                    let _ = reader.await;
+                    let tail = err_tail.await.unwrap_or_default();
+                    let tail = tail.lines().last().unwrap_or("").to_string();
+                    let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    let detail = if tail.is_empty() { status } else { format!("{status}: {tail}") };
+                    *exit_w.lock().unwrap() = Some(detail.clone());
+                    sink.emit(actor, EventKind::Crashed { planned: false, detail });
+                }
+                _ = stop_rx => {
+                    let _ = child.kill().await;
+                    let _ = reader.await;
+                }
+            }
+        });
+        Ok(RoleProcess { actor, stop: Some(stop_tx), watcher, exit })
+    }
+
+    /// If the process has exited on its own: how.
+    fn exited(&self) -> Option<String> {
+        self.exit.lock().unwrap().clone()
+    }
+
+    /// Kill the process and wait until its output is drained.
+    async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.watcher).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn blocked_flag_is_read_from_client_list() {
+        assert!(super::is_blocked("id=5 addr=x name=ordlab-1-C1 age=0 flags=b db=0 cmd=xreadgroup"));
+        assert!(!super::is_blocked("id=5 addr=x name=ordlab-1-C1 age=0 flags=N db=0 cmd=xreadgroup"));
+    }
+
+    #[test]
+    fn seeds_differ_per_process_and_repeat_per_seed() {
+        let a = super::mix(1, &["lock", "s4b"], 1, 1);
+        assert_eq!(a, super::mix(1, &["lock", "s4b"], 1, 1));
+        assert_ne!(a, super::mix(1, &["lock", "s4b"], 1, 2));
+        assert_ne!(a, super::mix(2, &["lock", "s4b"], 1, 1));
+    }
+}

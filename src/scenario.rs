@@ -1,0 +1,558 @@
+//! A lab is a declarative TOML file: what to set up, what to publish, what should come out.
+//! This module parses it (errors carry line and column) and resolves its variants, each a
+//! complete set-up obtained by laying the variant's keys over the file's shared ones.
+//!
+//! ```toml
+//! id = "baseline"
+//! title = "The bug: two consumers in parallel"
+//! source = "seed 001, 08a-baseline"
+//! runs = 10
+//!
+//! [setup]
+//! consumers = 2
+//! strategy = "plain"                       # plain | cas | lock
+//! cost_ms = { created = 800, paid = 50 }   # injected handler work per event type
+//! events = [
+//!   { order = 42, type = "created", version = 1 },
+//!   { order = 42, type = "paid", version = 2 },
+//! ]
+//!
+//! [expect]
+//! wrong = "all"                            # all | none | some | any | a number
+//!
+//! [[variant]]                              # optional: each overrides runs, setup, expect
+//! id = "three-consumers"
+//! setup = { consumers = 3 }
+//! ```
+
+use crate::timeline::Job;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a scenario file could not be used. Every message is one line naming the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax { path: String, line: usize, column: usize, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+    #[error("cannot read scenario file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as written. Every set-up key is optional so a variant can override just one.
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    id: String,
+    title: String,
+    source: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    runs: Option<u32>,
+    #[serde(default)]
+    setup: SetupPatch,
+    #[serde(default)]
+    expect: Option<ExpectPatch>,
+    #[serde(default)]
+    variant: Vec<VariantFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantFile {
+    id: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    scheduler_race: bool,
+    #[serde(default)]
+    runs: Option<u32>,
+    #[serde(default)]
+    setup: SetupPatch,
+    #[serde(default)]
+    expect: Option<ExpectPatch>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetupPatch {
+    consumers: Option<u32>,
+    strategy: Option<StrategyKind>,
+    lock: Option<LockSpec>,
+    cas_version: Option<VersionSource>,
+    cost_ms: Option<BTreeMap<String, f64>>,
+    events: Option<Vec<EventSpec>>,
+    initial: Option<Vec<OrderRow>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectPatch {
+    wrong: Expectation,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resolved model the runner uses.
+
+/// A lab: one file, one or more variants.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scenario {
+    pub id: String,
+    pub title: String,
+    /// Where the lab comes from: seed file and section, or "new".
+    pub source: String,
+    pub description: Option<String>,
+    /// The file it was read from (None for a built-in read from memory).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+    pub variants: Vec<Variant>,
+}
+
+/// One complete experiment: set-up, number of runs, expected outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct Variant {
+    pub id: String,
+    pub title: String,
+    pub runs: u32,
+    pub setup: Setup,
+    pub expect: Expectation,
+    /// Who goes first is decided by the OS scheduler (e.g. two consumers racing for a lock):
+    /// the timeline differs from run to run, so snapshots leave it out.
+    pub scheduler_race: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    /// Consumer processes in the group, each with its own connections.
+    pub consumers: u32,
+    pub strategy: Strategy,
+    /// Injected handler work in milliseconds per event type (before `--time-scale`).
+    pub cost_ms: BTreeMap<String, f64>,
+    /// Published in this order, each on its own schedule.
+    pub events: Vec<EventSpec>,
+    /// Rows present before each run.
+    pub initial: Vec<OrderRow>,
+}
+
+/// How a consumer applies an event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Strategy {
+    /// `UPDATE orders SET status=$s, version=$v WHERE id=$id`: last writer wins.
+    Plain,
+    /// `UPDATE … WHERE id=$id AND version < $v`: a stale event changes nothing.
+    Cas { version: VersionSource },
+    /// Plain UPDATE inside a per-order Redis lock.
+    Lock(LockSpec),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum StrategyKind {
+    Plain,
+    Cas,
+    Lock,
+}
+
+/// Which number CAS compares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionSource {
+    /// The business version carried in the event (born with it at the source).
+    #[default]
+    Business,
+    /// The stream entry ID as a number, `ms * 100000 + seq` (born at XADD time).
+    EntryId,
+}
+
+/// Per-key lock: `SET lock:order:<id> <token> NX PX <ttl_ms>`, retried every `retry_ms`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSpec {
+    #[serde(default = "LockSpec::default_ttl")]
+    pub ttl_ms: u64,
+    #[serde(default = "LockSpec::default_retry")]
+    pub retry_ms: u64,
+    /// Random work before taking the lock, uniform in `[0, prework_max_ms]` (seeded RNG).
+    #[serde(default)]
+    pub prework_max_ms: u64,
+}
+
+impl LockSpec {
+    fn default_ttl() -> u64 {
+        5000
+    }
+    fn default_retry() -> u64 {
+        20
+    }
+}
+
+impl Default for LockSpec {
+    fn default() -> Self {
+        LockSpec { ttl_ms: Self::default_ttl(), retry_ms: Self::default_retry(), prework_max_ms: 0 }
+    }
+}
+
+/// One event to publish and when.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    pub order: i64,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub version: i64,
+    /// First publish attempt, in ms after producer start; default: right after the previous one.
+    #[serde(default)]
+    pub at_ms: Option<f64>,
+    /// Injected publish failures: the first `fail_attempts` attempts fail (a network blip).
+    #[serde(default)]
+    pub fail_attempts: u32,
+    /// Delay before the first retry; each later retry waits `backoff` times longer.
+    #[serde(default = "EventSpec::default_retry")]
+    pub retry_ms: f64,
+    #[serde(default = "EventSpec::default_backoff")]
+    pub backoff: f64,
+}
+
+impl EventSpec {
+    fn default_retry() -> f64 {
+        500.0
+    }
+    fn default_backoff() -> f64 {
+        2.0
+    }
+    pub fn job(&self) -> Job {
+        Job { order: self.order, event_type: self.event_type.clone(), version: self.version }
+    }
+}
+
+/// A row of `orders`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderRow {
+    pub order: i64,
+    pub status: String,
+    pub version: i64,
+}
+
+/// How many runs should end in a wrong final state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// Every run wrong: the bug is deterministic.
+    All,
+    /// No run wrong: the fix holds.
+    None,
+    /// At least one run wrong (for a race that happens often enough to never miss in n runs).
+    Some,
+    /// Not asserted: the figure is measured and reported only.
+    Any,
+    /// Exactly k runs wrong.
+    Exactly(u32),
+}
+
+impl<'de> Deserialize<'de> for Expectation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Word(String),
+            Count(u32),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Count(k) => Ok(Expectation::Exactly(k)),
+            Raw::Word(w) => match w.as_str() {
+                "all" => Ok(Expectation::All),
+                "none" => Ok(Expectation::None),
+                "some" => Ok(Expectation::Some),
+                "any" => Ok(Expectation::Any),
+                _ => Err(serde::de::Error::custom(format!(
+                    "expect.wrong = {w:?}: use \"all\", \"none\", \"some\", \"any\" or a number"
+                ))),
+            },
+        }
+    }
+}
+
+impl Serialize for Expectation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Expectation::All => s.serialize_str("all"),
+            Expectation::None => s.serialize_str("none"),
+            Expectation::Some => s.serialize_str("some"),
+            Expectation::Any => s.serialize_str("any"),
+            Expectation::Exactly(k) => s.serialize_u32(*k),
+        }
+    }
+}
+
+impl Expectation {
+    /// Does `wrong` out of `runs` meet the expectation?
+    pub fn holds(&self, wrong: u32, runs: u32) -> bool {
+        match self {
+            Expectation::All => wrong == runs,
+            Expectation::None => wrong == 0,
+            Expectation::Some => wrong > 0,
+            Expectation::Any => true,
+            Expectation::Exactly(k) => wrong == *k,
+        }
+    }
+}
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expectation::All => f.write_str("all"),
+            Expectation::None => f.write_str("none"),
+            Expectation::Some => f.write_str("some"),
+            Expectation::Any => f.write_str("any (measured only)"),
+            Expectation::Exactly(k) => write!(f, "exactly {k}"),
+        }
+    }
+}
+
+impl Setup {
+    /// The status the run must end in for `order`: the type of its highest-versioned event.
+    pub fn expected_status(&self, order: i64) -> Option<&str> {
+        self.events
+            .iter()
+            .filter(|e| e.order == order)
+            .max_by_key(|e| e.version)
+            .map(|e| e.event_type.as_str())
+    }
+
+    /// Orders the lab touches, in first-seen order.
+    pub fn orders(&self) -> Vec<i64> {
+        let mut seen = Vec::new();
+        for o in self.initial.iter().map(|r| r.order).chain(self.events.iter().map(|e| e.order)) {
+            if !seen.contains(&o) {
+                seen.push(o);
+            }
+        }
+        seen
+    }
+
+    /// Injected handler work for an event type, in ms before scaling.
+    pub fn cost_of(&self, event_type: &str) -> f64 {
+        self.cost_ms.get(event_type).copied().unwrap_or(0.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing and resolution.
+
+impl Scenario {
+    /// Read and resolve a scenario file.
+    pub fn from_path(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Read { path: path.display().to_string(), source })?;
+        let mut s = Scenario::parse(&text, &path.display().to_string())?;
+        s.path = Some(path.to_path_buf());
+        Ok(s)
+    }
+
+    /// Parse scenario text; `origin` names it in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            ScenarioError::Syntax {
+                path: origin.to_string(),
+                line,
+                column,
+                message: e.message().trim().replace('\n', " "),
+            }
+        })?;
+        resolve(file, origin)
+    }
+
+    pub fn variant(&self, id: &str) -> Option<&Variant> {
+        self.variants.iter().find(|v| v.id == id)
+    }
+}
+
+fn resolve(file: ScenarioFile, origin: &str) -> Result<Scenario, ScenarioError> {
+    let invalid = |message: String| ScenarioError::Invalid { path: origin.to_string(), message };
+    if !is_id(&file.id) {
+        return Err(invalid(format!("id {:?}: use lowercase letters, digits and '-'", file.id)));
+    }
+    let base_variant = VariantFile {
+        id: file.id.clone(),
+        title: None,
+        scheduler_race: false,
+        runs: None,
+        setup: SetupPatch::default(),
+        expect: None,
+    };
+    let variant_files = if file.variant.is_empty() { vec![base_variant] } else { file.variant };
+    let mut variants = Vec::new();
+    for v in variant_files {
+        if !is_id(&v.id) {
+            return Err(invalid(format!("variant id {:?}: use lowercase letters, digits and '-'", v.id)));
+        }
+        if variants.iter().any(|x: &Variant| x.id == v.id) {
+            return Err(invalid(format!("variant id {:?} appears twice: give each variant its own id", v.id)));
+        }
+        let setup = resolve_setup(&file.setup, &v.setup).map_err(|m| invalid(format!("variant {}: {m}", v.id)))?;
+        let expect = v.expect.or_else(|| file.expect.clone()).map(|e| e.wrong).ok_or_else(|| {
+            invalid(format!("variant {}: no expected outcome: add [expect] wrong = \"all\" | \"none\" | \"some\" | \"any\"", v.id))
+        })?;
+        let runs = v.runs.or(file.runs).unwrap_or(10);
+        if runs == 0 {
+            return Err(invalid(format!("variant {}: runs = 0: use at least 1", v.id)));
+        }
+        variants.push(Variant {
+            title: v.title.unwrap_or_else(|| file.title.clone()),
+            id: v.id,
+            runs,
+            setup,
+            expect,
+            scheduler_race: v.scheduler_race,
+        });
+    }
+    Ok(Scenario {
+        id: file.id,
+        title: file.title,
+        source: file.source,
+        description: file.description,
+        path: None,
+        variants,
+    })
+}
+
+fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> {
+    let consumers = over.consumers.or(base.consumers).unwrap_or(1);
+    if consumers == 0 {
+        return Err("setup.consumers = 0: use at least 1".into());
+    }
+    let kind = over.strategy.or(base.strategy).unwrap_or(StrategyKind::Plain);
+    let strategy = match kind {
+        StrategyKind::Plain => Strategy::Plain,
+        StrategyKind::Cas => Strategy::Cas { version: over.cas_version.or(base.cas_version).unwrap_or_default() },
+        StrategyKind::Lock => Strategy::Lock(over.lock.clone().or_else(|| base.lock.clone()).unwrap_or_default()),
+    };
+    let mut cost_ms = base.cost_ms.clone().unwrap_or_default();
+    cost_ms.extend(over.cost_ms.clone().unwrap_or_default());
+    if let Some((t, c)) = cost_ms.iter().find(|(_, c)| !c.is_finite() || **c < 0.0) {
+        return Err(format!("setup.cost_ms.{t} = {c}: use a duration ≥ 0 in ms"));
+    }
+    let events = over.events.clone().or_else(|| base.events.clone()).unwrap_or_default();
+    if events.is_empty() {
+        return Err("setup.events is empty: list at least one event to publish".into());
+    }
+    let default_initial = || {
+        let mut rows: Vec<OrderRow> = Vec::new();
+        for e in &events {
+            if !rows.iter().any(|r| r.order == e.order) {
+                rows.push(OrderRow { order: e.order, status: "new".into(), version: 0 });
+            }
+        }
+        rows
+    };
+    let initial = over.initial.clone().or_else(|| base.initial.clone()).unwrap_or_else(default_initial);
+    Ok(Setup { consumers, strategy, cost_ms, events, initial })
+}
+
+fn is_id(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+id = "demo"
+title = "Demo"
+source = "new"
+runs = 3
+[setup]
+consumers = 2
+cost_ms = { created = 800, paid = 50 }
+events = [
+  { order = 42, type = "created", version = 1 },
+  { order = 42, type = "paid", version = 2 },
+]
+[expect]
+wrong = "all"
+"#;
+
+    #[test]
+    fn a_file_without_variants_is_one_variant_named_after_the_lab() {
+        let s = Scenario::parse(MINIMAL, "demo.toml").unwrap();
+        assert_eq!(s.variants.len(), 1);
+        let v = &s.variants[0];
+        assert_eq!((v.id.as_str(), v.runs, v.setup.consumers), ("demo", 3, 2));
+        assert_eq!(v.setup.strategy, Strategy::Plain);
+        assert_eq!(v.expect, Expectation::All);
+        assert_eq!(v.setup.initial, vec![OrderRow { order: 42, status: "new".into(), version: 0 }]);
+        assert_eq!(v.setup.expected_status(42), Some("paid"));
+        assert_eq!(v.setup.cost_of("created"), 800.0);
+    }
+
+    #[test]
+    fn variants_override_only_what_they_name() {
+        let text = format!(
+            "{MINIMAL}\n[[variant]]\nid = \"a\"\n\n[[variant]]\nid = \"b\"\nruns = 5\nsetup = {{ consumers = 1, strategy = \"lock\", lock = {{ ttl_ms = 500 }}, cost_ms = {{ paid = 60 }} }}\nexpect = {{ wrong = 0 }}\n"
+        );
+        let s = Scenario::parse(&text, "demo.toml").unwrap();
+        let b = s.variant("b").unwrap();
+        assert_eq!((b.runs, b.setup.consumers), (5, 1));
+        assert_eq!(b.setup.strategy, Strategy::Lock(LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 0 }));
+        assert_eq!(b.setup.cost_of("paid"), 60.0);
+        assert_eq!(b.setup.cost_of("created"), 800.0);
+        assert_eq!(b.expect, Expectation::Exactly(0));
+        let a = s.variant("a").unwrap();
+        assert_eq!((a.runs, a.setup.consumers, &a.expect), (3, 2, &Expectation::All));
+    }
+
+    #[test]
+    fn syntax_errors_carry_line_and_column() {
+        let bad = MINIMAL.replace("consumers = 2", "consumers = = 2");
+        let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+        assert!(err.starts_with("x.toml:7:13: "), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let bad = MINIMAL.replace("consumers = 2", "consumer = 2");
+        let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+        assert!(err.starts_with("x.toml:7:1: ") && err.contains("consumer"), "{err}");
+    }
+
+    #[test]
+    fn semantic_errors_say_the_fix() {
+        let bad = MINIMAL.replace("consumers = 2", "consumers = 0");
+        let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+        assert_eq!(err, "x.toml: variant demo: setup.consumers = 0: use at least 1");
+        let bad = MINIMAL.replace("wrong = \"all\"", "wrong = \"most\"");
+        let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("use \"all\""), "{err}");
+    }
+
+    #[test]
+    fn expectations_hold_or_not() {
+        assert!(Expectation::All.holds(3, 3) && !Expectation::All.holds(2, 3));
+        assert!(Expectation::None.holds(0, 3) && !Expectation::None.holds(1, 3));
+        assert!(Expectation::Some.holds(1, 3) && !Expectation::Some.holds(0, 3));
+        assert!(Expectation::Any.holds(0, 3) && Expectation::Exactly(2).holds(2, 3));
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncđe", 6), (2, 3));
+        assert_eq!(line_col("x", 0), (1, 1));
+    }
+}

@@ -1,0 +1,301 @@
+//! The local backend runs `redis-server` and `postgres` from this machine on free
+//! loopback ports, each invocation inside its own private temp dir. PostgreSQL's slow
+//! `initdb` runs once into a cached template that later runs copy.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use nix::sys::signal::Signal;
+use nix::unistd::{Gid, Uid, User};
+
+use super::error::ServiceError;
+use super::process::{free_port, owned_command, OwnedChild, StopPolicy};
+use super::readiness::{poll_until, Attempt, PollError, Readiness};
+use super::template::{copy_tree, ensure_template, PgBinaries};
+
+/// How often a server start is retried when its port was taken in the meantime.
+const PORT_ATTEMPTS: usize = 3;
+const REDIS_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin"];
+
+/// A running local redis-server, stopped (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct LocalRedis {
+    pub url: String,
+    pub port: u16,
+    child: OwnedChild,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl LocalRedis {
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
+    /// Sends `signal` to the server (e.g. SIGSTOP/SIGCONT/SIGKILL in a fault lab).
+    pub fn kill(&self, signal: Signal) -> Result<(), ServiceError> {
+        self.child.signal(signal).map_err(|e| ServiceError::Io {
+            what: format!("cannot signal redis-server pid {}", self.pid()),
+            source: e.into(),
+        })
+    }
+
+    /// The server's private temp dir (removed on stop/drop).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_ref().map(|d| d.path())
+    }
+
+    /// Stops the server without blocking the runtime, then removes its temp dir.
+    pub async fn stop(self) {
+        let LocalRedis { child, dir, .. } = self;
+        child.stop().await;
+        drop(dir);
+    }
+}
+
+/// Starts one more redis-server in its own temp dir, with `extra_args` appended.
+pub async fn start_local_redis(extra_args: &[String]) -> Result<LocalRedis, ServiceError> {
+    let dir = private_dir()?;
+    let (child, port) = spawn_redis(dir.path(), extra_args).await?;
+    Ok(LocalRedis {
+        url: format!("redis://127.0.0.1:{port}/"),
+        port,
+        child,
+        dir: Some(dir),
+    })
+}
+
+/// Spawns redis-server with its files in `dir` and waits until it answers PING.
+pub(crate) async fn spawn_redis(
+    dir: &Path,
+    extra_args: &[String],
+) -> Result<(OwnedChild, u16), ServiceError> {
+    let bin = find_redis()?;
+    let log = dir.join("redis.log");
+    start_with_port_retry("redis-server", &log, |port| {
+        let mut cmd = owned_command(&bin);
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .args(extra_args);
+        (cmd, Readiness::redis(&format!("redis://127.0.0.1:{port}/")))
+    })
+    .await
+}
+
+/// Copies the cached PostgreSQL template into `dir` and starts a postmaster there.
+pub(crate) async fn spawn_postgres(dir: &Path) -> Result<(OwnedChild, u16), ServiceError> {
+    let bins = PgBinaries::find()?;
+    let owner = postgres_owner()?;
+    let template = ensure_template(&bins, owner).await?;
+    let data = dir.join("pg-data");
+    let sock = dir.join("pg-sock");
+    let (d, s, o) = (data.clone(), sock.clone(), owner);
+    tokio::task::spawn_blocking(move || prepare_pg_dirs(&template, &d, &s, o))
+        .await
+        .map_err(|e| ServiceError::io("copy postgres template")(std::io::Error::other(e)))??;
+    let log = dir.join("postgres.log");
+    start_with_port_retry("postgres", &log, |port| {
+        let mut cmd = owned_command(&bins.postgres);
+        cmd.arg("-D").arg(&data).args(["-p", &port.to_string()]);
+        cmd.arg("-k").arg(&sock);
+        for setting in [
+            "listen_addresses=127.0.0.1",
+            "fsync=off",
+            "synchronous_commit=off",
+            "full_page_writes=off",
+            "max_connections=100",
+            "shared_buffers=32MB",
+        ] {
+            cmd.args(["-c", setting]);
+        }
+        if let Some((uid, gid)) = owner {
+            cmd.uid(uid.as_raw()).gid(gid.as_raw());
+        }
+        (cmd, Readiness::postgres(&pg_config(port)))
+    })
+    .await
+}
+
+/// The tokio-postgres config string for a local server on `port`.
+pub(crate) fn pg_config(port: u16) -> String {
+    format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
+}
+
+fn prepare_pg_dirs(
+    template: &Path,
+    data: &Path,
+    sock: &Path,
+    owner: Option<(Uid, Gid)>,
+) -> Result<(), ServiceError> {
+    copy_tree(template, data, owner).map_err(ServiceError::io("copy postgres template"))?;
+    std::fs::create_dir(sock).map_err(ServiceError::io("create postgres socket dir"))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(sock, Some(uid.as_raw()), Some(gid.as_raw()))
+            .map_err(ServiceError::io("chown postgres socket dir"))?;
+    }
+    Ok(())
+}
+
+/// `Some(uid, gid)` of the `postgres` user when we are root (postgres refuses root).
+pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
+    if !Uid::effective().is_root() {
+        return Ok(None);
+    }
+    match User::from_name("postgres") {
+        Ok(Some(u)) => Ok(Some((u.uid, u.gid))),
+        _ => Err(ServiceError::NoPostgresUser),
+    }
+}
+
+/// A private temp dir under `$ORDLAB_TMPDIR` if set, else /dev/shm when it exists (RAM,
+/// fast), else the default. When we are root it is handed to the postgres user, who must
+/// reach files inside (so `$ORDLAB_TMPDIR` must be traversable by that user).
+pub(crate) fn private_dir() -> Result<tempfile::TempDir, ServiceError> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("ordlab-");
+    let shm = Path::new("/dev/shm");
+    let dir = if let Some(root) = std::env::var_os("ORDLAB_TMPDIR") {
+        builder.tempdir_in(root)
+    } else if shm.is_dir() {
+        builder.tempdir_in(shm)
+    } else {
+        builder.tempdir()
+    }
+    .map_err(ServiceError::io("create temp dir"))?;
+    if let Ok(Some((uid, gid))) = postgres_owner() {
+        std::os::unix::fs::chown(dir.path(), Some(uid.as_raw()), Some(gid.as_raw()))
+            .map_err(ServiceError::io("chown temp dir to postgres"))?;
+    }
+    Ok(dir)
+}
+
+/// Spawns the server built by `build(port)` and waits for readiness. When the server
+/// exits early because its port got taken, tries again with another free port.
+async fn start_with_port_retry<F>(
+    what: &'static str,
+    log: &Path,
+    mut build: F,
+) -> Result<(OwnedChild, u16), ServiceError>
+where
+    F: FnMut(u16) -> (std::process::Command, Readiness),
+{
+    let mut attempt = 1;
+    loop {
+        let port = free_port().map_err(ServiceError::io("pick a free port"))?;
+        let (mut cmd, readiness) = build(port);
+        let child = spawn_logged(&mut cmd, what, log)?;
+        match wait_ready(what, child, &readiness).await {
+            Ok(child) => return Ok((child, port)),
+            Err(ServiceError::NotReady { log_tail, .. })
+                if attempt < PORT_ATTEMPTS && port_taken(&log_tail) =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn port_taken(log_tail: &str) -> bool {
+    log_tail.contains("Address already in use") || log_tail.contains("could not bind")
+}
+
+fn spawn_logged(
+    cmd: &mut std::process::Command,
+    what: &'static str,
+    log: &Path,
+) -> Result<OwnedChild, ServiceError> {
+    let file =
+        std::fs::File::create(log).map_err(ServiceError::io(format!("create {what} log")))?;
+    let err = file.try_clone().map_err(ServiceError::io("dup log file"))?;
+    cmd.stdin(Stdio::null()).stdout(file).stderr(err);
+    let policy = if what == "postgres" {
+        StopPolicy::POSTGRES
+    } else {
+        StopPolicy::Kill
+    };
+    OwnedChild::spawn(cmd, what, policy, Some(log.to_path_buf()))
+        .map_err(ServiceError::io(format!("spawn {what}")))
+}
+
+/// Polls `readiness` until it succeeds; fails early if the process exits.
+pub(crate) async fn wait_ready(
+    what: &'static str,
+    mut child: OwnedChild,
+    readiness: &Readiness,
+) -> Result<OwnedChild, ServiceError> {
+    let result = poll_until(readiness.timeout, readiness.interval, || {
+        let exited = child.try_exited();
+        async move {
+            if let Some(status) = exited {
+                return Attempt::Abort(format!("process exited early with {status}"));
+            }
+            match readiness.check().await {
+                Ok(()) => Attempt::Ready(()),
+                Err(e) => Attempt::Retry(e),
+            }
+        }
+    })
+    .await;
+    let reason = match result {
+        Ok(()) => return Ok(child),
+        Err(PollError::Aborted(r)) => r,
+        Err(PollError::TimedOut { last }) => format!("last probe error: {last}"),
+    };
+    let log_tail = child.log_tail(5);
+    drop(child);
+    Err(ServiceError::NotReady {
+        what,
+        timeout: readiness.timeout,
+        reason,
+        log_tail,
+    })
+}
+
+/// Finds `name` on PATH, then in `dirs`.
+pub(crate) fn find_binary(name: &str, dirs: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(dirs.iter().map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// `$ORDLAB_REDIS_SERVER` if set (for example a Redis 8 build), else PATH and the usual dirs.
+pub(crate) fn find_redis() -> Result<PathBuf, ServiceError> {
+    if let Some(p) = std::env::var_os("ORDLAB_REDIS_SERVER") {
+        let p = PathBuf::from(p);
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(ServiceError::MissingBinary {
+                what: "redis-server",
+                searched: format!("{} (from ORDLAB_REDIS_SERVER)", p.display()),
+                hint: "point ORDLAB_REDIS_SERVER at an executable redis-server, or unset it and install one (Debian: apt-get install -y redis-server)".into(),
+            })
+        };
+    }
+    find_binary("redis-server", REDIS_DIRS).ok_or_else(|| ServiceError::MissingBinary {
+        what: "redis-server",
+        searched: REDIS_DIRS.join(", "),
+        hint: "install it (Debian: apt-get install -y redis-server) or use --backend external --redis-url ...".into(),
+    })
+}
+
+/// Output of `<bin> --version`, trimmed (e.g. "Redis server v=7.0.15 sha=...").
+pub(crate) fn binary_version(bin: &Path) -> Option<String> {
+    let out = std::process::Command::new(bin)
+        .arg("--version")
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
+}

@@ -1,0 +1,204 @@
+//! The record of a run: typed events `{t, actor, kind}` from every process, on one clock.
+//! Checkers and reporters read only this record (plus the final rows), so a saved run can be
+//! re-judged and re-rendered without servers.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Who did something. Serialized as a short label: `producer`, `C1`, `D1`, `reaper`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Actor {
+    /// The orchestrator itself (set-up and checks made outside any role).
+    Runner,
+    Producer,
+    /// Consumer process number `n` (1-based), shown as `C<n>`.
+    Consumer(u32),
+    /// Outbox dispatcher `n`, shown as `D<n>`.
+    Dispatcher(u32),
+    Reaper,
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Actor::Runner => f.write_str("runner"),
+            Actor::Producer => f.write_str("producer"),
+            Actor::Consumer(n) => write!(f, "C{n}"),
+            Actor::Dispatcher(n) => write!(f, "D{n}"),
+            Actor::Reaper => f.write_str("reaper"),
+        }
+    }
+}
+
+impl From<Actor> for String {
+    fn from(a: Actor) -> String {
+        a.to_string()
+    }
+}
+
+impl TryFrom<String> for Actor {
+    type Error = String;
+    fn try_from(s: String) -> Result<Actor, String> {
+        let numbered = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse::<u32>().ok());
+        match s.as_str() {
+            "runner" => Ok(Actor::Runner),
+            "producer" => Ok(Actor::Producer),
+            "reaper" => Ok(Actor::Reaper),
+            _ => numbered("C")
+                .map(Actor::Consumer)
+                .or_else(|| numbered("D").map(Actor::Dispatcher))
+                .ok_or_else(|| format!("unknown actor {s:?}")),
+        }
+    }
+}
+
+/// One business event as it travels through the stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub order: i64,
+    /// Business event type, which is also the status it writes (`created`, `paid`, …).
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// Business version born with the event (created = 1, paid = 2, shipped = 3).
+    pub version: i64,
+}
+
+impl fmt::Display for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (v={})", self.event_type, self.version)
+    }
+}
+
+/// What happened. Each variant is one line (or one mark) of a timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A consumer process is connected and about to block in XREADGROUP.
+    Ready,
+    /// The producer sent XADD and the entry was accepted.
+    Published { entry_id: String, job: Job, attempt: u32 },
+    /// A publish attempt failed (injected fault); `retry_in_ms` is the scheduled retry, if any.
+    PublishFailed { job: Job, attempt: u32, retry_in_ms: Option<f64>, reason: String },
+    /// A consumer got an entry from the group. `deliveries` is the server's delivery count when known.
+    Received { entry_id: String, job: Job, deliveries: Option<u64> },
+    /// Handler work (an injected sleep standing in for an API call or a DB write) begins.
+    WorkStarted { entry_id: String, ms: f64 },
+    /// Lock taken after `tries` attempts of `SET key token NX PX ttl`.
+    LockAcquired { key: String, tries: u32, ttl_ms: u64 },
+    /// Lock release; `released` is the server's answer (1 ours and deleted, 0 expired or not ours).
+    LockReleased { key: String, method: String, released: i64 },
+    /// The handler wrote the row. `version` is shown for strategies that write one conditionally.
+    Wrote { entry_id: String, order: i64, status: String, version: Option<i64>, rows: u64 },
+    /// XACK sent for the entry.
+    Acked { entry_id: String },
+    /// The process died. `planned` tells an injected crash from an unplanned one.
+    Crashed { planned: bool, detail: String },
+}
+
+/// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RawEvent {
+    pub mono_ns: u64,
+    pub actor: Actor,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl RawEvent {
+    pub fn now(actor: Actor, kind: EventKind) -> RawEvent {
+        RawEvent { mono_ns: crate::clock::now_ns(), actor, kind }
+    }
+
+    /// Place the event on the run's clock (t=0 at producer start).
+    pub fn at(self, t0_ns: u64) -> Event {
+        let t_us = (self.mono_ns as i128 - t0_ns as i128) / 1000;
+        Event { t_us: t_us as i64, actor: self.actor, kind: self.kind }
+    }
+}
+
+/// A timeline line on the run's clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Microseconds since the producer started (negative for set-up before it).
+    pub t_us: i64,
+    pub actor: Actor,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// Whole milliseconds, rounded to nearest, as the timeline prints them.
+    pub fn t_ms(&self) -> i64 {
+        (self.t_us as f64 / 1000.0).round() as i64
+    }
+}
+
+/// Order events by time; ties keep their arrival order.
+pub fn sort(events: &mut [Event]) {
+    events.sort_by_key(|e| e.t_us);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actor_labels_round_trip() {
+        for a in [Actor::Runner, Actor::Producer, Actor::Consumer(2), Actor::Dispatcher(1), Actor::Reaper] {
+            assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
+        }
+        assert!(Actor::try_from("X1".to_string()).is_err());
+    }
+
+    #[test]
+    fn event_json_is_flat_and_tagged() {
+        let e = Event {
+            t_us: 1500,
+            actor: Actor::Consumer(1),
+            kind: EventKind::Acked { entry_id: "1-0".into() },
+        };
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(json, r#"{"t_us":1500,"actor":"C1","kind":"acked","entry_id":"1-0"}"#);
+        assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), e);
+        assert_eq!(e.t_ms(), 2);
+    }
+
+    #[test]
+    fn raw_event_is_placed_relative_to_t0() {
+        let raw = RawEvent { mono_ns: 5_000_000, actor: Actor::Producer, kind: EventKind::Ready };
+        assert_eq!(raw.clone().at(2_000_000).t_us, 3000);
+        assert_eq!(raw.at(6_000_000).t_us, -1000);
+    }
+}
+
+/// Where a role sends its events: stdout in a child process, a channel in the orchestrator.
+pub trait Sink: Send + Sync {
+    fn record(&self, event: RawEvent);
+
+    fn emit(&self, actor: Actor, kind: EventKind) {
+        self.record(RawEvent::now(actor, kind));
+    }
+}
+
+/// Events as JSON lines on stdout: how a child process reports to the orchestrator.
+pub struct StdoutSink;
+
+impl Sink for StdoutSink {
+    fn record(&self, event: RawEvent) {
+        use std::io::Write;
+        let line = serde_json::to_string(&event).expect("events always serialize");
+        let mut out = std::io::stdout().lock();
+        // If the orchestrator is gone there is nobody to report to: stop this process.
+        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+            std::process::exit(3);
+        }
+    }
+}
+
+impl Sink for tokio::sync::mpsc::UnboundedSender<RawEvent> {
+    fn record(&self, event: RawEvent) {
+        // The receiver lives as long as the run; after it, late events are of no interest.
+        let _ = self.send(event);
+    }
+}

@@ -1,0 +1,87 @@
+//! Bad input gets one clear line naming the problem and the fix, and exit code 2.
+
+use super::support;
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = support::ordlab(tmp.path());
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(support::entries(tmp.path()).is_empty(), "temp dirs left: {:?}", support::entries(tmp.path()));
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn assert_one_line(stderr: &str) {
+    assert_eq!(stderr.trim_end().lines().count(), 1, "expected one line, got: {stderr}");
+}
+
+#[test]
+fn list_shows_the_built_in_labs() {
+    let (code, stdout, _) = run(&["list"], &[]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.lines().any(|l| l.starts_with("baseline ") && l.contains("seed 001, 08a")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("s1 ")), "{stdout}");
+}
+
+#[test]
+fn unknown_lab_lists_the_known_ids() {
+    let (code, _, stderr) = run(&["run", "nope"], &[]);
+    assert_eq!(code, Some(2));
+    assert_one_line(&stderr);
+    assert!(stderr.contains("unknown scenario \"nope\"") && stderr.contains("baseline") && stderr.contains("s1"), "{stderr}");
+}
+
+#[test]
+fn malformed_scenario_file_names_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.toml");
+    let text = std::fs::read_to_string("scenarios/baseline.toml").unwrap().replace("consumers = 2", "consumers = = 2");
+    std::fs::write(&path, &text).unwrap();
+    let line = text.lines().position(|l| l.starts_with("consumers = =")).unwrap() + 1;
+    let (code, _, stderr) = run(&["run", path.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2));
+    assert_one_line(&stderr);
+    assert!(stderr.contains(&format!("mine.toml:{line}:13: ")), "{stderr}");
+}
+
+#[test]
+fn missing_redis_server_says_what_to_install() {
+    let (code, _, stderr) = run(&["run", "baseline", "--backend", "local"], &[("ORDLAB_REDIS_SERVER", "/nonexistent/redis-server")]);
+    assert_eq!(code, Some(2));
+    assert_one_line(&stderr);
+    assert!(stderr.contains("redis-server") && stderr.contains("apt-get install"), "{stderr}");
+}
+
+#[test]
+fn unreachable_external_server_is_named_without_its_password() {
+    let (code, _, stderr) = run(
+        &["run", "baseline", "--backend", "external", "--redis-url", "redis://:hunter2@127.0.0.1:1/", "--pg-url", "host=127.0.0.1 port=1 user=x password=hunter2"],
+        &[],
+    );
+    assert_eq!(code, Some(2));
+    assert_one_line(&stderr);
+    assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "password printed: {stderr}");
+}
+
+#[test]
+fn a_saved_run_is_checked_without_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run(&["run", "s1", "--runs", "1", "--time-scale", "0.25", "--out", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let saved = dir.path().join("s1.json");
+    let (code, checked, _) = run(&["check", saved.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0));
+    let verdict = |s: &str| s.lines().find(|l| l.contains("→ wrong")).map(str::to_string);
+    assert_eq!(verdict(&checked), verdict(&stdout));
+    assert_eq!(std::fs::read_to_string(dir.path().join("s1.txt")).unwrap(), stdout);
+
+    std::fs::write(&saved, "{\"schema_version\": 99}").unwrap();
+    let (code, _, stderr) = run(&["check", saved.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2));
+    assert_one_line(&stderr);
+    assert!(stderr.contains("schema version 99"), "{stderr}");
+}

@@ -1,0 +1,11 @@
+//! One integration-test binary with a module per area (ripgrep's layout). Every test talks to
+//! real servers that it starts itself (local backend) and stops before it ends.
+
+mod support;
+
+/// Bad input: one clear line, exit code 2, nothing started or left behind.
+mod cli;
+/// Nothing is left running after a run, a failed run, or Ctrl-C in the middle of one.
+mod cleanup;
+/// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
+mod core_labs;

@@ -1,0 +1,95 @@
+//! Shared helpers: the `ordlab` binary, servers per test, a lab run in-process, and the
+//! process-tree inspection the cleanup tests need.
+
+use ordlab::report::{snapshot, LabReport};
+use ordlab::runner::{RunOptions, Runner};
+use ordlab::service::{BackendChoice, ServiceOptions, Services};
+use std::path::PathBuf;
+use std::process::Command;
+
+pub fn ordlab_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ordlab"))
+}
+
+/// The binary as a command, with a private temp root so leftovers can be checked.
+pub fn ordlab(tmp_root: &std::path::Path) -> Command {
+    // The servers' private dirs go below `tmp_root`; PostgreSQL runs as its own user and
+    // must be able to traverse it.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp_root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = Command::new(ordlab_exe());
+    c.env("ORDLAB_TMPDIR", tmp_root).env_remove("ORDLAB_REDIS_URL").env_remove("ORDLAB_PG_URL");
+    c
+}
+
+pub fn local() -> ServiceOptions {
+    ServiceOptions { backend: BackendChoice::Local, ..ServiceOptions::default() }
+}
+
+/// Run a built-in lab in-process on fresh local servers, stopped before returning.
+pub async fn run_lab(id: &str, runs: u32, scale: f64, seed: u64) -> LabReport {
+    let lab = ordlab::catalog::find(id).expect("built-in lab");
+    let services = Services::start(&local()).await.expect("local servers start");
+    let mut opts = RunOptions::new(scale, seed);
+    opts.runs = Some(runs);
+    let report = {
+        let mut runner = Runner::new(&services, ordlab_exe()).await.expect("runner connects");
+        runner.run_lab(&lab, &opts).await.expect("lab runs")
+    };
+    services.stop().await;
+    report
+}
+
+/// The lab as its snapshot test runs it (`ordlab diff` runs it the same way).
+pub async fn snapshot_run(id: &str) -> LabReport {
+    run_lab(id, snapshot::RUNS, snapshot::TIME_SCALE, snapshot::SEED).await
+}
+
+/// Every process below `root` (children, grandchildren, …), from /proc.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // Fields after the parenthesised command name: state, ppid, …
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
+        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        parent_of.push((pid, ppid));
+    }
+    let mut out = vec![];
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (pid, ppid) in &parent_of {
+            if *ppid == p && !out.contains(pid) {
+                out.push(*pid);
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
+}
+
+/// Is `pid` still a live process (a zombie counts as gone)?
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Poll `cond` every 10 ms for up to `secs` seconds.
+pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    cond()
+}
+
+/// Entries left in a directory.
+pub fn entries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default()
+}

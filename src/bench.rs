@@ -16,10 +16,17 @@ pub fn critical_path_ms(setup: &Setup, events: &[Event], scale: f64) -> f64 {
     let mut publish_ms: HashMap<&str, f64> = HashMap::new();
     for e in events {
         if let EventKind::Published { entry_id, job, attempt } = &e.kind {
-            let spec = setup.events.iter().find(|s| s.order == job.order && s.event_type == job.event_type && s.version == job.version);
+            let spec = setup
+                .events
+                .iter()
+                .find(|s| s.order == job.order && s.event_type == job.event_type && s.version == job.version);
             let at = spec.map(|s| {
                 let first = s.at_ms.unwrap_or(0.0);
-                if *attempt > 1 { first + crate::fault::PublishSchedule(s).retry_offset_ms(*attempt) } else { first }
+                if *attempt > 1 {
+                    first + crate::fault::PublishSchedule(s).retry_offset_ms(*attempt)
+                } else {
+                    first
+                }
             });
             publish_ms.insert(entry_id, at.unwrap_or(0.0) * scale);
         }
@@ -27,7 +34,11 @@ pub fn critical_path_ms(setup: &Setup, events: &[Event], scale: f64) -> f64 {
     let mut free_at: HashMap<Actor, f64> = HashMap::new();
     for e in events {
         if let EventKind::Received { entry_id, job, .. } = &e.kind {
-            let start = free_at.get(&e.actor).copied().unwrap_or(0.0).max(publish_ms.get(entry_id.as_str()).copied().unwrap_or(0.0));
+            let start = free_at
+                .get(&e.actor)
+                .copied()
+                .unwrap_or(0.0)
+                .max(publish_ms.get(entry_id.as_str()).copied().unwrap_or(0.0));
             free_at.insert(e.actor, start + setup.cost_of(&job.event_type) * scale);
         }
     }
@@ -36,7 +47,11 @@ pub fn critical_path_ms(setup: &Setup, events: &[Event], scale: f64) -> f64 {
 
 /// Wall time of a run in ms: the last acknowledgement.
 pub fn wall_ms(events: &[Event]) -> f64 {
-    events.iter().filter(|e| matches!(e.kind, EventKind::Acked { .. })).map(|e| e.t_us as f64 / 1000.0).fold(0.0, f64::max)
+    events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Acked { .. }))
+        .map(|e| e.t_us as f64 / 1000.0)
+        .fold(0.0, f64::max)
 }
 
 /// XADD→receive latencies in ms, counting only entries whose consumer was idle (blocked in
@@ -84,7 +99,10 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
 /// Measure each lab: servers started fresh per lab (that start is timed), `runs` runs per
 /// variant at time scale 1.
 pub async fn run(labs: &[Scenario], runs: u32, svc: &ServiceOptions, exe: PathBuf) -> Result<(), Error> {
-    println!("{:<16} {:>5} {:>14} {:>9} {:>16} {:>16}", "lab", "runs", "wall/critical", "start s", "xadd→recv p50", "xadd→recv p99");
+    println!(
+        "{:<16} {:>5} {:>14} {:>9} {:>16} {:>16}",
+        "lab", "runs", "wall/critical", "start s", "xadd→recv p50", "xadd→recv p99"
+    );
     for lab in labs {
         let services = Services::start(svc).await?;
         let start_s = services.start_time.as_secs_f64();

@@ -17,10 +17,7 @@ pub enum CatalogError {
 
 /// Every built-in lab, parsed, in file-name order.
 pub fn all() -> Result<Vec<Scenario>, ScenarioError> {
-    BUILT_IN
-        .iter()
-        .map(|(name, text)| Scenario::parse(text, &format!("scenarios/{name}")))
-        .collect()
+    BUILT_IN.iter().map(|(name, text)| Scenario::parse(text, &format!("scenarios/{name}"))).collect()
 }
 
 /// A lab by id (`baseline`), or a scenario file by path (`my/lab.toml`).

@@ -90,6 +90,29 @@ pub fn outcome(expect: &crate::scenario::Expectation, verdicts: &[Verdict]) -> O
     }
 }
 
+/// Re-judge a saved report from its recorded runs alone (what `ordlab check` does): every
+/// run's verdict and every variant's tally are recomputed; nothing stored is trusted.
+pub fn rejudge(report: &crate::report::LabReport) -> crate::report::LabReport {
+    let mut out = report.clone();
+    for v in &mut out.variants {
+        for r in &mut v.run_records {
+            r.verdict = final_state(
+                &v.setup,
+                &RunView { events: &r.events, final_rows: &r.final_rows, timed_out: r.timed_out },
+            );
+        }
+        *v = crate::report::VariantReport::tally(
+            v.id.clone(),
+            v.title.clone(),
+            v.setup.clone(),
+            v.expected.clone(),
+            v.scheduler_race,
+            std::mem::take(&mut v.run_records),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,7 +153,11 @@ wrong = "all"
         assert_eq!(missing.verdict, Verdict::Unknown);
         let late = final_state(&s, &RunView { events: &[], final_rows: &row("paid", 2), timed_out: true });
         assert_eq!(late.verdict, Verdict::Unknown);
-        let crash = [Event { t_us: 0, actor: Actor::Consumer(1), kind: EventKind::Crashed { planned: false, detail: "x".into() } }];
+        let crash = [Event {
+            t_us: 0,
+            actor: Actor::Consumer(1),
+            kind: EventKind::Crashed { planned: false, detail: "x".into() },
+        }];
         let both = final_state(&s, &RunView { events: &crash, final_rows: &row("created", 1), timed_out: false });
         assert_eq!(both.verdict, Verdict::Wrong);
         assert_eq!(both.reasons.len(), 2);
@@ -138,7 +165,11 @@ wrong = "all"
 
     #[test]
     fn planned_crashes_do_not_make_a_run_unknown() {
-        let crash = [Event { t_us: 0, actor: Actor::Consumer(1), kind: EventKind::Crashed { planned: true, detail: "x".into() } }];
+        let crash = [Event {
+            t_us: 0,
+            actor: Actor::Consumer(1),
+            kind: EventKind::Crashed { planned: true, detail: "x".into() },
+        }];
         let v = final_state(&setup(), &RunView { events: &crash, final_rows: &row("paid", 2), timed_out: false });
         assert_eq!(v.verdict, Verdict::Right);
     }
@@ -150,17 +181,4 @@ wrong = "all"
         assert_eq!(outcome(&Expectation::All, &[Wrong, Right]), Outcome::Mismatched);
         assert_eq!(outcome(&Expectation::None, &[Right, Unknown]), Outcome::Inconclusive);
     }
-}
-
-/// Re-judge a saved report from its recorded runs alone (what `ordlab check` does): every
-/// run's verdict and every variant's tally are recomputed; nothing stored is trusted.
-pub fn rejudge(report: &crate::report::LabReport) -> crate::report::LabReport {
-    let mut out = report.clone();
-    for v in &mut out.variants {
-        for r in &mut v.run_records {
-            r.verdict = final_state(&v.setup, &RunView { events: &r.events, final_rows: &r.final_rows, timed_out: r.timed_out });
-        }
-        *v = crate::report::VariantReport::tally(v.id.clone(), v.title.clone(), v.setup.clone(), v.expected.clone(), v.scheduler_race, std::mem::take(&mut v.run_records));
-    }
-    out
 }

@@ -57,7 +57,12 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let mut reader = connect::redis(&cfg.redis_url).await.context("consumer connect")?;
     let mut writer = connect::redis(&cfg.redis_url).await.context("consumer connect")?;
     let pg = connect::postgres(&cfg.pg_config).await.context("consumer connect")?;
-    let _: () = redis::cmd("CLIENT").arg("SETNAME").arg(&cfg.client_name).query_async(&mut reader).await.context("CLIENT SETNAME")?;
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(&cfg.client_name)
+        .query_async(&mut reader)
+        .await
+        .context("CLIENT SETNAME")?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     sink.emit(actor, EventKind::Ready);
     loop {
@@ -78,11 +83,18 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
         for entry in reply.keys.iter().flat_map(|k| k.ids.iter()) {
             let Some(job) = job_of(entry) else {
                 // Not ours to judge: ack it so the run can finish, and leave a trace.
-                sink.emit(actor, EventKind::Crashed { planned: false, detail: format!("undecodable entry {}", entry.id) });
+                sink.emit(
+                    actor,
+                    EventKind::Crashed { planned: false, detail: format!("undecodable entry {}", entry.id) },
+                );
                 continue;
             };
             sink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
-            let delivery = Delivery { entry_id: &entry.id, job: &job, cost_ms: cfg.cost_ms.get(&job.event_type).copied().unwrap_or(0.0) };
+            let delivery = Delivery {
+                entry_id: &entry.id,
+                job: &job,
+                cost_ms: cfg.cost_ms.get(&job.event_type).copied().unwrap_or(0.0),
+            };
             let mut handler = Handler {
                 actor,
                 redis: &mut writer,
@@ -94,7 +106,13 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
                 has_delex: cfg.has_delex,
             };
             strategy::apply(&mut handler, &cfg.strategy, &delivery).await?;
-            let _: i64 = redis::cmd("XACK").arg(&cfg.stream).arg(&cfg.group).arg(&entry.id).query_async(&mut writer).await.context("XACK")?;
+            let _: i64 = redis::cmd("XACK")
+                .arg(&cfg.stream)
+                .arg(&cfg.group)
+                .arg(&entry.id)
+                .query_async(&mut writer)
+                .await
+                .context("XACK")?;
             sink.emit(actor, EventKind::Acked { entry_id: entry.id.clone() });
         }
     }

@@ -14,7 +14,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "ordlab", version, about = "Reproduce job-ordering bugs on real Redis and PostgreSQL, and measure the fixes.")]
+#[command(
+    name = "ordlab",
+    version,
+    about = "Reproduce job-ordering bugs on real Redis and PostgreSQL, and measure the fixes."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -149,7 +153,8 @@ fn main() {
     if let Command::Consumer { config } = &cli.command {
         std::process::exit(run_consumer(config));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
         // Ctrl-C or SIGTERM drops the command's future, whose guards stop every server and
         // child process it started before we exit.
@@ -251,7 +256,10 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             drop(runner);
             services.stop().await;
             if format == Format::Json {
-                println!("{}", if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) });
+                println!(
+                    "{}",
+                    if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) }
+                );
             }
             Ok(if reports.iter().all(LabReport::matched) { EXIT_MATCHED } else { EXIT_MISMATCH })
         }
@@ -268,7 +276,9 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             for lang in [Lang::En, Lang::Vi] {
                 let name = snapshot::file_name(&lab.id, lang);
                 let path = snapshots.join(&name);
-                let stored = std::fs::read_to_string(&path).with_context(|| format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display()))?;
+                let stored = std::fs::read_to_string(&path).with_context(|| {
+                    format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display())
+                })?;
                 let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized(&report, lang));
                 println!("== {name}: {diff}");
                 same_all &= same;
@@ -300,7 +310,9 @@ fn command_line() -> String {
 fn write_results(dir: &std::path::Path, report: &LabReport, text_report: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let id = &report.lab.id;
-    std::fs::write(dir.join(format!("{id}.txt")), text_report).with_context(|| format!("write {}/{id}.txt", dir.display()))?;
-    std::fs::write(dir.join(format!("{id}.json")), json::render(report) + "\n").with_context(|| format!("write {}/{id}.json", dir.display()))?;
+    std::fs::write(dir.join(format!("{id}.txt")), text_report)
+        .with_context(|| format!("write {}/{id}.txt", dir.display()))?;
+    std::fs::write(dir.join(format!("{id}.json")), json::render(report) + "\n")
+        .with_context(|| format!("write {}/{id}.json", dir.display()))?;
     Ok(())
 }

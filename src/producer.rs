@@ -82,7 +82,11 @@ impl Producer {
             .query_async(&mut conn)
             .await
             .context("XADD")?;
-        self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind: EventKind::Published { entry_id, job, attempt } });
+        self.sink.record(RawEvent {
+            mono_ns: started,
+            actor: Actor::Producer,
+            kind: EventKind::Published { entry_id, job, attempt },
+        });
         Ok(true)
     }
 

@@ -85,7 +85,14 @@ pub struct StreamEntry {
 
 impl VariantReport {
     /// Count verdicts and compare with the expectation.
-    pub fn tally(id: String, title: String, setup: Setup, expected: Expectation, scheduler_race: bool, run_records: Vec<RunRecord>) -> VariantReport {
+    pub fn tally(
+        id: String,
+        title: String,
+        setup: Setup,
+        expected: Expectation,
+        scheduler_race: bool,
+        run_records: Vec<RunRecord>,
+    ) -> VariantReport {
         let verdicts: Vec<Verdict> = run_records.iter().map(|r| r.verdict.verdict).collect();
         let count = |v: Verdict| verdicts.iter().filter(|x| **x == v).count() as u32;
         VariantReport {

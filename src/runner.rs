@@ -22,6 +22,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
+/// Progress callback: (variant id, run just finished, runs of the variant).
+pub type OnRun = Arc<dyn Fn(&str, u32, u32) + Send + Sync>;
+
 /// How to run a lab.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -34,12 +37,19 @@ pub struct RunOptions {
     /// The command line, for the report header.
     pub command_line: String,
     /// Called after each run with (variant id, run, runs of the variant).
-    pub on_run: Option<Arc<dyn Fn(&str, u32, u32) + Send + Sync>>,
+    pub on_run: Option<OnRun>,
 }
 
 impl RunOptions {
     pub fn new(scale: f64, seed: u64) -> RunOptions {
-        RunOptions { runs: None, scale: TimeScale(scale), seed, variant: None, command_line: String::new(), on_run: None }
+        RunOptions {
+            runs: None,
+            scale: TimeScale(scale),
+            seed,
+            variant: None,
+            command_line: String::new(),
+            on_run: None,
+        }
     }
 }
 
@@ -78,7 +88,12 @@ impl<'a> Runner<'a> {
             backend: self.services.backend.to_string(),
             redis_version: info.redis_version.clone(),
             postgres_version: info.postgres_version.clone(),
-            lock_release: if info.redis.delex { "DELEX IFEQ" } else { "Lua compare-and-delete (no DELEX before Redis 8.4)" }.to_string(),
+            lock_release: if info.redis.delex {
+                "DELEX IFEQ"
+            } else {
+                "Lua compare-and-delete (no DELEX before Redis 8.4)"
+            }
+            .to_string(),
             command_line: opts.command_line.clone(),
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             seed: opts.seed,
@@ -101,12 +116,24 @@ impl<'a> Runner<'a> {
                     cb(&v.id, run, runs);
                 }
             }
-            variants.push(VariantReport::tally(v.id.clone(), v.title.clone(), v.setup.clone(), v.expect.clone(), v.scheduler_race, records));
+            variants.push(VariantReport::tally(
+                v.id.clone(),
+                v.title.clone(),
+                v.setup.clone(),
+                v.expect.clone(),
+                v.scheduler_race,
+                records,
+            ));
         }
         Ok(LabReport {
             schema_version: crate::SCHEMA_VERSION,
             environment: self.environment(opts),
-            lab: LabInfo { id: lab.id.clone(), title: lab.title.clone(), source: lab.source.clone(), description: lab.description.clone() },
+            lab: LabInfo {
+                id: lab.id.clone(),
+                title: lab.title.clone(),
+                source: lab.source.clone(),
+                description: lab.description.clone(),
+            },
             variants,
         })
     }
@@ -207,7 +234,10 @@ impl<'a> Runner<'a> {
         self.pg.execute(&format!("TRUNCATE {SCHEMA}.orders"), &[]).await.context("reset rows")?;
         for r in rows {
             self.pg
-                .execute(&format!("INSERT INTO {SCHEMA}.orders (id, status, version) VALUES ($1, $2, $3)"), &[&r.order, &r.status, &r.version])
+                .execute(
+                    &format!("INSERT INTO {SCHEMA}.orders (id, status, version) VALUES ($1, $2, $3)"),
+                    &[&r.order, &r.status, &r.version],
+                )
                 .await
                 .context("insert initial row")?;
         }
@@ -220,7 +250,8 @@ impl<'a> Runner<'a> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         let needle = format!(" name={client_name} ");
         loop {
-            let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut self.redis).await.context("CLIENT LIST")?;
+            let list: String =
+                redis::cmd("CLIENT").arg("LIST").query_async(&mut self.redis).await.context("CLIENT LIST")?;
             if list.lines().any(|l| l.contains(&needle) && l.contains(" cmd=xreadgroup") && is_blocked(l)) {
                 return Ok(());
             }
@@ -228,7 +259,10 @@ impl<'a> Runner<'a> {
                 return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail });
             }
             if tokio::time::Instant::now() > deadline {
-                return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail: "not blocked in XREADGROUP after 15 s".into() });
+                return Err(Error::RoleNotReady {
+                    actor: child.actor.to_string(),
+                    detail: "not blocked in XREADGROUP after 15 s".into(),
+                });
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -247,14 +281,18 @@ impl<'a> Runner<'a> {
     async fn final_rows(&self, orders: &[i64]) -> Result<Vec<OrderRow>, Error> {
         let rows = self
             .pg
-            .query(&format!("SELECT id, status, version FROM {SCHEMA}.orders WHERE id = ANY($1) ORDER BY id"), &[&orders])
+            .query(
+                &format!("SELECT id, status, version FROM {SCHEMA}.orders WHERE id = ANY($1) ORDER BY id"),
+                &[&orders],
+            )
             .await
             .context("read final state")?;
         Ok(rows.iter().map(|r| OrderRow { order: r.get(0), status: r.get(1), version: r.get(2) }).collect())
     }
 
     async fn delete_keys(&mut self, prefix: &str) -> Result<(), Error> {
-        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut self.redis).await.context("KEYS")?;
+        let keys: Vec<String> =
+            redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut self.redis).await.context("KEYS")?;
         if !keys.is_empty() {
             let _: i64 = redis::cmd("DEL").arg(&keys).query_async(&mut self.redis).await.context("DEL")?;
         }
@@ -274,7 +312,10 @@ fn run_deadline(v: &Variant, scale: TimeScale) -> Duration {
         .setup
         .events
         .iter()
-        .map(|e| e.at_ms.unwrap_or(0.0) + if e.fail_attempts > 0 { PublishSchedule(e).retry_offset_ms(e.fail_attempts + 1) } else { 0.0 })
+        .map(|e| {
+            e.at_ms.unwrap_or(0.0)
+                + if e.fail_attempts > 0 { PublishSchedule(e).retry_offset_ms(e.fail_attempts + 1) } else { 0.0 }
+        })
         .fold(0.0, f64::max);
     let lock_waits: f64 = match &v.setup.strategy {
         crate::scenario::Strategy::Lock(l) => (l.ttl_ms + l.prework_max_ms) as f64 * v.setup.events.len() as f64,
@@ -309,7 +350,11 @@ struct RoleProcess {
 }
 
 impl RoleProcess {
-    fn spawn(exe: &std::path::Path, cfg: &ConsumerConfig, sink: mpsc::UnboundedSender<RawEvent>) -> Result<RoleProcess, Error> {
+    fn spawn(
+        exe: &std::path::Path,
+        cfg: &ConsumerConfig,
+        sink: mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<RoleProcess, Error> {
         let actor = cfg.actor();
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
         cmd.arg("__consumer")

@@ -319,11 +319,7 @@ impl fmt::Display for Expectation {
 impl Setup {
     /// The status the run must end in for `order`: the type of its highest-versioned event.
     pub fn expected_status(&self, order: i64) -> Option<&str> {
-        self.events
-            .iter()
-            .filter(|e| e.order == order)
-            .max_by_key(|e| e.version)
-            .map(|e| e.event_type.as_str())
+        self.events.iter().filter(|e| e.order == order).max_by_key(|e| e.version).map(|e| e.event_type.as_str())
     }
 
     /// Orders the lab touches, in first-seen order.
@@ -399,7 +395,10 @@ fn resolve(file: ScenarioFile, origin: &str) -> Result<Scenario, ScenarioError> 
         }
         let setup = resolve_setup(&file.setup, &v.setup).map_err(|m| invalid(format!("variant {}: {m}", v.id)))?;
         let expect = v.expect.or_else(|| file.expect.clone()).map(|e| e.wrong).ok_or_else(|| {
-            invalid(format!("variant {}: no expected outcome: add [expect] wrong = \"all\" | \"none\" | \"some\" | \"any\"", v.id))
+            invalid(format!(
+                "variant {}: no expected outcome: add [expect] wrong = \"all\" | \"none\" | \"some\" | \"any\"",
+                v.id
+            ))
         })?;
         let runs = v.runs.or(file.runs).unwrap_or(10);
         if runs == 0 {

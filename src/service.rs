@@ -136,9 +136,7 @@ impl Services {
     pub async fn start(opts: &ServiceOptions) -> Result<Services, ServiceError> {
         let started = Instant::now();
         let backend = match opts.backend {
-            BackendChoice::Auto if docker::engine_answers(Duration::from_millis(500)).await => {
-                Backend::Docker
-            }
+            BackendChoice::Auto if docker::engine_answers(Duration::from_millis(500)).await => Backend::Docker,
             BackendChoice::Auto | BackendChoice::Local => Backend::Local,
             BackendChoice::Docker => Backend::Docker,
             BackendChoice::External => Backend::External,
@@ -158,11 +156,7 @@ impl Services {
             backend,
             redis_url,
             pg_config,
-            info: ServerInfo {
-                redis_version,
-                postgres_version,
-                redis,
-            },
+            info: ServerInfo { redis_version, postgres_version, redis },
             start_time: started.elapsed(),
             guard,
         })
@@ -202,16 +196,11 @@ impl Services {
 
 async fn start_local(opts: &ServiceOptions) -> Result<(Guard, String, String), ServiceError> {
     let dir = local::private_dir()?;
-    let (redis, pg) = tokio::join!(
-        local::spawn_redis(dir.path(), &opts.redis_args),
-        local::spawn_postgres(dir.path()),
-    );
+    let (redis, pg) =
+        tokio::join!(local::spawn_redis(dir.path(), &opts.redis_args), local::spawn_postgres(dir.path()),);
     // If one failed, the other's OwnedChild drops here and is stopped.
     let ((redis, redis_port), (pg, pg_port)) = (redis?, pg?);
-    let urls = (
-        format!("redis://127.0.0.1:{redis_port}/"),
-        local::pg_config(pg_port),
-    );
+    let urls = (format!("redis://127.0.0.1:{redis_port}/"), local::pg_config(pg_port));
     Ok((Guard::Local(LocalGuard { redis, pg, dir }), urls.0, urls.1))
 }
 

@@ -139,39 +139,6 @@ pub fn sort(events: &mut [Event]) {
     events.sort_by_key(|e| e.t_us);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn actor_labels_round_trip() {
-        for a in [Actor::Runner, Actor::Producer, Actor::Consumer(2), Actor::Dispatcher(1), Actor::Reaper] {
-            assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
-        }
-        assert!(Actor::try_from("X1".to_string()).is_err());
-    }
-
-    #[test]
-    fn event_json_is_flat_and_tagged() {
-        let e = Event {
-            t_us: 1500,
-            actor: Actor::Consumer(1),
-            kind: EventKind::Acked { entry_id: "1-0".into() },
-        };
-        let json = serde_json::to_string(&e).unwrap();
-        assert_eq!(json, r#"{"t_us":1500,"actor":"C1","kind":"acked","entry_id":"1-0"}"#);
-        assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), e);
-        assert_eq!(e.t_ms(), 2);
-    }
-
-    #[test]
-    fn raw_event_is_placed_relative_to_t0() {
-        let raw = RawEvent { mono_ns: 5_000_000, actor: Actor::Producer, kind: EventKind::Ready };
-        assert_eq!(raw.clone().at(2_000_000).t_us, 3000);
-        assert_eq!(raw.at(6_000_000).t_us, -1000);
-    }
-}
-
 /// Where a role sends its events: stdout in a child process, a channel in the orchestrator.
 pub trait Sink: Send + Sync {
     fn record(&self, event: RawEvent);
@@ -200,5 +167,34 @@ impl Sink for tokio::sync::mpsc::UnboundedSender<RawEvent> {
     fn record(&self, event: RawEvent) {
         // The receiver lives as long as the run; after it, late events are of no interest.
         let _ = self.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actor_labels_round_trip() {
+        for a in [Actor::Runner, Actor::Producer, Actor::Consumer(2), Actor::Dispatcher(1), Actor::Reaper] {
+            assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
+        }
+        assert!(Actor::try_from("X1".to_string()).is_err());
+    }
+
+    #[test]
+    fn event_json_is_flat_and_tagged() {
+        let e = Event { t_us: 1500, actor: Actor::Consumer(1), kind: EventKind::Acked { entry_id: "1-0".into() } };
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(json, r#"{"t_us":1500,"actor":"C1","kind":"acked","entry_id":"1-0"}"#);
+        assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), e);
+        assert_eq!(e.t_ms(), 2);
+    }
+
+    #[test]
+    fn raw_event_is_placed_relative_to_t0() {
+        let raw = RawEvent { mono_ns: 5_000_000, actor: Actor::Producer, kind: EventKind::Ready };
+        assert_eq!(raw.clone().at(2_000_000).t_us, 3000);
+        assert_eq!(raw.at(6_000_000).t_us, -1000);
     }
 }

@@ -22,7 +22,9 @@ pub fn load(path: &Path) -> Result<LabReport, Error> {
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(format!("not JSON: {e}")))?;
     match value.get("schema_version").and_then(|v| v.as_u64()) {
         Some(v) if v == crate::SCHEMA_VERSION as u64 => {}
-        Some(v) => return Err(fail(format!("schema version {v}, this ordlab reads {}: rerun the lab", crate::SCHEMA_VERSION))),
+        Some(v) => {
+            return Err(fail(format!("schema version {v}, this ordlab reads {}: rerun the lab", crate::SCHEMA_VERSION)))
+        }
         None => return Err(fail("no schema_version: not an ordlab results file".into())),
     }
     serde_json::from_value(value).map_err(|e| fail(format!("does not match schema {}: {e}", crate::SCHEMA_VERSION)))

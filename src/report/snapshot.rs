@@ -40,7 +40,8 @@ pub fn diff(stored: &str, fresh: &str) -> (bool, String) {
     }
     let d = similar::TextDiff::from_lines(stored.trim_end(), fresh.trim_end());
     let verdict_changed = d.iter_all_changes().any(|c| {
-        c.tag() != similar::ChangeTag::Equal && (c.value().contains("→ wrong") || c.value().contains("final status") || c.value().contains("expected"))
+        c.tag() != similar::ChangeTag::Equal
+            && (c.value().contains("→ wrong") || c.value().contains("final status") || c.value().contains("expected"))
     });
     let mut out = d.unified_diff().header("snapshot", "this run").to_string();
     out.push_str(if verdict_changed {

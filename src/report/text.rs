@@ -58,7 +58,11 @@ fn w<'a>(opts: &TextOptions, en: &'a str, vi: &'a str) -> &'a str {
 fn header(out: &mut String, env: &Environment, opts: &TextOptions) {
     if opts.redact {
         let _ = writeln!(out, "ordlab [version] · backend [backend] · Redis [version] · PostgreSQL [version]");
-        let _ = writeln!(out, "time scale {} · timeline grouped by process (cross-process interleaving varies)", env.time_scale);
+        let _ = writeln!(
+            out,
+            "time scale {} · timeline grouped by process (cross-process interleaving varies)",
+            env.time_scale
+        );
         return;
     }
     let _ = writeln!(
@@ -112,18 +116,27 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
                 Lang::Vi => format!("lock theo khoá SET NX PX {}, thử lại mỗi {} ms", l.ttl_ms, l.retry_ms),
             };
             if l.prework_max_ms > 0 {
-                let _ = write!(t, "{}", match lang {
-                    Lang::En => format!(", 0–{} ms random work first", l.prework_max_ms),
-                    Lang::Vi => format!(", làm việc ngẫu nhiên 0–{} ms trước", l.prework_max_ms),
-                });
+                let _ = write!(
+                    t,
+                    "{}",
+                    match lang {
+                        Lang::En => format!(", 0–{} ms random work first", l.prework_max_ms),
+                        Lang::Vi => format!(", làm việc ngẫu nhiên 0–{} ms trước", l.prework_max_ms),
+                    }
+                );
             }
             t
         }
     });
     for e in s.events.iter().filter(|e| e.fail_attempts > 0) {
         parts.push(match opts.lang {
-            Lang::En => format!("publish {} fails {}× (retry {} ms, ×{})", e.event_type, e.fail_attempts, e.retry_ms, e.backoff),
-            Lang::Vi => format!("publish {} lỗi {} lần (retry {} ms, x{})", e.event_type, e.fail_attempts, e.retry_ms, e.backoff),
+            Lang::En => {
+                format!("publish {} fails {}× (retry {} ms, ×{})", e.event_type, e.fail_attempts, e.retry_ms, e.backoff)
+            }
+            Lang::Vi => format!(
+                "publish {} lỗi {} lần (retry {} ms, x{})",
+                e.event_type, e.fail_attempts, e.retry_ms, e.backoff
+            ),
         });
     }
     parts.join("; ")
@@ -139,11 +152,8 @@ fn variant(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let probabilistic = matches!(v.expected, Expectation::Some | Expectation::Any);
     // A measured-only or at-least-one count differs between runs of the lab: redact it.
     let unstable = opts.redact && probabilistic;
-    let finals: Vec<String> = v
-        .run_records
-        .iter()
-        .map(|r| if unstable { "[status]".to_string() } else { final_status(r) })
-        .collect();
+    let finals: Vec<String> =
+        v.run_records.iter().map(|r| if unstable { "[status]".to_string() } else { final_status(r) }).collect();
     let _ = writeln!(out, "  {}: {}", w(opts, "final status per run", "status cuối từng lần"), finals.join(" "));
     let expected = expected_statuses(&v.setup);
     let k = if unstable { "[k]".to_string() } else { v.wrong.to_string() };
@@ -181,13 +191,21 @@ fn expected_statuses(s: &Setup) -> String {
     let orders = s.orders();
     let statuses: Vec<String> = orders
         .iter()
-        .filter_map(|o| s.expected_status(*o).map(|st| if orders.len() == 1 { st.to_string() } else { format!("#{o} {st}") }))
+        .filter_map(|o| {
+            s.expected_status(*o).map(|st| if orders.len() == 1 { st.to_string() } else { format!("#{o} {st}") })
+        })
         .collect();
     statuses.join(", ")
 }
 
 fn final_status(r: &RunRecord) -> String {
-    let mark = if r.verdict.verdict == Verdict::Wrong { "✕" } else if r.verdict.verdict == Verdict::Unknown { "?" } else { "" };
+    let mark = if r.verdict.verdict == Verdict::Wrong {
+        "✕"
+    } else if r.verdict.verdict == Verdict::Unknown {
+        "?"
+    } else {
+        ""
+    };
     match r.final_rows.as_slice() {
         [one] => format!("{}{mark}", one.status),
         rows => {
@@ -226,11 +244,19 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
     Some(match &e.kind {
         EventKind::Ready | EventKind::WorkStarted { .. } | EventKind::Acked { .. } => return None,
         EventKind::Published { entry_id, job, attempt } => {
-            let what = if *attempt == 1 { format!("publish {job}") } else { format!("retry #{} {}", attempt - 1, job.event_type) };
+            let what = if *attempt == 1 {
+                format!("publish {job}")
+            } else {
+                format!("retry #{} {}", attempt - 1, job.event_type)
+            };
             format!("{a}: {what} OK → {}", id(entry_id))
         }
         EventKind::PublishFailed { job, attempt, retry_in_ms, .. } => {
-            let what = if *attempt == 1 { format!("publish {job}") } else { format!("retry #{} {}", attempt - 1, job.event_type) };
+            let what = if *attempt == 1 {
+                format!("publish {job}")
+            } else {
+                format!("retry #{} {}", attempt - 1, job.event_type)
+            };
             let retry = match (retry_in_ms, *attempt, vi) {
                 (Some(ms), 1, false) => format!(" → retry in {ms} ms"),
                 (Some(ms), _, false) => format!(" → retry in {ms} ms more (backoff)"),
@@ -252,7 +278,10 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
             if vi {
                 format!("{a} lấy được {key} (SET NX PX {ttl_ms}) sau {tries_s} lần thử")
             } else {
-                format!("{a} took {key} (SET NX PX {ttl_ms}) after {tries_s} {}", if *tries == 1 && !opts.redact { "try" } else { "tries" })
+                format!(
+                    "{a} took {key} (SET NX PX {ttl_ms}) after {tries_s} {}",
+                    if *tries == 1 && !opts.redact { "try" } else { "tries" }
+                )
             }
         }
         EventKind::LockReleased { method, released, .. } => {
@@ -264,7 +293,11 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
             format!("{a} {}: {method} → {released}{note}", if vi { "nhả lock" } else { "released the lock" })
         }
         EventKind::Wrote { status, version, rows, .. } => {
-            let v = version.map(|v| format!(" version={}", if opts.redact && v > 1_000_000 { "[v]".to_string() } else { v.to_string() })).unwrap_or_default();
+            let v = version
+                .map(|v| {
+                    format!(" version={}", if opts.redact && v > 1_000_000 { "[v]".to_string() } else { v.to_string() })
+                })
+                .unwrap_or_default();
             let stale = match (*rows, version.is_some(), vi) {
                 (0, true, false) => " (skipped: stale)",
                 (0, true, true) => " (bỏ qua: bản cũ)",

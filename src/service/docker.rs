@@ -21,20 +21,13 @@ pub struct DockerGuard {
 }
 
 /// Starts both containers concurrently; returns (guard, redis_url, pg_config).
-pub async fn start(
-    redis_image: &str,
-    pg_image: &str,
-) -> Result<(DockerGuard, String, String), ServiceError> {
+pub async fn start(redis_image: &str, pg_image: &str) -> Result<(DockerGuard, String, String), ServiceError> {
     let err = |e: testcontainers::TestcontainersError| ServiceError::Docker(e.to_string());
     let (rn, rt) = split_image(redis_image);
     let (pn, pt) = split_image(pg_image);
     let (redis, pg) = tokio::try_join!(
         Redis::default().with_name(rn).with_tag(rt).start(),
-        Postgres::default()
-            .with_host_auth()
-            .with_name(pn)
-            .with_tag(pt)
-            .start(),
+        Postgres::default().with_host_auth().with_name(pn).with_tag(pt).start(),
     )
     .map_err(err)?;
     let rhost = redis.get_host().await.map_err(err)?;
@@ -67,9 +60,7 @@ async fn ping() -> bool {
             Err(_) => false,
         }
     } else {
-        let path = host
-            .strip_prefix("unix://")
-            .unwrap_or("/var/run/docker.sock");
+        let path = host.strip_prefix("unix://").unwrap_or("/var/run/docker.sock");
         match tokio::net::UnixStream::connect(path).await {
             Ok(s) => http_ping(s).await,
             Err(_) => false,

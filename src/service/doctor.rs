@@ -53,13 +53,7 @@ pub async fn doctor() -> DoctorReport {
     if !docker_engine {
         hints.push("no Docker engine answers; --backend docker will not work here".to_string());
     }
-    DoctorReport {
-        redis_server,
-        postgres,
-        initdb,
-        docker_engine,
-        hints,
-    }
+    DoctorReport { redis_server, postgres, initdb, docker_engine, hints }
 }
 
 impl fmt::Display for DoctorReport {
@@ -71,18 +65,10 @@ impl fmt::Display for DoctorReport {
         line(f, "redis-server", &self.redis_server)?;
         line(f, "postgres", &self.postgres)?;
         line(f, "initdb", &self.initdb)?;
-        let docker = if self.docker_engine {
-            "answers"
-        } else {
-            "not reachable"
-        };
+        let docker = if self.docker_engine { "answers" } else { "not reachable" };
         writeln!(f, "{:<13} {docker}", "docker engine")?;
         let local = if self.local_ok() { "yes" } else { "no" };
-        write!(
-            f,
-            "{:<13} local: {local}, docker: {docker}, external: always",
-            "backends"
-        )?;
+        write!(f, "{:<13} local: {local}, docker: {docker}, external: always", "backends")?;
         for hint in &self.hints {
             write!(f, "\nhint: {hint}")?;
         }
@@ -97,13 +83,7 @@ mod tests {
         let report = super::doctor().await;
         let text = report.to_string();
         eprintln!("{text}");
-        for word in [
-            "redis-server",
-            "postgres",
-            "initdb",
-            "docker engine",
-            "backends",
-        ] {
+        for word in ["redis-server", "postgres", "initdb", "docker engine", "backends"] {
             assert!(text.contains(word), "{text}");
         }
     }

@@ -57,19 +57,11 @@ impl LocalRedis {
 pub async fn start_local_redis(extra_args: &[String]) -> Result<LocalRedis, ServiceError> {
     let dir = private_dir()?;
     let (child, port) = spawn_redis(dir.path(), extra_args).await?;
-    Ok(LocalRedis {
-        url: format!("redis://127.0.0.1:{port}/"),
-        port,
-        child,
-        dir: Some(dir),
-    })
+    Ok(LocalRedis { url: format!("redis://127.0.0.1:{port}/"), port, child, dir: Some(dir) })
 }
 
 /// Spawns redis-server with its files in `dir` and waits until it answers PING.
-pub(crate) async fn spawn_redis(
-    dir: &Path,
-    extra_args: &[String],
-) -> Result<(OwnedChild, u16), ServiceError> {
+pub(crate) async fn spawn_redis(dir: &Path, extra_args: &[String]) -> Result<(OwnedChild, u16), ServiceError> {
     let bin = find_redis()?;
     let log = dir.join("redis.log");
     start_with_port_retry("redis-server", &log, |port| {
@@ -123,12 +115,7 @@ pub(crate) fn pg_config(port: u16) -> String {
     format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
 }
 
-fn prepare_pg_dirs(
-    template: &Path,
-    data: &Path,
-    sock: &Path,
-    owner: Option<(Uid, Gid)>,
-) -> Result<(), ServiceError> {
+fn prepare_pg_dirs(template: &Path, data: &Path, sock: &Path, owner: Option<(Uid, Gid)>) -> Result<(), ServiceError> {
     copy_tree(template, data, owner).map_err(ServiceError::io("copy postgres template"))?;
     std::fs::create_dir(sock).map_err(ServiceError::io("create postgres socket dir"))?;
     if let Some((uid, gid)) = owner {
@@ -188,9 +175,7 @@ where
         let child = spawn_logged(&mut cmd, what, log)?;
         match wait_ready(what, child, &readiness).await {
             Ok(child) => return Ok((child, port)),
-            Err(ServiceError::NotReady { log_tail, .. })
-                if attempt < PORT_ATTEMPTS && port_taken(&log_tail) =>
-            {
+            Err(ServiceError::NotReady { log_tail, .. }) if attempt < PORT_ATTEMPTS && port_taken(&log_tail) => {
                 attempt += 1;
             }
             Err(e) => return Err(e),
@@ -202,22 +187,12 @@ fn port_taken(log_tail: &str) -> bool {
     log_tail.contains("Address already in use") || log_tail.contains("could not bind")
 }
 
-fn spawn_logged(
-    cmd: &mut std::process::Command,
-    what: &'static str,
-    log: &Path,
-) -> Result<OwnedChild, ServiceError> {
-    let file =
-        std::fs::File::create(log).map_err(ServiceError::io(format!("create {what} log")))?;
+fn spawn_logged(cmd: &mut std::process::Command, what: &'static str, log: &Path) -> Result<OwnedChild, ServiceError> {
+    let file = std::fs::File::create(log).map_err(ServiceError::io(format!("create {what} log")))?;
     let err = file.try_clone().map_err(ServiceError::io("dup log file"))?;
     cmd.stdin(Stdio::null()).stdout(file).stderr(err);
-    let policy = if what == "postgres" {
-        StopPolicy::POSTGRES
-    } else {
-        StopPolicy::Kill
-    };
-    OwnedChild::spawn(cmd, what, policy, Some(log.to_path_buf()))
-        .map_err(ServiceError::io(format!("spawn {what}")))
+    let policy = if what == "postgres" { StopPolicy::POSTGRES } else { StopPolicy::Kill };
+    OwnedChild::spawn(cmd, what, policy, Some(log.to_path_buf())).map_err(ServiceError::io(format!("spawn {what}")))
 }
 
 /// Polls `readiness` until it succeeds; fails early if the process exits.
@@ -246,28 +221,18 @@ pub(crate) async fn wait_ready(
     };
     let log_tail = child.log_tail(5);
     drop(child);
-    Err(ServiceError::NotReady {
-        what,
-        timeout: readiness.timeout,
-        reason,
-        log_tail,
-    })
+    Err(ServiceError::NotReady { what, timeout: readiness.timeout, reason, log_tail })
 }
 
 /// Finds `name` on PATH, then in `dirs`.
 pub(crate) fn find_binary(name: &str, dirs: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(dirs.iter().map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
+    std::env::split_paths(&path).chain(dirs.iter().map(PathBuf::from)).map(|d| d.join(name)).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 /// `$ORDLAB_REDIS_SERVER` if set (for example a Redis 8 build), else PATH and the usual dirs.
@@ -293,9 +258,6 @@ pub(crate) fn find_redis() -> Result<PathBuf, ServiceError> {
 
 /// Output of `<bin> --version`, trimmed (e.g. "Redis server v=7.0.15 sha=...").
 pub(crate) fn binary_version(bin: &Path) -> Option<String> {
-    let out = std::process::Command::new(bin)
-        .arg("--version")
-        .output()
-        .ok()?;
+    let out = std::process::Command::new(bin).arg("--version").output().ok()?;
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
 }

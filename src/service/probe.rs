@@ -6,29 +6,15 @@ use super::RedisCapabilities;
 
 /// Returns the Redis version (from `INFO server`) and which optional commands exist.
 pub async fn probe_redis(url: &str) -> Result<(String, RedisCapabilities), ServiceError> {
-    let unreachable = |e: redis::RedisError| ServiceError::Unreachable {
-        what: "redis",
-        url: redact_url(url),
-        source: Box::new(e),
-    };
+    let unreachable =
+        |e: redis::RedisError| ServiceError::Unreachable { what: "redis", url: redact_url(url), source: Box::new(e) };
     let client = redis::Client::open(url).map_err(unreachable)?;
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(unreachable)?;
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut con)
-        .await
-        .map_err(unreachable)?;
+    let mut con = client.get_multiplexed_async_connection().await.map_err(unreachable)?;
+    let info: String = redis::cmd("INFO").arg("server").query_async(&mut con).await.map_err(unreachable)?;
     let version = info_field(&info, "redis_version").unwrap_or_default();
     let names = ["delex", "xautoclaim", "blmove", "bzpopmax", "xackdel"];
-    let replies: Vec<redis::Value> = redis::cmd("COMMAND")
-        .arg("INFO")
-        .arg(&names[..])
-        .query_async(&mut con)
-        .await
-        .map_err(unreachable)?;
+    let replies: Vec<redis::Value> =
+        redis::cmd("COMMAND").arg("INFO").arg(&names[..]).query_async(&mut con).await.map_err(unreachable)?;
     let has = |i: usize| !matches!(replies.get(i), None | Some(redis::Value::Nil));
     let caps = RedisCapabilities {
         delex: has(0),
@@ -48,9 +34,7 @@ pub async fn probe_postgres(conn: &str) -> Result<String, ServiceError> {
         url: redact_url(conn),
         source: Box::new(e),
     };
-    let (client, connection) = tokio_postgres::connect(conn, tokio_postgres::NoTls)
-        .await
-        .map_err(unreachable)?;
+    let (client, connection) = tokio_postgres::connect(conn, tokio_postgres::NoTls).await.map_err(unreachable)?;
     let task = tokio::spawn(connection);
     let row = client.query_one("SHOW server_version", &[]).await;
     drop(client);
@@ -59,16 +43,12 @@ pub async fn probe_postgres(conn: &str) -> Result<String, ServiceError> {
 }
 
 fn info_field(info: &str, key: &str) -> Option<String> {
-    info.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-        .map(|v| v.trim().to_string())
+    info.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':')).map(|v| v.trim().to_string())
 }
 
 /// True when `version` ("8.6.1", "15.4 (Debian ...)") is at least `(major, minor)`.
 pub(crate) fn version_at_least(version: &str, (major, minor): (u32, u32)) -> bool {
-    let mut parts = version
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut parts = version.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().unwrap_or(0));
     let got = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     got >= (major, minor)
 }
@@ -79,9 +59,7 @@ pub fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
     if let Some(scheme_end) = out.find("://") {
         let auth_start = scheme_end + 3;
-        let auth_end = out[auth_start..]
-            .find(['/', '?', '#'])
-            .map_or(out.len(), |i| auth_start + i);
+        let auth_end = out[auth_start..].find(['/', '?', '#']).map_or(out.len(), |i| auth_start + i);
         if let Some(at) = out[auth_start..auth_end].rfind('@') {
             let userinfo = &out[auth_start..auth_start + at];
             if let Some(colon) = userinfo.find(':') {
@@ -135,9 +113,7 @@ fn value_end(s: &str, start: usize) -> usize {
         }
         return bytes.len();
     }
-    s[start..]
-        .find([' ', '\t', '&', '#'])
-        .map_or(s.len(), |k| start + k)
+    s[start..].find([' ', '\t', '&', '#']).map_or(s.len(), |k| start + k)
 }
 
 #[cfg(test)]
@@ -152,33 +128,20 @@ mod tests {
             redact_url("postgres://app:pw@db:5432/x?sslmode=disable"),
             "postgres://app:***@db:5432/x?sslmode=disable"
         );
-        assert_eq!(
-            redact_url("postgresql://db/x?user=a&password=pw&x=1"),
-            "postgresql://db/x?user=a&password=***&x=1"
-        );
+        assert_eq!(redact_url("postgresql://db/x?user=a&password=pw&x=1"), "postgresql://db/x?user=a&password=***&x=1");
     }
 
     #[test]
     fn leaves_urls_without_password_alone() {
-        for u in [
-            "redis://127.0.0.1:6379/",
-            "postgres://app@db/x",
-            "redis://h/#frag@x",
-        ] {
+        for u in ["redis://127.0.0.1:6379/", "postgres://app@db/x", "redis://h/#frag@x"] {
             assert_eq!(redact_url(u), u);
         }
     }
 
     #[test]
     fn redacts_key_value_passwords() {
-        assert_eq!(
-            redact_url("host=h password=secret user=u"),
-            "host=h password=*** user=u"
-        );
-        assert_eq!(
-            redact_url("password = 'a b\\'c' port=1"),
-            "password = *** port=1"
-        );
+        assert_eq!(redact_url("host=h password=secret user=u"), "host=h password=*** user=u");
+        assert_eq!(redact_url("password = 'a b\\'c' port=1"), "password = *** port=1");
         assert_eq!(redact_url("host=h PASSWORD=x"), "host=h PASSWORD=***");
         assert_eq!(redact_url("host=h passwordfile=x"), "host=h passwordfile=x");
         assert_eq!(redact_url("host=mypassword=1"), "host=mypassword=1");

@@ -46,10 +46,7 @@ pub enum StopPolicy {
 
 impl StopPolicy {
     /// PostgreSQL's "immediate shutdown": SIGQUIT, then SIGKILL after 2 s.
-    pub const POSTGRES: StopPolicy = StopPolicy::Graceful {
-        signal: Signal::SIGQUIT,
-        grace: Duration::from_secs(2),
-    };
+    pub const POSTGRES: StopPolicy = StopPolicy::Graceful { signal: Signal::SIGQUIT, grace: Duration::from_secs(2) };
 }
 
 /// A spawned child that is stopped and reaped when dropped.
@@ -70,12 +67,7 @@ impl OwnedChild {
         log: Option<PathBuf>,
     ) -> std::io::Result<OwnedChild> {
         let child = cmd.spawn()?;
-        Ok(OwnedChild {
-            child: Some(child),
-            name: name.into(),
-            policy,
-            log,
-        })
+        Ok(OwnedChild { child: Some(child), name: name.into(), policy, log })
     }
 
     /// The child's pid (also its process group id).
@@ -95,17 +87,12 @@ impl OwnedChild {
 
     /// Returns the exit status if the child has already exited (reaping it).
     pub fn try_exited(&mut self) -> Option<ExitStatus> {
-        self.child
-            .as_mut()
-            .and_then(|c| c.try_wait().ok().flatten())
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The last `lines` lines of the child's log file, joined with " | ".
     pub fn log_tail(&self, lines: usize) -> String {
-        self.log
-            .as_ref()
-            .map(|p| log_tail(&std::fs::read_to_string(p).unwrap_or_default(), lines))
-            .unwrap_or_default()
+        self.log.as_ref().map(|p| log_tail(&std::fs::read_to_string(p).unwrap_or_default(), lines)).unwrap_or_default()
     }
 
     /// Stops the child without blocking the async runtime.

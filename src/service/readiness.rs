@@ -65,11 +65,7 @@ pub enum PollError {
 
 /// Calls `attempt` every `interval` until it is ready, aborts, or `timeout` passes.
 /// At least one attempt is always made.
-pub async fn poll_until<T, F, Fut>(
-    timeout: Duration,
-    interval: Duration,
-    mut attempt: F,
-) -> Result<T, PollError>
+pub async fn poll_until<T, F, Fut>(timeout: Duration, interval: Duration, mut attempt: F) -> Result<T, PollError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Attempt<T>>,
@@ -91,21 +87,12 @@ where
 
 async fn redis_ping(url: &str) -> Result<(), String> {
     let client = redis::Client::open(url).map_err(|e| e.to_string())?;
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| e.to_string())?;
-    redis::cmd("PING")
-        .query_async::<String>(&mut con)
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
+    let mut con = client.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
+    redis::cmd("PING").query_async::<String>(&mut con).await.map(drop).map_err(|e| e.to_string())
 }
 
 async fn pg_select1(conn: &str) -> Result<(), String> {
-    let (client, connection) = tokio_postgres::connect(conn, tokio_postgres::NoTls)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (client, connection) = tokio_postgres::connect(conn, tokio_postgres::NoTls).await.map_err(|e| e.to_string())?;
     let task = tokio::spawn(connection);
     let result = client.simple_query("SELECT 1").await.map(drop);
     drop(client);
@@ -140,14 +127,8 @@ mod tests {
     #[tokio::test]
     async fn times_out_with_last_reason() {
         let start = Instant::now();
-        let r: Result<(), _> =
-            poll_until(20 * MS, MS, || async { Attempt::Retry("refused".into()) }).await;
-        assert_eq!(
-            r,
-            Err(PollError::TimedOut {
-                last: "refused".into()
-            })
-        );
+        let r: Result<(), _> = poll_until(20 * MS, MS, || async { Attempt::Retry("refused".into()) }).await;
+        assert_eq!(r, Err(PollError::TimedOut { last: "refused".into() }));
         assert!(start.elapsed() >= 20 * MS);
         assert!(start.elapsed() < Duration::from_secs(5));
     }

@@ -29,13 +29,11 @@ impl PgBinaries {
             find_binary(what, &dirs).ok_or_else(|| ServiceError::MissingBinary {
                 what,
                 searched: "/usr/lib/postgresql/*/bin".into(),
-                hint: "install it (Debian: apt-get install -y postgresql-15) or use --backend external --pg-url ...".into(),
+                hint: "install it (Debian: apt-get install -y postgresql-15) or use --backend external --pg-url ..."
+                    .into(),
             })
         };
-        Ok(PgBinaries {
-            postgres: find("postgres")?,
-            initdb: find("initdb")?,
-        })
+        Ok(PgBinaries { postgres: find("postgres")?, initdb: find("initdb")? })
     }
 
     /// The major version reported by `postgres --version` ("postgres (PostgreSQL) 15.4").
@@ -60,18 +58,14 @@ fn newest_pg_bin_dir() -> Option<PathBuf> {
 }
 
 fn parse_major(version_output: &str) -> Option<u32> {
-    let word = version_output
-        .split_whitespace()
-        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
+    let word = version_output.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
     let digits: String = word.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 
 /// FNV-1a, stable across builds (unlike `DefaultHasher`).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 fn cache_root() -> PathBuf {
@@ -84,10 +78,7 @@ fn cache_root() -> PathBuf {
 }
 
 /// Returns the template dir for `bins`, creating it (once) when missing.
-pub async fn ensure_template(
-    bins: &PgBinaries,
-    owner: Option<(Uid, Gid)>,
-) -> Result<PathBuf, ServiceError> {
+pub async fn ensure_template(bins: &PgBinaries, owner: Option<(Uid, Gid)>) -> Result<PathBuf, ServiceError> {
     let major = bins.major()?;
     let hash = fnv1a(bins.postgres.as_os_str().as_encoded_bytes());
     let root = cache_root();
@@ -95,32 +86,20 @@ pub async fn ensure_template(
     if template.join("PG_VERSION").is_file() {
         return Ok(template);
     }
-    std::fs::create_dir_all(&root)
-        .map_err(ServiceError::io(format!("create {}", root.display())))?;
+    std::fs::create_dir_all(&root).map_err(ServiceError::io(format!("create {}", root.display())))?;
     // initdb runs as the postgres user, who may not be able to enter our cache
     // (e.g. /root/.cache), so it writes into a private scratch dir first.
     let scratch = super::local::private_dir()?;
     let data = scratch.path().join("data");
     let mut cmd = owned_command(&bins.initdb);
     cmd.arg("-D").arg(&data);
-    cmd.args([
-        "-U",
-        "postgres",
-        "--auth=trust",
-        "-E",
-        "UTF8",
-        "--no-sync",
-        "--no-instructions",
-    ]);
+    cmd.args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
     cmd.stdin(Stdio::null());
     if let Some((uid, gid)) = owner {
         cmd.uid(uid.as_raw()).gid(gid.as_raw());
     }
-    let out = tokio::process::Command::from(cmd)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(ServiceError::io("run initdb"))?;
+    let out =
+        tokio::process::Command::from(cmd).kill_on_drop(true).output().await.map_err(ServiceError::io("run initdb"))?;
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr);
         return Err(ServiceError::Io {
@@ -202,10 +181,7 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&to), 0o700);
         assert_eq!(mode(&to.join("sub/f")), 0o600);
-        assert_eq!(
-            std::fs::read_link(to.join("link")).unwrap(),
-            Path::new("sub/f")
-        );
+        assert_eq!(std::fs::read_link(to.join("link")).unwrap(), Path::new("sub/f"));
         assert_eq!(std::fs::read(to.join("link")).unwrap(), b"x");
     }
 }

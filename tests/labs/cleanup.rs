@@ -38,14 +38,19 @@ fn is_consumer_running(root: u32) -> bool {
 
 fn assert_nothing_left(seen: &[u32], tmp: &std::path::Path) {
     assert!(seen.len() >= 2, "expected servers and consumers under ordlab, saw {seen:?}");
-    assert!(support::eventually(10, || seen.iter().all(|p| !support::alive(*p))), "still running: {:?}", seen.iter().filter(|p| support::alive(**p)).collect::<Vec<_>>());
+    assert!(
+        support::eventually(10, || seen.iter().all(|p| !support::alive(*p))),
+        "still running: {:?}",
+        seen.iter().filter(|p| support::alive(**p)).collect::<Vec<_>>()
+    );
     assert!(support::entries(tmp).is_empty(), "temp dirs left: {:?}", support::entries(tmp));
 }
 
 #[test]
 fn nothing_is_left_after_a_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, seen, stderr) = watch(&["run", "baseline", "--runs", "2", "--time-scale", "0.25", "--backend", "local"], tmp.path(), |_| {});
+    let (code, seen, stderr) =
+        watch(&["run", "baseline", "--runs", "2", "--time-scale", "0.25", "--backend", "local"], tmp.path(), |_| {});
     assert_eq!(code, Some(0), "{stderr}");
     assert_nothing_left(&seen, tmp.path());
 }
@@ -54,7 +59,8 @@ fn nothing_is_left_after_a_run() {
 fn nothing_is_left_after_a_failed_run() {
     let tmp = tempfile::tempdir().unwrap();
     // The servers start, then the run fails on a variant the lab does not have.
-    let (code, seen, stderr) = watch(&["run", "baseline", "--variant", "nope", "--backend", "local"], tmp.path(), |_| {});
+    let (code, seen, stderr) =
+        watch(&["run", "baseline", "--variant", "nope", "--backend", "local"], tmp.path(), |_| {});
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("has no variant \"nope\""), "{stderr}");
     assert!(support::eventually(10, || seen.iter().all(|p| !support::alive(*p))));
@@ -65,7 +71,8 @@ fn nothing_is_left_after_a_failed_run() {
 fn nothing_is_left_after_ctrl_c() {
     let tmp = tempfile::tempdir().unwrap();
     let (code, seen, stderr) = watch(&["run", "baseline", "--runs", "50", "--backend", "local"], tmp.path(), |child| {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+            .unwrap();
     });
     assert_eq!(code, Some(130), "{stderr}");
     assert_nothing_left(&seen, tmp.path());

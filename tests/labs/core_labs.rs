@@ -17,7 +17,8 @@ fn json_run(id: &str) -> serde_json::Value {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}; stderr: {stderr}"));
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}; stderr: {stderr}"));
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
     json
 }

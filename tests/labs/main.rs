@@ -3,9 +3,11 @@
 
 mod support;
 
-/// Bad input: one clear line, exit code 2, nothing started or left behind.
-mod cli;
 /// Nothing is left running after a run, a failed run, or Ctrl-C in the middle of one.
 mod cleanup;
+/// Bad input: one clear line, exit code 2, nothing started or left behind.
+mod cli;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
+/// The service role: servers start, answer, stop, and leave nothing behind.
+mod services;

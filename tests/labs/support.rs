@@ -91,5 +91,7 @@ pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
 
 /// Entries left in a directory.
 pub fn entries(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default()
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
 }

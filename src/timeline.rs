@@ -17,6 +17,8 @@ pub enum Actor {
     /// Outbox dispatcher `n`, shown as `D<n>`.
     Dispatcher(u32),
     Reaper,
+    /// A SQL session of a two-session race (`A`, `B`), shown as its letter.
+    Session(char),
 }
 
 impl fmt::Display for Actor {
@@ -27,6 +29,7 @@ impl fmt::Display for Actor {
             Actor::Consumer(n) => write!(f, "C{n}"),
             Actor::Dispatcher(n) => write!(f, "D{n}"),
             Actor::Reaper => f.write_str("reaper"),
+            Actor::Session(c) => write!(f, "{c}"),
         }
     }
 }
@@ -45,6 +48,8 @@ impl TryFrom<String> for Actor {
             "runner" => Ok(Actor::Runner),
             "producer" => Ok(Actor::Producer),
             "reaper" => Ok(Actor::Reaper),
+            "A" => Ok(Actor::Session('A')),
+            "B" => Ok(Actor::Session('B')),
             _ => numbered("C")
                 .map(Actor::Consumer)
                 .or_else(|| numbered("D").map(Actor::Dispatcher))
@@ -94,6 +99,13 @@ pub enum EventKind {
     Acked { entry_id: String },
     /// The process died. `planned` tells an injected crash from an unplanned one.
     Crashed { planned: bool, detail: String },
+    /// A SQL session sent a statement (it may then wait for a row lock).
+    SqlSent { case: u32, order: i64, statement: String },
+    /// The statement's outcome (`UPDATE 1`, `COMMIT`, or the server's error) and how long it waited.
+    SqlDone { case: u32, order: i64, outcome: String, waited_ms: f64 },
+    /// One polling round of an outbox dispatcher: rows published, failed, and held back
+    /// behind an earlier failure of the same key.
+    OutboxRound { round: u32, published: Vec<i64>, failed: Vec<i64>, held_back: Vec<i64> },
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
@@ -176,7 +188,14 @@ mod tests {
 
     #[test]
     fn actor_labels_round_trip() {
-        for a in [Actor::Runner, Actor::Producer, Actor::Consumer(2), Actor::Dispatcher(1), Actor::Reaper] {
+        for a in [
+            Actor::Runner,
+            Actor::Producer,
+            Actor::Consumer(2),
+            Actor::Dispatcher(1),
+            Actor::Reaper,
+            Actor::Session('B'),
+        ] {
             assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
         }
         assert!(Actor::try_from("X1".to_string()).is_err());

@@ -305,6 +305,36 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
             };
             format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", if vi { "ghi" } else { "wrote" })
         }
+        EventKind::SqlSent { statement, .. } => format!("{a} {statement}"),
+        EventKind::SqlDone { outcome, waited_ms, .. } => {
+            let waited = if opts.redact || *waited_ms < 5.0 {
+                String::new()
+            } else if vi {
+                format!(" sau khi chờ {waited_ms:.0} ms")
+            } else {
+                format!(" after waiting {waited_ms:.0} ms")
+            };
+            format!("{a} → {outcome}{waited}")
+        }
+        EventKind::OutboxRound { round, published, failed, held_back } => {
+            let rows = |v: &Vec<i64>| {
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    v.iter().map(|r| format!("#{r}")).collect::<Vec<_>>().join(" ")
+                }
+            };
+            let (r, p, f, h) = if vi {
+                ("vòng", "publish", "lỗi", "giữ lại")
+            } else {
+                ("round", "published", "failed", "held back")
+            };
+            let mut line = format!("{a} {r} {round}: {p} {}; {f} {}", rows(published), rows(failed));
+            if !held_back.is_empty() {
+                line.push_str(&format!("; {h} {}", rows(held_back)));
+            }
+            line
+        }
         EventKind::Crashed { planned, detail } => match (planned, vi) {
             (true, false) => format!("{a} CRASHED (injected: {detail})"),
             (true, true) => format!("{a} CRASH (chủ động: {detail})"),

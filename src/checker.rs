@@ -36,6 +36,8 @@ pub struct RunView<'a> {
     pub final_rows: &'a [OrderRow],
     /// The run hit its deadline before every entry was acknowledged.
     pub timed_out: bool,
+    /// Rows left in the outbox table, where the lab has one.
+    pub outbox_rows: Option<i64>,
 }
 
 /// Final-state checker: each order must end in the status of its highest-versioned event.
@@ -53,6 +55,19 @@ pub fn final_state(setup: &Setup, run: &RunView<'_>) -> RunVerdict {
             None => {
                 verdict = verdict.and(Verdict::Unknown);
                 reasons.push(format!("order {order} has no row"));
+            }
+        }
+    }
+    if setup.kind == crate::scenario::LabKind::OutboxRollback {
+        match run.outbox_rows {
+            Some(0) => {}
+            Some(n) => {
+                verdict = verdict.and(Verdict::Wrong);
+                reasons.push(format!("{n} outbox rows survived the rollback"));
+            }
+            None => {
+                verdict = verdict.and(Verdict::Unknown);
+                reasons.push("the outbox was not read".into());
             }
         }
     }
@@ -98,7 +113,12 @@ pub fn rejudge(report: &crate::report::LabReport) -> crate::report::LabReport {
         for r in &mut v.run_records {
             r.verdict = final_state(
                 &v.setup,
-                &RunView { events: &r.events, final_rows: &r.final_rows, timed_out: r.timed_out },
+                &RunView {
+                    events: &r.events,
+                    final_rows: &r.final_rows,
+                    timed_out: r.timed_out,
+                    outbox_rows: r.outbox_rows,
+                },
             );
         }
         *v = crate::report::VariantReport::tally(
@@ -139,9 +159,13 @@ wrong = "all"
     #[test]
     fn the_last_business_event_must_win() {
         let s = setup();
-        let ok = final_state(&s, &RunView { events: &[], final_rows: &row("paid", 2), timed_out: false });
+        let ok =
+            final_state(&s, &RunView { events: &[], final_rows: &row("paid", 2), timed_out: false, outbox_rows: None });
         assert_eq!(ok, RunVerdict { verdict: Verdict::Right, reasons: vec![] });
-        let bad = final_state(&s, &RunView { events: &[], final_rows: &row("created", 1), timed_out: false });
+        let bad = final_state(
+            &s,
+            &RunView { events: &[], final_rows: &row("created", 1), timed_out: false, outbox_rows: None },
+        );
         assert_eq!(bad.verdict, Verdict::Wrong);
         assert_eq!(bad.reasons, vec!["order 42 ended created (v=1), expected paid"]);
     }
@@ -149,16 +173,20 @@ wrong = "all"
     #[test]
     fn undecidable_runs_are_unknown_but_wrong_still_wins() {
         let s = setup();
-        let missing = final_state(&s, &RunView { events: &[], final_rows: &[], timed_out: false });
+        let missing = final_state(&s, &RunView { events: &[], final_rows: &[], timed_out: false, outbox_rows: None });
         assert_eq!(missing.verdict, Verdict::Unknown);
-        let late = final_state(&s, &RunView { events: &[], final_rows: &row("paid", 2), timed_out: true });
+        let late =
+            final_state(&s, &RunView { events: &[], final_rows: &row("paid", 2), timed_out: true, outbox_rows: None });
         assert_eq!(late.verdict, Verdict::Unknown);
         let crash = [Event {
             t_us: 0,
             actor: Actor::Consumer(1),
             kind: EventKind::Crashed { planned: false, detail: "x".into() },
         }];
-        let both = final_state(&s, &RunView { events: &crash, final_rows: &row("created", 1), timed_out: false });
+        let both = final_state(
+            &s,
+            &RunView { events: &crash, final_rows: &row("created", 1), timed_out: false, outbox_rows: None },
+        );
         assert_eq!(both.verdict, Verdict::Wrong);
         assert_eq!(both.reasons.len(), 2);
     }
@@ -170,7 +198,10 @@ wrong = "all"
             actor: Actor::Consumer(1),
             kind: EventKind::Crashed { planned: true, detail: "x".into() },
         }];
-        let v = final_state(&setup(), &RunView { events: &crash, final_rows: &row("paid", 2), timed_out: false });
+        let v = final_state(
+            &setup(),
+            &RunView { events: &crash, final_rows: &row("paid", 2), timed_out: false, outbox_rows: None },
+        );
         assert_eq!(v.verdict, Verdict::Right);
     }
 

@@ -33,11 +33,13 @@ pub mod connect;
 pub mod consumer;
 pub mod error;
 pub mod fault;
+pub mod outbox;
 pub mod producer;
 pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod service;
+pub mod sql_race;
 pub mod strategy;
 pub mod timeline;
 

@@ -73,6 +73,9 @@ pub struct RunRecord {
     pub stream: Vec<StreamEntry>,
     pub events: Vec<Event>,
     pub final_rows: Vec<OrderRow>,
+    /// Rows left in the outbox table, for labs that use one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox_rows: Option<i64>,
     pub timed_out: bool,
     pub verdict: RunVerdict,
 }

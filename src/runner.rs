@@ -10,7 +10,7 @@ use crate::error::{Context, Error};
 use crate::fault::{PublishSchedule, TimeScale};
 use crate::producer::Producer;
 use crate::report::{Environment, LabInfo, LabReport, RunRecord, StreamEntry, VariantReport};
-use crate::scenario::{OrderRow, Scenario, Variant};
+use crate::scenario::{LabKind, OrderRow, Scenario, Variant};
 use crate::service::Services;
 use crate::timeline::{self, Actor, Event, EventKind, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
@@ -75,6 +75,7 @@ impl<'a> Runner<'a> {
         ))
         .await
         .context("create schema")?;
+        crate::outbox::create_table(&pg).await?;
         let nonce = format!("{:08x}", rand::random::<u32>());
         Ok(Runner { services, exe, redis, pg, nonce })
     }
@@ -139,10 +140,75 @@ impl<'a> Runner<'a> {
     }
 
     async fn run_once(&mut self, lab: &str, v: &Variant, run: u32, opts: &RunOptions) -> Result<RunRecord, Error> {
+        match v.setup.kind {
+            LabKind::Stream | LabKind::Outbox => self.run_stream(lab, v, run, opts).await,
+            LabKind::SqlRace => self.run_sql_race(v, run, opts).await,
+            LabKind::OutboxRollback => self.run_rollback(v, run).await,
+        }
+    }
+
+    /// Two SQL sessions per case, no stream.
+    async fn run_sql_race(&mut self, v: &Variant, run: u32, opts: &RunOptions) -> Result<RunRecord, Error> {
+        let spec = v.setup.sql_race.as_ref().expect("resolved sql-race set-up has its spec");
+        self.reset_rows(&v.setup.initial).await?;
+        let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+        let t0 = crate::clock::now_ns();
+        crate::sql_race::run(&self.services.pg_config, spec, opts.scale, Arc::new(tx)).await?;
+        let mut raw = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            raw.push(ev);
+        }
+        self.finish(v, run, t0, raw, Vec::new(), false, None).await
+    }
+
+    /// One transaction holding the state change and its outbox row, rolled back.
+    async fn run_rollback(&mut self, v: &Variant, run: u32) -> Result<RunRecord, Error> {
+        self.reset_rows(&v.setup.initial).await?;
+        crate::outbox::fill(&self.pg, &[]).await?;
+        let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+        let t0 = crate::clock::now_ns();
+        for e in &v.setup.events {
+            crate::outbox::rolled_back_change(&self.pg, e, &tx).await?;
+        }
+        let mut raw = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            raw.push(ev);
+        }
+        let outbox_rows = crate::outbox::row_count(&self.pg).await?;
+        self.finish(v, run, t0, raw, Vec::new(), false, Some(outbox_rows)).await
+    }
+
+    /// Place events on the run's clock, read the final rows and judge the run.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish(
+        &mut self,
+        v: &Variant,
+        run: u32,
+        t0: u64,
+        raw: Vec<RawEvent>,
+        stream: Vec<StreamEntry>,
+        timed_out: bool,
+        outbox_rows: Option<i64>,
+    ) -> Result<RunRecord, Error> {
+        let mut events: Vec<Event> = raw.into_iter().map(|e| e.at(t0)).collect();
+        timeline::sort(&mut events);
+        let final_rows = self.final_rows(&v.setup.orders()).await?;
+        let verdict = checker::final_state(
+            &v.setup,
+            &RunView { events: &events, final_rows: &final_rows, timed_out, outbox_rows },
+        );
+        Ok(RunRecord { run, stream, events, final_rows, outbox_rows, timed_out, verdict })
+    }
+
+    /// A stream with consumer processes, fed by the producer or by an outbox dispatcher.
+    async fn run_stream(&mut self, lab: &str, v: &Variant, run: u32, opts: &RunOptions) -> Result<RunRecord, Error> {
         let prefix = format!("ordlab:{}:{lab}:{}:{run}:", self.nonce, v.id);
         let stream = format!("{prefix}orders");
         let group = "order-processor";
         self.reset_rows(&v.setup.initial).await?;
+        if v.setup.kind == LabKind::Outbox {
+            crate::outbox::fill(&self.pg, &v.setup.events).await?;
+        }
         let _: () = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(&stream)
@@ -177,16 +243,32 @@ impl<'a> Runner<'a> {
             self.wait_blocked(&cfg.client_name, consumers.last_mut().unwrap()).await?;
         }
 
-        let t0 = crate::clock::now_ns();
         let producer = Producer {
             redis: connect::redis(&self.services.redis_url).await.context("producer connect")?,
             stream: stream.clone(),
             scale: opts.scale,
             sink: Arc::new(tx.clone()),
         };
+        let mut dispatcher = match &v.setup.outbox {
+            Some(spec) if v.setup.kind == LabKind::Outbox => Some(crate::outbox::Dispatcher {
+                pg: connect::postgres(&self.services.pg_config).await.context("dispatcher connect")?,
+                redis: connect::redis(&self.services.redis_url).await.context("dispatcher connect")?,
+                stream: stream.clone(),
+                spec: spec.clone(),
+                scale: opts.scale,
+                sink: Arc::new(tx.clone()),
+            }),
+            _ => None,
+        };
         drop(tx);
         let deadline = tokio::time::Instant::now() + run_deadline(v, opts.scale);
-        let publish = producer.publish_all(&v.setup.events, t0);
+        let t0 = crate::clock::now_ns();
+        let publish = async {
+            match dispatcher.as_mut() {
+                Some(d) => d.run(t0).await,
+                None => producer.publish_all(&v.setup.events, t0).await,
+            }
+        };
         tokio::pin!(publish);
         let mut published_done = false;
         let (mut published, mut acked) = (HashSet::new(), HashSet::new());
@@ -221,13 +303,13 @@ impl<'a> Runner<'a> {
         while let Ok(ev) = rx.try_recv() {
             raw.push(ev);
         }
-        let mut events: Vec<Event> = raw.into_iter().map(|e| e.at(t0)).collect();
-        timeline::sort(&mut events);
         let stream_entries = self.read_stream(&stream).await?;
-        let final_rows = self.final_rows(&v.setup.orders()).await?;
         self.delete_keys(&prefix).await?;
-        let verdict = checker::final_state(&v.setup, &RunView { events: &events, final_rows: &final_rows, timed_out });
-        Ok(RunRecord { run, stream: stream_entries, events, final_rows, timed_out, verdict })
+        let outbox_rows = match v.setup.kind {
+            LabKind::Outbox => Some(crate::outbox::row_count(&self.pg).await?),
+            _ => None,
+        };
+        self.finish(v, run, t0, raw, stream_entries, timed_out, outbox_rows).await
     }
 
     async fn reset_rows(&self, rows: &[OrderRow]) -> Result<(), Error> {
@@ -321,7 +403,13 @@ fn run_deadline(v: &Variant, scale: TimeScale) -> Duration {
         crate::scenario::Strategy::Lock(l) => (l.ttl_ms + l.prework_max_ms) as f64 * v.setup.events.len() as f64,
         _ => 0.0,
     };
-    scale.duration((work + publish + lock_waits) * 3.0) + Duration::from_secs(10)
+    let dispatch: f64 = v
+        .setup
+        .outbox
+        .as_ref()
+        .map(|o| o.poll_ms * (o.failing_rows.iter().map(|f| f.attempts).sum::<u32>() + 1) as f64)
+        .unwrap_or(0.0);
+    scale.duration((work + publish + lock_waits + dispatch) * 3.0) + Duration::from_secs(10)
 }
 
 /// A per-process seed from the invocation's seed: same `--seed`, same random choices.

@@ -82,6 +82,9 @@ struct VariantFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SetupPatch {
+    kind: Option<LabKind>,
+    sql_race: Option<SqlRaceSpec>,
+    outbox: Option<OutboxSpec>,
     consumers: Option<u32>,
     strategy: Option<StrategyKind>,
     lock: Option<LockSpec>,
@@ -129,6 +132,14 @@ pub struct Variant {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
+    /// What kind of experiment: a stream with consumers (default), two racing SQL sessions,
+    /// an outbox dispatcher feeding the stream, or an outbox transaction rolled back.
+    #[serde(default)]
+    pub kind: LabKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql_race: Option<SqlRaceSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<OutboxSpec>,
     /// Consumer processes in the group, each with its own connections.
     pub consumers: u32,
     pub strategy: Strategy,
@@ -138,6 +149,115 @@ pub struct Setup {
     pub events: Vec<EventSpec>,
     /// Rows present before each run.
     pub initial: Vec<OrderRow>,
+}
+
+/// The shape of an experiment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabKind {
+    /// A producer publishes `events` to a stream; consumer processes apply them.
+    #[default]
+    Stream,
+    /// Two PostgreSQL sessions race on one row per case (`sql_race`).
+    SqlRace,
+    /// `events` are rows of an outbox table; a dispatcher publishes them to the stream
+    /// (`outbox`), one consumer applies the stream.
+    Outbox,
+    /// The state change and its outbox row in one transaction, rolled back: neither remains.
+    OutboxRollback,
+}
+
+/// Two sessions, one row per case (seed 001, 08d): A updates with CAS and holds the row lock
+/// `hold_ms` before committing; B sends its CAS update `b_after_ms` after A's.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlRaceSpec {
+    #[serde(default = "SqlRaceSpec::default_hold")]
+    pub hold_ms: f64,
+    #[serde(default = "SqlRaceSpec::default_b_after")]
+    pub b_after_ms: f64,
+    pub cases: Vec<SqlRaceCase>,
+}
+
+impl SqlRaceSpec {
+    fn default_hold() -> f64 {
+        1000.0
+    }
+    fn default_b_after() -> f64 {
+        300.0
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlRaceCase {
+    /// The row this case races on (each case has its own).
+    pub order: i64,
+    pub a: EventRef,
+    pub b: EventRef,
+    #[serde(default)]
+    pub b_isolation: Isolation,
+}
+
+/// An event by type and business version.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventRef {
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub version: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    #[default]
+    ReadCommitted,
+    RepeatableRead,
+}
+
+impl Isolation {
+    pub fn sql(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "READ COMMITTED",
+            Isolation::RepeatableRead => "REPEATABLE READ",
+        }
+    }
+}
+
+/// An outbox dispatcher: which rows it takes in what order, how often it polls, and which
+/// rows fail to publish on their first attempts.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboxSpec {
+    pub dispatcher: DispatcherKind,
+    #[serde(default = "OutboxSpec::default_poll")]
+    pub poll_ms: f64,
+    #[serde(default)]
+    pub failing_rows: Vec<FailingRow>,
+}
+
+impl OutboxSpec {
+    fn default_poll() -> f64 {
+        200.0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DispatcherKind {
+    /// `ORDER BY id`, a failed row is skipped and retried next round.
+    Naive,
+    /// `ORDER BY aggregate_id, id`, a failed row holds back later rows of its key only.
+    PerKey,
+}
+
+/// Outbox row `row` (1-based id) fails its first `attempts` publish attempts.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailingRow {
+    pub row: i64,
+    pub attempts: u32,
 }
 
 /// How a consumer applies an event.
@@ -319,6 +439,10 @@ impl fmt::Display for Expectation {
 impl Setup {
     /// The status the run must end in for `order`: the type of its highest-versioned event.
     pub fn expected_status(&self, order: i64) -> Option<&str> {
+        if self.kind == LabKind::OutboxRollback {
+            // A rolled-back transaction leaves the row as it was.
+            return self.initial.iter().find(|r| r.order == order).map(|r| r.status.as_str());
+        }
         self.events.iter().filter(|e| e.order == order).max_by_key(|e| e.version).map(|e| e.event_type.as_str())
     }
 
@@ -439,7 +563,35 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
     if let Some((t, c)) = cost_ms.iter().find(|(_, c)| !c.is_finite() || **c < 0.0) {
         return Err(format!("setup.cost_ms.{t} = {c}: use a duration ≥ 0 in ms"));
     }
-    let events = over.events.clone().or_else(|| base.events.clone()).unwrap_or_default();
+    let kind = over.kind.or(base.kind).unwrap_or_default();
+    let sql_race = over.sql_race.clone().or_else(|| base.sql_race.clone());
+    let outbox = over.outbox.clone().or_else(|| base.outbox.clone());
+    let mut events = over.events.clone().or_else(|| base.events.clone()).unwrap_or_default();
+    match kind {
+        LabKind::SqlRace => {
+            let race = sql_race.as_ref().ok_or("setup.kind = \"sql-race\" needs setup.sql_race = { cases = [...] }")?;
+            // The events of a race are its cases' statements: the checker expects each row to
+            // end at its highest version.
+            events = race
+                .cases
+                .iter()
+                .flat_map(|c| [(c.order, &c.a), (c.order, &c.b)])
+                .map(|(order, e)| EventSpec {
+                    order,
+                    event_type: e.event_type.clone(),
+                    version: e.version,
+                    at_ms: None,
+                    fail_attempts: 0,
+                    retry_ms: EventSpec::default_retry(),
+                    backoff: EventSpec::default_backoff(),
+                })
+                .collect();
+        }
+        LabKind::Outbox if outbox.is_none() => {
+            return Err("setup.kind = \"outbox\" needs setup.outbox = { dispatcher = \"naive\" | \"per-key\" }".into());
+        }
+        _ => {}
+    }
     if events.is_empty() {
         return Err("setup.events is empty: list at least one event to publish".into());
     }
@@ -453,7 +605,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         rows
     };
     let initial = over.initial.clone().or_else(|| base.initial.clone()).unwrap_or_else(default_initial);
-    Ok(Setup { consumers, strategy, cost_ms, events, initial })
+    Ok(Setup { kind, sql_race, outbox, consumers, strategy, cost_ms, events, initial })
 }
 
 fn is_id(s: &str) -> bool {

@@ -7,8 +7,10 @@ use super::LabReport;
 
 /// Runs per variant in snapshot tests and `ordlab diff` (few, to keep CI fast).
 pub const RUNS: u32 = 3;
-/// Time scale of snapshot tests and `ordlab diff`: verdicts hold at any scale.
-pub const TIME_SCALE: f64 = 0.25;
+/// Time scale of snapshot tests and `ordlab diff`. Verdicts hold at any scale; at 0.5 the
+/// tightest race of the built-in labs (S4c: lock expiry vs the overwrite) keeps a 125 ms
+/// margin, which a loaded 2-core machine does not eat.
+pub const TIME_SCALE: f64 = 0.5;
 /// Seed of snapshot runs, so seeded random choices repeat.
 pub const SEED: u64 = 1;
 

@@ -5,7 +5,7 @@
 
 use super::{Environment, LabReport, RunRecord, VariantReport};
 use crate::checker::{Outcome, Verdict};
-use crate::scenario::{Expectation, Setup, Strategy, VersionSource};
+use crate::scenario::{DispatcherKind, Expectation, LabKind, Setup, Strategy, VersionSource};
 use crate::timeline::{Event, EventKind};
 use std::fmt::Write;
 
@@ -88,7 +88,51 @@ fn header(out: &mut String, env: &Environment, opts: &TextOptions) {
 
 /// The set-up in one line, derived from the data so an edited scenario describes itself.
 pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
+    let vi = opts.lang == Lang::Vi;
+    match (s.kind, &s.sql_race) {
+        (LabKind::SqlRace, Some(r)) => {
+            return if vi {
+                format!(
+                    "2 session, A giữ khoá dòng {} ms rồi COMMIT, B tới sau {} ms; CAS theo version nghiệp vụ",
+                    r.hold_ms, r.b_after_ms
+                )
+            } else {
+                format!("2 sessions, A holds the row lock {} ms before COMMIT, B arrives after {} ms; CAS on the business version", r.hold_ms, r.b_after_ms)
+            };
+        }
+        (LabKind::OutboxRollback, _) => {
+            return w(
+                opts,
+                "one transaction: UPDATE orders + INSERT INTO outbox, then ROLLBACK",
+                "một transaction: UPDATE orders + INSERT INTO outbox, rồi ROLLBACK",
+            )
+            .to_string();
+        }
+        _ => {}
+    }
     let mut parts = Vec::new();
+    if let (LabKind::Outbox, Some(o)) = (s.kind, &s.outbox) {
+        let order = match o.dispatcher {
+            DispatcherKind::Naive => "ORDER BY id",
+            DispatcherKind::PerKey => "ORDER BY aggregate_id, id",
+        };
+        let fails: Vec<String> = o
+            .failing_rows
+            .iter()
+            .map(|f| {
+                if vi {
+                    format!("row {} lỗi {} lần đầu", f.row, f.attempts)
+                } else {
+                    format!("row {} fails {}×", f.row, f.attempts)
+                }
+            })
+            .collect();
+        parts.push(if vi {
+            format!("dispatcher {order}, poll mỗi {} ms, {}", o.poll_ms, fails.join(", "))
+        } else {
+            format!("dispatcher {order}, polls every {} ms, {}", o.poll_ms, fails.join(", "))
+        });
+    }
     parts.push(match (s.consumers, opts.lang) {
         (1, Lang::En) => "1 consumer".to_string(),
         (1, Lang::Vi) => "1 consumer duy nhất".to_string(),
@@ -102,7 +146,9 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
         }
     }
     let costs: Vec<String> = types.iter().map(|t| format!("{t} {} ms", s.cost_of(t))).collect();
-    parts.push(costs.join(", "));
+    if s.cost_ms.values().any(|c| *c > 0.0) {
+        parts.push(costs.join(", "));
+    }
     parts.push(match (&s.strategy, opts.lang) {
         (Strategy::Plain, Lang::En) => "plain UPDATE".into(),
         (Strategy::Plain, Lang::Vi) => "UPDATE thường".into(),
@@ -219,25 +265,84 @@ fn timeline(out: &mut String, r: &RunRecord, setup: &Setup, opts: &TextOptions) 
     // As in the seed: publish lines only where publishing has a schedule or faults worth seeing.
     let show_publish = setup.events.iter().any(|e| e.at_ms.is_some() || e.fail_attempts > 0);
     let id = |e: &str| if opts.redact { "[id]".to_string() } else { e.to_string() };
-    let stream: Vec<String> = r.stream.iter().map(|s| format!("{} {}", id(&s.entry_id), s.job)).collect();
-    let _ = writeln!(out, "{} {} — stream: {}", w(opts, "run", "lần"), r.run, stream.join(", "));
+    let many = setup.orders().len() > 1;
+    let stream: Vec<String> = r.stream.iter().map(|s| format!("{} {}", id(&s.entry_id), job(&s.job, many))).collect();
+    if setup.kind == LabKind::Stream || setup.kind == LabKind::Outbox {
+        let _ = writeln!(out, "{} {} — stream: {}", w(opts, "run", "lần"), r.run, stream.join(", "));
+    } else {
+        let _ = writeln!(out, "{} {}", w(opts, "run", "lần"), r.run);
+    }
     let mut events: Vec<&Event> = r
         .events
         .iter()
         .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
-        .filter(|e| line(e, opts).is_some())
+        .filter(|e| line(e, many, opts).is_some())
         .collect();
     if opts.redact {
         events.sort_by_key(|e| e.actor);
     }
     for e in events {
         let t = if opts.redact { "t=[ms]".to_string() } else { format!("t={:>4} ms", e.t_ms()) };
-        let _ = writeln!(out, "  {t}  {}", line(e, opts).unwrap());
+        let _ = writeln!(out, "  {t}  {}", line(e, many, opts).unwrap());
+    }
+    if let Some(delays) = publish_delays(r, opts) {
+        let _ = writeln!(out, "  {delays}");
     }
 }
 
+/// A job as the timeline names it: with its order when the lab has several.
+fn job(j: &crate::timeline::Job, many_orders: bool) -> String {
+    if many_orders {
+        format!("#{} {j}", j.order)
+    } else {
+        j.to_string()
+    }
+}
+
+/// Where publishing failed: per order, from its first publish attempt to its last event in
+/// the stream (`#42 +420 ms`). None when every publish succeeded first time.
+fn publish_delays(r: &RunRecord, opts: &TextOptions) -> Option<String> {
+    if !r.events.iter().any(|e| matches!(e.kind, EventKind::PublishFailed { .. })) {
+        return None;
+    }
+    let mut spans: Vec<(i64, i64, i64)> = Vec::new(); // (order, first try, last published), in µs
+    for e in &r.events {
+        let (order, published) = match &e.kind {
+            EventKind::Published { job, .. } => (job.order, true),
+            EventKind::PublishFailed { job, .. } => (job.order, false),
+            _ => continue,
+        };
+        match spans.iter_mut().find(|s| s.0 == order) {
+            Some(s) => {
+                s.1 = s.1.min(e.t_us);
+                if published {
+                    s.2 = s.2.max(e.t_us);
+                }
+            }
+            None => spans.push((order, e.t_us, if published { e.t_us } else { i64::MIN })),
+        }
+    }
+    let parts: Vec<String> = spans
+        .iter()
+        .map(|(o, first, last)| {
+            let ms =
+                if *last == i64::MIN { "never".to_string() } else { format!("+{} ms", (last - first + 500) / 1000) };
+            format!("#{o} {}", if opts.redact { "+[ms]".to_string() } else { ms })
+        })
+        .collect();
+    Some(format!(
+        "{}: {}",
+        w(
+            opts,
+            "publish delay (first try → last event in the stream)",
+            "độ trễ publish (lần thử đầu → sự kiện cuối vào stream)"
+        ),
+        parts.join(", ")
+    ))
+}
+
 /// One timeline line, or None for events the text report leaves to JSON and SVG.
-fn line(e: &Event, opts: &TextOptions) -> Option<String> {
+fn line(e: &Event, many: bool, opts: &TextOptions) -> Option<String> {
     let id = |x: &str| if opts.redact { "[id]".to_string() } else { x.to_string() };
     let vi = opts.lang == Lang::Vi;
     let a = e.actor;
@@ -270,8 +375,8 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
                 format!("{a}: {what} FAILED (injected network blip){retry}")
             }
         }
-        EventKind::Received { entry_id, job, .. } => {
-            format!("{a} {} {} {job}", if vi { "nhận" } else { "received" }, id(entry_id))
+        EventKind::Received { entry_id, job: j, .. } => {
+            format!("{a} {} {} {}", if vi { "nhận" } else { "received" }, id(entry_id), job(j, many))
         }
         EventKind::LockAcquired { key, tries, ttl_ms } => {
             let tries_s = if opts.redact { "[n]".to_string() } else { tries.to_string() };
@@ -292,7 +397,8 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
             };
             format!("{a} {}: {method} → {released}{note}", if vi { "nhả lock" } else { "released the lock" })
         }
-        EventKind::Wrote { status, version, rows, .. } => {
+        EventKind::Wrote { status, version, rows, order, .. } => {
+            let status = if many { format!("{status} (#{order})") } else { status.clone() };
             let v = version
                 .map(|v| {
                     format!(" version={}", if opts.redact && v > 1_000_000 { "[v]".to_string() } else { v.to_string() })
@@ -321,17 +427,17 @@ fn line(e: &Event, opts: &TextOptions) -> Option<String> {
                 if v.is_empty() {
                     "-".to_string()
                 } else {
-                    v.iter().map(|r| format!("#{r}")).collect::<Vec<_>>().join(" ")
+                    v.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
                 }
             };
             let (r, p, f, h) = if vi {
-                ("vòng", "publish", "lỗi", "giữ lại")
+                ("vòng", "publish row", "lỗi row", "giữ lại row")
             } else {
-                ("round", "published", "failed", "held back")
+                ("round", "published rows", "failed rows", "held back rows")
             };
-            let mut line = format!("{a} {r} {round}: {p} {}; {f} {}", rows(published), rows(failed));
+            let mut line = format!("{a} {r} {round}: {p} {} · {f} {}", rows(published), rows(failed));
             if !held_back.is_empty() {
-                line.push_str(&format!("; {h} {}", rows(held_back)));
+                line.push_str(&format!(" · {h} {}", rows(held_back)));
             }
             line
         }

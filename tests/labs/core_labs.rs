@@ -40,7 +40,7 @@ fn one_consumer_is_never_wrong() {
     assert_eq!(v["expected"], "none");
 }
 
-fn assert_snapshots(report: &ordlab::report::LabReport) {
+pub fn assert_snapshots(report: &ordlab::report::LabReport) {
     for lang in [Lang::En, Lang::Vi] {
         let name = snapshot::file_name(&report.lab.id, lang);
         insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {

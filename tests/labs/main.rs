@@ -9,5 +9,7 @@ mod cleanup;
 mod cli;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
+/// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
+mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.
 mod services;

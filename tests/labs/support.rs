@@ -28,10 +28,16 @@ pub fn local() -> ServiceOptions {
 
 /// Run a built-in lab in-process on fresh local servers, stopped before returning.
 pub async fn run_lab(id: &str, runs: u32, scale: f64, seed: u64) -> LabReport {
+    run_variant(id, None, runs, scale, seed).await
+}
+
+/// Run one variant of a built-in lab (or all with None).
+pub async fn run_variant(id: &str, variant: Option<&str>, runs: u32, scale: f64, seed: u64) -> LabReport {
     let lab = ordlab::catalog::find(id).expect("built-in lab");
     let services = Services::start(&local()).await.expect("local servers start");
     let mut opts = RunOptions::new(scale, seed);
     opts.runs = Some(runs);
+    opts.variant = variant.map(str::to_string);
     let report = {
         let mut runner = Runner::new(&services, ordlab_exe()).await.expect("runner connects");
         runner.run_lab(&lab, &opts).await.expect("lab runs")

@@ -231,8 +231,13 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             opts.runs = run.runs;
             opts.variant = run.variant.clone();
             opts.command_line = command_line();
-            if !run.quiet && std::io::stderr().is_terminal() {
-                opts.on_run = Some(std::sync::Arc::new(|v: &str, i: u32, n: u32| eprintln!("  {v}: run {i}/{n} done")));
+            let progress = (!run.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(&labs, &run));
+            if let Some(bar) = &progress {
+                let bar = bar.clone();
+                opts.on_run = Some(std::sync::Arc::new(move |v: &str, i: u32, n: u32| {
+                    bar.set_message(format!("{v}: run {i}/{n}"));
+                    bar.inc(1);
+                }));
             }
             let mut runner = Runner::new(&services, std::env::current_exe()?).await?;
             let mut reports = Vec::new();
@@ -242,6 +247,9 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                         let known: Vec<&str> = lab.variants.iter().map(|v| v.id.as_str()).collect();
                         anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, known.join(", "));
                     }
+                }
+                if let Some(bar) = &progress {
+                    bar.set_prefix(lab.id.clone());
                 }
                 let report = runner.run_lab(lab, &opts).await?;
                 let text_report = text::render(&report, &TextOptions { lang, ..TextOptions::default() });
@@ -255,6 +263,9 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             drop(runner);
             services.stop().await;
+            if let Some(bar) = progress {
+                bar.finish_and_clear();
+            }
             if format == Format::Json {
                 println!(
                     "{}",
@@ -292,6 +303,22 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         }
         Command::Consumer { .. } => unreachable!("handled before the runtime starts"),
     }
+}
+
+/// Progress on stderr: lab, variant, run i/n, elapsed and ETA.
+fn progress_bar(labs: &[Scenario], run: &RunArgs) -> indicatif::ProgressBar {
+    let total: u64 = labs
+        .iter()
+        .flat_map(|l| l.variants.iter())
+        .filter(|v| run.variant.as_ref().is_none_or(|only| *only == v.id))
+        .map(|v| run.runs.unwrap_or(v.runs) as u64)
+        .sum();
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} runs · {msg} · {elapsed} elapsed, ETA {eta}")
+            .expect("valid template"),
+    );
+    bar
 }
 
 fn resolve_labs(ids: &[String]) -> anyhow::Result<Vec<Scenario>> {

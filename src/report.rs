@@ -4,6 +4,8 @@
 
 pub mod json;
 pub mod snapshot;
+pub mod summary;
+pub mod svg;
 pub mod text;
 
 use crate::checker::{Outcome, RunVerdict, Verdict};

@@ -1,0 +1,387 @@
+//! `results/SUMMARY.md`: one Markdown table over every lab and variant, with the measured
+//! count of wrong runs next to what the seed published. The environment of the first report
+//! heads it, and the header says so when the reports were not all produced in the same one.
+
+use super::{wilson_95, Environment, LabReport, VariantReport};
+use crate::checker::Outcome;
+use crate::scenario::{Expectation, Strategy, VersionSource};
+use std::fmt::Write;
+
+/// How a seed figure can be compared with a measured count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SeedCheck {
+    /// Every run wrong.
+    AllWrong,
+    /// No run wrong.
+    NoneWrong,
+    /// The seed saw the race some of the time: at least one measured wrong run agrees.
+    SomeWrong,
+    /// The seed saw about half the runs wrong: agrees if 50 % lies in the measured 95 % interval.
+    AboutHalf,
+    /// Not a count of wrong runs: compare by reading the report.
+    SeeReport,
+}
+
+/// What the seed published, per (lab id, variant id).
+const SEED_FIGURES: &[(&str, &str, &str, SeedCheck)] = &[
+    ("baseline", "baseline", "wrong 10/10", SeedCheck::AllWrong),
+    ("s1", "s1", "wrong 0/10", SeedCheck::NoneWrong),
+    ("lock", "s4a", "3/20, 4/20, 8/20 (varies)", SeedCheck::SomeWrong),
+    ("lock", "s4b", "10/20, 11/20, 11/20", SeedCheck::AboutHalf),
+    ("lock", "s4c", "10/10", SeedCheck::AllWrong),
+    ("cas", "s5", "0/10", SeedCheck::NoneWrong),
+    ("cas", "sql-race", "paid/2 in all three cases", SeedCheck::SeeReport),
+    ("reorder", "reorder", "5/5", SeedCheck::AllWrong),
+    ("p2", "business-version", "0/5", SeedCheck::NoneWrong),
+    ("p2", "entry-id-version", "5/5", SeedCheck::AllWrong),
+    ("outbox", "rollback", "status paid, 0 outbox rows", SeedCheck::SeeReport),
+    ("outbox", "naive", "#42 created (wrong), #43 paid", SeedCheck::SeeReport),
+    ("outbox", "per-key", "both paid", SeedCheck::SeeReport),
+];
+
+/// The whole summary: environment header, then one table row per variant of every report.
+pub fn render(reports: &[LabReport]) -> String {
+    let mut out = String::from("# ordlab results\n\n");
+    let Some(first) = reports.first() else {
+        out.push_str("No lab reports.\n");
+        return out;
+    };
+    environment(&mut out, reports, &first.environment);
+    out.push_str("\n| lab | variant | strategy | runs | wrong | expected | outcome | seed's figure | agrees |\n");
+    out.push_str("|---|---|---|---:|---|---|---|---|---|\n");
+    for report in reports {
+        for v in &report.variants {
+            row(&mut out, &report.lab.id, v);
+        }
+    }
+    out.push_str(
+        "\n*wrong*: runs that ended in a wrong final state, out of all runs; for a measured or \
+         at-least-one expectation also the 95 % Wilson interval over the judged runs. \
+         *agrees*: the measured count against the seed's figure; \"see report\" where the figure \
+         is not a count of wrong runs.\n",
+    );
+    out
+}
+
+fn environment(out: &mut String, reports: &[LabReport], env: &Environment) {
+    let _ = writeln!(out, "- ordlab {} (commit {})", env.ordlab_version, env.git_commit);
+    let _ =
+        writeln!(out, "- backend {} · Redis {} · PostgreSQL {}", env.backend, env.redis_version, env.postgres_version);
+    let dates: Vec<&str> = reports.iter().map(|r| r.environment.date.as_str()).collect();
+    let (lo, hi) = (dates.iter().min().unwrap_or(&""), dates.iter().max().unwrap_or(&""));
+    if lo == hi {
+        let _ = writeln!(out, "- date {}", env.date);
+    } else {
+        let _ = writeln!(out, "- date {} (the {} reports span {lo} to {hi})", env.date, reports.len());
+    }
+    let _ = writeln!(out, "- time scale {} · seed {}", env.time_scale, env.seed);
+
+    // Every field but the date, which differs between labs of one invocation anyway.
+    type Field = (&'static str, fn(&Environment) -> String);
+    let fields: [Field; 7] = [
+        ("ordlab version", |e| e.ordlab_version.clone()),
+        ("commit", |e| e.git_commit.clone()),
+        ("backend", |e| e.backend.clone()),
+        ("Redis", |e| e.redis_version.clone()),
+        ("PostgreSQL", |e| e.postgres_version.clone()),
+        ("time scale", |e| e.time_scale.to_string()),
+        ("seed", |e| e.seed.to_string()),
+    ];
+    let mut differences = Vec::new();
+    for (name, get) in fields {
+        let base = get(env);
+        let others: Vec<String> = reports
+            .iter()
+            .filter(|r| get(&r.environment) != base)
+            .map(|r| format!("{} {}", r.lab.id, get(&r.environment)))
+            .collect();
+        if !others.is_empty() {
+            differences.push(format!("{name} ({})", others.join(", ")));
+        }
+    }
+    if reports.len() == 1 {
+        let _ = writeln!(out, "- one report: {}", reports[0].lab.id);
+    } else if differences.is_empty() {
+        let _ = writeln!(out, "- all {} reports share this environment", reports.len());
+    } else {
+        let _ = writeln!(
+            out,
+            "- **the reports differ in environment** from the first ({}): {}",
+            reports[0].lab.id,
+            differences.join("; ")
+        );
+    }
+}
+
+/// The strategy in a few words.
+fn strategy(s: &Strategy) -> String {
+    match s {
+        Strategy::Plain => "plain UPDATE".into(),
+        Strategy::Cas { version: VersionSource::Business } => "CAS (business version)".into(),
+        Strategy::Cas { version: VersionSource::EntryId } => "CAS (entry ID)".into(),
+        Strategy::Lock(l) if l.prework_max_ms > 0 => {
+            format!("lock TTL {} ms, 0–{} ms pre-work", l.ttl_ms, l.prework_max_ms)
+        }
+        Strategy::Lock(l) => format!("lock TTL {} ms", l.ttl_ms),
+    }
+}
+
+fn wrong_cell(v: &VariantReport) -> String {
+    let mut s = format!("{}/{}", v.wrong, v.runs);
+    if matches!(v.expected, Expectation::Some | Expectation::Any) {
+        let (lo, hi) = wilson_95(v.wrong, v.runs - v.unknown);
+        let _ = write!(s, " (95 % CI {:.0}–{:.0} %)", lo * 100.0, hi * 100.0);
+    }
+    if v.unknown > 0 {
+        let _ = write!(s, ", {} unknown", v.unknown);
+    }
+    s
+}
+
+fn outcome(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Matched => "matches",
+        Outcome::Mismatched => "DOES NOT MATCH",
+        Outcome::Inconclusive => "inconclusive",
+    }
+}
+
+/// Does the measured count agree with the seed's figure?
+fn agreement(check: SeedCheck, v: &VariantReport) -> &'static str {
+    let judged = v.runs.saturating_sub(v.unknown);
+    if judged == 0 && check != SeedCheck::SeeReport {
+        return "see report";
+    }
+    let agrees = match check {
+        SeedCheck::AllWrong => v.wrong == judged,
+        SeedCheck::NoneWrong => v.wrong == 0,
+        SeedCheck::SomeWrong => v.wrong > 0,
+        SeedCheck::AboutHalf => {
+            let (lo, hi) = wilson_95(v.wrong, judged);
+            lo <= 0.5 && 0.5 <= hi
+        }
+        SeedCheck::SeeReport => return "see report",
+    };
+    if agrees {
+        "agrees"
+    } else {
+        "differs"
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn row(out: &mut String, lab: &str, v: &VariantReport) {
+    let seed = SEED_FIGURES.iter().find(|(l, id, _, _)| *l == lab && *id == v.id);
+    let (figure, agrees) = match seed {
+        Some((_, _, figure, check)) => (*figure, agreement(*check, v)),
+        None => ("—", "—"),
+    };
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        cell(lab),
+        cell(&v.id),
+        cell(&strategy(&v.setup.strategy)),
+        v.runs,
+        wrong_cell(v),
+        cell(&v.expected.to_string()),
+        outcome(v.outcome),
+        cell(figure),
+        agrees
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::RunVerdict;
+    use crate::checker::Verdict;
+    use crate::report::{LabInfo, RunRecord};
+    use crate::scenario::{EventSpec, LockSpec, Setup};
+    use std::collections::BTreeMap;
+
+    fn env() -> Environment {
+        Environment {
+            ordlab_version: "0.1.0".into(),
+            git_commit: "c89f085".into(),
+            backend: "local".into(),
+            redis_version: "7.0.15".into(),
+            postgres_version: "15.18".into(),
+            lock_release: "Lua".into(),
+            command_line: String::new(),
+            date: "2026-11-29T20:07:02Z".into(),
+            seed: 7,
+            time_scale: 1.0,
+        }
+    }
+
+    /// A variant with `wrong` wrong runs and `unknown` undecided ones out of `runs`.
+    fn variant(
+        id: &str,
+        strategy: Strategy,
+        expected: Expectation,
+        runs: u32,
+        wrong: u32,
+        unknown: u32,
+    ) -> VariantReport {
+        let setup = Setup {
+            consumers: 2,
+            strategy,
+            cost_ms: BTreeMap::new(),
+            events: vec![EventSpec {
+                order: 42,
+                event_type: "paid".into(),
+                version: 2,
+                at_ms: None,
+                fail_attempts: 0,
+                retry_ms: 500.0,
+                backoff: 2.0,
+            }],
+            initial: vec![],
+        };
+        let records = (0..runs)
+            .map(|i| {
+                let verdict = if i < wrong {
+                    Verdict::Wrong
+                } else if i < wrong + unknown {
+                    Verdict::Unknown
+                } else {
+                    Verdict::Right
+                };
+                RunRecord {
+                    run: i + 1,
+                    stream: vec![],
+                    events: vec![],
+                    final_rows: vec![],
+                    timed_out: false,
+                    verdict: RunVerdict { verdict, reasons: vec![] },
+                }
+            })
+            .collect();
+        VariantReport::tally(id.into(), id.into(), setup, expected, false, records)
+    }
+
+    fn lab(id: &str, variants: Vec<VariantReport>) -> LabReport {
+        LabReport {
+            schema_version: 1,
+            environment: env(),
+            lab: LabInfo { id: id.into(), title: id.into(), source: "seed".into(), description: None },
+            variants,
+        }
+    }
+
+    fn line_of<'a>(md: &'a str, start: &str) -> &'a str {
+        md.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no row {start} in\n{md}"))
+    }
+
+    fn lock(ttl_ms: u64, prework_max_ms: u64) -> Strategy {
+        Strategy::Lock(LockSpec { ttl_ms, retry_ms: 20, prework_max_ms })
+    }
+
+    #[test]
+    fn one_table_over_every_lab_and_variant() {
+        let reports = vec![
+            lab("baseline", vec![variant("baseline", Strategy::Plain, Expectation::All, 10, 10, 0)]),
+            lab(
+                "lock",
+                vec![
+                    variant("s4a", lock(5000, 0), Expectation::Any, 20, 4, 0),
+                    variant("s4b", lock(5000, 30), Expectation::Some, 20, 2, 0),
+                    variant("s4c", lock(500, 0), Expectation::All, 10, 9, 0),
+                ],
+            ),
+            lab(
+                "p2",
+                vec![variant(
+                    "business-version",
+                    Strategy::Cas { version: VersionSource::Business },
+                    Expectation::None,
+                    5,
+                    0,
+                    0,
+                )],
+            ),
+            lab(
+                "new",
+                vec![variant("x", Strategy::Cas { version: VersionSource::EntryId }, Expectation::Exactly(1), 3, 1, 0)],
+            ),
+        ];
+        let md = render(&reports);
+        assert!(md.starts_with("# ordlab results\n"));
+        assert!(md.contains("- ordlab 0.1.0 (commit c89f085)"));
+        assert!(md.contains("- backend local · Redis 7.0.15 · PostgreSQL 15.18"));
+        assert!(md.contains("- all 4 reports share this environment"));
+        assert_eq!(md.matches("| lab | variant |").count(), 1, "one table");
+        assert_eq!(
+            line_of(&md, "| baseline |"),
+            "| baseline | baseline | plain UPDATE | 10 | 10/10 | all | matches | wrong 10/10 | agrees |"
+        );
+        assert_eq!(
+            line_of(&md, "| lock | s4a |"),
+            "| lock | s4a | lock TTL 5000 ms | 20 | 4/20 (95 % CI 8–42 %) | any (measured only) | matches \
+             | 3/20, 4/20, 8/20 (varies) | agrees |"
+        );
+        // 2/20: the interval (3–30 %) leaves out the seed's ~50 %.
+        assert!(line_of(&md, "| lock | s4b |").ends_with("| 10/20, 11/20, 11/20 | differs |"));
+        assert!(line_of(&md, "| lock | s4b |").contains("lock TTL 5000 ms, 0–30 ms pre-work"));
+        assert_eq!(
+            line_of(&md, "| lock | s4c |"),
+            "| lock | s4c | lock TTL 500 ms | 10 | 9/10 | all | DOES NOT MATCH | 10/10 | differs |"
+        );
+        assert!(line_of(&md, "| p2 |").contains("| CAS (business version) | 5 | 0/5 | none | matches | 0/5 | agrees |"));
+        assert!(line_of(&md, "| new |").ends_with("| CAS (entry ID) | 3 | 1/3 | exactly 1 | matches | — | — |"));
+    }
+
+    #[test]
+    fn about_half_agrees_when_the_interval_holds_it_and_counts_can_be_inconclusive() {
+        let reports = vec![lab(
+            "lock",
+            vec![
+                variant("s4b", lock(5000, 30), Expectation::Some, 20, 11, 0),
+                variant("s4c", lock(500, 0), Expectation::All, 10, 8, 2),
+            ],
+        )];
+        let md = render(&reports);
+        assert!(line_of(&md, "| lock | s4b |").ends_with("| agrees |"));
+        let s4c = line_of(&md, "| lock | s4c |");
+        assert!(s4c.contains("| 8/10, 2 unknown | all | inconclusive |"), "{s4c}");
+        assert!(s4c.ends_with("| agrees |"), "all judged runs wrong: {s4c}");
+        assert!(md.contains("- one report: lock"));
+    }
+
+    #[test]
+    fn figures_that_are_not_counts_say_see_report() {
+        let reports = vec![lab("outbox", vec![variant("naive", Strategy::Plain, Expectation::All, 1, 1, 0)])];
+        let md = render(&reports);
+        assert!(line_of(&md, "| outbox |").ends_with("| #42 created (wrong), #43 paid | see report |"));
+    }
+
+    #[test]
+    fn differing_environments_are_named() {
+        let mut other = lab("lock", vec![variant("s4c", lock(500, 0), Expectation::All, 3, 3, 0)]);
+        other.environment.time_scale = 0.25;
+        other.environment.redis_version = "8.4.0".into();
+        other.environment.date = "2026-11-29T21:00:00Z".into();
+        let reports =
+            vec![lab("baseline", vec![variant("baseline", Strategy::Plain, Expectation::All, 3, 3, 0)]), other];
+        let md = render(&reports);
+        assert!(
+            md.contains("- **the reports differ in environment** from the first (baseline): Redis (lock 8.4.0); time scale (lock 0.25)"),
+            "{md}"
+        );
+        assert!(md.contains("(the 2 reports span 2026-11-29T20:07:02Z to 2026-11-29T21:00:00Z)"));
+    }
+
+    #[test]
+    fn no_reports_is_said() {
+        assert_eq!(render(&[]), "# ordlab results\n\nNo lab reports.\n");
+    }
+
+    #[test]
+    fn pipes_in_cells_are_escaped() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+}

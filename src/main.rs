@@ -5,13 +5,13 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use ordlab::error::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MATCHED, EXIT_MISMATCH};
 use ordlab::report::text::{Lang, TextOptions};
-use ordlab::report::{json, snapshot, text, LabReport};
+use ordlab::report::{json, snapshot, summary, svg, text, LabReport};
 use ordlab::runner::{RunOptions, Runner};
 use ordlab::scenario::Scenario;
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
 use ordlab::{bench, catalog, consumer};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
 #[command(
@@ -40,9 +40,12 @@ enum Command {
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
-        /// Language of the text report.
+        /// Language of the text report and the SVG timelines.
         #[arg(long, value_enum, default_value_t = Lang::En)]
         lang: Lang,
+        /// Which run the SVG timelines show (with --out).
+        #[arg(long, default_value_t = 1)]
+        svg_run: u32,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -223,7 +226,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             print!("{}", text::render(&rejudged, &TextOptions::default()));
             Ok(if rejudged.matched() { EXIT_MATCHED } else { EXIT_MISMATCH })
         }
-        Command::Run { labs, run, out, format, lang, services } => {
+        Command::Run { labs, run, out, format, lang, svg_run, services } => {
             let labs = resolve_labs(&labs)?;
             let services = Services::start(&services.options()).await?;
             let seed = run.seed.unwrap_or_else(rand::random);
@@ -254,7 +257,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                 let report = runner.run_lab(lab, &opts).await?;
                 let text_report = text::render(&report, &TextOptions { lang, ..TextOptions::default() });
                 if let Some(dir) = &out {
-                    write_results(dir, &report, &text_report)?;
+                    write_results(dir, &report, &text_report, lang, svg_run)?;
                 }
                 if format == Format::Text {
                     print!("{text_report}");
@@ -265,6 +268,9 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             services.stop().await;
             if let Some(bar) = progress {
                 bar.finish_and_clear();
+            }
+            if let Some(dir) = &out {
+                write_summary(dir)?;
             }
             if format == Format::Json {
                 println!(
@@ -315,8 +321,10 @@ fn progress_bar(labs: &[Scenario], run: &RunArgs) -> indicatif::ProgressBar {
         .sum();
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} runs · {msg} · {elapsed} elapsed, ETA {eta}")
-            .expect("valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{prefix:>12} {bar:30} {pos}/{len} runs · {msg} · {elapsed} elapsed, ETA {eta}",
+        )
+        .expect("valid template"),
     );
     bar
 }
@@ -334,12 +342,33 @@ fn command_line() -> String {
     args.join(" ")
 }
 
-fn write_results(dir: &std::path::Path, report: &LabReport, text_report: &str) -> anyhow::Result<()> {
+/// `<id>.txt`, `<id>.json` and one `<id>-<variant>.svg` per variant.
+fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, svg_run: u32) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let id = &report.lab.id;
-    std::fs::write(dir.join(format!("{id}.txt")), text_report)
-        .with_context(|| format!("write {}/{id}.txt", dir.display()))?;
-    std::fs::write(dir.join(format!("{id}.json")), json::render(report) + "\n")
-        .with_context(|| format!("write {}/{id}.json", dir.display()))?;
+    let write = |name: String, body: String| {
+        std::fs::write(dir.join(&name), body).with_context(|| format!("write {}/{name}", dir.display()))
+    };
+    write(format!("{id}.txt"), text_report.to_string())?;
+    write(format!("{id}.json"), json::render(report) + "\n")?;
+    for v in &report.variants {
+        let name = if v.id == *id { format!("{id}.svg") } else { format!("{id}-{}.svg", v.id) };
+        write(name, svg::render(report, v, svg_run, lang))?;
+    }
+    Ok(())
+}
+
+/// `SUMMARY.md` over every lab whose JSON is in `dir`, so a single lab's run keeps the
+/// others' rows.
+fn write_summary(dir: &Path) -> anyhow::Result<()> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    let reports = paths.iter().map(|p| json::load(p)).collect::<Result<Vec<_>, _>>()?;
+    std::fs::write(dir.join("SUMMARY.md"), summary::render(&reports))
+        .with_context(|| format!("write {}/SUMMARY.md", dir.display()))?;
     Ok(())
 }

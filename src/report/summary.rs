@@ -228,6 +228,9 @@ mod tests {
         unknown: u32,
     ) -> VariantReport {
         let setup = Setup {
+            kind: Default::default(),
+            sql_race: None,
+            outbox: None,
             consumers: 2,
             strategy,
             cost_ms: BTreeMap::new(),
@@ -256,6 +259,7 @@ mod tests {
                     stream: vec![],
                     events: vec![],
                     final_rows: vec![],
+                    outbox_rows: None,
                     timed_out: false,
                     verdict: RunVerdict { verdict, reasons: vec![] },
                 }

@@ -1038,6 +1038,9 @@ mod tests {
             backoff: 2.0,
         };
         let setup = Setup {
+            kind: Default::default(),
+            sql_race: None,
+            outbox: None,
             consumers: 2,
             strategy: Strategy::Lock(LockSpec { ttl_ms: 1000, retry_ms: 20, prework_max_ms: 0 }),
             cost_ms: BTreeMap::from([("created".to_string(), 800.0), ("paid".to_string(), 50.0)]),
@@ -1081,6 +1084,7 @@ mod tests {
             ],
             events,
             final_rows: vec![OrderRow { order: 42, status: "created".into(), version: 1 }],
+            outbox_rows: None,
             timed_out: false,
             verdict: RunVerdict { verdict, reasons: vec![] },
         };

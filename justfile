@@ -20,9 +20,17 @@ diff id: setup
     cargo build --release -q
     ./target/release/ordlab diff {{id}}
 
-# Run every test (unit, CLI, labs against real servers, snapshots).
+# Run every test against real servers; the Redis 8 path too when a Redis ≥ 8.4 server is at hand.
 test: setup
+    #!/usr/bin/env bash
+    set -euo pipefail
     cargo test --locked
+    r8="${ORDLAB_REDIS8:-$HOME/.cache/ordlab/redis8/src/redis-server}"
+    if [ -x "$r8" ]; then
+      ORDLAB_REDIS8="$r8" cargo test --locked --test labs redis8 -- --ignored
+    else
+      echo "NOT TESTED: the Redis ≥ 8.4 path (DELEX IFEQ): no Redis 8 server; set ORDLAB_REDIS8 or run ../shared/tools/build-redis8.sh"
+    fi
 
 # Measure the harness: wall time / injected delay, server start time, XADD→receive latency.
 bench *labs: setup

@@ -8,13 +8,13 @@
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
-use crate::scenario::Strategy;
+use crate::scenario::{Setup, Strategy};
+use crate::strategy::reorder_buffer::{Offer, ReorderBuffer};
 use crate::strategy::{self, Delivery, Handler};
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
 use rand::SeedableRng;
 use redis::streams::{StreamId, StreamReadReply};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Everything a consumer process needs, passed as one JSON argument.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -28,8 +28,8 @@ pub struct ConsumerConfig {
     /// `CLIENT SETNAME` of the reading connection, so the runner can see it block.
     pub client_name: String,
     pub key_prefix: String,
-    pub strategy: Strategy,
-    pub cost_ms: BTreeMap<String, f64>,
+    /// The variant's set-up: strategy, handler costs.
+    pub setup: Setup,
     pub scale: TimeScale,
     pub seed: u64,
     pub has_delex: bool,
@@ -50,6 +50,13 @@ pub fn job_of(entry: &StreamId) -> Option<Job> {
     })
 }
 
+/// An entry waiting to be applied.
+struct Pending {
+    entry_id: String,
+    job: Job,
+    state: Option<String>,
+}
+
 /// The consumer loop; returns only on error.
 pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let sink = StdoutSink;
@@ -64,25 +71,31 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
         .await
         .context("CLIENT SETNAME")?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
+    // A reorder buffer holds entries across reads; other strategies apply each as it comes.
+    let gap_ns = match cfg.setup.strategy {
+        Strategy::ReorderBuffer { gap_timeout_ms } => Some(cfg.scale.duration(gap_timeout_ms).as_nanos() as u64),
+        _ => None,
+    };
+    let mut buffer: ReorderBuffer<Pending> = ReorderBuffer::default();
     sink.emit(actor, EventKind::Ready);
     loop {
-        let reply: StreamReadReply = redis::cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(&cfg.group)
-            .arg(actor.to_string())
-            .arg("COUNT")
-            .arg(1)
-            .arg("BLOCK")
-            .arg(0)
-            .arg("STREAMS")
-            .arg(&cfg.stream)
-            .arg(">")
-            .query_async(&mut reader)
-            .await
-            .context("XREADGROUP")?;
+        // While something is held, poll (the gap timeout must fire on time, and Redis answers
+        // a BLOCK timeout only at its next cron tick, up to 100 ms late); otherwise block.
+        let holding = !buffer.is_empty();
+        let mut read = redis::cmd("XREADGROUP");
+        read.arg("GROUP").arg(&cfg.group).arg(actor.to_string()).arg("COUNT").arg(1);
+        if !holding {
+            read.arg("BLOCK").arg(0);
+        }
+        let reply: Option<StreamReadReply> =
+            read.arg("STREAMS").arg(&cfg.stream).arg(">").query_async(&mut reader).await.context("XREADGROUP")?;
+        let reply = reply.unwrap_or_default();
+        if holding && reply.keys.is_empty() {
+            cfg.scale.sleep(5.0).await;
+        }
+        let mut ready = Vec::new();
         for entry in reply.keys.iter().flat_map(|k| k.ids.iter()) {
             let Some(job) = job_of(entry) else {
-                // Not ours to judge: ack it so the run can finish, and leave a trace.
                 sink.emit(
                     actor,
                     EventKind::Crashed { planned: false, detail: format!("undecodable entry {}", entry.id) },
@@ -90,10 +103,49 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
                 continue;
             };
             sink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
+            let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), state: entry.get("state") };
+            if gap_ns.is_none() {
+                ready.push(pending);
+                continue;
+            }
+            if !buffer.knows(job.order) {
+                let row = pg
+                    .query_opt(&format!("SELECT version FROM {}.orders WHERE id = $1", connect::SCHEMA), &[&job.order])
+                    .await
+                    .context("read current version")?;
+                buffer.expect(job.order, row.map(|r| r.get::<_, i64>(0)).unwrap_or(0) + 1);
+            }
+            match buffer.offer(job.order, job.version, pending, crate::clock::now_ns()) {
+                Offer::Ready(items) => ready.extend(items),
+                Offer::Held { waiting_for } => {
+                    sink.emit(actor, EventKind::Held { entry_id: entry.id.clone(), job, waiting_for });
+                }
+                Offer::Stale(p) => {
+                    let reason = "older than the version already applied".to_string();
+                    sink.emit(actor, EventKind::Dropped { entry_id: p.entry_id.clone(), job: p.job, reason });
+                    ack(&mut writer, &cfg, &sink, &p.entry_id).await?;
+                }
+            }
+        }
+        if let Some(gap) = gap_ns {
+            for expired in buffer.expired(crate::clock::now_ns(), gap) {
+                sink.emit(
+                    actor,
+                    EventKind::GapTimeout {
+                        order: expired.order,
+                        missing_version: expired.missing_version,
+                        held_ms: expired.held_ms,
+                    },
+                );
+                ready.extend(expired.items);
+            }
+        }
+        for p in ready {
             let delivery = Delivery {
-                entry_id: &entry.id,
-                job: &job,
-                cost_ms: cfg.cost_ms.get(&job.event_type).copied().unwrap_or(0.0),
+                entry_id: &p.entry_id,
+                job: &p.job,
+                cost_ms: cfg.setup.cost_for(&p.job),
+                state: p.state.as_deref(),
             };
             let mut handler = Handler {
                 actor,
@@ -105,15 +157,20 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
                 key_prefix: &cfg.key_prefix,
                 has_delex: cfg.has_delex,
             };
-            strategy::apply(&mut handler, &cfg.strategy, &delivery).await?;
-            let _: i64 = redis::cmd("XACK")
-                .arg(&cfg.stream)
-                .arg(&cfg.group)
-                .arg(&entry.id)
-                .query_async(&mut writer)
-                .await
-                .context("XACK")?;
-            sink.emit(actor, EventKind::Acked { entry_id: entry.id.clone() });
+            strategy::apply(&mut handler, &cfg.setup.strategy, &delivery).await?;
+            ack(&mut writer, &cfg, &sink, &p.entry_id).await?;
         }
     }
+}
+
+async fn ack(
+    conn: &mut redis::aio::MultiplexedConnection,
+    cfg: &ConsumerConfig,
+    sink: &StdoutSink,
+    entry_id: &str,
+) -> Result<(), Error> {
+    let _: i64 =
+        redis::cmd("XACK").arg(&cfg.stream).arg(&cfg.group).arg(entry_id).query_async(conn).await.context("XACK")?;
+    sink.emit(cfg.actor(), EventKind::Acked { entry_id: entry_id.to_string() });
+    Ok(())
 }

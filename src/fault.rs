@@ -67,6 +67,7 @@ mod tests {
             fail_attempts,
             retry_ms: 500.0,
             backoff: 2.0,
+            cost_ms: None,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::checker::{Outcome, RunVerdict, Verdict};
 use crate::scenario::{Expectation, OrderRow, Setup};
 use crate::timeline::{Event, Job};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Where and how the lab ran; printed as the header of every report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,12 +79,18 @@ pub struct RunRecord {
     /// Rows left in the outbox table, for labs that use one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox_rows: Option<i64>,
+    /// Measured figures specific to a lab (for example `entry_bytes`), printed as `facts:`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub facts: BTreeMap<String, i64>,
     pub timed_out: bool,
     pub verdict: RunVerdict,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StreamEntry {
+    /// The shard (stream) it is in; 0 with one stream.
+    #[serde(default)]
+    pub shard: u32,
     pub entry_id: String,
     pub job: Job,
 }

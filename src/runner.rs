@@ -14,7 +14,7 @@ use crate::scenario::{LabKind, OrderRow, Scenario, Variant};
 use crate::service::Services;
 use crate::timeline::{self, Actor, Event, EventKind, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -75,6 +75,9 @@ impl<'a> Runner<'a> {
         ))
         .await
         .context("create schema")?;
+        pg.batch_execute(&format!("ALTER TABLE {SCHEMA}.orders ADD COLUMN IF NOT EXISTS state text"))
+            .await
+            .context("add state column")?;
         crate::outbox::create_table(&pg).await?;
         let nonce = format!("{:08x}", rand::random::<u32>());
         Ok(Runner { services, exe, redis, pg, nonce })
@@ -197,27 +200,34 @@ impl<'a> Runner<'a> {
             &v.setup,
             &RunView { events: &events, final_rows: &final_rows, timed_out, outbox_rows },
         );
-        Ok(RunRecord { run, stream, events, final_rows, outbox_rows, timed_out, verdict })
+        Ok(RunRecord { run, stream, events, final_rows, outbox_rows, facts: BTreeMap::new(), timed_out, verdict })
     }
 
     /// A stream with consumer processes, fed by the producer or by an outbox dispatcher.
     async fn run_stream(&mut self, lab: &str, v: &Variant, run: u32, opts: &RunOptions) -> Result<RunRecord, Error> {
         let prefix = format!("ordlab:{}:{lab}:{}:{run}:", self.nonce, v.id);
-        let stream = format!("{prefix}orders");
+        let streams: Vec<String> = if v.setup.shards == 1 {
+            vec![format!("{prefix}orders")]
+        } else {
+            (0..v.setup.shards).map(|k| format!("{prefix}orders:{k}")).collect()
+        };
+        let stream = streams[0].clone();
         let group = "order-processor";
         self.reset_rows(&v.setup.initial).await?;
         if v.setup.kind == LabKind::Outbox {
             crate::outbox::fill(&self.pg, &v.setup.events).await?;
         }
-        let _: () = redis::cmd("XGROUP")
-            .arg("CREATE")
-            .arg(&stream)
-            .arg(group)
-            .arg("$")
-            .arg("MKSTREAM")
-            .query_async(&mut self.redis)
-            .await
-            .context("XGROUP CREATE")?;
+        for s in &streams {
+            let _: () = redis::cmd("XGROUP")
+                .arg("CREATE")
+                .arg(s)
+                .arg(group)
+                .arg("$")
+                .arg("MKSTREAM")
+                .query_async(&mut self.redis)
+                .await
+                .context("XGROUP CREATE")?;
+        }
 
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let mut consumers = Vec::new();
@@ -226,12 +236,11 @@ impl<'a> Runner<'a> {
                 index,
                 redis_url: self.services.redis_url.clone(),
                 pg_config: self.services.pg_config.clone(),
-                stream: stream.clone(),
+                stream: streams[(index - 1) as usize % streams.len()].clone(),
                 group: group.to_string(),
                 client_name: format!("ordlab-{}-C{index}", self.nonce),
                 key_prefix: prefix.clone(),
-                strategy: v.setup.strategy.clone(),
-                cost_ms: v.setup.cost_ms.clone(),
+                setup: v.setup.clone(),
                 scale: opts.scale,
                 seed: mix(opts.seed, &[lab, &v.id], run, index),
                 has_delex: self.services.info.redis.delex,
@@ -245,7 +254,8 @@ impl<'a> Runner<'a> {
 
         let producer = Producer {
             redis: connect::redis(&self.services.redis_url).await.context("producer connect")?,
-            stream: stream.clone(),
+            streams: streams.clone(),
+            state_bytes: v.setup.state_bytes,
             scale: opts.scale,
             sink: Arc::new(tx.clone()),
         };
@@ -285,8 +295,17 @@ impl<'a> Runner<'a> {
                 ev = rx.recv() => match ev {
                     Some(ev) => {
                         match &ev.kind {
-                            EventKind::Published { entry_id, .. } => { published.insert(entry_id.clone()); }
-                            EventKind::Acked { entry_id } => { acked.insert(entry_id.clone()); }
+                            // Entry IDs are unique per stream only: key them by shard.
+                            EventKind::Published { entry_id, job, .. } => {
+                                published.insert((v.setup.shard_of(job.order), entry_id.clone()));
+                            }
+                            EventKind::Acked { entry_id } => {
+                                let shard = match ev.actor {
+                                    Actor::Consumer(i) => (i - 1) % v.setup.shards,
+                                    _ => 0,
+                                };
+                                acked.insert((shard, entry_id.clone()));
+                            }
                             _ => {}
                         }
                         raw.push(ev);
@@ -303,13 +322,45 @@ impl<'a> Runner<'a> {
         while let Ok(ev) = rx.try_recv() {
             raw.push(ev);
         }
-        let stream_entries = self.read_stream(&stream).await?;
+        let mut stream_entries = Vec::new();
+        for (k, s) in streams.iter().enumerate() {
+            stream_entries.extend(self.read_stream(s, k as u32).await?);
+        }
+        stream_entries.sort_by_key(|e| crate::strategy::cas::entry_id_version(&e.entry_id));
+        let facts = if v.setup.state_bytes > 0 { self.entry_sizes(&streams).await? } else { BTreeMap::new() };
         self.delete_keys(&prefix).await?;
         let outbox_rows = match v.setup.kind {
             LabKind::Outbox => Some(crate::outbox::row_count(&self.pg).await?),
             _ => None,
         };
-        self.finish(v, run, t0, raw, stream_entries, timed_out, outbox_rows).await
+        let mut record = self.finish(v, run, t0, raw, stream_entries, timed_out, outbox_rows).await?;
+        record.facts = facts;
+        Ok(record)
+    }
+
+    /// Mean bytes of an entry's fields, with its state document and without it (what a
+    /// delta event would carry), measured on the server's copy.
+    async fn entry_sizes(&mut self, streams: &[String]) -> Result<BTreeMap<String, i64>, Error> {
+        let (mut with_state, mut delta, mut n) = (0usize, 0usize, 0usize);
+        for s in streams {
+            let reply: redis::streams::StreamRangeReply =
+                redis::cmd("XRANGE").arg(s).arg("-").arg("+").query_async(&mut self.redis).await.context("XRANGE")?;
+            for e in &reply.ids {
+                for (field, value) in &e.map {
+                    let len = field.len() + redis::from_redis_value_ref::<String>(value).map(|v| v.len()).unwrap_or(0);
+                    with_state += len;
+                    if field != "state" {
+                        delta += len;
+                    }
+                }
+                n += 1;
+            }
+        }
+        let mean = |x: usize| x.checked_div(n).unwrap_or(0) as i64;
+        Ok(BTreeMap::from([
+            ("entry_bytes".to_string(), mean(with_state)),
+            ("delta_entry_bytes".to_string(), mean(delta)),
+        ]))
     }
 
     async fn reset_rows(&self, rows: &[OrderRow]) -> Result<(), Error> {
@@ -350,13 +401,13 @@ impl<'a> Runner<'a> {
         }
     }
 
-    async fn read_stream(&mut self, stream: &str) -> Result<Vec<StreamEntry>, Error> {
+    async fn read_stream(&mut self, stream: &str, shard: u32) -> Result<Vec<StreamEntry>, Error> {
         let reply: redis::streams::StreamRangeReply =
             redis::cmd("XRANGE").arg(stream).arg("-").arg("+").query_async(&mut self.redis).await.context("XRANGE")?;
         Ok(reply
             .ids
             .iter()
-            .filter_map(|e| consumer::job_of(e).map(|job| StreamEntry { entry_id: e.id.clone(), job }))
+            .filter_map(|e| consumer::job_of(e).map(|job| StreamEntry { shard, entry_id: e.id.clone(), job }))
             .collect())
     }
 

@@ -89,6 +89,10 @@ struct SetupPatch {
     strategy: Option<StrategyKind>,
     lock: Option<LockSpec>,
     cas_version: Option<VersionSource>,
+    insert_gap_ms: Option<f64>,
+    gap_timeout_ms: Option<f64>,
+    shards: Option<u32>,
+    state_bytes: Option<usize>,
     cost_ms: Option<BTreeMap<String, f64>>,
     events: Option<Vec<EventSpec>>,
     initial: Option<Vec<OrderRow>>,
@@ -142,6 +146,13 @@ pub struct Setup {
     pub outbox: Option<OutboxSpec>,
     /// Consumer processes in the group, each with its own connections.
     pub consumers: u32,
+    /// Streams the producer routes to by `order mod shards`; consumer i reads shard
+    /// (i-1) mod shards. 1 = one stream.
+    #[serde(default = "one")]
+    pub shards: u32,
+    /// Bytes of state document each event carries (0: events carry only type and version).
+    #[serde(default)]
+    pub state_bytes: usize,
     pub strategy: Strategy,
     /// Injected handler work in milliseconds per event type (before `--time-scale`).
     pub cost_ms: BTreeMap<String, f64>,
@@ -270,14 +281,34 @@ pub enum Strategy {
     Cas { version: VersionSource },
     /// Plain UPDATE inside a per-order Redis lock.
     Lock(LockSpec),
+    /// The first event may find no row: `INSERT … ON CONFLICT (id) DO UPDATE … WHERE
+    /// orders.version < EXCLUDED.version`, one atomic statement.
+    Upsert,
+    /// The naive first write: CAS UPDATE, and if it matched nothing, INSERT after
+    /// `gap_ms` (the check-then-act window). Two first events can both decide to insert.
+    UpdateThenInsert { gap_ms: f64 },
+    /// Events carry the whole state and its version; the consumer keeps only the newest
+    /// (`UPDATE … SET status, version, state … WHERE version < $v`).
+    State,
+    /// Hold an order's events until the next expected version arrives, then apply them in
+    /// version order; after `gap_timeout_ms` stop waiting for a missing version.
+    ReorderBuffer { gap_timeout_ms: f64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 enum StrategyKind {
     Plain,
     Cas,
     Lock,
+    Upsert,
+    UpdateThenInsert,
+    State,
+    ReorderBuffer,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Which number CAS compares.
@@ -338,6 +369,9 @@ pub struct EventSpec {
     pub retry_ms: f64,
     #[serde(default = "EventSpec::default_backoff")]
     pub backoff: f64,
+    /// Handler work for this event only, overriding `cost_ms` of its type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_ms: Option<f64>,
 }
 
 impl EventSpec {
@@ -461,6 +495,20 @@ impl Setup {
     pub fn cost_of(&self, event_type: &str) -> f64 {
         self.cost_ms.get(event_type).copied().unwrap_or(0.0)
     }
+
+    /// Injected handler work for one job: its event's own `cost_ms`, else its type's.
+    pub fn cost_for(&self, job: &Job) -> f64 {
+        self.events
+            .iter()
+            .find(|e| e.order == job.order && e.event_type == job.event_type && e.version == job.version)
+            .and_then(|e| e.cost_ms)
+            .unwrap_or_else(|| self.cost_of(&job.event_type))
+    }
+
+    /// The stream shard an order is routed to.
+    pub fn shard_of(&self, order: i64) -> u32 {
+        order.rem_euclid(self.shards as i64) as u32
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -557,7 +605,20 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         StrategyKind::Plain => Strategy::Plain,
         StrategyKind::Cas => Strategy::Cas { version: over.cas_version.or(base.cas_version).unwrap_or_default() },
         StrategyKind::Lock => Strategy::Lock(over.lock.clone().or_else(|| base.lock.clone()).unwrap_or_default()),
+        StrategyKind::Upsert => Strategy::Upsert,
+        StrategyKind::UpdateThenInsert => {
+            Strategy::UpdateThenInsert { gap_ms: over.insert_gap_ms.or(base.insert_gap_ms).unwrap_or(20.0) }
+        }
+        StrategyKind::State => Strategy::State,
+        StrategyKind::ReorderBuffer => {
+            Strategy::ReorderBuffer { gap_timeout_ms: over.gap_timeout_ms.or(base.gap_timeout_ms).unwrap_or(1000.0) }
+        }
     };
+    let shards = over.shards.or(base.shards).unwrap_or(1);
+    if shards == 0 {
+        return Err("setup.shards = 0: use at least 1".into());
+    }
+    let state_bytes = over.state_bytes.or(base.state_bytes).unwrap_or(0);
     let mut cost_ms = base.cost_ms.clone().unwrap_or_default();
     cost_ms.extend(over.cost_ms.clone().unwrap_or_default());
     if let Some((t, c)) = cost_ms.iter().find(|(_, c)| !c.is_finite() || **c < 0.0) {
@@ -584,6 +645,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
                     fail_attempts: 0,
                     retry_ms: EventSpec::default_retry(),
                     backoff: EventSpec::default_backoff(),
+                    cost_ms: None,
                 })
                 .collect();
         }
@@ -605,7 +667,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         rows
     };
     let initial = over.initial.clone().or_else(|| base.initial.clone()).unwrap_or_else(default_initial);
-    Ok(Setup { kind, sql_race, outbox, consumers, strategy, cost_ms, events, initial })
+    Ok(Setup { kind, sql_race, outbox, consumers, shards, state_bytes, strategy, cost_ms, events, initial })
 }
 
 fn is_id(s: &str) -> bool {

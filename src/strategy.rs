@@ -4,6 +4,9 @@
 pub mod cas;
 pub mod lock;
 pub mod plain;
+pub mod reorder_buffer;
+pub mod state;
+pub mod upsert;
 
 use crate::error::Error;
 use crate::fault::TimeScale;
@@ -32,6 +35,8 @@ pub struct Delivery<'a> {
     pub job: &'a Job,
     /// Injected handler work in unscaled ms.
     pub cost_ms: f64,
+    /// The state document the event carries, if the lab sends one.
+    pub state: Option<&'a str>,
 }
 
 impl Handler<'_> {
@@ -62,6 +67,23 @@ pub async fn apply(h: &mut Handler<'_>, strategy: &Strategy, d: &Delivery<'_>) -
             h.work(d).await;
             plain::write(h, d).await?;
             lock::release(h, held).await
+        }
+        Strategy::Upsert => {
+            h.work(d).await;
+            upsert::conditional(h, d).await
+        }
+        Strategy::UpdateThenInsert { gap_ms } => {
+            h.work(d).await;
+            upsert::update_then_insert(h, d, *gap_ms).await
+        }
+        Strategy::State => {
+            h.work(d).await;
+            state::keep_newest(h, d).await
+        }
+        // The buffer decides when; once released, an event is applied with a plain write.
+        Strategy::ReorderBuffer { .. } => {
+            h.work(d).await;
+            plain::write(h, d).await
         }
     }
 }

@@ -95,6 +95,16 @@ pub enum EventKind {
     LockReleased { key: String, method: String, released: i64 },
     /// The handler wrote the row. `version` is shown for strategies that write one conditionally.
     Wrote { entry_id: String, order: i64, status: String, version: Option<i64>, rows: u64 },
+    /// The handler inserted the order's first row (no row existed).
+    Inserted { entry_id: String, order: i64, status: String, version: i64 },
+    /// A write the server refused (for example a duplicate key): the event's change is lost.
+    WriteFailed { entry_id: String, order: i64, status: String, error: String },
+    /// A reorder buffer holds the entry until version `waiting_for` of its order arrives.
+    Held { entry_id: String, job: Job, waiting_for: i64 },
+    /// A reorder buffer dropped an entry older than what it already applied.
+    Dropped { entry_id: String, job: Job, reason: String },
+    /// A reorder buffer stopped waiting for a version that never came and applies what it holds.
+    GapTimeout { order: i64, missing_version: i64, held_ms: f64 },
     /// XACK sent for the entry.
     Acked { entry_id: String },
     /// The process died. `planned` tells an injected crash from an unplanned one.

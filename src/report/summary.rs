@@ -123,6 +123,10 @@ fn strategy(s: &Strategy) -> String {
             format!("lock TTL {} ms, 0–{} ms pre-work", l.ttl_ms, l.prework_max_ms)
         }
         Strategy::Lock(l) => format!("lock TTL {} ms", l.ttl_ms),
+        Strategy::Upsert => "conditional upsert".into(),
+        Strategy::UpdateThenInsert { .. } => "UPDATE, then INSERT".into(),
+        Strategy::State => "state events, keep newest".into(),
+        Strategy::ReorderBuffer { gap_timeout_ms } => format!("reorder buffer, gap timeout {gap_timeout_ms} ms"),
     }
 }
 
@@ -232,6 +236,8 @@ mod tests {
             sql_race: None,
             outbox: None,
             consumers: 2,
+            shards: 1,
+            state_bytes: 0,
             strategy,
             cost_ms: BTreeMap::new(),
             events: vec![EventSpec {
@@ -242,6 +248,7 @@ mod tests {
                 fail_attempts: 0,
                 retry_ms: 500.0,
                 backoff: 2.0,
+                cost_ms: None,
             }],
             initial: vec![],
         };
@@ -260,6 +267,7 @@ mod tests {
                     events: vec![],
                     final_rows: vec![],
                     outbox_rows: None,
+                    facts: Default::default(),
                     timed_out: false,
                     verdict: RunVerdict { verdict, reasons: vec![] },
                 }

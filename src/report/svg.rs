@@ -312,6 +312,39 @@ impl Timeline {
                     }
                 }
                 EventKind::Acked { .. } => mark(Glyph::Acked, None),
+                EventKind::Inserted { order, status, .. } => {
+                    let prefix = if multi_order { format!("#{order} ") } else { String::new() };
+                    mark(Glyph::Wrote, Some(format!("{} {prefix}{status} (INSERT)", t("wrote", "ghi"))));
+                }
+                EventKind::WriteFailed { order, status, .. } => {
+                    let prefix = if multi_order { format!("#{order} ") } else { String::new() };
+                    let label = format!(
+                        "{} {prefix}{status}: {}",
+                        t("write", "ghi"),
+                        t("refused (duplicate key), lost", "bị từ chối (trùng khoá), mất")
+                    );
+                    mark(Glyph::Failed, Some(label));
+                }
+                EventKind::Held { job, waiting_for, .. } => {
+                    let label = format!(
+                        "{} {}, {} v={waiting_for}",
+                        t("held", "giữ"),
+                        job_label(job, multi_order),
+                        t("waiting for", "chờ")
+                    );
+                    mark(Glyph::Received, Some(label));
+                }
+                EventKind::Dropped { job, .. } => {
+                    let label = format!("{} {}", t("dropped stale", "bỏ bản cũ"), job_label(job, multi_order));
+                    mark(Glyph::Stale, Some(label));
+                }
+                EventKind::GapTimeout { order, missing_version, .. } => {
+                    let label = format!(
+                        "{} #{order} v={missing_version}",
+                        t("gap timeout: gave up on", "hết thời gian chờ: bỏ qua")
+                    );
+                    mark(Glyph::Failed, Some(label));
+                }
                 EventKind::Crashed { planned, detail } => {
                     let detail = truncate(detail, 40);
                     let label = match (planned, lang) {
@@ -1036,12 +1069,15 @@ mod tests {
             fail_attempts: 0,
             retry_ms: 500.0,
             backoff: 2.0,
+            cost_ms: None,
         };
         let setup = Setup {
             kind: Default::default(),
             sql_race: None,
             outbox: None,
             consumers: 2,
+            shards: 1,
+            state_bytes: 0,
             strategy: Strategy::Lock(LockSpec { ttl_ms: 1000, retry_ms: 20, prework_max_ms: 0 }),
             cost_ms: BTreeMap::from([("created".to_string(), 800.0), ("paid".to_string(), 50.0)]),
             events: vec![spec("created", 1), spec("paid", 2)],
@@ -1079,12 +1115,13 @@ mod tests {
         let run = RunRecord {
             run: 1,
             stream: vec![
-                StreamEntry { entry_id: "1-0".into(), job: job("created", 1) },
-                StreamEntry { entry_id: "1-1".into(), job: job("paid", 2) },
+                StreamEntry { shard: 0, entry_id: "1-0".into(), job: job("created", 1) },
+                StreamEntry { shard: 0, entry_id: "1-1".into(), job: job("paid", 2) },
             ],
             events,
             final_rows: vec![OrderRow { order: 42, status: "created".into(), version: 1 }],
             outbox_rows: None,
+            facts: Default::default(),
             timed_out: false,
             verdict: RunVerdict { verdict, reasons: vec![] },
         };

@@ -156,6 +156,22 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
         (Strategy::Cas { version: VersionSource::Business }, Lang::Vi) => "CAS theo version nghiệp vụ".into(),
         (Strategy::Cas { version: VersionSource::EntryId }, Lang::En) => "CAS on the entry ID (ms*100000+seq)".into(),
         (Strategy::Cas { version: VersionSource::EntryId }, Lang::Vi) => "CAS theo entry ID (ms*100000+seq)".into(),
+        (Strategy::Upsert, Lang::En) => "conditional upsert (INSERT … ON CONFLICT DO UPDATE … WHERE version <)".into(),
+        (Strategy::Upsert, Lang::Vi) => "upsert có điều kiện (INSERT … ON CONFLICT DO UPDATE … WHERE version <)".into(),
+        (Strategy::UpdateThenInsert { gap_ms }, Lang::En) => format!("UPDATE, and if no row INSERT {gap_ms} ms later"),
+        (Strategy::UpdateThenInsert { gap_ms }, Lang::Vi) => {
+            format!("UPDATE, không có dòng thì INSERT sau {gap_ms} ms")
+        }
+        (Strategy::State, Lang::En) => format!("events carry the full state ({} B), keep the newest", s.state_bytes),
+        (Strategy::State, Lang::Vi) => {
+            format!("sự kiện mang toàn bộ trạng thái ({} B), giữ bản mới nhất", s.state_bytes)
+        }
+        (Strategy::ReorderBuffer { gap_timeout_ms }, Lang::En) => {
+            format!("reorder buffer per order (gap timeout {gap_timeout_ms} ms), then plain UPDATE")
+        }
+        (Strategy::ReorderBuffer { gap_timeout_ms }, Lang::Vi) => {
+            format!("bộ đệm sắp xếp lại theo đơn (chờ tối đa {gap_timeout_ms} ms), rồi UPDATE thường")
+        }
         (Strategy::Lock(l), lang) => {
             let mut t = match lang {
                 Lang::En => format!("per-key lock SET NX PX {}, retry every {} ms", l.ttl_ms, l.retry_ms),
@@ -266,9 +282,24 @@ fn timeline(out: &mut String, r: &RunRecord, setup: &Setup, opts: &TextOptions) 
     let show_publish = setup.events.iter().any(|e| e.at_ms.is_some() || e.fail_attempts > 0);
     let id = |e: &str| if opts.redact { "[id]".to_string() } else { e.to_string() };
     let many = setup.orders().len() > 1;
-    let stream: Vec<String> = r.stream.iter().map(|s| format!("{} {}", id(&s.entry_id), job(&s.job, many))).collect();
+    // One list per shard: each shard's order is the log's; across shards there is none.
+    let stream: Vec<String> = (0..setup.shards)
+        .map(|k| {
+            let entries: Vec<String> = r
+                .stream
+                .iter()
+                .filter(|s| s.shard == k)
+                .map(|s| format!("{} {}", id(&s.entry_id), job(&s.job, many)))
+                .collect();
+            if setup.shards > 1 {
+                format!("s{k}: {}", entries.join(", "))
+            } else {
+                entries.join(", ")
+            }
+        })
+        .collect();
     if setup.kind == LabKind::Stream || setup.kind == LabKind::Outbox {
-        let _ = writeln!(out, "{} {} — stream: {}", w(opts, "run", "lần"), r.run, stream.join(", "));
+        let _ = writeln!(out, "{} {} — stream: {}", w(opts, "run", "lần"), r.run, stream.join("; "));
     } else {
         let _ = writeln!(out, "{} {}", w(opts, "run", "lần"), r.run);
     }
@@ -287,6 +318,13 @@ fn timeline(out: &mut String, r: &RunRecord, setup: &Setup, opts: &TextOptions) 
     }
     if let Some(delays) = publish_delays(r, opts) {
         let _ = writeln!(out, "  {delays}");
+    }
+    if many && setup.kind == LabKind::Stream {
+        let _ = writeln!(out, "  {}", last_writes(r, opts));
+    }
+    if !r.facts.is_empty() {
+        let facts: Vec<String> = r.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  {}: {}", w(opts, "measured", "đo được"), facts.join(", "));
     }
 }
 
@@ -339,6 +377,25 @@ fn publish_delays(r: &RunRecord, opts: &TextOptions) -> Option<String> {
         ),
         parts.join(", ")
     ))
+}
+
+/// When each order was last written: the head-of-line blocking of a shard shows here.
+fn last_writes(r: &RunRecord, opts: &TextOptions) -> String {
+    let mut last: Vec<(i64, i64)> = Vec::new();
+    for e in &r.events {
+        if let EventKind::Wrote { order, .. } = &e.kind {
+            match last.iter_mut().find(|(o, _)| o == order) {
+                Some(x) => x.1 = x.1.max(e.t_us),
+                None => last.push((*order, e.t_us)),
+            }
+        }
+    }
+    last.sort();
+    let parts: Vec<String> = last
+        .iter()
+        .map(|(o, t)| if opts.redact { format!("#{o} t=[ms]") } else { format!("#{o} t={} ms", (t + 500) / 1000) })
+        .collect();
+    format!("{}: {}", w(opts, "last write per order", "lần ghi cuối theo đơn"), parts.join(", "))
 }
 
 /// One timeline line, or None for events the text report leaves to JSON and SVG.
@@ -410,6 +467,40 @@ fn line(e: &Event, many: bool, opts: &TextOptions) -> Option<String> {
                 _ => "",
             };
             format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", if vi { "ghi" } else { "wrote" })
+        }
+        EventKind::Inserted { order, status, version, .. } => {
+            let status = if many { format!("{status} (#{order})") } else { status.clone() };
+            format!("{a} {} status={status} version={version} → INSERT 0 1", if vi { "ghi" } else { "wrote" })
+        }
+        EventKind::WriteFailed { order, status, error, .. } => {
+            let status = if many { format!("{status} (#{order})") } else { status.clone() };
+            if vi {
+                format!("{a} INSERT status={status} → LỖI: {error} (thay đổi bị mất)")
+            } else {
+                format!("{a} INSERT status={status} → ERROR: {error} (the change is lost)")
+            }
+        }
+        EventKind::Held { entry_id, job: j, waiting_for } => {
+            if vi {
+                format!("{a} giữ {} {} chờ v={waiting_for}", id(entry_id), job(j, many))
+            } else {
+                format!("{a} holds {} {} until v={waiting_for} arrives", id(entry_id), job(j, many))
+            }
+        }
+        EventKind::Dropped { entry_id, job: j, reason } => {
+            if vi {
+                format!("{a} bỏ {} {}: cũ hơn bản đã áp dụng", id(entry_id), job(j, many))
+            } else {
+                format!("{a} drops {} {}: {reason}", id(entry_id), job(j, many))
+            }
+        }
+        EventKind::GapTimeout { order, missing_version, held_ms } => {
+            let held = if opts.redact { "[ms]".to_string() } else { format!("{held_ms:.0} ms") };
+            if vi {
+                format!("{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ")
+            } else {
+                format!("{a} gap timeout: #{order} v={missing_version} never came after {held}; applies what it holds")
+            }
         }
         EventKind::SqlSent { statement, .. } => format!("{a} {statement}"),
         EventKind::SqlDone { outcome, waited_ms, .. } => {

@@ -39,7 +39,7 @@ pub fn critical_path_ms(setup: &Setup, events: &[Event], scale: f64) -> f64 {
                 .copied()
                 .unwrap_or(0.0)
                 .max(publish_ms.get(entry_id.as_str()).copied().unwrap_or(0.0));
-            free_at.insert(e.actor, start + setup.cost_of(&job.event_type) * scale);
+            free_at.insert(e.actor, start + setup.cost_for(job) * scale);
         }
     }
     free_at.values().copied().fold(0.0, f64::max)

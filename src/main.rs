@@ -74,6 +74,9 @@ enum Command {
     /// Internal: a consumer process (started by the runner).
     #[command(name = "__consumer", hide = true)]
     Consumer { config: String },
+    /// Internal: an outbox dispatcher process (started by the runner).
+    #[command(name = "__dispatcher", hide = true)]
+    Dispatcher { config: String },
 }
 
 #[derive(clap::Args, Clone)]
@@ -156,6 +159,9 @@ fn main() {
     if let Command::Consumer { config } = &cli.command {
         std::process::exit(run_consumer(config));
     }
+    if let Command::Dispatcher { config } = &cli.command {
+        std::process::exit(run_dispatcher(config));
+    }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
@@ -203,6 +209,24 @@ fn run_consumer(config: &str) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ordlab __consumer: {e}");
+            EXIT_ERROR
+        }
+    }
+}
+
+fn run_dispatcher(config: &str) -> i32 {
+    let cfg: ordlab::outbox::DispatcherConfig = match serde_json::from_str(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ordlab __dispatcher: bad config: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    match rt.block_on(ordlab::outbox::run_process(cfg)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ordlab __dispatcher: {e}");
             EXIT_ERROR
         }
     }
@@ -307,7 +331,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
             Ok(EXIT_MATCHED)
         }
-        Command::Consumer { .. } => unreachable!("handled before the runtime starts"),
+        Command::Consumer { .. } | Command::Dispatcher { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 

@@ -1,17 +1,51 @@
 //! The transactional outbox: the state change and an outbox row commit together (or not at
 //! all), and a dispatcher publishes outbox rows to the stream. Order survives only if the
 //! dispatcher is sequential per key: a failed row must hold back the later rows of its key.
+//!
+//! # Several dispatchers (`outbox-multi`)
+//!
+//! Each dispatcher is its own task with its own connections, polling the same table:
+//!
+//! - [`Exclusion::None`]: each polls `ORDER BY aggregate_id, id` with no lock, and before
+//!   publishing a row checks that nobody marked it published meanwhile (a check without a
+//!   lock). A slow dispatcher that checked a row, then spent its publish latency, publishes it
+//!   after a fast one already published the row *and its successors*: the row is in the
+//!   stream twice, the stale copy last, and a plain-UPDATE consumer ends in the old state.
+//! - [`Exclusion::SkipLocked`]: one transaction per key. A dispatcher locks the *earliest
+//!   pending row* of some key with `FOR UPDATE OF o SKIP LOCKED` (a row is a key's earliest
+//!   pending one if no pending row of the key has a smaller id); only then does it lock and
+//!   read the key's other pending rows, publish them in id order, mark each published, and
+//!   COMMIT. Order per key holds because whoever holds the head row holds the whole key: any
+//!   other dispatcher sees the same head (the marks are not committed yet), finds it locked
+//!   and skips the key; after COMMIT the rows are no longer pending. Locking any other row
+//!   (`SKIP LOCKED` on all pending rows) would let two dispatchers split one key's rows and
+//!   race them into the stream out of order.
+//! - [`Exclusion::AdvisoryLock`]: per pending key, `BEGIN; SELECT pg_try_advisory_xact_lock(key)`;
+//!   on `false` another dispatcher has the key and this one skips it; on `true` it reads the
+//!   key's pending rows (a fresh statement, so it sees every mark the previous holder
+//!   committed), publishes and marks them in order, and COMMIT releases the lock.
+//!
+//! Rows still pending at the end of a round (held by another dispatcher) are reported as
+//! held back in the round's `outbox_round` event.
+//!
+//! # A crash between XADD and the mark (`outbox-crash`)
+//!
+//! Publishing is two writes to two systems: XADD, then `UPDATE outbox SET published_at`.
+//! A dispatcher run as its own process ([`run_process`], `ordlab __dispatcher`) with
+//! `crash_after_xadd_of_row = N` announces a planned crash after the XADD of row N and kills
+//! itself with SIGKILL. The next dispatcher finds row N unpublished and publishes it again:
+//! the event is in the stream twice. The outbox gives at-least-once, never exactly-once; the
+//! consumer must be idempotent ([`crate::strategy::idempotent`]).
 
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
-use crate::scenario::{DispatcherKind, EventSpec, OutboxSpec};
-use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink};
+use crate::scenario::{DispatcherKind, EventSpec, Exclusion, OutboxSpec};
+use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-
-const DISPATCHER: Actor = Actor::Dispatcher(1);
 
 /// Create the outbox table (once per invocation).
 pub async fn create_table(pg: &tokio_postgres::Client) -> Result<(), Error> {
@@ -86,26 +120,92 @@ pub struct Dispatcher {
     pub spec: OutboxSpec,
     pub scale: TimeScale,
     pub sink: Arc<dyn Sink>,
+    /// 1-based: `D<index>` in the timeline; picks its entry of `spec.publish_ms`.
+    pub index: u32,
+    /// Honour `spec.crash_after_xadd_of_row` (SIGKILL to this process): only in a dispatcher
+    /// process of its own, never in the orchestrator.
+    pub may_crash: bool,
 }
 
+const PENDING_COLUMNS: &str = "id, aggregate_id, event_type, version";
+
 impl Dispatcher {
+    fn actor(&self) -> Actor {
+        Actor::Dispatcher(self.index)
+    }
+
     /// Poll every `poll_ms` from t0 until every row is published; one `outbox_round` event
     /// per round, one `published` or `publish_failed` per attempt.
     pub async fn run(&mut self, t0_ns: u64) -> Result<(), Error> {
+        match self.spec.exclusion {
+            Exclusion::None => self.run_unlocked(t0_ns).await,
+            Exclusion::SkipLocked | Exclusion::AdvisoryLock => self.run_exclusive(t0_ns).await,
+        }
+    }
+
+    async fn sleep_until_round(&self, t0_ns: u64, round: u32) {
+        let due = t0_ns + self.scale.duration(self.spec.poll_ms * (round - 1) as f64).as_nanos() as u64;
+        let now = crate::clock::now_ns();
+        if due > now {
+            tokio::time::sleep(std::time::Duration::from_nanos(due - now)).await;
+        }
+    }
+
+    /// Publish one row: the dispatcher's latency, XADD, (the planned crash), mark it published.
+    async fn publish_row(&mut self, id: i64, job: Job, attempt: u32) -> Result<(), Error> {
+        self.scale.sleep(self.spec.publish_latency_ms(self.index)).await;
+        let started = crate::clock::now_ns();
+        let entry_id: String = redis::cmd("XADD")
+            .arg(&self.stream)
+            .arg("*")
+            .arg("order")
+            .arg(job.order)
+            .arg("type")
+            .arg(&job.event_type)
+            .arg("version")
+            .arg(job.version)
+            .query_async(&mut self.redis)
+            .await
+            .context("dispatcher XADD")?;
+        if self.may_crash && self.spec.crash_after_xadd_of_row == Some(id) {
+            self.sink.record(RawEvent {
+                mono_ns: started,
+                actor: self.actor(),
+                kind: EventKind::Published { entry_id: entry_id.clone(), job: job.clone(), attempt },
+            });
+            self.sink.emit(
+                self.actor(),
+                EventKind::Crashed { planned: true, detail: format!("after XADD, before marking row {id} published") },
+            );
+            // A real kill: no destructor, no flush, no rollback message to PostgreSQL.
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+            std::future::pending::<()>().await;
+        }
+        self.pg
+            .execute(&format!("UPDATE {SCHEMA}.outbox SET published_at = now() WHERE id = $1"), &[&id])
+            .await
+            .context("mark outbox row published")?;
+        self.sink.record(RawEvent {
+            mono_ns: started,
+            actor: self.actor(),
+            kind: EventKind::Published { entry_id, job, attempt },
+        });
+        Ok(())
+    }
+
+    /// No exclusion: the seed's dispatcher. With several dispatchers, each re-checks a row is
+    /// still unpublished just before publishing it (a check without a lock).
+    async fn run_unlocked(&mut self, t0_ns: u64) -> Result<(), Error> {
         let order_by = match self.spec.dispatcher {
             DispatcherKind::Naive => "id",
             DispatcherKind::PerKey => "aggregate_id, id",
         };
-        let pending_sql = format!(
-            "SELECT id, aggregate_id, event_type, version FROM {SCHEMA}.outbox WHERE published_at IS NULL ORDER BY {order_by}"
-        );
+        let pending_sql =
+            format!("SELECT {PENDING_COLUMNS} FROM {SCHEMA}.outbox WHERE published_at IS NULL ORDER BY {order_by}");
+        let still_pending_sql = format!("SELECT published_at IS NULL FROM {SCHEMA}.outbox WHERE id = $1");
         let mut attempts: HashMap<i64, u32> = HashMap::new();
         for round in 1u32.. {
-            let due = t0_ns + self.scale.duration(self.spec.poll_ms * (round - 1) as f64).as_nanos() as u64;
-            let now = crate::clock::now_ns();
-            if due > now {
-                tokio::time::sleep(std::time::Duration::from_nanos(due - now)).await;
-            }
+            self.sleep_until_round(t0_ns, round).await;
             let rows = self.pg.query(&pending_sql, &[]).await.context("outbox poll")?;
             if rows.is_empty() {
                 return Ok(());
@@ -119,49 +219,148 @@ impl Dispatcher {
                     held_back.push(id);
                     continue;
                 }
-                let attempt = attempts.entry(id).and_modify(|a| *a += 1).or_insert(1);
-                let started = crate::clock::now_ns();
-                let fails = self.spec.failing_rows.iter().any(|f| f.row == id && *attempt <= f.attempts);
+                if self.spec.dispatchers > 1 {
+                    let pending: bool =
+                        self.pg.query_one(&still_pending_sql, &[&id]).await.context("outbox re-check")?.get(0);
+                    if !pending {
+                        continue;
+                    }
+                }
+                let attempt = *attempts.entry(id).and_modify(|a| *a += 1).or_insert(1);
+                let fails = self.spec.failing_rows.iter().any(|f| f.row == id && attempt <= f.attempts);
                 if fails {
-                    self.sink.record(RawEvent {
-                        mono_ns: started,
-                        actor: DISPATCHER,
-                        kind: EventKind::PublishFailed {
+                    self.sink.emit(
+                        self.actor(),
+                        EventKind::PublishFailed {
                             job,
-                            attempt: *attempt,
+                            attempt,
                             retry_in_ms: Some(self.spec.poll_ms),
                             reason: format!("injected failure publishing outbox row {id}"),
                         },
-                    });
+                    );
                     failed.push(id);
                     blocked.insert(key);
                     continue;
                 }
-                let entry_id: String = redis::cmd("XADD")
-                    .arg(&self.stream)
-                    .arg("*")
-                    .arg("order")
-                    .arg(job.order)
-                    .arg("type")
-                    .arg(&job.event_type)
-                    .arg("version")
-                    .arg(job.version)
-                    .query_async(&mut self.redis)
-                    .await
-                    .context("dispatcher XADD")?;
-                self.pg
-                    .execute(&format!("UPDATE {SCHEMA}.outbox SET published_at = now() WHERE id = $1"), &[&id])
-                    .await
-                    .context("mark outbox row published")?;
-                self.sink.record(RawEvent {
-                    mono_ns: started,
-                    actor: DISPATCHER,
-                    kind: EventKind::Published { entry_id, job, attempt: *attempt },
-                });
+                self.publish_row(id, job, attempt).await?;
                 published.push(id);
             }
-            self.sink.emit(DISPATCHER, EventKind::OutboxRound { round, published, failed, held_back });
+            self.sink.emit(self.actor(), EventKind::OutboxRound { round, published, failed, held_back });
         }
         unreachable!("the round counter does not run out")
     }
+
+    /// SKIP LOCKED or advisory lock: one transaction per key, rows published and marked in id
+    /// order before COMMIT; a key another dispatcher holds is skipped this round.
+    async fn run_exclusive(&mut self, t0_ns: u64) -> Result<(), Error> {
+        let key_rows_sql = format!(
+            "SELECT {PENDING_COLUMNS} FROM {SCHEMA}.outbox WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY id"
+        );
+        let pending_ids_sql = format!("SELECT id FROM {SCHEMA}.outbox WHERE published_at IS NULL ORDER BY id");
+        for round in 1u32.. {
+            self.sleep_until_round(t0_ns, round).await;
+            let pending = self.pg.query(&pending_ids_sql, &[]).await.context("outbox poll")?;
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let mut published = Vec::new();
+            match self.spec.exclusion {
+                Exclusion::SkipLocked => {
+                    let head_sql = format!(
+                        "SELECT aggregate_id FROM {SCHEMA}.outbox o WHERE published_at IS NULL
+                         AND NOT EXISTS (SELECT 1 FROM {SCHEMA}.outbox e
+                                         WHERE e.aggregate_id = o.aggregate_id AND e.published_at IS NULL AND e.id < o.id)
+                         ORDER BY aggregate_id LIMIT 1 FOR UPDATE OF o SKIP LOCKED"
+                    );
+                    loop {
+                        self.pg.batch_execute("BEGIN").await.context("outbox BEGIN")?;
+                        let Some(head) = self.pg.query_opt(&head_sql, &[]).await.context("outbox SKIP LOCKED")? else {
+                            self.pg.batch_execute("ROLLBACK").await.context("outbox ROLLBACK")?;
+                            break;
+                        };
+                        let key: i64 = head.get(0);
+                        let sql = format!("{key_rows_sql} FOR UPDATE");
+                        let rows = self.pg.query(&sql, &[&key]).await.context("outbox key rows")?;
+                        published.extend(self.publish_key(rows).await?);
+                        self.pg.batch_execute("COMMIT").await.context("outbox COMMIT")?;
+                    }
+                }
+                Exclusion::AdvisoryLock => {
+                    let keys_sql = format!(
+                        "SELECT DISTINCT aggregate_id FROM {SCHEMA}.outbox WHERE published_at IS NULL ORDER BY 1"
+                    );
+                    let keys: Vec<i64> =
+                        self.pg.query(&keys_sql, &[]).await.context("outbox keys")?.iter().map(|r| r.get(0)).collect();
+                    for key in keys {
+                        self.pg.batch_execute("BEGIN").await.context("outbox BEGIN")?;
+                        let locked: bool = self
+                            .pg
+                            .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&key])
+                            .await
+                            .context("pg_try_advisory_xact_lock")?
+                            .get(0);
+                        if locked {
+                            let rows = self.pg.query(&key_rows_sql, &[&key]).await.context("outbox key rows")?;
+                            published.extend(self.publish_key(rows).await?);
+                        }
+                        self.pg.batch_execute("COMMIT").await.context("outbox COMMIT")?;
+                    }
+                }
+                Exclusion::None => unreachable!("run_unlocked handles it"),
+            }
+            // What is still pending now is held by another dispatcher (not committed yet).
+            let held_back: Vec<i64> =
+                self.pg.query(&pending_ids_sql, &[]).await.context("outbox poll")?.iter().map(|r| r.get(0)).collect();
+            self.sink.emit(self.actor(), EventKind::OutboxRound { round, published, failed: vec![], held_back });
+        }
+        unreachable!("the round counter does not run out")
+    }
+
+    async fn publish_key(&mut self, rows: Vec<tokio_postgres::Row>) -> Result<Vec<i64>, Error> {
+        let mut ids = Vec::new();
+        for row in rows {
+            let id: i64 = row.get(0);
+            let job = Job { order: row.get(1), event_type: row.get(2), version: row.get(3) };
+            self.publish_row(id, job, 1).await?;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+}
+
+/// Everything a dispatcher process needs, passed as one JSON argument
+/// (`ordlab __dispatcher '<config json>'`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DispatcherConfig {
+    /// 1-based; the process is `D<index>` in the timeline.
+    pub index: u32,
+    pub redis_url: String,
+    pub pg_config: String,
+    pub stream: String,
+    pub spec: OutboxSpec,
+    pub scale: TimeScale,
+    /// This process carries out `spec.crash_after_xadd_of_row`.
+    pub may_crash: bool,
+}
+
+impl DispatcherConfig {
+    pub fn actor(&self) -> Actor {
+        Actor::Dispatcher(self.index)
+    }
+}
+
+/// A dispatcher process: polls from its own start until every row is published, then exits
+/// with status 0 (or kills itself at its planned crash).
+pub async fn run_process(cfg: DispatcherConfig) -> Result<(), Error> {
+    let mut d = Dispatcher {
+        pg: crate::connect::postgres(&cfg.pg_config).await.context("dispatcher connect")?,
+        redis: crate::connect::redis(&cfg.redis_url).await.context("dispatcher connect")?,
+        stream: cfg.stream.clone(),
+        spec: cfg.spec.clone(),
+        scale: cfg.scale,
+        sink: Arc::new(StdoutSink),
+        index: cfg.index,
+        may_crash: cfg.may_crash,
+    };
+    d.run(crate::clock::now_ns()).await
 }

@@ -79,6 +79,7 @@ impl<'a> Runner<'a> {
             .await
             .context("add state column")?;
         crate::outbox::create_table(&pg).await?;
+        pg.batch_execute(&crate::strategy::idempotent::create_table_sql()).await.context("create processed table")?;
         let nonce = format!("{:08x}", rand::random::<u32>());
         Ok(Runner { services, exe, redis, pg, nonce })
     }
@@ -196,9 +197,10 @@ impl<'a> Runner<'a> {
         let mut events: Vec<Event> = raw.into_iter().map(|e| e.at(t0)).collect();
         timeline::sort(&mut events);
         let final_rows = self.final_rows(&v.setup.orders()).await?;
-        let verdict = checker::final_state(
+        let verdict = checker::judge(
             &v.setup,
             &RunView { events: &events, final_rows: &final_rows, timed_out, outbox_rows },
+            &stream,
         );
         Ok(RunRecord { run, stream, events, final_rows, outbox_rows, facts: BTreeMap::new(), timed_out, verdict })
     }
@@ -259,25 +261,58 @@ impl<'a> Runner<'a> {
             scale: opts.scale,
             sink: Arc::new(tx.clone()),
         };
-        let mut dispatcher = match &v.setup.outbox {
-            Some(spec) if v.setup.kind == LabKind::Outbox => Some(crate::outbox::Dispatcher {
+        let spec = v.setup.outbox.clone().filter(|_| v.setup.kind == LabKind::Outbox);
+        // A planned crash needs dispatchers as processes of their own; otherwise they are
+        // tasks here, each with its own connections.
+        let crash = spec.as_ref().is_some_and(|s| s.crash_after_xadd_of_row.is_some());
+        let mut dispatchers = Vec::new();
+        for index in 1..=spec.as_ref().filter(|_| !crash).map_or(0, |s| s.dispatchers) {
+            dispatchers.push(crate::outbox::Dispatcher {
                 pg: connect::postgres(&self.services.pg_config).await.context("dispatcher connect")?,
                 redis: connect::redis(&self.services.redis_url).await.context("dispatcher connect")?,
                 stream: stream.clone(),
-                spec: spec.clone(),
+                spec: spec.clone().expect("outbox lab"),
                 scale: opts.scale,
                 sink: Arc::new(tx.clone()),
-            }),
+                index,
+                may_crash: false,
+            });
+        }
+        let dispatcher_processes = match &spec {
+            Some(spec) if crash => Some((
+                crate::outbox::DispatcherConfig {
+                    index: 1,
+                    redis_url: self.services.redis_url.clone(),
+                    pg_config: self.services.pg_config.clone(),
+                    stream: stream.clone(),
+                    spec: spec.clone(),
+                    scale: opts.scale,
+                    may_crash: true,
+                },
+                self.exe.clone(),
+                tx.clone(),
+            )),
             _ => None,
         };
         drop(tx);
         let deadline = tokio::time::Instant::now() + run_deadline(v, opts.scale);
         let t0 = crate::clock::now_ns();
         let publish = async {
-            match dispatcher.as_mut() {
-                Some(d) => d.run(t0).await,
-                None => producer.publish_all(&v.setup.events, t0).await,
+            if let Some((cfg, exe, sink)) = dispatcher_processes {
+                return run_dispatcher_processes(&exe, cfg, sink).await;
             }
+            if dispatchers.is_empty() {
+                return producer.publish_all(&v.setup.events, t0).await;
+            }
+            // Dropped with the future (deadline): every dispatcher task is aborted.
+            let mut tasks = tokio::task::JoinSet::new();
+            for mut d in dispatchers {
+                tasks.spawn(async move { d.run(t0).await });
+            }
+            while let Some(done) = tasks.join_next().await {
+                done.expect("dispatcher task does not panic")?;
+            }
+            Ok(())
         };
         tokio::pin!(publish);
         let mut published_done = false;
@@ -285,9 +320,10 @@ impl<'a> Runner<'a> {
         let mut raw = Vec::new();
         let mut timed_out = false;
         loop {
-            // Every event is published exactly once in the end (failed attempts retry), so
-            // the run is over when all of them are in the stream and acknowledged.
-            if published_done && published.len() == v.setup.events.len() && acked.is_superset(&published) {
+            // Every event is published at least once in the end (failed attempts retry; several
+            // dispatchers or a crash may publish one twice), so the run is over when the
+            // publisher is done and every entry is acknowledged.
+            if published_done && published.len() >= v.setup.events.len() && acked.is_superset(&published) {
                 break;
             }
             tokio::select! {
@@ -364,7 +400,7 @@ impl<'a> Runner<'a> {
     }
 
     async fn reset_rows(&self, rows: &[OrderRow]) -> Result<(), Error> {
-        self.pg.execute(&format!("TRUNCATE {SCHEMA}.orders"), &[]).await.context("reset rows")?;
+        self.pg.execute(&format!("TRUNCATE {SCHEMA}.orders, {SCHEMA}.processed"), &[]).await.context("reset rows")?;
         for r in rows {
             self.pg
                 .execute(
@@ -458,7 +494,10 @@ fn run_deadline(v: &Variant, scale: TimeScale) -> Duration {
         .setup
         .outbox
         .as_ref()
-        .map(|o| o.poll_ms * (o.failing_rows.iter().map(|f| f.attempts).sum::<u32>() + 1) as f64)
+        .map(|o| {
+            o.poll_ms * (o.failing_rows.iter().map(|f| f.attempts).sum::<u32>() + 1) as f64
+                + o.publish_ms.iter().sum::<f64>() * v.setup.events.len() as f64
+        })
         .unwrap_or(0.0);
     scale.duration((work + publish + lock_waits + dispatch) * 3.0) + Duration::from_secs(10)
 }
@@ -478,14 +517,36 @@ fn mix(seed: u64, names: &[&str], run: u32, index: u32) -> u64 {
     h
 }
 
-/// A role running as a child process (`ordlab __consumer …`). Its stdout lines become
-/// timeline events; if it exits on its own, an `exited` event says so with its stderr tail.
-/// Dropping it (or [`RoleProcess::stop`]) kills it; it also dies if this process dies.
+/// Outbox dispatchers as processes (`ordlab __dispatcher …`), one after the other: D1 runs
+/// until it exits; after a planned crash D2 takes over, and so on (at most 5).
+async fn run_dispatcher_processes(
+    exe: &std::path::Path,
+    mut cfg: crate::outbox::DispatcherConfig,
+    sink: mpsc::UnboundedSender<RawEvent>,
+) -> Result<(), Error> {
+    loop {
+        let json = serde_json::to_string(&cfg).expect("config serializes");
+        let mut child = RoleProcess::spawn_role(exe, "__dispatcher", cfg.actor(), json, sink.clone())?;
+        // Done (status 0) or died unplanned (the watcher recorded it): no one takes over.
+        if child.wait().await != Some(true) || cfg.index >= 5 {
+            return Ok(());
+        }
+        cfg.index += 1;
+        cfg.may_crash = false;
+    }
+}
+
+/// A role running as a child process (`ordlab __consumer …`, `ordlab __dispatcher …`). Its
+/// stdout lines become timeline events; if it exits on its own, a `crashed` event says so
+/// with its stderr tail, unless it exited with status 0 or its last line announced a planned
+/// crash. Dropping it (or [`RoleProcess::stop`]) kills it; it also dies if this process dies.
 struct RoleProcess {
     actor: Actor,
     stop: Option<oneshot::Sender<()>>,
     watcher: tokio::task::JoinHandle<()>,
     exit: Arc<Mutex<Option<String>>>,
+    /// Set when it exits on its own: `true` if its last line announced a planned crash.
+    planned_exit: Arc<Mutex<Option<bool>>>,
 }
 
 impl RoleProcess {
@@ -494,25 +555,40 @@ impl RoleProcess {
         cfg: &ConsumerConfig,
         sink: mpsc::UnboundedSender<RawEvent>,
     ) -> Result<RoleProcess, Error> {
-        let actor = cfg.actor();
+        let json = serde_json::to_string(cfg).expect("config serializes");
+        Self::spawn_role(exe, "__consumer", cfg.actor(), json, sink)
+    }
+
+    /// `ordlab <subcommand> <config json>` as `actor`.
+    fn spawn_role(
+        exe: &std::path::Path,
+        subcommand: &str,
+        actor: Actor,
+        config_json: String,
+        sink: mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<RoleProcess, Error> {
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
-        cmd.arg("__consumer")
-            .arg(serde_json::to_string(cfg).expect("config serializes"))
+        cmd.arg(subcommand)
+            .arg(config_json)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd.spawn().context(&format!("start consumer {actor} ({})", exe.display()))?;
+        let mut child = cmd.spawn().context(&format!("start {subcommand} {actor} ({})", exe.display()))?;
         let stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let lines_sink = sink.clone();
         let reader = tokio::spawn(async move {
+            // Did the last event announce a planned crash (`crashed`, planned: true)?
+            let mut announced = false;
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Ok(ev) = serde_json::from_str::<RawEvent>(&line) {
+                    announced = matches!(ev.kind, EventKind::Crashed { planned: true, .. });
                     lines_sink.record(ev);
                 }
             }
+            announced
         });
         let err_tail = tokio::spawn(async move {
             let mut buf = String::new();
@@ -522,16 +598,23 @@ impl RoleProcess {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let exit = Arc::new(Mutex::new(None));
         let exit_w = exit.clone();
+        let planned_exit = Arc::new(Mutex::new(None));
+        let planned_w = planned_exit.clone();
         let watcher = tokio::spawn(async move {
             tokio::select! {
                 status = child.wait() => {
-                    let _ = reader.await;
+                    let announced = reader.await.unwrap_or(false);
+                    let success = status.as_ref().is_ok_and(|s| s.success());
                     let tail = err_tail.await.unwrap_or_default();
                     let tail = tail.lines().last().unwrap_or("").to_string();
                     let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
                     let detail = if tail.is_empty() { status } else { format!("{status}: {tail}") };
                     *exit_w.lock().unwrap() = Some(detail.clone());
-                    sink.emit(actor, EventKind::Crashed { planned: false, detail });
+                    *planned_w.lock().unwrap() = Some(announced);
+                    // The child already said why it died (planned), or finished its work.
+                    if !announced && !success {
+                        sink.emit(actor, EventKind::Crashed { planned: false, detail });
+                    }
                 }
                 _ = stop_rx => {
                     let _ = child.kill().await;
@@ -539,7 +622,14 @@ impl RoleProcess {
                 }
             }
         });
-        Ok(RoleProcess { actor, stop: Some(stop_tx), watcher, exit })
+        Ok(RoleProcess { actor, stop: Some(stop_tx), watcher, exit, planned_exit })
+    }
+
+    /// Wait until the process exits on its own, its output drained: `Some(true)` after a
+    /// planned crash, `Some(false)` otherwise. Drop it afterwards (do not call `stop`).
+    async fn wait(&mut self) -> Option<bool> {
+        let _ = (&mut self.watcher).await;
+        *self.planned_exit.lock().unwrap()
     }
 
     /// If the process has exited on its own: how.

@@ -10,7 +10,7 @@
 //!
 //! [setup]
 //! consumers = 2
-//! strategy = "plain"                       # plain | cas | lock
+//! strategy = "plain"                       # plain | cas | lock | idempotent
 //! cost_ms = { created = 800, paid = 50 }   # injected handler work per event type
 //! events = [
 //!   { order = 42, type = "created", version = 1 },
@@ -246,11 +246,62 @@ pub struct OutboxSpec {
     pub poll_ms: f64,
     #[serde(default)]
     pub failing_rows: Vec<FailingRow>,
+    /// How many dispatchers poll the same outbox at once, each with its own connections
+    /// (`outbox-multi`). Default 1.
+    #[serde(default = "OutboxSpec::default_dispatchers", skip_serializing_if = "OutboxSpec::is_one")]
+    pub dispatchers: u32,
+    /// How concurrent dispatchers keep out of each other's way (`outbox-multi`).
+    #[serde(default, skip_serializing_if = "Exclusion::is_none")]
+    pub exclusion: Exclusion,
+    /// Latency before each XADD, per dispatcher (`[D1, D2, …]`, ms before `--time-scale`;
+    /// missing entries are 0): a slow network to the broker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publish_ms: Vec<f64>,
+    /// The dispatcher (its own OS process) is killed with SIGKILL right after the XADD of this
+    /// outbox row, before marking it published; a new dispatcher process then takes over
+    /// (`outbox-crash`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_after_xadd_of_row: Option<i64>,
 }
 
 impl OutboxSpec {
     fn default_poll() -> f64 {
         200.0
+    }
+    fn default_dispatchers() -> u32 {
+        1
+    }
+    fn is_one(n: &u32) -> bool {
+        *n == 1
+    }
+    /// Latency before each XADD of dispatcher `index` (1-based), unscaled ms.
+    pub fn publish_latency_ms(&self, index: u32) -> f64 {
+        self.publish_ms.get(index as usize - 1).copied().unwrap_or(0.0)
+    }
+    /// Several dispatchers or a crash: the stream may hold an event twice or out of order, so
+    /// the checker also counts duplicates, out-of-order pairs and side effects.
+    pub fn checks_delivery(&self) -> bool {
+        self.dispatchers > 1 || self.crash_after_xadd_of_row.is_some()
+    }
+}
+
+/// How several dispatchers share one outbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exclusion {
+    /// Each polls the pending rows with no locking at all.
+    #[default]
+    None,
+    /// A dispatcher takes a key only if `FOR UPDATE SKIP LOCKED` locks the key's earliest
+    /// pending row; it publishes and marks the key's rows before COMMIT.
+    SkipLocked,
+    /// A dispatcher takes a key only if `pg_try_advisory_xact_lock(aggregate_id)` succeeds.
+    AdvisoryLock,
+}
+
+impl Exclusion {
+    fn is_none(&self) -> bool {
+        *self == Exclusion::None
     }
 }
 
@@ -293,6 +344,9 @@ pub enum Strategy {
     /// Hold an order's events until the next expected version arrives, then apply them in
     /// version order; after `gap_timeout_ms` stop waiting for a missing version.
     ReorderBuffer { gap_timeout_ms: f64 },
+    /// `INSERT INTO processed (order, version) ON CONFLICT DO NOTHING` and the UPDATE in one
+    /// transaction: a redelivered event changes nothing the second time.
+    Idempotent,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -305,6 +359,7 @@ enum StrategyKind {
     UpdateThenInsert,
     State,
     ReorderBuffer,
+    Idempotent,
 }
 
 fn one() -> u32 {
@@ -613,6 +668,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         StrategyKind::ReorderBuffer => {
             Strategy::ReorderBuffer { gap_timeout_ms: over.gap_timeout_ms.or(base.gap_timeout_ms).unwrap_or(1000.0) }
         }
+        StrategyKind::Idempotent => Strategy::Idempotent,
     };
     let shards = over.shards.or(base.shards).unwrap_or(1);
     if shards == 0 {
@@ -651,6 +707,17 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         }
         LabKind::Outbox if outbox.is_none() => {
             return Err("setup.kind = \"outbox\" needs setup.outbox = { dispatcher = \"naive\" | \"per-key\" }".into());
+        }
+        LabKind::Outbox => {
+            let spec = outbox.as_ref().expect("checked above");
+            if spec.dispatchers == 0 {
+                return Err("setup.outbox.dispatchers = 0: use at least 1".into());
+            }
+            if spec.crash_after_xadd_of_row.is_some() && spec.dispatchers != 1 {
+                return Err(
+                    "setup.outbox.crash_after_xadd_of_row needs dispatchers = 1 (one crashes, one takes over)".into()
+                );
+            }
         }
         _ => {}
     }

@@ -2,6 +2,7 @@
 //! guarded by a lock or made conditional on a version. One file per strategy below.
 
 pub mod cas;
+pub mod idempotent;
 pub mod lock;
 pub mod plain;
 pub mod reorder_buffer;
@@ -84,6 +85,10 @@ pub async fn apply(h: &mut Handler<'_>, strategy: &Strategy, d: &Delivery<'_>) -
         Strategy::ReorderBuffer { .. } => {
             h.work(d).await;
             plain::write(h, d).await
+        }
+        Strategy::Idempotent => {
+            h.work(d).await;
+            idempotent::write(h, d).await
         }
     }
 }

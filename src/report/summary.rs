@@ -117,6 +117,7 @@ fn environment(out: &mut String, reports: &[LabReport], env: &Environment) {
 fn strategy(s: &Strategy) -> String {
     match s {
         Strategy::Plain => "plain UPDATE".into(),
+        Strategy::Idempotent => "idempotent (processed table)".into(),
         Strategy::Cas { version: VersionSource::Business } => "CAS (business version)".into(),
         Strategy::Cas { version: VersionSource::EntryId } => "CAS (entry ID)".into(),
         Strategy::Lock(l) if l.prework_max_ms > 0 => {

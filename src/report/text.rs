@@ -5,7 +5,7 @@
 
 use super::{Environment, LabReport, RunRecord, VariantReport};
 use crate::checker::{Outcome, Verdict};
-use crate::scenario::{DispatcherKind, Expectation, LabKind, Setup, Strategy, VersionSource};
+use crate::scenario::{DispatcherKind, Exclusion, Expectation, LabKind, Setup, Strategy, VersionSource};
 use crate::timeline::{Event, EventKind};
 use std::fmt::Write;
 
@@ -132,6 +132,28 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
         } else {
             format!("dispatcher {order}, polls every {} ms, {}", o.poll_ms, fails.join(", "))
         });
+        if o.dispatchers > 1 {
+            let how = match (o.exclusion, vi) {
+                (Exclusion::None, false) => "no exclusion",
+                (Exclusion::None, true) => "không loại trừ",
+                (Exclusion::SkipLocked, _) => "FOR UPDATE SKIP LOCKED",
+                (Exclusion::AdvisoryLock, _) => "pg_try_advisory_xact_lock",
+            };
+            let latency: Vec<String> =
+                (1..=o.dispatchers).map(|i| format!("D{i} {} ms", o.publish_latency_ms(i))).collect();
+            parts.push(if vi {
+                format!("{} dispatcher, {how}, trễ trước XADD: {}", o.dispatchers, latency.join(", "))
+            } else {
+                format!("{} dispatchers, {how}, latency before XADD: {}", o.dispatchers, latency.join(", "))
+            });
+        }
+        if let Some(row) = o.crash_after_xadd_of_row {
+            parts.push(if vi {
+                format!("dispatcher bị SIGKILL sau XADD row {row}, trước khi đánh dấu; một dispatcher mới tiếp quản")
+            } else {
+                format!("dispatcher SIGKILLed after XADD of row {row}, before marking it; a new dispatcher takes over")
+            });
+        }
     }
     parts.push(match (s.consumers, opts.lang) {
         (1, Lang::En) => "1 consumer".to_string(),
@@ -152,6 +174,8 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
     parts.push(match (&s.strategy, opts.lang) {
         (Strategy::Plain, Lang::En) => "plain UPDATE".into(),
         (Strategy::Plain, Lang::Vi) => "UPDATE thường".into(),
+        (Strategy::Idempotent, Lang::En) => "idempotent (processed table, ON CONFLICT DO NOTHING)".into(),
+        (Strategy::Idempotent, Lang::Vi) => "idempotent (bảng processed, ON CONFLICT DO NOTHING)".into(),
         (Strategy::Cas { version: VersionSource::Business }, Lang::En) => "CAS on the business version".into(),
         (Strategy::Cas { version: VersionSource::Business }, Lang::Vi) => "CAS theo version nghiệp vụ".into(),
         (Strategy::Cas { version: VersionSource::EntryId }, Lang::En) => "CAS on the entry ID (ms*100000+seq)".into(),
@@ -217,6 +241,24 @@ fn variant(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let finals: Vec<String> =
         v.run_records.iter().map(|r| if unstable { "[status]".to_string() } else { final_status(r) }).collect();
     let _ = writeln!(out, "  {}: {}", w(opts, "final status per run", "status cuối từng lần"), finals.join(" "));
+    if v.setup.outbox.as_ref().is_some_and(|o| o.checks_delivery()) {
+        // Several dispatchers or a crash: what the stream and the side effects say, per run.
+        let per_run: Vec<String> = v
+            .run_records
+            .iter()
+            .map(|r| {
+                let s = crate::checker::stream_stats(&r.stream);
+                let twice = crate::checker::side_effects(&r.stream, &r.events).values().filter(|e| e.len() > 1).count();
+                format!("{}/{}/{}", s.duplicates, s.out_of_order_pairs, twice)
+            })
+            .collect();
+        let label = w(
+            opts,
+            "duplicates/out-of-order pairs in the stream/events applied twice, per run",
+            "bản trùng/cặp sai thứ tự trong stream/event bị áp dụng hai lần, từng lần",
+        );
+        let _ = writeln!(out, "  {label}: {}", per_run.join(" "));
+    }
     let expected = expected_statuses(&v.setup);
     let k = if unstable { "[k]".to_string() } else { v.wrong.to_string() };
     let interval = if probabilistic && !opts.redact {

@@ -13,6 +13,9 @@ mod core_labs;
 mod new_labs;
 /// The Redis ≥ 8.4 lock release (`DELEX IFEQ`), run when a Redis 8 server is at hand.
 mod redis8;
+/// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
+/// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
+mod outbox_labs;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
 mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.

@@ -299,7 +299,11 @@ wrong = "all"
     }
 
     fn entry(id: &str, order: i64, t: &str, version: i64) -> StreamEntry {
-        StreamEntry { shard: 0, entry_id: id.into(), job: crate::timeline::Job { order, event_type: t.into(), version } }
+        StreamEntry {
+            shard: 0,
+            entry_id: id.into(),
+            job: crate::timeline::Job { order, event_type: t.into(), version },
+        }
     }
 
     fn wrote(id: &str, rows: u64) -> Event {

@@ -32,6 +32,7 @@ pub mod clock;
 pub mod connect;
 pub mod consumer;
 pub mod error;
+pub mod failover;
 pub mod fault;
 pub mod outbox;
 pub mod producer;

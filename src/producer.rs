@@ -10,7 +10,6 @@ use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 use std::time::Duration;
 
-
 /// Where and how to publish.
 pub struct Producer {
     pub redis: MultiplexedConnection,

@@ -79,7 +79,8 @@ pub struct RunRecord {
     /// Rows left in the outbox table, for labs that use one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox_rows: Option<i64>,
-    /// Measured figures specific to a lab (for example `entry_bytes`), printed as `facts:`.
+    /// Figures measured on the servers for one lab (`entry_bytes` in `state-event`,
+    /// `lost_entries` in `failover`), printed per run as `measured (run N):`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub facts: BTreeMap<String, i64>,
     pub timed_out: bool,

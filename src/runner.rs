@@ -148,6 +148,7 @@ impl<'a> Runner<'a> {
             LabKind::Stream | LabKind::Outbox => self.run_stream(lab, v, run, opts).await,
             LabKind::SqlRace => self.run_sql_race(v, run, opts).await,
             LabKind::OutboxRollback => self.run_rollback(v, run).await,
+            LabKind::Failover => self.run_failover(lab, v, run, opts).await,
         }
     }
 
@@ -180,6 +181,24 @@ impl<'a> Runner<'a> {
         }
         let outbox_rows = crate::outbox::row_count(&self.pg).await?;
         self.finish(v, run, t0, raw, Vec::new(), false, Some(outbox_rows)).await
+    }
+
+    /// A primary and a replica of its own, the primary killed and the replica promoted.
+    async fn run_failover(&mut self, lab: &str, v: &Variant, run: u32, opts: &RunOptions) -> Result<RunRecord, Error> {
+        self.reset_rows(&v.setup.initial).await?;
+        let ctx = crate::failover::Context {
+            exe: &self.exe,
+            pg_config: &self.services.pg_config,
+            prefix: format!("ordlab:{}:{lab}:{}:{run}:", self.nonce, v.id),
+            client_prefix: format!("ordlab-{}", self.nonce),
+            seed: |index| mix(opts.seed, &[lab, &v.id], run, index),
+        };
+        let out = crate::failover::run(&ctx, v, opts.scale).await?;
+        let mut record = self.finish(v, run, out.t0, out.raw, out.stream, out.timed_out, None).await?;
+        record.facts = out.facts;
+        let wrong = record.final_rows.iter().filter(|r| v.setup.expected_status(r.order) != Some(r.status.as_str()));
+        record.facts.insert("wrong_orders".into(), wrong.count() as i64);
+        Ok(record)
     }
 
     /// Place events on the run's clock, read the final rows and judge the run.
@@ -469,7 +488,7 @@ impl<'a> Runner<'a> {
     }
 }
 
-fn is_blocked(client_line: &str) -> bool {
+pub(crate) fn is_blocked(client_line: &str) -> bool {
     client_line.split(' ').any(|kv| kv.strip_prefix("flags=").is_some_and(|f| f.contains('b')))
 }
 
@@ -540,7 +559,7 @@ async fn run_dispatcher_processes(
 /// stdout lines become timeline events; if it exits on its own, a `crashed` event says so
 /// with its stderr tail, unless it exited with status 0 or its last line announced a planned
 /// crash. Dropping it (or [`RoleProcess::stop`]) kills it; it also dies if this process dies.
-struct RoleProcess {
+pub(crate) struct RoleProcess {
     actor: Actor,
     stop: Option<oneshot::Sender<()>>,
     watcher: tokio::task::JoinHandle<()>,
@@ -550,7 +569,7 @@ struct RoleProcess {
 }
 
 impl RoleProcess {
-    fn spawn(
+    pub(crate) fn spawn(
         exe: &std::path::Path,
         cfg: &ConsumerConfig,
         sink: mpsc::UnboundedSender<RawEvent>,
@@ -633,12 +652,12 @@ impl RoleProcess {
     }
 
     /// If the process has exited on its own: how.
-    fn exited(&self) -> Option<String> {
+    pub(crate) fn exited(&self) -> Option<String> {
         self.exit.lock().unwrap().clone()
     }
 
     /// Kill the process and wait until its output is drained.
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }

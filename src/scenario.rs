@@ -85,6 +85,7 @@ struct SetupPatch {
     kind: Option<LabKind>,
     sql_race: Option<SqlRaceSpec>,
     outbox: Option<OutboxSpec>,
+    failover: Option<FailoverSpec>,
     consumers: Option<u32>,
     strategy: Option<StrategyKind>,
     lock: Option<LockSpec>,
@@ -144,6 +145,8 @@ pub struct Setup {
     pub sql_race: Option<SqlRaceSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<OutboxSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverSpec>,
     /// Consumer processes in the group, each with its own connections.
     pub consumers: u32,
     /// Streams the producer routes to by `order mod shards`; consumer i reads shard
@@ -176,6 +179,54 @@ pub enum LabKind {
     Outbox,
     /// The state change and its outbox row in one transaction, rolled back: neither remains.
     OutboxRollback,
+    /// A primary and an asynchronous replica; the primary dies while the replica is behind
+    /// and the replica is promoted (`failover`).
+    Failover,
+}
+
+/// The failover procedure (see [`crate::failover`]). Events are generated unless listed:
+/// `orders` orders, every `created` (v=1) first, then every `paid` (v=2), one every
+/// `publish_every_ms`. The replica's link is cut after `cut_after` published events; the
+/// primary is killed after `kill_after`, once its consumers have acknowledged everything;
+/// the rest is published to the promoted replica.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailoverSpec {
+    #[serde(default = "FailoverSpec::default_orders")]
+    pub orders: u32,
+    #[serde(default = "FailoverSpec::default_every")]
+    pub publish_every_ms: f64,
+    pub cut_after: u32,
+    pub kill_after: u32,
+}
+
+impl FailoverSpec {
+    fn default_orders() -> u32 {
+        50
+    }
+    fn default_every() -> f64 {
+        2.0
+    }
+
+    /// `created` for every order, then `paid` for every order, evenly paced.
+    pub fn events(&self) -> Vec<EventSpec> {
+        let jobs = ["created", "paid"]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| (1..=self.orders as i64).map(move |o| (o, t.to_string(), i as i64 + 1)));
+        jobs.enumerate()
+            .map(|(n, (order, event_type, version))| EventSpec {
+                order,
+                event_type,
+                version,
+                at_ms: Some(n as f64 * self.publish_every_ms),
+                fail_attempts: 0,
+                retry_ms: EventSpec::default_retry(),
+                backoff: EventSpec::default_backoff(),
+                cost_ms: None,
+            })
+            .collect()
+    }
 }
 
 /// Two sessions, one row per case (seed 001, 08d): A updates with CAS and holds the row lock
@@ -683,6 +734,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
     let kind = over.kind.or(base.kind).unwrap_or_default();
     let sql_race = over.sql_race.clone().or_else(|| base.sql_race.clone());
     let outbox = over.outbox.clone().or_else(|| base.outbox.clone());
+    let failover = over.failover.clone().or_else(|| base.failover.clone());
     let mut events = over.events.clone().or_else(|| base.events.clone()).unwrap_or_default();
     match kind {
         LabKind::SqlRace => {
@@ -704,6 +756,24 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
                     cost_ms: None,
                 })
                 .collect();
+        }
+        LabKind::Failover => {
+            let f = failover
+                .as_ref()
+                .ok_or("setup.kind = \"failover\" needs setup.failover = { cut_after = …, kill_after = … }")?;
+            if events.is_empty() {
+                events = f.events();
+            }
+            if !(1..=events.len() as u32).contains(&f.cut_after)
+                || !(f.cut_after + 1..=events.len() as u32).contains(&f.kill_after)
+            {
+                return Err(format!(
+                    "setup.failover: use 1 ≤ cut_after ({}) < kill_after ({}) ≤ the number of events ({})",
+                    f.cut_after,
+                    f.kill_after,
+                    events.len()
+                ));
+            }
         }
         LabKind::Outbox if outbox.is_none() => {
             return Err("setup.kind = \"outbox\" needs setup.outbox = { dispatcher = \"naive\" | \"per-key\" }".into());
@@ -734,7 +804,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         rows
     };
     let initial = over.initial.clone().or_else(|| base.initial.clone()).unwrap_or_else(default_initial);
-    Ok(Setup { kind, sql_race, outbox, consumers, shards, state_bytes, strategy, cost_ms, events, initial })
+    Ok(Setup { kind, sql_race, outbox, failover, consumers, shards, state_bytes, strategy, cost_ms, events, initial })
 }
 
 fn is_id(s: &str) -> bool {

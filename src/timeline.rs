@@ -116,6 +116,13 @@ pub enum EventKind {
     /// One polling round of an outbox dispatcher: rows published, failed, and held back
     /// behind an earlier failure of the same key.
     OutboxRound { round: u32, published: Vec<i64>, failed: Vec<i64>, held_back: Vec<i64> },
+    /// The replica stops receiving the primary's replication stream (`how`: the mechanism).
+    LagWindow { how: String },
+    /// A server process was killed (`server`: `primary` or `replica`, `signal`: e.g. SIGKILL).
+    ServerKilled { server: String, signal: String },
+    /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
+    /// stream short of the dead primary.
+    ReplicaPromoted { behind_bytes: i64 },
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.

@@ -233,6 +233,7 @@ mod tests {
         unknown: u32,
     ) -> VariantReport {
         let setup = Setup {
+            failover: None,
             kind: Default::default(),
             sql_race: None,
             outbox: None,
@@ -263,12 +264,12 @@ mod tests {
                     Verdict::Right
                 };
                 RunRecord {
+                    facts: Default::default(),
                     run: i + 1,
                     stream: vec![],
                     events: vec![],
                     final_rows: vec![],
                     outbox_rows: None,
-                    facts: Default::default(),
                     timed_out: false,
                     verdict: RunVerdict { verdict, reasons: vec![] },
                 }

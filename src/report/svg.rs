@@ -397,6 +397,19 @@ impl Timeline {
                     let glyph = if failed.is_empty() { Glyph::Outbox } else { Glyph::OutboxFailed };
                     mark(glyph, Some(label));
                 }
+                EventKind::LagWindow { how } => mark(
+                    Glyph::Failed,
+                    Some(format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40))),
+                ),
+                EventKind::ServerKilled { server, signal } => mark(Glyph::Crash, Some(format!("{server} {signal}"))),
+                EventKind::ReplicaPromoted { behind_bytes } => mark(
+                    Glyph::Published,
+                    Some(format!(
+                        "{} ({behind_bytes} B {})",
+                        t("replica promoted", "replica lên primary"),
+                        t("behind", "thiếu")
+                    )),
+                ),
             }
         }
         // Locks never released (the run ended first): drawn until their TTL ran out.
@@ -1072,6 +1085,7 @@ mod tests {
             cost_ms: None,
         };
         let setup = Setup {
+            failover: None,
             kind: Default::default(),
             sql_race: None,
             outbox: None,
@@ -1113,6 +1127,7 @@ mod tests {
             ev(800, c1, EventKind::Acked { entry_id: "1-0".into() }),
         ];
         let run = RunRecord {
+            facts: Default::default(),
             run: 1,
             stream: vec![
                 StreamEntry { shard: 0, entry_id: "1-0".into(), job: job("created", 1) },
@@ -1121,7 +1136,6 @@ mod tests {
             events,
             final_rows: vec![OrderRow { order: 42, status: "created".into(), version: 1 }],
             outbox_rows: None,
-            facts: Default::default(),
             timed_out: false,
             verdict: RunVerdict { verdict, reasons: vec![] },
         };

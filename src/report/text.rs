@@ -100,6 +100,26 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
                 format!("2 sessions, A holds the row lock {} ms before COMMIT, B arrives after {} ms; CAS on the business version", r.hold_ms, r.b_after_ms)
             };
         }
+        (LabKind::Failover, _) if s.failover.is_some() => {
+            let f = s.failover.as_ref().unwrap();
+            let strategy = match (&s.strategy, vi) {
+                (Strategy::Plain, false) => "plain UPDATE",
+                (Strategy::Plain, true) => "UPDATE thường",
+                (_, false) => "CAS on the business version",
+                (_, true) => "CAS theo version nghiệp vụ",
+            };
+            return if vi {
+                format!(
+                    "primary + 1 replica bất đồng bộ, {} order × created/paid mỗi {} ms, cắt link replica sau {} event, kill -9 primary sau {}, {} consumer, {strategy}",
+                    f.orders, f.publish_every_ms, f.cut_after, f.kill_after, s.consumers
+                )
+            } else {
+                format!(
+                    "primary + 1 async replica, {} orders × created/paid every {} ms, replica link cut after {} events, primary SIGKILLed after {}, {} consumers, {strategy}",
+                    f.orders, f.publish_every_ms, f.cut_after, f.kill_after, s.consumers
+                )
+            };
+        }
         (LabKind::OutboxRollback, _) => {
             return w(
                 opts,
@@ -259,6 +279,21 @@ fn variant(out: &mut String, v: &VariantReport, opts: &TextOptions) {
         );
         let _ = writeln!(out, "  {label}: {}", per_run.join(" "));
     }
+    for r in v.run_records.iter().filter(|r| !r.facts.is_empty()) {
+        let facts: Vec<String> = r
+            .facts
+            .iter()
+            .map(|(k, n)| format!("{k}={}", if opts.redact { "[n]".to_string() } else { n.to_string() }))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {} ({} {}): {}",
+            w(opts, "measured", "đo được"),
+            w(opts, "run", "lần"),
+            r.run,
+            facts.join(", ")
+        );
+    }
     let expected = expected_statuses(&v.setup);
     let k = if unstable { "[k]".to_string() } else { v.wrong.to_string() };
     let interval = if probabilistic && !opts.redact {
@@ -363,10 +398,6 @@ fn timeline(out: &mut String, r: &RunRecord, setup: &Setup, opts: &TextOptions) 
     }
     if many && setup.kind == LabKind::Stream {
         let _ = writeln!(out, "  {}", last_writes(r, opts));
-    }
-    if !r.facts.is_empty() {
-        let facts: Vec<String> = r.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "  {}: {}", w(opts, "measured", "đo được"), facts.join(", "));
     }
 }
 
@@ -573,6 +604,28 @@ fn line(e: &Event, many: bool, opts: &TextOptions) -> Option<String> {
                 line.push_str(&format!(" · {h} {}", rows(held_back)));
             }
             line
+        }
+        EventKind::LagWindow { how } => {
+            if vi {
+                format!("{a}: replica ngừng nhận luồng replication ({how}); primary vẫn nhận ghi và ack")
+            } else {
+                format!("{a}: the replica stops receiving the replication stream ({how}); the primary still takes writes and acks")
+            }
+        }
+        EventKind::ServerKilled { server, signal } => {
+            if vi {
+                format!("{a}: {signal} → {server} chết")
+            } else {
+                format!("{a}: {signal} → the {server} dies")
+            }
+        }
+        EventKind::ReplicaPromoted { behind_bytes } => {
+            let b = if opts.redact { "[n]".to_string() } else { behind_bytes.to_string() };
+            if vi {
+                format!("{a}: REPLICAOF NO ONE → replica lên làm primary, thiếu {b} byte luồng replication")
+            } else {
+                format!("{a}: REPLICAOF NO ONE → the replica is the primary now, {b} bytes of replication stream short")
+            }
         }
         EventKind::Crashed { planned, detail } => match (planned, vi) {
             (true, false) => format!("{a} CRASHED (injected: {detail})"),

@@ -9,13 +9,15 @@ mod cleanup;
 mod cli;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
+/// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
+mod failover_lab;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
-/// The Redis ≥ 8.4 lock release (`DELEX IFEQ`), run when a Redis 8 server is at hand.
-mod redis8;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// The Redis ≥ 8.4 lock release (`DELEX IFEQ`), run when a Redis 8 server is at hand.
+mod redis8;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
 mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.

@@ -84,3 +84,18 @@ async fn a_reorder_buffer_repairs_the_log_and_times_out_on_a_gap() {
         .any(|e| matches!(&e.kind, EventKind::Dropped { job, .. } if job.event_type == "created")));
     assert_snapshots(&report);
 }
+
+#[tokio::test]
+async fn failover_snapshot() {
+    assert_snapshots(&support::snapshot_run("failover").await);
+}
+
+#[tokio::test]
+async fn outbox_multi_snapshot() {
+    assert_snapshots(&support::snapshot_run("outbox-multi").await);
+}
+
+#[tokio::test]
+async fn outbox_crash_snapshot() {
+    assert_snapshots(&support::snapshot_run("outbox-crash").await);
+}

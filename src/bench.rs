@@ -7,7 +7,7 @@ use crate::runner::{RunOptions, Runner};
 use crate::scenario::{Scenario, Setup};
 use crate::service::{ServiceOptions, Services};
 use crate::timeline::{Actor, Event, EventKind};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 /// Ideal end of a run in ms: each consumer does its injected work back to back, starting each
@@ -83,6 +83,63 @@ pub fn idle_latencies_ms(events: &[Event]) -> Vec<f64> {
         }
     }
     out
+}
+
+/// What a run over many orders measured: throughput (acknowledged events per second from the
+/// first publish to the last ack), end-to-end latency per event (publish → ack, p50 and p99
+/// in µs), the producer's own XADD rate, and how many orders ended wrong.
+pub fn load_facts(setup: &Setup, events: &[Event], final_rows: &[crate::scenario::OrderRow]) -> BTreeMap<String, i64> {
+    let shard_of_actor = |a: Actor| match a {
+        Actor::Consumer(i) => (i - 1) % setup.shards,
+        _ => 0,
+    };
+    let mut published: HashMap<(u32, &str), i64> = HashMap::new();
+    let mut acked: Vec<(i64, (u32, &str))> = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::Published { entry_id, job, .. } => {
+                published.entry((setup.shard_of(job.order), entry_id.as_str())).or_insert(e.t_us);
+            }
+            EventKind::Acked { entry_id } => acked.push((e.t_us, (shard_of_actor(e.actor), entry_id.as_str()))),
+            _ => {}
+        }
+    }
+    let first_publish = published.values().copied().min().unwrap_or(0);
+    let last_publish = published.values().copied().max().unwrap_or(0);
+    let last_ack = acked.iter().map(|(t, _)| *t).max().unwrap_or(0);
+    let latencies: Vec<f64> = acked.iter().filter_map(|(t, key)| published.get(key).map(|p| (t - p) as f64)).collect();
+    let per_second = |n: usize, span_us: i64| if span_us > 0 { (n as f64 * 1e6 / span_us as f64) as i64 } else { 0 };
+    let wrong_orders =
+        final_rows.iter().filter(|r| setup.expected_status(r.order).is_some_and(|want| want != r.status)).count()
+            as i64;
+    BTreeMap::from([
+        ("events".to_string(), acked.len() as i64),
+        ("throughput_eps".to_string(), per_second(acked.len(), last_ack - first_publish)),
+        ("latency_p50_us".to_string(), quantile(&latencies, 0.5).unwrap_or(0.0) as i64),
+        ("latency_p99_us".to_string(), quantile(&latencies, 0.99).unwrap_or(0.0) as i64),
+        (
+            "producer_xadd_per_s".to_string(),
+            per_second(published.len().saturating_sub(1), last_publish - first_publish),
+        ),
+        ("wrong_orders".to_string(), wrong_orders),
+    ])
+}
+
+/// `redis-benchmark` XADD with one client and no pipelining (how our producer publishes),
+/// against the same server: requests per second, or None if the tool is missing or fails.
+pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option<i64> {
+    let url = redis::parse_redis_url(redis_url)?;
+    let (host, port) = (url.host_str()?.to_string(), url.port().unwrap_or(6379));
+    let out = std::process::Command::new("redis-benchmark")
+        .args(["-h", &host, "-p", &port.to_string(), "-c", "1", "-n", &requests.to_string(), "--csv"])
+        .args(["XADD", key, "*", "order", "42", "type", "paid", "version", "2"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // CSV: a header line, then `"XADD ...","<rps>",...`.
+    let row = text.lines().find(|l| l.starts_with("\"XADD"))?;
+    let rps = row.split("\",\"").nth(1)?.trim_matches('"');
+    rps.parse::<f64>().ok().map(|x| x as i64)
 }
 
 /// The q-quantile (0..=1) by nearest rank; None when empty.
@@ -182,6 +239,19 @@ wrong = "all"
     fn latency_counts_only_idle_consumers() {
         // created found C1 idle (0.3 ms); paid waited behind created and is not counted.
         assert_eq!(idle_latencies_ms(&s1_run()), vec![0.3]);
+    }
+
+    #[test]
+    fn load_facts_measure_throughput_latency_and_wrong_orders() {
+        let events = s1_run();
+        let rows = vec![crate::scenario::OrderRow { order: 42, status: "created".into(), version: 1 }];
+        let f = load_facts(&setup(), &events, &rows);
+        assert_eq!(f["events"], 2);
+        // 2 acks between the first publish (t=0) and the last ack (858 ms).
+        assert_eq!(f["throughput_eps"], 2);
+        // publish → ack: 805 ms and 857.6 ms.
+        assert_eq!((f["latency_p50_us"], f["latency_p99_us"]), (805_000, 857_600));
+        assert_eq!(f["wrong_orders"], 1);
     }
 
     #[test]

@@ -73,10 +73,16 @@ enum Command {
     },
     /// Internal: a consumer process (started by the runner).
     #[command(name = "__consumer", hide = true)]
-    Consumer { config: String },
+    Consumer {
+        /// The JSON config; read from stdin when absent (how the runner passes it).
+        config: Option<String>,
+    },
     /// Internal: an outbox dispatcher process (started by the runner).
     #[command(name = "__dispatcher", hide = true)]
-    Dispatcher { config: String },
+    Dispatcher {
+        /// The JSON config; read from stdin when absent (how the runner passes it).
+        config: Option<String>,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -157,13 +163,12 @@ impl ServiceArgs {
 fn main() {
     let cli = Cli::parse();
     if let Command::Consumer { config } = &cli.command {
-        std::process::exit(run_consumer(config));
+        std::process::exit(run_consumer(&role_config(config)));
     }
     if let Command::Dispatcher { config } = &cli.command {
-        std::process::exit(run_dispatcher(config));
+        std::process::exit(run_dispatcher(&role_config(config)));
     }
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
         // Ctrl-C or SIGTERM drops the command's future, whose guards stop every server and
         // child process it started before we exit.
@@ -194,6 +199,15 @@ fn one_line(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ").replace('\n', " ")
+}
+
+/// A role's config: the argument if given, else all of stdin.
+fn role_config(arg: &Option<String>) -> String {
+    arg.clone().unwrap_or_else(|| {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut s);
+        s
+    })
 }
 
 fn run_consumer(config: &str) -> i32 {
@@ -309,7 +323,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             let services = Services::start(&services.options()).await?;
             let mut runner = Runner::new(&services, std::env::current_exe()?).await?;
             let mut opts = RunOptions::new(snapshot::TIME_SCALE, snapshot::SEED);
-            opts.runs = Some(snapshot::RUNS);
+            opts.max_runs = Some(snapshot::RUNS);
             let report = runner.run_lab(&lab, &opts).await?;
             drop(runner);
             services.stop().await;

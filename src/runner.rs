@@ -30,6 +30,9 @@ pub type OnRun = Arc<dyn Fn(&str, u32, u32) + Send + Sync>;
 pub struct RunOptions {
     /// Override every variant's number of runs.
     pub runs: Option<u32>,
+    /// Cap every variant's number of runs (snapshots: a few runs, but never more than the
+    /// lab itself asks for).
+    pub max_runs: Option<u32>,
     pub scale: TimeScale,
     pub seed: u64,
     /// Run only this variant.
@@ -44,6 +47,7 @@ impl RunOptions {
     pub fn new(scale: f64, seed: u64) -> RunOptions {
         RunOptions {
             runs: None,
+            max_runs: None,
             scale: TimeScale(scale),
             seed,
             variant: None,
@@ -113,7 +117,7 @@ impl<'a> Runner<'a> {
             if opts.variant.as_ref().is_some_and(|only| *only != v.id) {
                 continue;
             }
-            let runs = opts.runs.unwrap_or(v.runs);
+            let runs = opts.runs.unwrap_or(v.runs).min(opts.max_runs.unwrap_or(u32::MAX));
             let mut records = Vec::new();
             for run in 1..=runs {
                 records.push(self.run_once(&lab.id, v, run, opts).await?);
@@ -390,6 +394,37 @@ impl<'a> Runner<'a> {
         };
         let mut record = self.finish(v, run, t0, raw, stream_entries, timed_out, outbox_rows).await?;
         record.facts = facts;
+        if v.setup.generate.is_some() {
+            record.facts.extend(crate::bench::load_facts(&v.setup, &record.events, &record.final_rows));
+            // The producer's own rate against redis-benchmark's on the same quiet server (during
+            // the run, consumers compete with the producer for the CPU): three alternating
+            // rounds, the best of each, so a passing hiccup does not decide the comparison.
+            let (mut ours, mut theirs) = (0i64, None::<i64>);
+            for round in 0..3 {
+                let probe = Producer {
+                    redis: connect::redis(&self.services.redis_url).await.context("producer connect")?,
+                    streams: vec![format!("{prefix}probe{round}")],
+                    state_bytes: 0,
+                    scale: opts.scale,
+                    sink: Arc::new(crate::timeline::NullSink),
+                };
+                let started = crate::clock::now_ns();
+                probe.publish_all(&v.setup.events, started).await?;
+                let secs = (crate::clock::now_ns() - started) as f64 / 1e9;
+                ours = ours.max((v.setup.events.len() as f64 / secs) as i64);
+                let (url, key) = (self.services.redis_url.clone(), format!("{prefix}bench"));
+                let bench = tokio::task::spawn_blocking(move || crate::bench::redis_benchmark_xadd(&url, &key, 5000))
+                    .await
+                    .expect("benchmark task does not panic");
+                theirs = theirs.max(bench);
+            }
+            record.facts.insert("producer_alone_xadd_per_s".into(), ours);
+            if let Some(rps) = theirs {
+                record.facts.insert("benchmark_xadd_per_s".into(), rps);
+                record.facts.insert("producer_vs_benchmark_pct".into(), ours * 100 / rps.max(1));
+            }
+            self.delete_keys(&prefix).await?;
+        }
         Ok(record)
     }
 
@@ -495,7 +530,7 @@ pub(crate) fn is_blocked(client_line: &str) -> bool {
 /// A generous bound on a run's length: everything it could wait for, tripled, plus 10 s.
 /// Only a hung run ever reaches it (its verdict is then unknown).
 fn run_deadline(v: &Variant, scale: TimeScale) -> Duration {
-    let work: f64 = v.setup.events.iter().map(|e| v.setup.cost_of(&e.event_type)).sum();
+    let work: f64 = v.setup.events.iter().map(|e| v.setup.cost_for(&e.job())).sum();
     let publish: f64 = v
         .setup
         .events
@@ -587,13 +622,15 @@ impl RoleProcess {
         sink: mpsc::UnboundedSender<RawEvent>,
     ) -> Result<RoleProcess, Error> {
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
-        cmd.arg(subcommand)
-            .arg(config_json)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        // The config goes in on stdin: a generated workload is larger than an argument may be.
+        cmd.arg(subcommand).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = cmd.spawn().context(&format!("start {subcommand} {actor} ({})", exe.display()))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            // A child that dies before reading its config is reported by the watcher.
+            let _ = stdin.write_all(config_json.as_bytes()).await;
+        });
         let stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let lines_sink = sink.clone();

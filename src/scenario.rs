@@ -86,6 +86,7 @@ struct SetupPatch {
     sql_race: Option<SqlRaceSpec>,
     outbox: Option<OutboxSpec>,
     failover: Option<FailoverSpec>,
+    generate: Option<GenerateSpec>,
     consumers: Option<u32>,
     strategy: Option<StrategyKind>,
     lock: Option<LockSpec>,
@@ -156,6 +157,10 @@ pub struct Setup {
     /// Bytes of state document each event carries (0: events carry only type and version).
     #[serde(default)]
     pub state_bytes: usize,
+    /// Where `events` came from when generated (the `load` lab); such runs also measure
+    /// throughput and latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<GenerateSpec>,
     pub strategy: Strategy,
     /// Injected handler work in milliseconds per event type (before `--time-scale`).
     pub cost_ms: BTreeMap<String, f64>,
@@ -415,6 +420,54 @@ enum StrategyKind {
 
 fn one() -> u32 {
     1
+}
+
+/// Many orders instead of a hand-written list (the `load` lab): `orders` orders, each with
+/// one event per type in `types` (versions 1, 2, …), published interleaved order by order.
+/// A `slow_share` of the orders have a slow first event (`slow_ms`, an external call); every
+/// other event costs `fast_ms`. Which orders are slow is fixed by their id (a hash), so every
+/// strategy sees the same workload.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateSpec {
+    pub orders: u32,
+    #[serde(default = "GenerateSpec::default_types")]
+    pub types: Vec<String>,
+    pub slow_share: f64,
+    pub slow_ms: f64,
+    pub fast_ms: f64,
+}
+
+impl GenerateSpec {
+    fn default_types() -> Vec<String> {
+        vec!["created".into(), "paid".into()]
+    }
+
+    /// Is `order`'s first event slow? A multiplicative hash spreads the slow orders evenly.
+    pub fn is_slow(&self, order: i64) -> bool {
+        let h = (order as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        (h % 10_000) < (self.slow_share * 10_000.0) as u64
+    }
+
+    pub fn events(&self) -> Vec<EventSpec> {
+        let mut out = Vec::new();
+        for order in 1..=self.orders as i64 {
+            for (i, t) in self.types.iter().enumerate() {
+                let cost = if i == 0 && self.is_slow(order) { self.slow_ms } else { self.fast_ms };
+                out.push(EventSpec {
+                    order,
+                    event_type: t.clone(),
+                    version: i as i64 + 1,
+                    at_ms: None,
+                    fail_attempts: 0,
+                    retry_ms: EventSpec::default_retry(),
+                    backoff: EventSpec::default_backoff(),
+                    cost_ms: Some(cost),
+                });
+            }
+        }
+        out
+    }
 }
 
 /// Which number CAS compares.
@@ -736,6 +789,13 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
     let outbox = over.outbox.clone().or_else(|| base.outbox.clone());
     let failover = over.failover.clone().or_else(|| base.failover.clone());
     let mut events = over.events.clone().or_else(|| base.events.clone()).unwrap_or_default();
+    let generate = over.generate.clone().or_else(|| base.generate.clone());
+    if let Some(g) = &generate {
+        if g.orders == 0 || g.types.is_empty() || !(0.0..=1.0).contains(&g.slow_share) {
+            return Err("setup.generate: use orders ≥ 1, at least one type, 0 ≤ slow_share ≤ 1".into());
+        }
+        events = g.events();
+    }
     match kind {
         LabKind::SqlRace => {
             let race = sql_race.as_ref().ok_or("setup.kind = \"sql-race\" needs setup.sql_race = { cases = [...] }")?;
@@ -804,7 +864,20 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         rows
     };
     let initial = over.initial.clone().or_else(|| base.initial.clone()).unwrap_or_else(default_initial);
-    Ok(Setup { kind, sql_race, outbox, failover, consumers, shards, state_bytes, strategy, cost_ms, events, initial })
+    Ok(Setup {
+        kind,
+        sql_race,
+        outbox,
+        failover,
+        consumers,
+        shards,
+        state_bytes,
+        generate,
+        strategy,
+        cost_ms,
+        events,
+        initial,
+    })
 }
 
 fn is_id(s: &str) -> bool {

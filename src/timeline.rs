@@ -192,6 +192,13 @@ impl Sink for StdoutSink {
     }
 }
 
+/// Keeps nothing: for measurements that need a role's work but not its timeline.
+pub struct NullSink;
+
+impl Sink for NullSink {
+    fn record(&self, _event: RawEvent) {}
+}
+
 impl Sink for tokio::sync::mpsc::UnboundedSender<RawEvent> {
     fn record(&self, event: RawEvent) {
         // The receiver lives as long as the run; after it, late events are of no interest.

@@ -5,7 +5,8 @@
 use super::text::{self, Lang, TextOptions};
 use super::LabReport;
 
-/// Runs per variant in snapshot tests and `ordlab diff` (few, to keep CI fast).
+/// Runs per variant in snapshot tests and `ordlab diff` at most (few, to keep CI fast; a
+/// variant that asks for fewer gets what it asks for).
 pub const RUNS: u32 = 3;
 /// Time scale of snapshot tests and `ordlab diff`. Verdicts hold at any scale; at 0.5 the
 /// tightest race of the built-in labs (S4c: lock expiry vs the overwrite) keeps a 125 ms

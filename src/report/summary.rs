@@ -240,6 +240,7 @@ mod tests {
             consumers: 2,
             shards: 1,
             state_bytes: 0,
+            generate: None,
             strategy,
             cost_ms: BTreeMap::new(),
             events: vec![EventSpec {

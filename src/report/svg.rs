@@ -1092,6 +1092,7 @@ mod tests {
             consumers: 2,
             shards: 1,
             state_bytes: 0,
+            generate: None,
             strategy: Strategy::Lock(LockSpec { ttl_ms: 1000, retry_ms: 20, prework_max_ms: 0 }),
             cost_ms: BTreeMap::from([("created".to_string(), 800.0), ("paid".to_string(), 50.0)]),
             events: vec![spec("created", 1), spec("paid", 2)],

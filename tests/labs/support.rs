@@ -48,7 +48,16 @@ pub async fn run_variant(id: &str, variant: Option<&str>, runs: u32, scale: f64,
 
 /// The lab as its snapshot test runs it (`ordlab diff` runs it the same way).
 pub async fn snapshot_run(id: &str) -> LabReport {
-    run_lab(id, snapshot::RUNS, snapshot::TIME_SCALE, snapshot::SEED).await
+    let lab = ordlab::catalog::find(id).expect("built-in lab");
+    let services = Services::start(&local()).await.expect("local servers start");
+    let mut opts = RunOptions::new(snapshot::TIME_SCALE, snapshot::SEED);
+    opts.max_runs = Some(snapshot::RUNS);
+    let report = {
+        let mut runner = Runner::new(&services, ordlab_exe()).await.expect("runner connects");
+        runner.run_lab(&lab, &opts).await.expect("lab runs")
+    };
+    services.stop().await;
+    report
 }
 
 /// Every process below `root` (children, grandchildren, …), from /proc.

@@ -33,11 +33,18 @@ pub struct ConsumerConfig {
     pub scale: TimeScale,
     pub seed: u64,
     pub has_delex: bool,
+    /// Run as the claimer (actor `reaper`, [`crate::redelivery`]) instead of reading new entries.
+    #[serde(default)]
+    pub claimer: bool,
 }
 
 impl ConsumerConfig {
     pub fn actor(&self) -> Actor {
-        Actor::Consumer(self.index)
+        if self.claimer {
+            Actor::Reaper
+        } else {
+            Actor::Consumer(self.index)
+        }
     }
 }
 
@@ -59,6 +66,12 @@ struct Pending {
 
 /// The consumer loop; returns only on error.
 pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
+    if cfg.claimer {
+        return crate::redelivery::run_claimer(cfg).await;
+    }
+    if cfg.setup.strategy == Strategy::Fanout {
+        return crate::fanout::run(cfg).await;
+    }
     let sink = StdoutSink;
     let actor = cfg.actor();
     let mut reader = connect::redis(&cfg.redis_url).await.context("consumer connect")?;
@@ -77,6 +90,7 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
         _ => None,
     };
     let mut buffer: ReorderBuffer<Pending> = ReorderBuffer::default();
+    let mut received = 0u32;
     sink.emit(actor, EventKind::Ready);
     loop {
         // While something is held, poll (the gap timeout must fire on time, and Redis answers
@@ -103,6 +117,8 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
                 continue;
             };
             sink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
+            received += 1;
+            crate::redelivery::maybe_crash(&cfg, &sink, received, &job);
             let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), state: entry.get("state") };
             if gap_ns.is_none() {
                 ready.push(pending);

@@ -278,6 +278,7 @@ async fn start_consumers<F: Fn(u32) -> u64>(
             scale,
             seed: (ctx.seed)(index),
             has_delex: false,
+            claimer: false,
         };
         let child = RoleProcess::spawn(ctx.exe, &cfg, tx.clone())?;
         out.push(child);

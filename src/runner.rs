@@ -269,12 +269,33 @@ impl<'a> Runner<'a> {
                 scale: opts.scale,
                 seed: mix(opts.seed, &[lab, &v.id], run, index),
                 has_delex: self.services.info.redis.delex,
+                claimer: false,
             };
             // One at a time, each blocked before the next starts: Redis serves blocked
             // readers first come, first served, so C1 gets the first entry in every run.
             let child = RoleProcess::spawn(&self.exe, &cfg, tx.clone())?;
             consumers.push(child);
             self.wait_blocked(&cfg.client_name, consumers.last_mut().unwrap()).await?;
+        }
+        // The claimer (`reaper`) polls XAUTOCLAIM instead of blocking: wait until it is connected.
+        if v.setup.reaper.is_some() {
+            let index = v.setup.consumers + 1;
+            let cfg = ConsumerConfig {
+                index,
+                redis_url: self.services.redis_url.clone(),
+                pg_config: self.services.pg_config.clone(),
+                stream: stream.clone(),
+                group: group.to_string(),
+                client_name: format!("ordlab-{}-reaper", self.nonce),
+                key_prefix: prefix.clone(),
+                setup: v.setup.clone(),
+                scale: opts.scale,
+                seed: mix(opts.seed, &[lab, &v.id], run, index),
+                has_delex: self.services.info.redis.delex,
+                claimer: true,
+            };
+            consumers.push(RoleProcess::spawn(&self.exe, &cfg, tx.clone())?);
+            self.wait_connected(&cfg.client_name, consumers.last_mut().unwrap()).await?;
         }
 
         let producer = Producer {
@@ -342,11 +363,17 @@ impl<'a> Runner<'a> {
         let (mut published, mut acked) = (HashSet::new(), HashSet::new());
         let mut raw = Vec::new();
         let mut timed_out = false;
+        let mut crashes = crate::redelivery::Crashes::default();
         loop {
             // Every event is published at least once in the end (failed attempts retry; several
             // dispatchers or a crash may publish one twice), so the run is over when the
             // publisher is done and every entry is acknowledged.
             if published_done && published.len() >= v.setup.events.len() && acked.is_superset(&published) {
+                break;
+            }
+            // A consumer that crashed as planned leaves what it read pending; with no claimer
+            // nobody ever acknowledges it: the run is over without it ([`crate::redelivery`]).
+            if published_done && v.setup.reaper.is_none() && crashes.settled(&published, &acked, v.setup.consumers) {
                 break;
             }
             tokio::select! {
@@ -367,6 +394,7 @@ impl<'a> Runner<'a> {
                             }
                             _ => {}
                         }
+                        crashes.observe(&ev);
                         raw.push(ev);
                     }
                     // Every consumer is gone and the producer too: nothing more can happen.
@@ -386,13 +414,19 @@ impl<'a> Runner<'a> {
             stream_entries.extend(self.read_stream(s, k as u32).await?);
         }
         stream_entries.sort_by_key(|e| crate::strategy::cas::entry_id_version(&e.entry_id));
-        let facts = if v.setup.state_bytes > 0 { self.entry_sizes(&streams).await? } else { BTreeMap::new() };
+        let mut facts = if v.setup.state_bytes > 0 { self.entry_sizes(&streams).await? } else { BTreeMap::new() };
+        if v.setup.crash.is_some() || v.setup.reaper.is_some() {
+            facts.insert("pending_after_run".into(), self.pending_count(&streams, group).await?);
+        }
         self.delete_keys(&prefix).await?;
         let outbox_rows = match v.setup.kind {
             LabKind::Outbox => Some(crate::outbox::row_count(&self.pg).await?),
             _ => None,
         };
         let mut record = self.finish(v, run, t0, raw, stream_entries, timed_out, outbox_rows).await?;
+        if v.setup.crash.is_some() || v.setup.reaper.is_some() {
+            facts.extend(crate::redelivery::timeline_facts(&record.events));
+        }
         record.facts = facts;
         if v.setup.generate.is_some() {
             record.facts.extend(crate::bench::load_facts(&v.setup, &record.events, &record.final_rows));
@@ -426,6 +460,40 @@ impl<'a> Runner<'a> {
             self.delete_keys(&prefix).await?;
         }
         Ok(record)
+    }
+
+    /// Entries delivered and not acknowledged, from the server (`XPENDING <stream> <group>`).
+    async fn pending_count(&mut self, streams: &[String], group: &str) -> Result<i64, Error> {
+        let mut n = 0;
+        for s in streams {
+            let reply: redis::streams::StreamPendingReply =
+                redis::cmd("XPENDING").arg(s).arg(group).query_async(&mut self.redis).await.context("XPENDING")?;
+            n += reply.count() as i64;
+        }
+        Ok(n)
+    }
+
+    /// Readiness of a role that does not block (the claimer): its named connection exists.
+    async fn wait_connected(&mut self, client_name: &str, child: &mut RoleProcess) -> Result<(), Error> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let needle = format!(" name={client_name} ");
+        loop {
+            let list: String =
+                redis::cmd("CLIENT").arg("LIST").query_async(&mut self.redis).await.context("CLIENT LIST")?;
+            if list.lines().any(|l| l.contains(&needle)) {
+                return Ok(());
+            }
+            if let Some(detail) = child.exited() {
+                return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail });
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::RoleNotReady {
+                    actor: child.actor.to_string(),
+                    detail: "not connected after 15 s".into(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 
     /// Mean bytes of an entry's fields, with its state document and without it (what a

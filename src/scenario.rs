@@ -95,6 +95,8 @@ struct SetupPatch {
     gap_timeout_ms: Option<f64>,
     shards: Option<u32>,
     state_bytes: Option<usize>,
+    crash: Option<CrashSpec>,
+    reaper: Option<ReaperSpec>,
     cost_ms: Option<BTreeMap<String, f64>>,
     events: Option<Vec<EventSpec>>,
     initial: Option<Vec<OrderRow>>,
@@ -168,6 +170,58 @@ pub struct Setup {
     pub events: Vec<EventSpec>,
     /// Rows present before each run.
     pub initial: Vec<OrderRow>,
+    /// A consumer that kills itself (SIGKILL) at a named point (`redelivery`, `fanout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<CrashSpec>,
+    /// A claimer process that takes over idle pending entries with `XAUTOCLAIM` (`redelivery`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaper: Option<ReaperSpec>,
+}
+
+/// Consumer `consumer` announces a planned crash and kills itself with SIGKILL right after
+/// receiving an entry, before applying or acknowledging it: the first entry of type `event`
+/// (any type if absent) that is at least its `entries`-th entry received (1 if absent).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashSpec {
+    pub consumer: u32,
+    /// Where in the loop: only `receive` (after XREADGROUP returned it, before XACK).
+    pub after: CrashPoint,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashPoint {
+    Receive,
+}
+
+impl CrashSpec {
+    /// Does consumer `index`, which has just received its `received`-th entry `job`, crash now?
+    pub fn fires(&self, index: u32, received: u32, job: &Job) -> bool {
+        index == self.consumer
+            && self.event.as_ref().is_none_or(|t| *t == job.event_type)
+            && received >= self.entries.unwrap_or(1)
+    }
+}
+
+/// The claimer (actor `reaper`): every `poll_ms` it sends `XAUTOCLAIM … <min_idle_ms> 0-0
+/// COUNT 1`, and applies and acknowledges what it gets.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReaperSpec {
+    pub min_idle_ms: f64,
+    #[serde(default = "ReaperSpec::default_poll")]
+    pub poll_ms: f64,
+}
+
+impl ReaperSpec {
+    fn default_poll() -> f64 {
+        50.0
+    }
 }
 
 /// The shape of an experiment.
@@ -403,6 +457,9 @@ pub enum Strategy {
     /// `INSERT INTO processed (order, version) ON CONFLICT DO NOTHING` and the UPDATE in one
     /// transaction: a redelivered event changes nothing the second time.
     Idempotent,
+    /// S3: one reader per process hands each entry to an in-memory queue per order; a worker
+    /// task per order applies its queue in order (plain UPDATE) and acknowledges.
+    Fanout,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -416,6 +473,7 @@ enum StrategyKind {
     State,
     ReorderBuffer,
     Idempotent,
+    Fanout,
 }
 
 fn one() -> u32 {
@@ -773,6 +831,7 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
             Strategy::ReorderBuffer { gap_timeout_ms: over.gap_timeout_ms.or(base.gap_timeout_ms).unwrap_or(1000.0) }
         }
         StrategyKind::Idempotent => Strategy::Idempotent,
+        StrategyKind::Fanout => Strategy::Fanout,
     };
     let shards = over.shards.or(base.shards).unwrap_or(1);
     if shards == 0 {
@@ -864,6 +923,13 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         rows
     };
     let initial = over.initial.clone().or_else(|| base.initial.clone()).unwrap_or_else(default_initial);
+    let crash = over.crash.clone().or_else(|| base.crash.clone());
+    if let Some(c) = &crash {
+        if !(1..=consumers).contains(&c.consumer) {
+            return Err(format!("setup.crash.consumer = {}: use 1 to {consumers}", c.consumer));
+        }
+    }
+    let reaper = over.reaper.clone().or_else(|| base.reaper.clone());
     Ok(Setup {
         kind,
         sql_race,
@@ -877,6 +943,8 @@ fn resolve_setup(base: &SetupPatch, over: &SetupPatch) -> Result<Setup, String> 
         cost_ms,
         events,
         initial,
+        crash,
+        reaper,
     })
 }
 
@@ -971,6 +1039,22 @@ wrong = "all"
         assert!(Expectation::None.holds(0, 3) && !Expectation::None.holds(1, 3));
         assert!(Expectation::Some.holds(1, 3) && !Expectation::Some.holds(0, 3));
         assert!(Expectation::Any.holds(0, 3) && Expectation::Exactly(2).holds(2, 3));
+    }
+
+    #[test]
+    fn a_crash_fires_at_its_event_and_count_only() {
+        let c = CrashSpec { consumer: 1, after: CrashPoint::Receive, event: Some("created".into()), entries: None };
+        let job = |t: &str| Job { order: 42, event_type: t.into(), version: 1 };
+        assert!(c.fires(1, 1, &job("created")));
+        assert!(!c.fires(2, 1, &job("created")) && !c.fires(1, 1, &job("paid")));
+        let n = CrashSpec { consumer: 1, after: CrashPoint::Receive, event: None, entries: Some(3) };
+        assert!(!n.fires(1, 2, &job("paid")) && n.fires(1, 3, &job("paid")));
+        let text = MINIMAL.replace(
+            "consumers = 2",
+            "consumers = 2\ncrash = { consumer = 3, after = \"receive\" }\nreaper = { min_idle_ms = 300 }",
+        );
+        let err = Scenario::parse(&text, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("setup.crash.consumer = 3"), "{err}");
     }
 
     #[test]

@@ -90,5 +90,11 @@ pub async fn apply(h: &mut Handler<'_>, strategy: &Strategy, d: &Delivery<'_>) -
             h.work(d).await;
             idempotent::write(h, d).await
         }
+        // The fan-out reader keeps each order's entries in order ([`crate::fanout`]); its
+        // worker applies them with a plain write.
+        Strategy::Fanout => {
+            h.work(d).await;
+            plain::write(h, d).await
+        }
     }
 }

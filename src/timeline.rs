@@ -105,6 +105,9 @@ pub enum EventKind {
     Dropped { entry_id: String, job: Job, reason: String },
     /// A reorder buffer stopped waiting for a version that never came and applies what it holds.
     GapTimeout { order: i64, missing_version: i64, held_ms: f64 },
+    /// A fan-out reader put the entry in the in-memory queue of `worker` (`C1/#42`: the task
+    /// of reader C1 for order 42), which applies its queue in order.
+    Queued { entry_id: String, worker: String },
     /// XACK sent for the entry.
     Acked { entry_id: String },
     /// The process died. `planned` tells an injected crash from an unplanned one.

@@ -118,6 +118,7 @@ fn strategy(s: &Strategy) -> String {
     match s {
         Strategy::Plain => "plain UPDATE".into(),
         Strategy::Idempotent => "idempotent (processed table)".into(),
+        Strategy::Fanout => "fan-out (S3: worker per order)".into(),
         Strategy::Cas { version: VersionSource::Business } => "CAS (business version)".into(),
         Strategy::Cas { version: VersionSource::EntryId } => "CAS (entry ID)".into(),
         Strategy::Lock(l) if l.prework_max_ms > 0 => {
@@ -254,6 +255,8 @@ mod tests {
                 cost_ms: None,
             }],
             initial: vec![],
+            crash: None,
+            reaper: None,
         };
         let records = (0..runs)
             .map(|i| {

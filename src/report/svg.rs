@@ -401,6 +401,9 @@ impl Timeline {
                     Glyph::Failed,
                     Some(format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40))),
                 ),
+                EventKind::Queued { worker, .. } => {
+                    mark(Glyph::Received, Some(format!("{} {worker}", t("→ worker", "→ worker"))))
+                }
                 EventKind::ServerKilled { server, signal } => mark(Glyph::Crash, Some(format!("{server} {signal}"))),
                 EventKind::ReplicaPromoted { behind_bytes } => mark(
                     Glyph::Published,
@@ -1097,6 +1100,8 @@ mod tests {
             cost_ms: BTreeMap::from([("created".to_string(), 800.0), ("paid".to_string(), 50.0)]),
             events: vec![spec("created", 1), spec("paid", 2)],
             initial: vec![OrderRow { order: 42, status: "new".into(), version: 0 }],
+            crash: None,
+            reaper: None,
         };
         let (c1, c2, p) = (Actor::Consumer(1), Actor::Consumer(2), Actor::Producer);
         let lock = |tries| EventKind::LockAcquired { key: "lock:order:42".into(), tries, ttl_ms: 1000 };

@@ -246,6 +246,12 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
         (Strategy::Plain, Lang::Vi) => "UPDATE thường".into(),
         (Strategy::Idempotent, Lang::En) => "idempotent (processed table, ON CONFLICT DO NOTHING)".into(),
         (Strategy::Idempotent, Lang::Vi) => "idempotent (bảng processed, ON CONFLICT DO NOTHING)".into(),
+        (Strategy::Fanout, Lang::En) => {
+            "fan-out: one reader, an in-memory queue and a worker per order, plain UPDATE".into()
+        }
+        (Strategy::Fanout, Lang::Vi) => {
+            "fan-out: một reader, mỗi đơn một hàng đợi trong bộ nhớ và một worker, UPDATE thường".into()
+        }
         (Strategy::Cas { version: VersionSource::Business }, Lang::En) => "CAS on the business version".into(),
         (Strategy::Cas { version: VersionSource::Business }, Lang::Vi) => "CAS theo version nghiệp vụ".into(),
         (Strategy::Cas { version: VersionSource::EntryId }, Lang::En) => "CAS on the entry ID (ms*100000+seq)".into(),
@@ -284,6 +290,25 @@ pub fn setup_summary(s: &Setup, opts: &TextOptions) -> String {
             t
         }
     });
+    if let Some(c) = &s.crash {
+        let at = match (&c.event, c.entries) {
+            (Some(t), _) => t.clone(),
+            (None, n) if vi => format!("entry thứ {}", n.unwrap_or(1)),
+            (None, n) => format!("entry no. {}", n.unwrap_or(1)),
+        };
+        parts.push(if vi {
+            format!("C{} bị SIGKILL ngay sau khi nhận {at}, trước XACK", c.consumer)
+        } else {
+            format!("C{} SIGKILLed right after receiving {at}, before XACK", c.consumer)
+        });
+    }
+    if let Some(r) = &s.reaper {
+        parts.push(if vi {
+            format!("reaper: XAUTOCLAIM min-idle {} ms, mỗi {} ms", r.min_idle_ms, r.poll_ms)
+        } else {
+            format!("reaper: XAUTOCLAIM min-idle {} ms, every {} ms", r.min_idle_ms, r.poll_ms)
+        });
+    }
     for e in s.events.iter().filter(|e| e.fail_attempts > 0) {
         parts.push(match opts.lang {
             Lang::En => {
@@ -611,8 +636,24 @@ fn line(e: &Event, many: bool, opts: &TextOptions) -> Option<String> {
                 format!("{a}: {what} FAILED (injected network blip){retry}")
             }
         }
-        EventKind::Received { entry_id, job: j, .. } => {
-            format!("{a} {} {} {}", if vi { "nhận" } else { "received" }, id(entry_id), job(j, many))
+        EventKind::Received { entry_id, job: j, deliveries } => {
+            let mut line = format!("{a} {} {} {}", if vi { "nhận" } else { "received" }, id(entry_id), job(j, many));
+            // A redelivery: same entry ID, the server's delivery count raised.
+            if let Some(d) = deliveries.filter(|d| *d > 1) {
+                line.push_str(&if vi {
+                    format!(" (lần giao thứ {d}, cùng ID)")
+                } else {
+                    format!(" (delivery {d}, same ID)")
+                });
+            }
+            line
+        }
+        EventKind::Queued { entry_id, worker } => {
+            if vi {
+                format!("{a} xếp {} vào hàng đợi của worker {worker}", id(entry_id))
+            } else {
+                format!("{a} queued {} for worker {worker}", id(entry_id))
+            }
         }
         EventKind::LockAcquired { key, tries, ttl_ms } => {
             let tries_s = if opts.redact { "[n]".to_string() } else { tries.to_string() };

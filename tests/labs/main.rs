@@ -16,6 +16,10 @@ mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
+/// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
+/// pending).
+mod redelivery_labs;
 /// The Redis ≥ 8.4 lock release (`DELEX IFEQ`), run when a Redis 8 server is at hand.
 mod redis8;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.

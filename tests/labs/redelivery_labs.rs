@@ -1,0 +1,73 @@
+//! Crashes before XACK: `redelivery` (a consumer dies, XAUTOCLAIM hands its entry back under
+//! the same ID with delivery count 2) and `fanout` (S3: one reader, a worker per order; the
+//! reader dies and what it read stays pending).
+
+use super::core_labs::assert_snapshots;
+use super::support;
+use ordlab::checker::{Outcome, Verdict};
+use ordlab::redelivery::{redelivered, Redelivered};
+use ordlab::report::{LabReport, VariantReport};
+use ordlab::timeline::{Actor, EventKind};
+
+fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
+    r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
+}
+
+#[tokio::test]
+async fn a_claimed_entry_keeps_its_id_and_its_delivery_count_rises() {
+    let report = support::snapshot_run("redelivery").await;
+    assert!(report.variants.iter().all(|v| v.outcome == Outcome::Matched), "{report:#?}");
+    for v in &report.variants {
+        for r in &v.run_records {
+            assert!(!r.timed_out && r.verdict.verdict != Verdict::Unknown, "{}: {:?}", v.id, r.verdict);
+            // C1 received created, died; the reaper got that very entry ID, second delivery.
+            let again = redelivered(&r.events);
+            assert!(
+                matches!(again.as_slice(), [Redelivered { first: Actor::Consumer(1), deliveries: Some(2), .. }]),
+                "{}: {again:?}",
+                v.id
+            );
+            let acked_by_reaper = r.events.iter().any(|e| {
+                e.actor == Actor::Reaper
+                    && matches!(&e.kind, EventKind::Acked { entry_id } if *entry_id == again[0].entry_id)
+            });
+            assert!(acked_by_reaper, "the run ends only after the claimed entry is acknowledged");
+            assert_eq!((r.facts["redelivered_same_id"], r.facts["claimed_delivery_count"]), (1, 2));
+            assert_eq!(r.facts["pending_after_run"], 0);
+        }
+    }
+    assert_snapshots(&report);
+}
+
+#[tokio::test]
+async fn fanout_keeps_order_per_key_and_a_dead_reader_leaves_entries_pending() {
+    let report = support::snapshot_run("fanout").await;
+    assert!(report.variants.iter().all(|v| v.outcome == Outcome::Matched), "{report:#?}");
+    let kept = &variant(&report, "order-kept").run_records[0];
+    let workers: Vec<&str> = kept
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Queued { worker, .. } => Some(worker.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(workers, ["C1/#42", "C1/#42", "C1/#43", "C1/#43"]);
+    let writes: Vec<(i64, &str)> = kept
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Wrote { order, status, .. } => Some((*order, status.as_str())),
+            _ => None,
+        })
+        .collect();
+    // 43 does not wait behind 42's slow created; 42's paid waits in 42's queue.
+    assert_eq!(writes, [(43, "created"), (43, "paid"), (42, "created"), (42, "paid")]);
+    for r in &variant(&report, "reader-crash").run_records {
+        assert!(!r.timed_out, "the run ends once nothing more can happen");
+        assert_eq!(r.verdict.verdict, Verdict::Wrong, "{:?}", r.verdict);
+        // 43 created read and never acknowledged; 43 paid never read.
+        assert_eq!((r.facts["pending_after_run"], r.facts["never_delivered"]), (1, 1), "{:?}", r.facts);
+    }
+    assert_snapshots(&report);
+}

@@ -61,7 +61,10 @@ enum Command {
     /// Re-judge a saved run (results/<id>.json) with no servers; exits as `run` would.
     Check { file: PathBuf },
     /// Which backends work here, server versions and capabilities, what to install.
-    Doctor,
+    Doctor {
+        #[command(flatten)]
+        services: ServiceArgs,
+    },
     /// Measure the harness: wall time against injected delay, start time, XADD→receive latency.
     Bench {
         /// Labs to measure (default: every built-in lab).
@@ -254,9 +257,38 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             Ok(EXIT_MATCHED)
         }
-        Command::Doctor => {
-            print!("{}", ordlab::service::doctor().await);
-            Ok(EXIT_MATCHED)
+        Command::Doctor { services } => {
+            let report = ordlab::service::doctor().await;
+            println!("{}", report.to_string().trim_end());
+            // Versions and capabilities come from running servers: start the chosen backend once.
+            match Services::start(&services.options()).await {
+                Ok(s) => {
+                    let caps = &s.info.redis;
+                    let has = |b: bool| if b { "yes" } else { "no" };
+                    println!(
+                        "servers       {} backend started in {:.0} ms",
+                        s.backend,
+                        s.start_time.as_secs_f64() * 1000.0
+                    );
+                    println!("redis         {}", s.info.redis_version);
+                    println!(
+                        "  commands    DELEX IFEQ: {} (else Lua compare-and-delete) · XAUTOCLAIM: {} · BLMOVE: {} · BZPOPMAX: {} · XACKDEL: {} · XADD IDMP: {}",
+                        has(caps.delex),
+                        has(caps.xautoclaim),
+                        has(caps.blmove),
+                        has(caps.bzpopmax),
+                        has(caps.xackdel),
+                        has(caps.xadd_idmp)
+                    );
+                    println!("postgresql    {}", s.info.postgres_version);
+                    s.stop().await;
+                    Ok(EXIT_MATCHED)
+                }
+                Err(e) => {
+                    println!("servers       could not start: {e}");
+                    Ok(EXIT_ERROR)
+                }
+            }
         }
         Command::Check { file } => {
             let report = json::load(&file)?;
@@ -388,10 +420,11 @@ fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, 
         std::fs::write(dir.join(&name), body).with_context(|| format!("write {}/{name}", dir.display()))
     };
     write(format!("{id}.txt"), text_report.to_string())?;
-    write(format!("{id}.json"), json::render(report) + "\n")?;
+    // Compact: a lab over many orders records tens of thousands of events.
+    write(format!("{id}.json"), json::render_compact(report) + "\n")?;
     for v in &report.variants {
         let name = if v.id == *id { format!("{id}.svg") } else { format!("{id}-{}.svg", v.id) };
-        write(name, svg::render(report, v, svg_run, lang))?;
+        write(name, svg::render(report, &svg::readable_window(v, svg_run), svg_run, lang))?;
     }
     Ok(())
 }

@@ -39,6 +39,72 @@ const WRITE: &str = "#1b3a6b";
 const SQL: &str = "#6a3d9a";
 
 /// Render run `run` (1-based) of `variant` as a standalone SVG document.
+/// Orders a slide can show: a run over more is drawn for its first orders only.
+pub const SVG_MAX_ORDERS: usize = 8;
+
+/// The variant as a slide can show it: for a run over many orders, only the events of its
+/// first [`SVG_MAX_ORDERS`] orders (and events that belong to no order), and a title that
+/// says so. Other runs are returned unchanged.
+pub fn readable_window(v: &VariantReport, run: u32) -> VariantReport {
+    let mut out = v.clone();
+    let orders = v.setup.orders();
+    if orders.len() <= SVG_MAX_ORDERS {
+        return out;
+    }
+    // The first orders, but a wrong run shows some of its wrong orders too.
+    let mut shown: Vec<i64> = v
+        .run_records
+        .iter()
+        .filter(|r| r.run == run)
+        .flat_map(|r| r.final_rows.iter())
+        .filter(|row| v.setup.expected_status(row.order).is_some_and(|want| want != row.status))
+        .map(|row| row.order)
+        .take(SVG_MAX_ORDERS / 2)
+        .collect();
+    for o in &orders {
+        if shown.len() < SVG_MAX_ORDERS && !shown.contains(o) {
+            shown.push(*o);
+        }
+    }
+    shown.sort();
+    let order_of = |k: &EventKind| -> Option<i64> {
+        match k {
+            EventKind::Published { job, .. }
+            | EventKind::PublishFailed { job, .. }
+            | EventKind::Received { job, .. }
+            | EventKind::Held { job, .. }
+            | EventKind::Dropped { job, .. } => Some(job.order),
+            EventKind::Wrote { order, .. }
+            | EventKind::Inserted { order, .. }
+            | EventKind::WriteFailed { order, .. }
+            | EventKind::GapTimeout { order, .. }
+            | EventKind::SqlSent { order, .. }
+            | EventKind::SqlDone { order, .. } => Some(*order),
+            _ => None,
+        }
+    };
+    for r in out.run_records.iter_mut().filter(|r| r.run == run) {
+        // Entry IDs of the shown orders, so work and acks (which carry only the ID) follow.
+        let ids: std::collections::HashSet<String> = r
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Received { entry_id, job, .. } if shown.contains(&job.order) => Some(entry_id.clone()),
+                _ => None,
+            })
+            .collect();
+        r.events.retain(|e| match (&e.kind, order_of(&e.kind)) {
+            (_, Some(o)) => shown.contains(&o),
+            (EventKind::WorkStarted { entry_id, .. } | EventKind::Acked { entry_id }, None) => ids.contains(entry_id),
+            _ => true,
+        });
+        r.final_rows.retain(|row| shown.contains(&row.order));
+    }
+    let listed: Vec<String> = shown.iter().map(|o| format!("#{o}")).collect();
+    out.title = format!("{} (orders {} of {})", v.title, listed.join(" "), orders.len());
+    out
+}
+
 pub fn render(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang) -> String {
     let opts = TextOptions { lang, ..TextOptions::default() };
     let t = |en: &'static str, vi: &'static str| tr(lang, en, vi);
@@ -1030,7 +1096,24 @@ fn final_state(out: &mut String, r: &RunRecord, v: &VariantReport, y0: f64, lang
             })
             .collect()
     };
-    let mut text = format!("{}: {}", t("final", "cuối"), rows.join(", "));
+    // More than three rows do not fit beside the badge: name only the wrong ones.
+    let wrong: Vec<String> = r
+        .final_rows
+        .iter()
+        .filter(|row| v.setup.expected_status(row.order).is_some_and(|e| e != row.status))
+        .map(|row| format!("#{} = {}", row.order, row.status))
+        .collect();
+    let mut text = if rows.len() > 3 {
+        let n = r.final_rows.len();
+        match (wrong.is_empty(), lang) {
+            (true, Lang::En) => format!("final: all {n} orders right"),
+            (true, Lang::Vi) => format!("cuối: cả {n} đơn đúng"),
+            (false, Lang::En) => format!("final: {} of {n} wrong ({})", wrong.len(), wrong.join(", ")),
+            (false, Lang::Vi) => format!("cuối: {} trên {n} đơn sai ({})", wrong.len(), wrong.join(", ")),
+        }
+    } else {
+        format!("{}: {}", t("final", "cuối"), rows.join(", "))
+    };
     if r.timed_out {
         let _ = write!(text, " · {}", t("timed out", "hết giờ"));
     }

@@ -113,6 +113,25 @@ fn environment(out: &mut String, reports: &[LabReport], env: &Environment) {
     }
 }
 
+/// What the variant does, in a few words: the lab kind where it is not a consumer strategy.
+fn approach(setup: &crate::scenario::Setup) -> String {
+    use crate::scenario::{DispatcherKind, LabKind};
+    match (setup.kind, &setup.outbox) {
+        (LabKind::SqlRace, _) => "CAS in two SQL sessions".into(),
+        (LabKind::OutboxRollback, _) => "one transaction, rolled back".into(),
+        (LabKind::Outbox, Some(o)) => {
+            let d = match o.dispatcher {
+                DispatcherKind::Naive => "naive dispatcher",
+                DispatcherKind::PerKey => "per-key dispatcher",
+            };
+            format!("{d}, {}", strategy(&setup.strategy))
+        }
+        _ if setup.shards > 1 => format!("{} shards, {}", setup.shards, strategy(&setup.strategy)),
+        _ if setup.consumers == 1 => format!("1 consumer, {}", strategy(&setup.strategy)),
+        _ => strategy(&setup.strategy),
+    }
+}
+
 /// The strategy in a few words.
 fn strategy(s: &Strategy) -> String {
     match s {
@@ -190,7 +209,7 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         cell(lab),
         cell(&v.id),
-        cell(&strategy(&v.setup.strategy)),
+        cell(&approach(&v.setup)),
         v.runs,
         wrong_cell(v),
         cell(&v.expected.to_string()),

@@ -74,15 +74,9 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     }
     let sink = StdoutSink;
     let actor = cfg.actor();
-    let mut reader = connect::redis(&cfg.redis_url).await.context("consumer connect")?;
+    let mut reader = named_connection(&cfg).await?;
     let mut writer = connect::redis(&cfg.redis_url).await.context("consumer connect")?;
     let pg = connect::postgres(&cfg.pg_config).await.context("consumer connect")?;
-    let _: () = redis::cmd("CLIENT")
-        .arg("SETNAME")
-        .arg(&cfg.client_name)
-        .query_async(&mut reader)
-        .await
-        .context("CLIENT SETNAME")?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     // A reorder buffer holds entries across reads; other strategies apply each as it comes.
     let gap_ns = match cfg.setup.strategy {
@@ -157,26 +151,50 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
             }
         }
         for p in ready {
-            let delivery = Delivery {
-                entry_id: &p.entry_id,
-                job: &p.job,
-                cost_ms: cfg.setup.cost_for(&p.job),
-                state: p.state.as_deref(),
-            };
-            let mut handler = Handler {
-                actor,
-                redis: &mut writer,
-                pg: &pg,
-                sink: &sink,
-                scale: cfg.scale,
-                rng: &mut rng,
-                key_prefix: &cfg.key_prefix,
-                has_delex: cfg.has_delex,
-            };
-            strategy::apply(&mut handler, &cfg.setup.strategy, &delivery).await?;
-            ack(&mut writer, &cfg, &sink, &p.entry_id).await?;
+            apply_and_ack(&cfg, &mut writer, &pg, &mut rng, &p.entry_id, &p.job, p.state.as_deref()).await?;
         }
     }
+}
+
+/// The reading connection, named so the runner can see it block (`CLIENT SETNAME`).
+pub async fn named_connection(cfg: &ConsumerConfig) -> Result<redis::aio::MultiplexedConnection, Error> {
+    let mut conn = connect::redis(&cfg.redis_url).await.context("consumer connect")?;
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(&cfg.client_name)
+        .query_async(&mut conn)
+        .await
+        .context("CLIENT SETNAME")?;
+    Ok(conn)
+}
+
+/// Apply one entry with the lab's strategy, then XACK it: the step every consumer mode
+/// (in-order reader, claimer, fan-out worker) shares.
+pub async fn apply_and_ack(
+    cfg: &ConsumerConfig,
+    conn: &mut redis::aio::MultiplexedConnection,
+    pg: &tokio_postgres::Client,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    entry_id: &str,
+    job: &Job,
+    state: Option<&str>,
+) -> Result<(), Error> {
+    let sink = StdoutSink;
+    let delivery = Delivery { entry_id, job, cost_ms: cfg.setup.cost_for(job), state };
+    {
+        let mut handler = Handler {
+            actor: cfg.actor(),
+            redis: &mut *conn,
+            pg,
+            sink: &sink,
+            scale: cfg.scale,
+            rng,
+            key_prefix: &cfg.key_prefix,
+            has_delex: cfg.has_delex,
+        };
+        strategy::apply(&mut handler, &cfg.setup.strategy, &delivery).await?;
+    }
+    ack(conn, cfg, &sink, entry_id).await
 }
 
 async fn ack(

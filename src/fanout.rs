@@ -12,7 +12,6 @@
 use crate::connect;
 use crate::consumer::{job_of, ConsumerConfig};
 use crate::error::{Context, Error};
-use crate::strategy::{self, Delivery, Handler};
 use crate::timeline::{EventKind, Job, Sink, StdoutSink};
 use rand::SeedableRng;
 use redis::streams::StreamReadReply;
@@ -41,15 +40,9 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let cfg = Arc::new(cfg);
     let sink = StdoutSink;
     let actor = cfg.actor();
-    let mut reader = connect::redis(&cfg.redis_url).await.context("fanout connect")?;
+    let mut reader = crate::consumer::named_connection(&cfg).await?;
     let writer = connect::redis(&cfg.redis_url).await.context("fanout connect")?;
     let pg = Arc::new(connect::postgres(&cfg.pg_config).await.context("fanout connect")?);
-    let _: () = redis::cmd("CLIENT")
-        .arg("SETNAME")
-        .arg(&cfg.client_name)
-        .query_async(&mut reader)
-        .await
-        .context("CLIENT SETNAME")?;
     let mut queues: HashMap<i64, mpsc::UnboundedSender<Item>> = HashMap::new();
     let mut received = 0u32;
     sink.emit(actor, EventKind::Ready);
@@ -101,38 +94,18 @@ fn spawn_worker(
 ) -> mpsc::UnboundedSender<Item> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
     tokio::spawn(async move {
-        let sink = StdoutSink;
         let actor = cfg.actor();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed ^ order as u64);
         while let Some(item) = rx.recv().await {
-            let result = async {
-                let delivery = Delivery {
-                    entry_id: &item.entry_id,
-                    job: &item.job,
-                    cost_ms: cfg.setup.cost_for(&item.job),
-                    state: item.state.as_deref(),
-                };
-                let mut handler = Handler {
-                    actor,
-                    redis: &mut conn,
-                    pg: &pg,
-                    sink: &sink,
-                    scale: cfg.scale,
-                    rng: &mut rng,
-                    key_prefix: &cfg.key_prefix,
-                    has_delex: cfg.has_delex,
-                };
-                strategy::apply(&mut handler, &cfg.setup.strategy, &delivery).await?;
-                let _: i64 = redis::cmd("XACK")
-                    .arg(&cfg.stream)
-                    .arg(&cfg.group)
-                    .arg(&item.entry_id)
-                    .query_async(&mut conn)
-                    .await
-                    .context("XACK")?;
-                sink.emit(actor, EventKind::Acked { entry_id: item.entry_id.clone() });
-                Ok::<(), Error>(())
-            }
+            let result = crate::consumer::apply_and_ack(
+                &cfg,
+                &mut conn,
+                &pg,
+                &mut rng,
+                &item.entry_id,
+                &item.job,
+                item.state.as_deref(),
+            )
             .await;
             if let Err(e) = result {
                 eprintln!("ordlab __consumer: worker {}: {e}", worker_name(&actor.to_string(), order));

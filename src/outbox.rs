@@ -155,18 +155,8 @@ impl Dispatcher {
     async fn publish_row(&mut self, id: i64, job: Job, attempt: u32) -> Result<(), Error> {
         self.scale.sleep(self.spec.publish_latency_ms(self.index)).await;
         let started = crate::clock::now_ns();
-        let entry_id: String = redis::cmd("XADD")
-            .arg(&self.stream)
-            .arg("*")
-            .arg("order")
-            .arg(job.order)
-            .arg("type")
-            .arg(&job.event_type)
-            .arg("version")
-            .arg(job.version)
-            .query_async(&mut self.redis)
-            .await
-            .context("dispatcher XADD")?;
+        let entry_id: String =
+            crate::producer::xadd(&self.stream, &job).query_async(&mut self.redis).await.context("dispatcher XADD")?;
         if self.may_crash && self.spec.crash_after_xadd_of_row == Some(id) {
             self.sink.record(RawEvent {
                 mono_ns: started,

@@ -74,15 +74,7 @@ impl Producer {
         }
         let mut conn = self.redis.clone();
         let stream = &self.streams[job.order.rem_euclid(self.streams.len() as i64) as usize];
-        let mut xadd = redis::cmd("XADD");
-        xadd.arg(stream)
-            .arg("*")
-            .arg("order")
-            .arg(job.order)
-            .arg("type")
-            .arg(&job.event_type)
-            .arg("version")
-            .arg(job.version);
+        let mut xadd = xadd(stream, &job);
         if self.state_bytes > 0 {
             xadd.arg("state").arg(state_document(&job, self.state_bytes));
         }
@@ -104,6 +96,20 @@ impl Producer {
             sink: self.sink.clone(),
         }
     }
+}
+
+/// `XADD <stream> * order <id> type <type> version <v>`: how every role writes a job.
+pub fn xadd(stream: &str, job: &crate::timeline::Job) -> redis::Cmd {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream)
+        .arg("*")
+        .arg("order")
+        .arg(job.order)
+        .arg("type")
+        .arg(&job.event_type)
+        .arg("version")
+        .arg(job.version);
+    cmd
 }
 
 /// The whole state of the order after `job`, padded to about `bytes` bytes: what an event

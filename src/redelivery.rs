@@ -12,7 +12,6 @@
 use crate::connect;
 use crate::consumer::{job_of, ConsumerConfig};
 use crate::error::{Context, Error};
-use crate::strategy::{self, Delivery, Handler};
 use crate::timeline::RawEvent;
 use crate::timeline::{Actor, Event, EventKind, Sink, StdoutSink};
 use rand::SeedableRng;
@@ -39,14 +38,8 @@ pub async fn run_claimer(cfg: ConsumerConfig) -> Result<(), Error> {
     let spec = cfg.setup.reaper.clone().expect("a claimer runs only with setup.reaper");
     let sink = StdoutSink;
     let actor = cfg.actor();
-    let mut conn = connect::redis(&cfg.redis_url).await.context("claimer connect")?;
+    let mut conn = crate::consumer::named_connection(&cfg).await?;
     let pg = connect::postgres(&cfg.pg_config).await.context("claimer connect")?;
-    let _: () = redis::cmd("CLIENT")
-        .arg("SETNAME")
-        .arg(&cfg.client_name)
-        .query_async(&mut conn)
-        .await
-        .context("CLIENT SETNAME")?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     let min_idle = cfg.scale.duration(spec.min_idle_ms).as_millis().max(1) as u64;
     sink.emit(actor, EventKind::Ready);
@@ -81,27 +74,7 @@ pub async fn run_claimer(cfg: ConsumerConfig) -> Result<(), Error> {
             let deliveries = pending.ids.first().map(|p| p.times_delivered as u64);
             sink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries });
             let state: Option<String> = entry.get("state");
-            let delivery =
-                Delivery { entry_id: &entry.id, job: &job, cost_ms: cfg.setup.cost_for(&job), state: state.as_deref() };
-            let mut handler = Handler {
-                actor,
-                redis: &mut conn,
-                pg: &pg,
-                sink: &sink,
-                scale: cfg.scale,
-                rng: &mut rng,
-                key_prefix: &cfg.key_prefix,
-                has_delex: cfg.has_delex,
-            };
-            strategy::apply(&mut handler, &cfg.setup.strategy, &delivery).await?;
-            let _: i64 = redis::cmd("XACK")
-                .arg(&cfg.stream)
-                .arg(&cfg.group)
-                .arg(&entry.id)
-                .query_async(&mut conn)
-                .await
-                .context("XACK")?;
-            sink.emit(actor, EventKind::Acked { entry_id: entry.id.clone() });
+            crate::consumer::apply_and_ack(&cfg, &mut conn, &pg, &mut rng, &entry.id, &job, state.as_deref()).await?;
         }
     }
 }

@@ -45,6 +45,17 @@ impl Handler<'_> {
         self.sink.emit(self.actor, kind);
     }
 
+    /// Record a write of `rows` rows; `version` is shown for conditional writes.
+    fn wrote(&self, d: &Delivery<'_>, version: Option<i64>, rows: u64) {
+        self.emit(EventKind::Wrote {
+            entry_id: d.entry_id.to_string(),
+            order: d.job.order,
+            status: d.job.event_type.clone(),
+            version,
+            rows,
+        });
+    }
+
     /// The handler's own work: an injected sleep standing in for an API call or a DB write.
     async fn work(&self, d: &Delivery<'_>) {
         self.emit(EventKind::WorkStarted { entry_id: d.entry_id.to_string(), ms: d.cost_ms * self.scale.0 });

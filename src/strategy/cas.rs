@@ -6,7 +6,6 @@ use super::{Delivery, Handler};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::scenario::VersionSource;
-use crate::timeline::EventKind;
 
 pub async fn write(h: &mut Handler<'_>, d: &Delivery<'_>, source: VersionSource) -> Result<(), Error> {
     let version = match source {
@@ -15,13 +14,7 @@ pub async fn write(h: &mut Handler<'_>, d: &Delivery<'_>, source: VersionSource)
     };
     let sql = format!("UPDATE {SCHEMA}.orders SET status = $1, version = $2 WHERE id = $3 AND version < $2");
     let rows = h.pg.execute(&sql, &[&d.job.event_type, &version, &d.job.order]).await.context("CAS UPDATE")?;
-    h.emit(EventKind::Wrote {
-        entry_id: d.entry_id.to_string(),
-        order: d.job.order,
-        status: d.job.event_type.clone(),
-        version: Some(version),
-        rows,
-    });
+    h.wrote(d, Some(version), rows);
     Ok(())
 }
 

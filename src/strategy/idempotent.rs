@@ -9,7 +9,6 @@
 use super::{Delivery, Handler};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
-use crate::timeline::EventKind;
 
 /// The dedup table (created once per invocation, emptied before each run with the orders).
 pub fn create_table_sql() -> String {
@@ -50,12 +49,6 @@ pub async fn write(h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
             return Err(e);
         }
     };
-    h.emit(EventKind::Wrote {
-        entry_id: d.entry_id.to_string(),
-        order: d.job.order,
-        status: d.job.event_type.clone(),
-        version: None,
-        rows,
-    });
+    h.wrote(d, None, rows);
     Ok(())
 }

@@ -4,17 +4,10 @@
 use super::{Delivery, Handler};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
-use crate::timeline::EventKind;
 
 pub async fn write(h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
     let sql = format!("UPDATE {SCHEMA}.orders SET status = $1, version = $2 WHERE id = $3");
     let rows = h.pg.execute(&sql, &[&d.job.event_type, &d.job.version, &d.job.order]).await.context("plain UPDATE")?;
-    h.emit(EventKind::Wrote {
-        entry_id: d.entry_id.to_string(),
-        order: d.job.order,
-        status: d.job.event_type.clone(),
-        version: None,
-        rows,
-    });
+    h.wrote(d, None, rows);
     Ok(())
 }

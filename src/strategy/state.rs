@@ -5,7 +5,6 @@
 use super::{Delivery, Handler};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
-use crate::timeline::EventKind;
 
 pub async fn keep_newest(h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
     let sql =
@@ -14,12 +13,6 @@ pub async fn keep_newest(h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Er
         h.pg.execute(&sql, &[&d.job.event_type, &d.job.version, &d.state, &d.job.order])
             .await
             .context("state UPDATE")?;
-    h.emit(EventKind::Wrote {
-        entry_id: d.entry_id.to_string(),
-        order: d.job.order,
-        status: d.job.event_type.clone(),
-        version: Some(d.job.version),
-        rows,
-    });
+    h.wrote(d, Some(d.job.version), rows);
     Ok(())
 }

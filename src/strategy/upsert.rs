@@ -15,13 +15,7 @@ pub async fn conditional(h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Er
          WHERE orders.version < EXCLUDED.version"
     );
     let rows = h.pg.execute(&sql, &[&d.job.order, &d.job.event_type, &d.job.version]).await.context("upsert")?;
-    h.emit(EventKind::Wrote {
-        entry_id: d.entry_id.to_string(),
-        order: d.job.order,
-        status: d.job.event_type.clone(),
-        version: Some(d.job.version),
-        rows,
-    });
+    h.wrote(d, Some(d.job.version), rows);
     Ok(())
 }
 

@@ -475,22 +475,35 @@ impl<'a> Runner<'a> {
 
     /// Readiness of a role that does not block (the claimer): its named connection exists.
     async fn wait_connected(&mut self, client_name: &str, child: &mut RoleProcess) -> Result<(), Error> {
+        self.wait_client(client_name, child, ClientState::Connected).await
+    }
+
+    /// Readiness of a consumer: blocked in XREADGROUP.
+    async fn wait_blocked(&mut self, client_name: &str, child: &mut RoleProcess) -> Result<(), Error> {
+        self.wait_client(client_name, child, ClientState::BlockedInXreadgroup).await
+    }
+
+    /// Readiness as data: poll CLIENT LIST until the role's named connection is in `want`,
+    /// the process exits (its stderr says why), or 15 s pass.
+    async fn wait_client(
+        &mut self,
+        client_name: &str,
+        child: &mut RoleProcess,
+        want: ClientState,
+    ) -> Result<(), Error> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         let needle = format!(" name={client_name} ");
         loop {
             let list: String =
                 redis::cmd("CLIENT").arg("LIST").query_async(&mut self.redis).await.context("CLIENT LIST")?;
-            if list.lines().any(|l| l.contains(&needle)) {
+            if list.lines().any(|l| l.contains(&needle) && want.holds(l)) {
                 return Ok(());
             }
             if let Some(detail) = child.exited() {
                 return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail });
             }
             if tokio::time::Instant::now() > deadline {
-                return Err(Error::RoleNotReady {
-                    actor: child.actor.to_string(),
-                    detail: "not connected after 15 s".into(),
-                });
+                return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail: want.missing().into() });
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -535,30 +548,6 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    /// Readiness as data: the consumer's reading connection shows in CLIENT LIST as blocked
-    /// (`flags` has `b`) in `xreadgroup`.
-    async fn wait_blocked(&mut self, client_name: &str, child: &mut RoleProcess) -> Result<(), Error> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        let needle = format!(" name={client_name} ");
-        loop {
-            let list: String =
-                redis::cmd("CLIENT").arg("LIST").query_async(&mut self.redis).await.context("CLIENT LIST")?;
-            if list.lines().any(|l| l.contains(&needle) && l.contains(" cmd=xreadgroup") && is_blocked(l)) {
-                return Ok(());
-            }
-            if let Some(detail) = child.exited() {
-                return Err(Error::RoleNotReady { actor: child.actor.to_string(), detail });
-            }
-            if tokio::time::Instant::now() > deadline {
-                return Err(Error::RoleNotReady {
-                    actor: child.actor.to_string(),
-                    detail: "not blocked in XREADGROUP after 15 s".into(),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-
     async fn read_stream(&mut self, stream: &str, shard: u32) -> Result<Vec<StreamEntry>, Error> {
         let reply: redis::streams::StreamRangeReply =
             redis::cmd("XRANGE").arg(stream).arg("-").arg("+").query_async(&mut self.redis).await.context("XRANGE")?;
@@ -588,6 +577,29 @@ impl<'a> Runner<'a> {
             let _: i64 = redis::cmd("DEL").arg(&keys).query_async(&mut self.redis).await.context("DEL")?;
         }
         Ok(())
+    }
+}
+
+/// What CLIENT LIST must show of a role's connection before the run goes on.
+#[derive(Clone, Copy)]
+enum ClientState {
+    Connected,
+    BlockedInXreadgroup,
+}
+
+impl ClientState {
+    fn holds(self, client_line: &str) -> bool {
+        match self {
+            ClientState::Connected => true,
+            ClientState::BlockedInXreadgroup => client_line.contains(" cmd=xreadgroup") && is_blocked(client_line),
+        }
+    }
+
+    fn missing(self) -> &'static str {
+        match self {
+            ClientState::Connected => "not connected after 15 s",
+            ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP after 15 s",
+        }
     }
 }
 

@@ -189,21 +189,15 @@ pub async fn run(labs: &[Scenario], runs: u32, svc: &ServiceOptions, exe: PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Scenario;
     use crate::timeline::Job;
 
     fn setup() -> Setup {
-        let text = r#"
-id = "t"
-title = "t"
-source = "new"
-[setup]
-cost_ms = { created = 800, paid = 50 }
-events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "paid", version = 2 }]
-[expect]
-wrong = "all"
-"#;
-        Scenario::parse(text, "t").unwrap().variants[0].setup.clone()
+        Setup::from_toml(&format!(
+            "cost_ms = {{ created = 800, paid = 50 }}
+{}",
+            r#"events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "paid", version = 2 }]"#
+        ))
+        .unwrap()
     }
 
     fn ev(t_us: i64, actor: Actor, kind: EventKind) -> Event {

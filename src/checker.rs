@@ -229,20 +229,14 @@ pub fn rejudge(report: &crate::report::LabReport) -> crate::report::LabReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Expectation, Scenario};
+    use crate::scenario::Expectation;
     use crate::timeline::Actor;
 
     fn setup() -> Setup {
-        let text = r#"
-id = "t"
-title = "t"
-source = "new"
-[setup]
-events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "paid", version = 2 }]
-[expect]
-wrong = "all"
-"#;
-        Scenario::parse(text, "t").unwrap().variants[0].setup.clone()
+        Setup::from_toml(
+            r#"events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "paid", version = 2 }]"#,
+        )
+        .unwrap()
     }
 
     fn row(status: &str, version: i64) -> Vec<OrderRow> {

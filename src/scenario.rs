@@ -688,6 +688,15 @@ impl fmt::Display for Expectation {
 }
 
 impl Setup {
+    /// A set-up from the body of a scenario file's `[setup]` table, with the file format's
+    /// defaults: for tests and tools that need one without a whole lab.
+    pub fn from_toml(setup_table: &str) -> Result<Setup, ScenarioError> {
+        let text = format!(
+            "id = \"setup\"\ntitle = \"setup\"\nsource = \"inline\"\n[expect]\nwrong = \"any\"\n[setup]\n{setup_table}"
+        );
+        Ok(Scenario::parse(&text, "[setup]")?.variants.remove(0).setup)
+    }
+
     /// The status the run must end in for `order`: the type of its highest-versioned event.
     pub fn expected_status(&self, order: i64) -> Option<&str> {
         if self.kind == LabKind::OutboxRollback {

@@ -225,8 +225,7 @@ mod tests {
     use crate::checker::RunVerdict;
     use crate::checker::Verdict;
     use crate::report::{LabInfo, RunRecord};
-    use crate::scenario::{EventSpec, LockSpec, Setup};
-    use std::collections::BTreeMap;
+    use crate::scenario::{LockSpec, Setup};
 
     fn env() -> Environment {
         Environment {
@@ -252,31 +251,13 @@ mod tests {
         wrong: u32,
         unknown: u32,
     ) -> VariantReport {
-        let setup = Setup {
-            failover: None,
-            kind: Default::default(),
-            sql_race: None,
-            outbox: None,
-            consumers: 2,
-            shards: 1,
-            state_bytes: 0,
-            generate: None,
-            strategy,
-            cost_ms: BTreeMap::new(),
-            events: vec![EventSpec {
-                order: 42,
-                event_type: "paid".into(),
-                version: 2,
-                at_ms: None,
-                fail_attempts: 0,
-                retry_ms: 500.0,
-                backoff: 2.0,
-                cost_ms: None,
-            }],
-            initial: vec![],
-            crash: None,
-            reaper: None,
-        };
+        let mut setup = Setup::from_toml(
+            r#"consumers = 2
+initial = []
+events = [{ order = 42, type = "paid", version = 2 }]"#,
+        )
+        .unwrap();
+        setup.strategy = strategy;
         let records = (0..runs)
             .map(|i| {
                 let verdict = if i < wrong {

@@ -1147,8 +1147,7 @@ mod tests {
     use super::*;
     use crate::checker::{Outcome, RunVerdict};
     use crate::report::{Environment, LabInfo, StreamEntry};
-    use crate::scenario::{EventSpec, Expectation, LockSpec, OrderRow, Setup, Strategy};
-    use std::collections::BTreeMap;
+    use crate::scenario::{Expectation, OrderRow, Setup};
 
     fn job(t: &str, v: i64) -> Job {
         Job { order: 42, event_type: t.into(), version: v }
@@ -1160,32 +1159,14 @@ mod tests {
 
     /// The baseline race with a short lock: C1's lock expires, C2 writes paid, C1 overwrites it.
     fn report(verdict: Verdict) -> LabReport {
-        let spec = |t: &str, v| EventSpec {
-            order: 42,
-            event_type: t.into(),
-            version: v,
-            at_ms: None,
-            fail_attempts: 0,
-            retry_ms: 500.0,
-            backoff: 2.0,
-            cost_ms: None,
-        };
-        let setup = Setup {
-            failover: None,
-            kind: Default::default(),
-            sql_race: None,
-            outbox: None,
-            consumers: 2,
-            shards: 1,
-            state_bytes: 0,
-            generate: None,
-            strategy: Strategy::Lock(LockSpec { ttl_ms: 1000, retry_ms: 20, prework_max_ms: 0 }),
-            cost_ms: BTreeMap::from([("created".to_string(), 800.0), ("paid".to_string(), 50.0)]),
-            events: vec![spec("created", 1), spec("paid", 2)],
-            initial: vec![OrderRow { order: 42, status: "new".into(), version: 0 }],
-            crash: None,
-            reaper: None,
-        };
+        let setup = Setup::from_toml(
+            r#"consumers = 2
+strategy = "lock"
+lock = { ttl_ms = 1000, retry_ms = 20 }
+cost_ms = { created = 800, paid = 50 }
+events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "paid", version = 2 }]"#,
+        )
+        .unwrap();
         let (c1, c2, p) = (Actor::Consumer(1), Actor::Consumer(2), Actor::Producer);
         let lock = |tries| EventKind::LockAcquired { key: "lock:order:42".into(), tries, ttl_ms: 1000 };
         let release =

@@ -24,6 +24,7 @@ diff id: setup
 test: setup
     #!/usr/bin/env bash
     set -euo pipefail
+    python3 scripts/check-structure.py src
     cargo test --locked
     r8="${ORDLAB_REDIS8:-$HOME/.cache/ordlab/redis8/src/redis-server}"
     if [ -x "$r8" ]; then

@@ -1,5 +1,6 @@
-//! Typed errors of the library, each one line naming the problem and the fix, and the exit
-//! codes the binary maps them to.
+//! Typed errors of running a lab, each one line naming the problem and the fix, and the exit
+//! codes the binary maps every error to. Errors of reading a lab (an unknown id, a malformed
+//! scenario file) are their own types in `catalog` and `scenario`, found before anything runs.
 //!
 //! | code | meaning |
 //! |------|---------|
@@ -8,8 +9,6 @@
 //! | 2    | usage or infrastructure error: unknown lab, bad scenario file, server missing or unreachable |
 //! | 130  | interrupted (Ctrl-C / SIGTERM); everything started was stopped |
 
-use crate::catalog::CatalogError;
-use crate::scenario::ScenarioError;
 use crate::service::ServiceError;
 
 /// Exit code: the lab ran and every variant matched its expectation.
@@ -24,10 +23,6 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Catalog(#[from] CatalogError),
-    #[error(transparent)]
-    Scenario(#[from] ScenarioError),
-    #[error(transparent)]
     Service(#[from] ServiceError),
     #[error("redis: {context}: {source}")]
     Redis { context: String, source: redis::RedisError },
@@ -37,6 +32,8 @@ pub enum Error {
     Io { context: String, source: std::io::Error },
     #[error("{actor} did not become ready: {detail}")]
     RoleNotReady { actor: String, detail: String },
+    #[error("waiting for {what}: {detail}")]
+    NotReady { what: String, detail: String },
     #[error("cannot read {path}: {detail}")]
     SavedRun { path: String, detail: String },
 }

@@ -4,50 +4,56 @@
 //! # How a lab flows
 //!
 //! ```text
-//! scenarios/<id>.toml ──► scenario (parsed, variants resolved)
-//!                              │
+//! scenarios/<id>.toml ──► scenario: parsed, variants resolved, each with its lab procedure
+//!                              │    (labs::Procedure, one arm per kind in src/labs/)
 //!   service ──► one Redis + one PostgreSQL per invocation (local, docker or external)
 //!                              │
-//!   runner  ──► per run: fresh stream + rows, consumer processes (each `ordlab __consumer`),
-//!               wait until every consumer is blocked in XREADGROUP, then the producer
-//!               publishes on its schedule (faults: publish failures, delays, crashes)
-//!                              │ typed events as JSON lines on each child's stdout
+//!   runner  ──► variants × runs: procedure.run(RunContext) on fresh keys and rows
+//!                              │
+//!   labs/<kind> ──► starts roles (roles/: consumers, claimer, fan-out reader, dispatchers as
+//!               OS processes; the producer as a task), injects faults (fault/), waits until
+//!               the run is over, reads what the servers hold
+//!                              │ typed events as JSON lines from every process
 //!   timeline ◄─────────────────┘ one monotonic clock, t=0 at producer start
 //!                              │
-//!   checker ──► pure function: timeline + final rows → verdict (right / wrong / unknown)
+//!   checker ──► pure functions per concern, composed by the lab: right / wrong / unknown
 //!                              │
-//!   report  ──► text (the seed's timeline shape), JSON Lines-free JSON with a schema
-//!               version, normalized snapshot text for insta
+//!   report  ──► text (the seed's timeline shape), JSON with a schema version, SVG,
+//!               SUMMARY.md, snapshots through one redactor; words in lang (en, vi)
 //! ```
 //!
-//! Roles are small modules: [`service`] (start, ready, stop), [`producer`] (publishes, fails on
-//! schedule), [`consumer`] (applies events with a [`strategy`]), [`fault`] (delays, crashes,
-//! publish failures), [`checker`] (verdicts), [`report`] (renderers). [`runner`] wires them for
-//! one lab; [`catalog`] knows the built-in labs in `scenarios/`.
+//! Roles are small modules: [`service`] (start, ready, stop), [`roles`] (producer, consumers
+//! and the other processes), [`strategy`] (how a consumer applies an event), [`fault`]
+//! (delays, crashes, publish failures), [`checker`] (verdicts), [`report`] (renderers).
+//! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
+//! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
+//! helpers), [`orders`] (the orders table), [`outbox_table`], [`timeline`], [`clock`].
 
 pub mod bench;
 pub mod catalog;
 pub mod checker;
 pub mod clock;
 pub mod connect;
-pub mod consumer;
 pub mod error;
-pub mod failover;
-pub mod fanout;
 pub mod fault;
-pub mod outbox;
-pub mod producer;
-pub mod redelivery;
+pub mod labs;
+pub mod lang;
+pub mod orders;
+pub mod outbox_table;
 pub mod report;
+pub mod roles;
 pub mod runner;
 pub mod scenario;
 pub mod service;
-pub mod sql_race;
+pub mod stats;
 pub mod strategy;
+pub mod streams;
 pub mod timeline;
 
 pub use error::Error;
 
 /// Version of the JSON written to `results/<id>.json` and printed by `--format json`.
 /// Bump it when a field changes meaning or disappears; adding a field does not bump it.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: runs record what their lab kind observed (`observed`), variants carry their procedure
+/// and the seed's figure.
+pub const SCHEMA_VERSION: u32 = 2;

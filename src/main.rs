@@ -4,12 +4,13 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use ordlab::error::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MATCHED, EXIT_MISMATCH};
-use ordlab::report::text::{Lang, TextOptions};
+use ordlab::lang::Lang;
+use ordlab::report::text::TextOptions;
 use ordlab::report::{json, snapshot, summary, svg, text, LabReport};
 use ordlab::runner::{RunOptions, Runner};
 use ordlab::scenario::Scenario;
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
-use ordlab::{bench, catalog, consumer};
+use ordlab::{bench, catalog, roles};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -74,18 +75,10 @@ enum Command {
         #[command(flatten)]
         services: ServiceArgs,
     },
-    /// Internal: a consumer process (started by the runner).
-    #[command(name = "__consumer", hide = true)]
-    Consumer {
-        /// The JSON config; read from stdin when absent (how the runner passes it).
-        config: Option<String>,
-    },
-    /// Internal: an outbox dispatcher process (started by the runner).
-    #[command(name = "__dispatcher", hide = true)]
-    Dispatcher {
-        /// The JSON config; read from stdin when absent (how the runner passes it).
-        config: Option<String>,
-    },
+    /// Internal: a role process (consumer, claimer, dispatcher) a lab starts; its JSON config
+    /// comes on stdin.
+    #[command(name = "__role", hide = true)]
+    Role,
 }
 
 #[derive(clap::Args, Clone)]
@@ -165,11 +158,8 @@ impl ServiceArgs {
 
 fn main() {
     let cli = Cli::parse();
-    if let Command::Consumer { config } = &cli.command {
-        std::process::exit(run_consumer(&role_config(config)));
-    }
-    if let Command::Dispatcher { config } = &cli.command {
-        std::process::exit(run_dispatcher(&role_config(config)));
+    if let Command::Role = cli.command {
+        std::process::exit(run_role_process());
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
@@ -204,46 +194,22 @@ fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ").replace('\n', " ")
 }
 
-/// A role's config: the argument if given, else all of stdin.
-fn role_config(arg: &Option<String>) -> String {
-    arg.clone().unwrap_or_else(|| {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut s);
-        s
-    })
-}
-
-fn run_consumer(config: &str) -> i32 {
-    let cfg: consumer::ConsumerConfig = match serde_json::from_str(config) {
+/// `ordlab __role`: read the config from stdin and run the role until killed or done.
+fn run_role_process() -> i32 {
+    let mut config = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut config);
+    let cfg: roles::RoleConfig = match serde_json::from_str(&config) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("ordlab __consumer: bad config: {e}");
+            eprintln!("ordlab __role: bad config: {e}");
             return EXIT_ERROR;
         }
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
-    match rt.block_on(consumer::run(cfg)) {
+    match rt.block_on(roles::run_role(cfg)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("ordlab __consumer: {e}");
-            EXIT_ERROR
-        }
-    }
-}
-
-fn run_dispatcher(config: &str) -> i32 {
-    let cfg: ordlab::outbox::DispatcherConfig = match serde_json::from_str(config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("ordlab __dispatcher: bad config: {e}");
-            return EXIT_ERROR;
-        }
-    };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
-    match rt.block_on(ordlab::outbox::run_process(cfg)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("ordlab __dispatcher: {e}");
+            eprintln!("ordlab __role: {e}");
             EXIT_ERROR
         }
     }
@@ -257,128 +223,167 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             Ok(EXIT_MATCHED)
         }
-        Command::Doctor { services } => {
-            let report = ordlab::service::doctor().await;
-            println!("{}", report.to_string().trim_end());
-            // Versions and capabilities come from running servers: start the chosen backend once.
-            match Services::start(&services.options()).await {
-                Ok(s) => {
-                    let caps = &s.info.redis;
-                    let has = |b: bool| if b { "yes" } else { "no" };
-                    println!(
-                        "servers       {} backend started in {:.0} ms",
-                        s.backend,
-                        s.start_time.as_secs_f64() * 1000.0
-                    );
-                    println!("redis         {}", s.info.redis_version);
-                    println!(
-                        "  commands    DELEX IFEQ: {} (else Lua compare-and-delete) · XAUTOCLAIM: {} · BLMOVE: {} · BZPOPMAX: {} · XACKDEL: {} · XADD IDMP: {}",
-                        has(caps.delex),
-                        has(caps.xautoclaim),
-                        has(caps.blmove),
-                        has(caps.bzpopmax),
-                        has(caps.xackdel),
-                        has(caps.xadd_idmp)
-                    );
-                    println!("postgresql    {}", s.info.postgres_version);
-                    s.stop().await;
-                    Ok(EXIT_MATCHED)
-                }
-                Err(e) => {
-                    println!("servers       could not start: {e}");
-                    Ok(EXIT_ERROR)
-                }
-            }
-        }
+        Command::Doctor { services } => doctor(&services).await,
         Command::Check { file } => {
-            let report = json::load(&file)?;
-            let rejudged = ordlab::checker::rejudge(&report);
-            print!("{}", text::render(&rejudged, &TextOptions::default()));
-            Ok(if rejudged.matched() { EXIT_MATCHED } else { EXIT_MISMATCH })
+            let report = json::load(&file)?.rejudged();
+            print!("{}", text::render(&report, &TextOptions::default()));
+            Ok(if report.matched() { EXIT_MATCHED } else { EXIT_MISMATCH })
         }
         Command::Run { labs, run, out, format, lang, svg_run, services } => {
-            let labs = resolve_labs(&labs)?;
-            let services = Services::start(&services.options()).await?;
-            let seed = run.seed.unwrap_or_else(rand::random);
-            let mut opts = RunOptions::new(run.time_scale, seed);
-            opts.runs = run.runs;
-            opts.variant = run.variant.clone();
-            opts.command_line = command_line();
-            let progress = (!run.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(&labs, &run));
-            if let Some(bar) = &progress {
-                let bar = bar.clone();
-                opts.on_run = Some(std::sync::Arc::new(move |v: &str, i: u32, n: u32| {
-                    bar.set_message(format!("{v}: run {i}/{n}"));
-                    bar.inc(1);
-                }));
-            }
-            let mut runner = Runner::new(&services, std::env::current_exe()?).await?;
-            let mut reports = Vec::new();
-            for lab in &labs {
-                if let Some(v) = &opts.variant {
-                    if lab.variant(v).is_none() {
-                        let known: Vec<&str> = lab.variants.iter().map(|v| v.id.as_str()).collect();
-                        anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, known.join(", "));
-                    }
-                }
-                if let Some(bar) = &progress {
-                    bar.set_prefix(lab.id.clone());
-                }
-                let report = runner.run_lab(lab, &opts).await?;
-                let text_report = text::render(&report, &TextOptions { lang, ..TextOptions::default() });
-                if let Some(dir) = &out {
-                    write_results(dir, &report, &text_report, lang, svg_run)?;
-                }
-                if format == Format::Text {
-                    print!("{text_report}");
-                }
-                reports.push(report);
-            }
-            drop(runner);
-            services.stop().await;
-            if let Some(bar) = progress {
-                bar.finish_and_clear();
-            }
-            if let Some(dir) = &out {
-                write_summary(dir)?;
-            }
-            if format == Format::Json {
-                println!(
-                    "{}",
-                    if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) }
-                );
-            }
-            Ok(if reports.iter().all(LabReport::matched) { EXIT_MATCHED } else { EXIT_MISMATCH })
+            let write = Output { dir: out, format, lang, svg_run };
+            run_labs(&labs, &run, &services, &write).await
         }
-        Command::Diff { lab, snapshots, services } => {
-            let lab = catalog::find(&lab)?;
-            let services = Services::start(&services.options()).await?;
-            let mut runner = Runner::new(&services, std::env::current_exe()?).await?;
-            let mut opts = RunOptions::new(snapshot::TIME_SCALE, snapshot::SEED);
-            opts.max_runs = Some(snapshot::RUNS);
-            let report = runner.run_lab(&lab, &opts).await?;
-            drop(runner);
-            services.stop().await;
-            let mut same_all = true;
-            for lang in [Lang::En, Lang::Vi] {
-                let name = snapshot::file_name(&lab.id, lang);
-                let path = snapshots.join(&name);
-                let stored = std::fs::read_to_string(&path).with_context(|| {
-                    format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display())
-                })?;
-                let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized(&report, lang));
-                println!("== {name}: {diff}");
-                same_all &= same;
-            }
-            Ok(if same_all { EXIT_MATCHED } else { EXIT_MISMATCH })
-        }
+        Command::Diff { lab, snapshots, services } => diff(&lab, &snapshots, &services).await,
         Command::Bench { labs, runs, services } => {
             let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
+            check_services(&services)?;
             bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
             Ok(EXIT_MATCHED)
         }
-        Command::Consumer { .. } | Command::Dispatcher { .. } => unreachable!("handled before the runtime starts"),
+        Command::Role => unreachable!("handled before the runtime starts"),
     }
+}
+
+/// Which backends work here; versions and capabilities come from running servers, so the
+/// chosen backend is started once.
+async fn doctor(services: &ServiceArgs) -> anyhow::Result<i32> {
+    let report = ordlab::service::doctor().await;
+    println!("{}", report.to_string().trim_end());
+    check_services(services)?;
+    match Services::start(&services.options()).await {
+        Ok(s) => {
+            let caps = &s.info.redis;
+            let has = |b: bool| if b { "yes" } else { "no" };
+            println!("servers       {} backend started in {:.0} ms", s.backend, s.start_time.as_secs_f64() * 1000.0);
+            println!("redis         {}", s.info.redis_version);
+            println!(
+                "  commands    DELEX IFEQ: {} (else Lua compare-and-delete) · XAUTOCLAIM: {} · BLMOVE: {} · BZPOPMAX: {} · XACKDEL: {} · XADD IDMP: {}",
+                has(caps.delex),
+                has(caps.xautoclaim),
+                has(caps.blmove),
+                has(caps.bzpopmax),
+                has(caps.xackdel),
+                has(caps.xadd_idmp)
+            );
+            println!("postgresql    {}", s.info.postgres_version);
+            s.stop().await;
+            Ok(EXIT_MATCHED)
+        }
+        Err(e) => {
+            println!("servers       could not start: {e}");
+            Ok(EXIT_ERROR)
+        }
+    }
+}
+
+/// Where and how `run` writes what it ran.
+struct Output {
+    dir: Option<PathBuf>,
+    format: Format,
+    lang: Lang,
+    svg_run: u32,
+}
+
+/// `ordlab run`: everything that can be checked without servers first (labs, variant,
+/// backend and URLs), then the servers, then the labs one by one.
+async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output: &Output) -> anyhow::Result<i32> {
+    let labs = resolve_labs(ids)?;
+    if let Some(v) = &run.variant {
+        if let Some(lab) = labs.iter().find(|l| l.variant(v).is_none()) {
+            anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, lab.variant_ids().join(", "));
+        }
+    }
+    check_services(services)?;
+    let services = Services::start(&services.options()).await?;
+    let mut opts = RunOptions::new(run.time_scale, run.seed.unwrap_or_else(rand::random));
+    opts.runs = run.runs;
+    opts.variant = run.variant.clone();
+    opts.command_line = command_line();
+    let progress = (!run.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(&labs, run));
+    if let Some(bar) = progress.clone() {
+        opts.on_run = Some(std::sync::Arc::new(move |v: &str, i: u32, n: u32| {
+            bar.set_message(format!("{v}: run {i}/{n}"));
+            bar.inc(1);
+        }));
+    }
+    let reports = run_each(&services, &labs, &opts, output, progress.as_ref()).await;
+    services.stop().await;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    let reports = reports?;
+    if let Some(dir) = &output.dir {
+        write_summary(dir)?;
+    }
+    if output.format == Format::Json {
+        println!("{}", if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) });
+    }
+    Ok(if reports.iter().all(LabReport::matched) { EXIT_MATCHED } else { EXIT_MISMATCH })
+}
+
+async fn run_each(
+    services: &Services,
+    labs: &[Scenario],
+    opts: &RunOptions,
+    output: &Output,
+    progress: Option<&indicatif::ProgressBar>,
+) -> anyhow::Result<Vec<LabReport>> {
+    let mut runner = Runner::new(services, std::env::current_exe()?).await?;
+    let mut reports = Vec::new();
+    for lab in labs {
+        if let Some(bar) = progress {
+            bar.set_prefix(lab.id.clone());
+        }
+        let report = runner.run_lab(lab, opts).await?;
+        let text_report = text::render(&report, &TextOptions { lang: output.lang, ..TextOptions::default() });
+        if let Some(dir) = &output.dir {
+            write_results(dir, &report, &text_report, output.lang, output.svg_run)?;
+        }
+        if output.format == Format::Text {
+            print!("{text_report}");
+        }
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+/// `ordlab diff`: run the lab as its snapshot test does and compare with the stored snapshots.
+async fn diff(lab: &str, snapshots: &Path, services: &ServiceArgs) -> anyhow::Result<i32> {
+    let lab = catalog::find(lab)?;
+    check_services(services)?;
+    let report = ordlab::runner::run_as_snapshot(&lab, &services.options(), std::env::current_exe()?).await?;
+    let mut same_all = true;
+    for lang in Lang::ALL {
+        let name = snapshot::file_name(&lab.id, lang);
+        let path = snapshots.join(&name);
+        let stored = std::fs::read_to_string(&path).with_context(|| {
+            format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display())
+        })?;
+        let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized(&report, lang));
+        println!("== {name}: {diff}");
+        same_all &= same;
+    }
+    Ok(if same_all { EXIT_MATCHED } else { EXIT_MISMATCH })
+}
+
+/// The backend's URLs, checked for syntax before anything starts.
+fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
+    if !matches!(services.backend, BackendArg::External) {
+        return Ok(());
+    }
+    if let Some(url) = &services.redis_url {
+        redis::parse_redis_url(url).with_context(|| {
+            "--redis-url is not a Redis URL: use redis://host:port/ (or ORDLAB_REDIS_URL)".to_string()
+        })?;
+    }
+    if let Some(pg) = &services.pg_url {
+        pg.parse::<tokio_postgres::Config>().map_err(|e| {
+            anyhow::anyhow!(
+                "--pg-url is not a PostgreSQL URL or key=value string ({e}): use postgres://user@host:port/db"
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Progress on stderr: lab, variant, run i/n, elapsed and ETA.
@@ -424,7 +429,7 @@ fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, 
     write(format!("{id}.json"), json::render_compact(report) + "\n")?;
     for v in &report.variants {
         let name = if v.id == *id { format!("{id}.svg") } else { format!("{id}-{}.svg", v.id) };
-        write(name, svg::render(report, &svg::readable_window(v, svg_run), svg_run, lang))?;
+        write(name, svg::render(report, v, svg_run, lang))?;
     }
     Ok(())
 }
@@ -438,7 +443,14 @@ fn write_summary(dir: &Path) -> anyhow::Result<()> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
-    let reports = paths.iter().map(|p| json::load(p)).collect::<Result<Vec<_>, _>>()?;
+    let mut reports = Vec::new();
+    for path in &paths {
+        match json::load(path) {
+            Ok(r) => reports.push(r),
+            // A results file of an older schema (not rerun since): the table leaves it out.
+            Err(e) => eprintln!("ordlab: SUMMARY.md leaves out {}: {e}", path.display()),
+        }
+    }
     std::fs::write(dir.join("SUMMARY.md"), summary::render(&reports))
         .with_context(|| format!("write {}/SUMMARY.md", dir.display()))?;
     Ok(())

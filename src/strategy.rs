@@ -1,20 +1,141 @@
 //! How a consumer applies one event: do the handler's work, then write the row, possibly
-//! guarded by a lock or made conditional on a version. One file per strategy below.
-
-pub mod cas;
-pub mod idempotent;
-pub mod lock;
-pub mod plain;
-pub mod reorder_buffer;
-pub mod state;
-pub mod upsert;
+//! guarded by a lock or made conditional on a version. One file per strategy below, each with
+//! its options, its write, and its words in both languages; `strategies!` lists them, one
+//! line each.
+//!
+//! In a scenario file a strategy is its name (`strategy = "cas"`) or, with options, a table
+//! naming it (`strategy = { kind = "lock", ttl_ms = 500 }`).
 
 use crate::error::Error;
 use crate::fault::TimeScale;
-use crate::scenario::Strategy;
+use crate::lang::Lang;
 use crate::timeline::{Actor, EventKind, Job, Sink};
 use rand_chacha::ChaCha8Rng;
 use redis::aio::MultiplexedConnection;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What every strategy provides. Adding one: a file with a type implementing this (a struct
+/// of its options, or an empty one), and a line in `strategies!`.
+#[allow(async_fn_in_trait)] // Consumers run on a single-threaded runtime.
+pub trait StrategyKind: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// The strategy in one phrase of the set-up line.
+    fn describe(&self, lang: Lang) -> String;
+    /// The strategy in a few words, for the SUMMARY table (English).
+    fn short(&self) -> String;
+    /// Apply one delivery: the handler's work, then the write.
+    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error>;
+}
+
+macro_rules! strategies {
+    ($( $(#[$doc:meta])* $variant:ident($module:ident::$ty:ident) = $name:literal, )*) => {
+        $( pub mod $module; )*
+
+        /// How a consumer applies an event: one arm per strategy.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Strategy {
+            $( $(#[$doc])* $variant($module::$ty), )*
+        }
+
+        /// The names a scenario file may give.
+        pub const NAMES: &[&str] = &[$( $name ),*];
+
+        impl Strategy {
+            /// The name a scenario file gives (`kind` of the table form).
+            pub fn name(&self) -> &'static str {
+                match self { $( Strategy::$variant(_) => $name, )* }
+            }
+
+            /// Parse the name and its options (the table without `kind`).
+            fn from_parts(name: &str, options: serde_json::Value) -> Result<Strategy, String> {
+                match name {
+                    $( $name => serde_json::from_value(options).map(Strategy::$variant).map_err(|e| format!("strategy {name}: {e}")), )*
+                    other => Err(format!("unknown strategy {other:?}: use {}", NAMES.join(" | "))),
+                }
+            }
+
+            /// The options as a table, without `kind` (empty for strategies without options).
+            fn options(&self) -> serde_json::Value {
+                let v = match self { $( Strategy::$variant(s) => serde_json::to_value(s), )* };
+                v.expect("strategy options serialize")
+            }
+
+            pub fn describe(&self, lang: Lang) -> String {
+                match self { $( Strategy::$variant(s) => s.describe(lang), )* }
+            }
+
+            pub fn short(&self) -> String {
+                match self { $( Strategy::$variant(s) => s.short(), )* }
+            }
+
+            /// Apply one delivery with this strategy.
+            pub async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
+                match self { $( Strategy::$variant(s) => s.apply(h, d).await, )* }
+            }
+        }
+    };
+}
+
+strategies! {
+    /// `UPDATE … WHERE id=$id`: last writer wins.
+    Plain(plain::Plain) = "plain",
+    /// `UPDATE … WHERE id=$id AND version < $v`.
+    Cas(cas::CasSpec) = "cas",
+    /// Plain UPDATE inside a per-order Redis lock.
+    Lock(lock::LockSpec) = "lock",
+    /// `INSERT … ON CONFLICT (id) DO UPDATE … WHERE orders.version < EXCLUDED.version`.
+    Upsert(conditional_upsert::ConditionalUpsert) = "upsert",
+    /// CAS UPDATE, and if it matched nothing, INSERT a little later (check-then-act).
+    UpdateThenInsert(update_then_insert::UpdateThenInsertSpec) = "update-then-insert",
+    /// Events carry the whole state; keep the newest.
+    State(state::KeepNewestState) = "state",
+    /// Hold an order's events until the next expected version arrives.
+    ReorderBuffer(reorder_buffer::ReorderBufferSpec) = "reorder-buffer",
+    /// Remember applied events in a table in the same transaction.
+    Idempotent(idempotent::Idempotent) = "idempotent",
+    /// S3: one reader hands entries to a worker per order.
+    Fanout(fanout::Fanout) = "fanout",
+}
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy::Plain(plain::Plain {})
+    }
+}
+
+impl Serialize for Strategy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut options = self.options();
+        match options.as_object_mut() {
+            Some(m) if !m.is_empty() => {
+                m.insert("kind".into(), self.name().into());
+                options.serialize(s)
+            }
+            _ => s.serialize_str(self.name()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Strategy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        let (name, options) = match value {
+            serde_json::Value::String(name) => (name, serde_json::Value::Object(Default::default())),
+            serde_json::Value::Object(mut m) => match m.remove("kind") {
+                Some(serde_json::Value::String(name)) => (name, serde_json::Value::Object(m)),
+                _ => {
+                    return Err(serde::de::Error::custom(format!(
+                        "a strategy table needs kind = \"…\" ({})",
+                        NAMES.join(" | ")
+                    )))
+                }
+            },
+            _ => return Err(serde::de::Error::custom(format!("strategy: use a name ({})", NAMES.join(" | ")))),
+        };
+        Strategy::from_parts(&name, options).map_err(serde::de::Error::custom)
+    }
+}
 
 /// What a strategy may use while applying an event.
 pub struct Handler<'a> {
@@ -56,56 +177,54 @@ impl Handler<'_> {
         });
     }
 
-    /// The handler's own work: an injected sleep standing in for an API call or a DB write.
+    /// The handler's own work: the injected sleep standing in for an API call or a DB write.
     async fn work(&self, d: &Delivery<'_>) {
         self.emit(EventKind::WorkStarted { entry_id: d.entry_id.to_string(), ms: d.cost_ms * self.scale.0 });
         self.scale.sleep(d.cost_ms).await;
     }
 }
 
-/// Apply one delivery with `strategy`.
-pub async fn apply(h: &mut Handler<'_>, strategy: &Strategy, d: &Delivery<'_>) -> Result<(), Error> {
-    match strategy {
-        Strategy::Plain => {
-            h.work(d).await;
-            plain::write(h, d).await
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml_value: &str) -> Result<Strategy, String> {
+        #[derive(Deserialize)]
+        struct W {
+            strategy: Strategy,
         }
-        Strategy::Cas { version } => {
-            h.work(d).await;
-            cas::write(h, d, *version).await
-        }
-        Strategy::Lock(spec) => {
-            let held = lock::acquire(h, spec, d.job.order).await?;
-            h.work(d).await;
-            plain::write(h, d).await?;
-            lock::release(h, held).await
-        }
-        Strategy::Upsert => {
-            h.work(d).await;
-            upsert::conditional(h, d).await
-        }
-        Strategy::UpdateThenInsert { gap_ms } => {
-            h.work(d).await;
-            upsert::update_then_insert(h, d, *gap_ms).await
-        }
-        Strategy::State => {
-            h.work(d).await;
-            state::keep_newest(h, d).await
-        }
-        // The buffer decides when; once released, an event is applied with a plain write.
-        Strategy::ReorderBuffer { .. } => {
-            h.work(d).await;
-            plain::write(h, d).await
-        }
-        Strategy::Idempotent => {
-            h.work(d).await;
-            idempotent::write(h, d).await
-        }
-        // The fan-out reader keeps each order's entries in order ([`crate::fanout`]); its
-        // worker applies them with a plain write.
-        Strategy::Fanout => {
-            h.work(d).await;
-            plain::write(h, d).await
+        toml::from_str::<W>(&format!("strategy = {toml_value}"))
+            .map(|w| w.strategy)
+            .map_err(|e| e.message().to_string())
+    }
+
+    #[test]
+    fn a_name_or_a_table_with_kind() {
+        assert_eq!(parse("\"plain\"").unwrap(), Strategy::default());
+        let lock = parse("{ kind = \"lock\", ttl_ms = 500 }").unwrap();
+        assert_eq!(lock, Strategy::Lock(lock::LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 0 }));
+        assert_eq!(parse("\"lock\"").unwrap(), Strategy::Lock(lock::LockSpec::default()));
+    }
+
+    #[test]
+    fn bad_strategies_say_what_to_write() {
+        assert!(parse("\"lok\"").unwrap_err().starts_with("unknown strategy \"lok\": use plain | cas"));
+        let e = parse("{ kind = \"lock\", ttl = 5 }").unwrap_err();
+        assert!(e.starts_with("strategy lock: unknown field `ttl`"), "{e}");
+        assert!(parse("{ ttl_ms = 5 }").unwrap_err().contains("needs kind"));
+        assert!(parse("{ kind = \"plain\", x = 1 }").unwrap_err().starts_with("strategy plain: unknown field `x`"));
+    }
+
+    #[test]
+    fn serialized_as_written() {
+        assert_eq!(serde_json::to_string(&Strategy::default()).unwrap(), "\"plain\"");
+        let s = Strategy::ReorderBuffer(reorder_buffer::ReorderBufferSpec { gap_timeout_ms: 500.0 });
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(json, r#"{"gap_timeout_ms":500.0,"kind":"reorder-buffer"}"#);
+        assert_eq!(serde_json::from_str::<Strategy>(&json).unwrap(), s);
+        for name in NAMES {
+            let s: Strategy = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(s.name(), *name);
         }
     }
 }

@@ -69,6 +69,12 @@ pub struct Job {
     pub version: i64,
 }
 
+impl Job {
+    pub fn new(order: i64, event_type: &str, version: i64) -> Job {
+        Job { order, event_type: event_type.to_string(), version }
+    }
+}
+
 impl fmt::Display for Job {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (v={})", self.event_type, self.version)
@@ -166,9 +172,26 @@ impl Event {
     }
 }
 
-/// Order events by time; ties keep their arrival order.
-pub fn sort(events: &mut [Event]) {
+/// Place raw events on the run's clock (t=0 at `t0_ns`), in time order; ties keep their
+/// arrival order.
+pub fn place(raw: Vec<RawEvent>, t0_ns: u64) -> Vec<Event> {
+    let mut events: Vec<Event> = raw.into_iter().map(|e| e.at(t0_ns)).collect();
     events.sort_by_key(|e| e.t_us);
+    events
+}
+
+impl EventKind {
+    /// The order the event is about, if it names one.
+    pub fn order(&self) -> Option<i64> {
+        use EventKind as K;
+        match self {
+            K::Published { job, .. } | K::PublishFailed { job, .. } | K::Received { job, .. } => Some(job.order),
+            K::Held { job, .. } | K::Dropped { job, .. } => Some(job.order),
+            K::Wrote { order, .. } | K::Inserted { order, .. } | K::WriteFailed { order, .. } => Some(*order),
+            K::GapTimeout { order, .. } | K::SqlSent { order, .. } | K::SqlDone { order, .. } => Some(*order),
+            _ => None,
+        }
+    }
 }
 
 /// Where a role sends its events: stdout in a child process, a channel in the orchestrator.

@@ -32,5 +32,13 @@ pub fn load(path: &Path) -> Result<LabReport, Error> {
         }
         None => return Err(fail("no schema_version: not an ordlab results file".into())),
     }
-    serde_json::from_value(value).map_err(|e| fail(format!("does not match schema {}: {e}", crate::SCHEMA_VERSION)))
+    let report: LabReport = serde_json::from_value(value)
+        .map_err(|e| fail(format!("does not match schema {}: {e}", crate::SCHEMA_VERSION)))?;
+    for v in &report.variants {
+        if let Some(r) = v.run_records.iter().find(|r| r.observed.kind() != v.procedure.kind()) {
+            let (got, want) = (r.observed.kind(), v.procedure.kind());
+            return Err(fail(format!("variant {} run {} records a {got} run, its procedure is {want}", v.id, r.run)));
+        }
+    }
+    Ok(report)
 }

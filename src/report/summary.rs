@@ -2,42 +2,11 @@
 //! count of wrong runs next to what the seed published. The environment of the first report
 //! heads it, and the header says so when the reports were not all produced in the same one.
 
-use super::{wilson_95, Environment, LabReport, VariantReport};
+use super::{Environment, LabReport, VariantReport};
 use crate::checker::Outcome;
-use crate::scenario::{Expectation, Strategy, VersionSource};
+use crate::scenario::SeedCheck;
+use crate::stats::wilson_95;
 use std::fmt::Write;
-
-/// How a seed figure can be compared with a measured count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SeedCheck {
-    /// Every run wrong.
-    AllWrong,
-    /// No run wrong.
-    NoneWrong,
-    /// The seed saw the race some of the time: at least one measured wrong run agrees.
-    SomeWrong,
-    /// The seed saw about half the runs wrong: agrees if 50 % lies in the measured 95 % interval.
-    AboutHalf,
-    /// Not a count of wrong runs: compare by reading the report.
-    SeeReport,
-}
-
-/// What the seed published, per (lab id, variant id).
-const SEED_FIGURES: &[(&str, &str, &str, SeedCheck)] = &[
-    ("baseline", "baseline", "wrong 10/10", SeedCheck::AllWrong),
-    ("s1", "s1", "wrong 0/10", SeedCheck::NoneWrong),
-    ("lock", "s4a", "3/20, 4/20, 8/20 (varies)", SeedCheck::SomeWrong),
-    ("lock", "s4b", "10/20, 11/20, 11/20", SeedCheck::AboutHalf),
-    ("lock", "s4c", "10/10", SeedCheck::AllWrong),
-    ("cas", "s5", "0/10", SeedCheck::NoneWrong),
-    ("cas", "sql-race", "paid/2 in all three cases", SeedCheck::SeeReport),
-    ("reorder", "reorder", "5/5", SeedCheck::AllWrong),
-    ("p2", "business-version", "0/5", SeedCheck::NoneWrong),
-    ("p2", "entry-id-version", "5/5", SeedCheck::AllWrong),
-    ("outbox", "rollback", "status paid, 0 outbox rows", SeedCheck::SeeReport),
-    ("outbox", "naive", "#42 created (wrong), #43 paid", SeedCheck::SeeReport),
-    ("outbox", "per-key", "both paid", SeedCheck::SeeReport),
-];
 
 /// The whole summary: environment header, then one table row per variant of every report.
 pub fn render(reports: &[LabReport]) -> String {
@@ -113,47 +82,9 @@ fn environment(out: &mut String, reports: &[LabReport], env: &Environment) {
     }
 }
 
-/// What the variant does, in a few words: the lab kind where it is not a consumer strategy.
-fn approach(setup: &crate::scenario::Setup) -> String {
-    use crate::scenario::{DispatcherKind, LabKind};
-    match (setup.kind, &setup.outbox) {
-        (LabKind::SqlRace, _) => "CAS in two SQL sessions".into(),
-        (LabKind::OutboxRollback, _) => "one transaction, rolled back".into(),
-        (LabKind::Outbox, Some(o)) => {
-            let d = match o.dispatcher {
-                DispatcherKind::Naive => "naive dispatcher",
-                DispatcherKind::PerKey => "per-key dispatcher",
-            };
-            format!("{d}, {}", strategy(&setup.strategy))
-        }
-        _ if setup.shards > 1 => format!("{} shards, {}", setup.shards, strategy(&setup.strategy)),
-        _ if setup.consumers == 1 => format!("1 consumer, {}", strategy(&setup.strategy)),
-        _ => strategy(&setup.strategy),
-    }
-}
-
-/// The strategy in a few words.
-fn strategy(s: &Strategy) -> String {
-    match s {
-        Strategy::Plain => "plain UPDATE".into(),
-        Strategy::Idempotent => "idempotent (processed table)".into(),
-        Strategy::Fanout => "fan-out (S3: worker per order)".into(),
-        Strategy::Cas { version: VersionSource::Business } => "CAS (business version)".into(),
-        Strategy::Cas { version: VersionSource::EntryId } => "CAS (entry ID)".into(),
-        Strategy::Lock(l) if l.prework_max_ms > 0 => {
-            format!("lock TTL {} ms, 0–{} ms pre-work", l.ttl_ms, l.prework_max_ms)
-        }
-        Strategy::Lock(l) => format!("lock TTL {} ms", l.ttl_ms),
-        Strategy::Upsert => "conditional upsert".into(),
-        Strategy::UpdateThenInsert { .. } => "UPDATE, then INSERT".into(),
-        Strategy::State => "state events, keep newest".into(),
-        Strategy::ReorderBuffer { gap_timeout_ms } => format!("reorder buffer, gap timeout {gap_timeout_ms} ms"),
-    }
-}
-
 fn wrong_cell(v: &VariantReport) -> String {
     let mut s = format!("{}/{}", v.wrong, v.runs);
-    if matches!(v.expected, Expectation::Some | Expectation::Any) {
+    if v.expected.is_probabilistic() {
         let (lo, hi) = wilson_95(v.wrong, v.runs - v.unknown);
         let _ = write!(s, " (95 % CI {:.0}–{:.0} %)", lo * 100.0, hi * 100.0);
     }
@@ -199,9 +130,8 @@ fn cell(s: &str) -> String {
 }
 
 fn row(out: &mut String, lab: &str, v: &VariantReport) {
-    let seed = SEED_FIGURES.iter().find(|(l, id, _, _)| *l == lab && *id == v.id);
-    let (figure, agrees) = match seed {
-        Some((_, _, figure, check)) => (*figure, agreement(*check, v)),
+    let (figure, agrees) = match &v.seed {
+        Some(seed) => (seed.figure.as_str(), agreement(seed.agrees, v)),
         None => ("—", "—"),
     };
     let _ = writeln!(
@@ -209,7 +139,7 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         cell(lab),
         cell(&v.id),
-        cell(&approach(&v.setup)),
+        cell(&v.procedure.approach()),
         v.runs,
         wrong_cell(v),
         cell(&v.expected.to_string()),
@@ -222,10 +152,11 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::RunVerdict;
-    use crate::checker::Verdict;
-    use crate::report::{LabInfo, RunRecord};
-    use crate::scenario::{LockSpec, Setup};
+    use crate::checker::{Expectation, RunVerdict, Verdict};
+    use crate::labs::stream::StreamObserved;
+    use crate::labs::{Observed, RunRecord};
+    use crate::report::LabInfo;
+    use crate::scenario::SeedFigure;
 
     fn env() -> Environment {
         Environment {
@@ -242,22 +173,16 @@ mod tests {
         }
     }
 
+    fn seed(figure: &str, agrees: SeedCheck) -> Option<SeedFigure> {
+        Some(SeedFigure { figure: figure.into(), agrees })
+    }
+
     /// A variant with `wrong` wrong runs and `unknown` undecided ones out of `runs`.
-    fn variant(
-        id: &str,
-        strategy: Strategy,
-        expected: Expectation,
-        runs: u32,
-        wrong: u32,
-        unknown: u32,
-    ) -> VariantReport {
-        let mut setup = Setup::from_toml(
-            r#"consumers = 2
-initial = []
-events = [{ order = 42, type = "paid", version = 2 }]"#,
-        )
+    fn variant(id: &str, strategy: &str, expected: Expectation, runs: u32, wrong: u32, unknown: u32) -> VariantReport {
+        let procedure = crate::scenario::setup_from_toml(&format!(
+            "consumers = 2\nstrategy = {strategy}\ninitial = []\nevents = [{{ order = 42, type = \"paid\", version = 2 }}]"
+        ))
         .unwrap();
-        setup.strategy = strategy;
         let records = (0..runs)
             .map(|i| {
                 let verdict = if i < wrong {
@@ -267,24 +192,41 @@ events = [{ order = 42, type = "paid", version = 2 }]"#,
                 } else {
                     Verdict::Right
                 };
-                RunRecord {
-                    facts: Default::default(),
-                    run: i + 1,
+                let observed = Observed::Stream(StreamObserved {
                     stream: vec![],
-                    events: vec![],
                     final_rows: vec![],
-                    outbox_rows: None,
+                    entry_bytes: None,
+                    pending_after_run: None,
+                });
+                RunRecord {
+                    run: i + 1,
+                    events: vec![],
                     timed_out: false,
+                    observed,
                     verdict: RunVerdict { verdict, reasons: vec![] },
                 }
             })
             .collect();
-        VariantReport::tally(id.into(), id.into(), setup, expected, false, records)
+        let v = crate::scenario::Variant {
+            id: id.into(),
+            title: id.into(),
+            runs,
+            procedure,
+            expect: expected,
+            scheduler_race: false,
+            seed: None,
+        };
+        VariantReport::tally(&v, records)
+    }
+
+    fn seeded(mut v: VariantReport, figure: &str, agrees: SeedCheck) -> VariantReport {
+        v.seed = seed(figure, agrees);
+        v
     }
 
     fn lab(id: &str, variants: Vec<VariantReport>) -> LabReport {
         LabReport {
-            schema_version: 1,
+            schema_version: crate::SCHEMA_VERSION,
             environment: env(),
             lab: LabInfo { id: id.into(), title: id.into(), source: "seed".into(), description: None },
             variants,
@@ -295,36 +237,55 @@ events = [{ order = 42, type = "paid", version = 2 }]"#,
         md.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no row {start} in\n{md}"))
     }
 
-    fn lock(ttl_ms: u64, prework_max_ms: u64) -> Strategy {
-        Strategy::Lock(LockSpec { ttl_ms, retry_ms: 20, prework_max_ms })
+    fn lock(ttl_ms: u64, prework_max_ms: u64) -> String {
+        format!("{{ kind = \"lock\", ttl_ms = {ttl_ms}, prework_max_ms = {prework_max_ms} }}")
     }
 
     #[test]
     fn one_table_over_every_lab_and_variant() {
         let reports = vec![
-            lab("baseline", vec![variant("baseline", Strategy::Plain, Expectation::All, 10, 10, 0)]),
+            lab(
+                "baseline",
+                vec![seeded(
+                    variant("baseline", "\"plain\"", Expectation::All, 10, 10, 0),
+                    "wrong 10/10",
+                    SeedCheck::AllWrong,
+                )],
+            ),
             lab(
                 "lock",
                 vec![
-                    variant("s4a", lock(5000, 0), Expectation::Any, 20, 4, 0),
-                    variant("s4b", lock(5000, 30), Expectation::Some, 20, 2, 0),
-                    variant("s4c", lock(500, 0), Expectation::All, 10, 9, 0),
+                    seeded(
+                        variant("s4a", &lock(5000, 0), Expectation::Any, 20, 4, 0),
+                        "3/20, 4/20, 8/20 (varies)",
+                        SeedCheck::SomeWrong,
+                    ),
+                    seeded(
+                        variant("s4b", &lock(5000, 30), Expectation::Some, 20, 2, 0),
+                        "10/20, 11/20, 11/20",
+                        SeedCheck::AboutHalf,
+                    ),
+                    seeded(variant("s4c", &lock(500, 0), Expectation::All, 10, 9, 0), "10/10", SeedCheck::AllWrong),
                 ],
             ),
             lab(
                 "p2",
-                vec![variant(
-                    "business-version",
-                    Strategy::Cas { version: VersionSource::Business },
-                    Expectation::None,
-                    5,
-                    0,
-                    0,
+                vec![seeded(
+                    variant(
+                        "business-version",
+                        "{ kind = \"cas\", version = \"business\" }",
+                        Expectation::None,
+                        5,
+                        0,
+                        0,
+                    ),
+                    "0/5",
+                    SeedCheck::NoneWrong,
                 )],
             ),
             lab(
                 "new",
-                vec![variant("x", Strategy::Cas { version: VersionSource::EntryId }, Expectation::Exactly(1), 3, 1, 0)],
+                vec![variant("x", "{ kind = \"cas\", version = \"entry-id\" }", Expectation::Exactly(1), 3, 1, 0)],
             ),
         ];
         let md = render(&reports);
@@ -358,8 +319,8 @@ events = [{ order = 42, type = "paid", version = 2 }]"#,
         let reports = vec![lab(
             "lock",
             vec![
-                variant("s4b", lock(5000, 30), Expectation::Some, 20, 11, 0),
-                variant("s4c", lock(500, 0), Expectation::All, 10, 8, 2),
+                seeded(variant("s4b", &lock(5000, 30), Expectation::Some, 20, 11, 0), "10/20", SeedCheck::AboutHalf),
+                seeded(variant("s4c", &lock(500, 0), Expectation::All, 10, 8, 2), "10/10", SeedCheck::AllWrong),
             ],
         )];
         let md = render(&reports);
@@ -372,19 +333,19 @@ events = [{ order = 42, type = "paid", version = 2 }]"#,
 
     #[test]
     fn figures_that_are_not_counts_say_see_report() {
-        let reports = vec![lab("outbox", vec![variant("naive", Strategy::Plain, Expectation::All, 1, 1, 0)])];
+        let naive = variant("naive", "\"plain\"", Expectation::All, 1, 1, 0);
+        let reports = vec![lab("outbox", vec![seeded(naive, "#42 created (wrong), #43 paid", SeedCheck::SeeReport)])];
         let md = render(&reports);
         assert!(line_of(&md, "| outbox |").ends_with("| #42 created (wrong), #43 paid | see report |"));
     }
 
     #[test]
     fn differing_environments_are_named() {
-        let mut other = lab("lock", vec![variant("s4c", lock(500, 0), Expectation::All, 3, 3, 0)]);
+        let mut other = lab("lock", vec![variant("s4c", &lock(500, 0), Expectation::All, 3, 3, 0)]);
         other.environment.time_scale = 0.25;
         other.environment.redis_version = "8.4.0".into();
         other.environment.date = "2026-11-29T21:00:00Z".into();
-        let reports =
-            vec![lab("baseline", vec![variant("baseline", Strategy::Plain, Expectation::All, 3, 3, 0)]), other];
+        let reports = vec![lab("baseline", vec![variant("baseline", "\"plain\"", Expectation::All, 3, 3, 0)]), other];
         let md = render(&reports);
         assert!(
             md.contains("- **the reports differ in environment** from the first (baseline): Redis (lock 8.4.0); time scale (lock 0.25)"),

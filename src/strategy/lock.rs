@@ -5,53 +5,112 @@
 //! Release uses `DELEX key IFEQ token` where the server has it (Redis ≥ 8.4) and otherwise
 //! the classic atomic Lua compare-and-delete; the timeline says which one ran.
 
-use super::Handler;
+use super::{plain, Delivery, Handler, StrategyKind};
 use crate::error::{Context, Error};
-use crate::scenario::LockSpec;
+use crate::lang::Lang;
 use crate::timeline::EventKind;
 use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
 
 /// The compare-and-delete every Redis before 8.4 needs: delete only if the value is our token.
 const COMPARE_AND_DELETE: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
+/// `strategy = { kind = "lock", ttl_ms = 5000, retry_ms = 20, prework_max_ms = 0 }`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSpec {
+    #[serde(default = "LockSpec::default_ttl")]
+    pub ttl_ms: u64,
+    #[serde(default = "LockSpec::default_retry")]
+    pub retry_ms: u64,
+    /// Random work before taking the lock, uniform in `[0, prework_max_ms]` (seeded RNG).
+    #[serde(default)]
+    pub prework_max_ms: u64,
+}
+
+impl Default for LockSpec {
+    fn default() -> Self {
+        LockSpec { ttl_ms: Self::default_ttl(), retry_ms: Self::default_retry(), prework_max_ms: 0 }
+    }
+}
+
 /// A lock we took: its logical key (as reports show it) and our token.
-pub struct Held {
+struct Held {
     key: String,
     token: String,
 }
 
-/// Optional random work, then try `SET NX PX` every `retry_ms` until it succeeds.
-pub async fn acquire(h: &mut Handler<'_>, spec: &LockSpec, order: i64) -> Result<Held, Error> {
-    if spec.prework_max_ms > 0 {
-        let ms = h.rng.random_range(0..=spec.prework_max_ms);
-        h.scale.sleep(ms as f64).await;
+impl StrategyKind for LockSpec {
+    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
+        let held = self.acquire(h, d.job.order).await?;
+        h.work(d).await;
+        plain::write(h, d).await?;
+        release(h, held).await
     }
-    let key = format!("lock:order:{order}");
-    let token = format!("{}-{:016x}", h.actor, h.rng.next_u64());
-    let ttl = h.scale.ms_ceil(spec.ttl_ms);
-    let mut tries = 0u32;
-    loop {
-        tries += 1;
-        let taken: Option<String> = redis::cmd("SET")
-            .arg(format!("{}{key}", h.key_prefix))
-            .arg(&token)
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl)
-            .query_async(h.redis)
-            .await
-            .context("SET NX PX")?;
-        if taken.is_some() {
-            h.emit(EventKind::LockAcquired { key: key.clone(), tries, ttl_ms: spec.ttl_ms });
-            return Ok(Held { key, token });
+
+    fn describe(&self, lang: Lang) -> String {
+        let (ttl, retry, pre) = (self.ttl_ms, self.retry_ms, self.prework_max_ms);
+        let mut t = crate::tr!(
+            lang,
+            "per-key lock SET NX PX {ttl}, retry every {retry} ms",
+            "lock theo khoá SET NX PX {ttl}, thử lại mỗi {retry} ms"
+        );
+        if pre > 0 {
+            t.push_str(&crate::tr!(lang, ", 0–{pre} ms random work first", ", làm việc ngẫu nhiên 0–{pre} ms trước"));
         }
-        h.scale.sleep(spec.retry_ms as f64).await;
+        t
+    }
+
+    fn short(&self) -> String {
+        if self.prework_max_ms > 0 {
+            format!("lock TTL {} ms, 0–{} ms pre-work", self.ttl_ms, self.prework_max_ms)
+        } else {
+            format!("lock TTL {} ms", self.ttl_ms)
+        }
+    }
+}
+
+impl LockSpec {
+    fn default_ttl() -> u64 {
+        5000
+    }
+    fn default_retry() -> u64 {
+        20
+    }
+
+    /// Optional random work, then try `SET NX PX` every `retry_ms` until it succeeds.
+    async fn acquire(&self, h: &mut Handler<'_>, order: i64) -> Result<Held, Error> {
+        if self.prework_max_ms > 0 {
+            let ms = h.rng.random_range(0..=self.prework_max_ms);
+            h.scale.sleep(ms as f64).await;
+        }
+        let key = format!("lock:order:{order}");
+        let token = format!("{}-{:016x}", h.actor, h.rng.next_u64());
+        let ttl = h.scale.ms_ceil(self.ttl_ms);
+        let mut tries = 0u32;
+        loop {
+            tries += 1;
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(format!("{}{key}", h.key_prefix))
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl)
+                .query_async(h.redis)
+                .await
+                .context("SET NX PX")?;
+            if taken.is_some() {
+                h.emit(EventKind::LockAcquired { key: key.clone(), tries, ttl_ms: self.ttl_ms });
+                return Ok(Held { key, token });
+            }
+            h.scale.sleep(self.retry_ms as f64).await;
+        }
     }
 }
 
 /// Release only if the lock is still ours; the server's answer goes into the timeline.
-pub async fn release(h: &mut Handler<'_>, held: Held) -> Result<(), Error> {
+async fn release(h: &mut Handler<'_>, held: Held) -> Result<(), Error> {
     let full_key = format!("{}{}", h.key_prefix, held.key);
     let (method, released): (&str, i64) = if h.has_delex {
         let n = redis::cmd("DELEX")

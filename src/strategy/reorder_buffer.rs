@@ -2,9 +2,50 @@
 //! arrives, then applies them in version order. It repairs an out-of-order log at the cost of
 //! waiting, and needs a gap timeout for a version that never comes.
 //!
-//! This file is the pure buffer; the consumer loop feeds it and applies what it releases.
+//! This file holds the strategy's options and the pure buffer; the consumer loop feeds the
+//! buffer and applies what it releases with a plain write.
 
+use super::{plain, Delivery, Handler, StrategyKind};
+use crate::error::Error;
+use crate::lang::Lang;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+
+/// `strategy = { kind = "reorder-buffer", gap_timeout_ms = 1000 }`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReorderBufferSpec {
+    /// How long to wait for a missing version before applying what is held.
+    #[serde(default = "ReorderBufferSpec::default_gap_timeout")]
+    pub gap_timeout_ms: f64,
+}
+
+impl ReorderBufferSpec {
+    fn default_gap_timeout() -> f64 {
+        1000.0
+    }
+}
+
+impl StrategyKind for ReorderBufferSpec {
+    /// The buffer decides when (in the consumer loop); once released, a plain write.
+    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
+        h.work(d).await;
+        plain::write(h, d).await
+    }
+
+    fn describe(&self, lang: Lang) -> String {
+        let t = self.gap_timeout_ms;
+        crate::tr!(
+            lang,
+            "reorder buffer per order (gap timeout {t} ms), then plain UPDATE",
+            "bộ đệm sắp xếp lại theo đơn (chờ tối đa {t} ms), rồi UPDATE thường"
+        )
+    }
+
+    fn short(&self) -> String {
+        format!("reorder buffer, gap timeout {} ms", self.gap_timeout_ms)
+    }
+}
 
 /// What happened to an offered event.
 #[derive(Debug, PartialEq)]

@@ -33,7 +33,7 @@ fn watch(args: &[&str], tmp: &std::path::Path, mut poke: impl FnMut(&Child)) -> 
 fn is_consumer_running(root: u32) -> bool {
     support::descendants(root)
         .iter()
-        .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("__consumer")))
+        .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("__role")))
 }
 
 fn assert_nothing_left(seen: &[u32], tmp: &std::path::Path) {

@@ -2,14 +2,10 @@
 //! the outcome its scenario file declares, and snapshotted.
 
 use super::core_labs::assert_snapshots;
-use super::support;
+use super::support::{self, facts, variant};
 use ordlab::checker::Outcome;
-use ordlab::report::{LabReport, VariantReport};
+use ordlab::report::VariantReport;
 use ordlab::timeline::EventKind;
-
-fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
-    r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
-}
 
 fn last_write_ms(v: &VariantReport, order: i64) -> f64 {
     v.run_records[0]
@@ -56,7 +52,8 @@ async fn upsert_snapshot() {
 async fn events_that_carry_state_are_right_in_any_order_and_cost_bytes() {
     let report = support::snapshot_run("state-event").await;
     assert!(report.matched());
-    let facts = &variant(&report, "state-keep-newest").run_records[0].facts;
+    let v = variant(&report, "state-keep-newest");
+    let facts = facts(v, &v.run_records[0]);
     // 512 bytes of state per entry against a few dozen for the delta.
     assert!(facts["entry_bytes"] >= 512 && facts["delta_entry_bytes"] < 64, "{facts:?}");
     assert_snapshots(&report);
@@ -103,7 +100,10 @@ async fn outbox_crash_snapshot() {
 #[tokio::test]
 async fn under_load_only_per_key_order_keeps_every_order_right() {
     let report = support::snapshot_run("load").await;
-    let wrong = |id: &str| variant(&report, id).run_records[0].facts["wrong_orders"];
+    let wrong = |id: &str| {
+        let v = variant(&report, id);
+        facts(v, &v.run_records[0])["wrong_orders"]
+    };
     // ~20 of the 1000 orders have a slow created; each one's paid is taken by another
     // consumer and overwritten when created finishes. All of them escaping is not plausible.
     assert!(wrong("plain") > 0);
@@ -111,7 +111,7 @@ async fn under_load_only_per_key_order_keeps_every_order_right() {
         assert_eq!(wrong(id), 0, "{id}");
     }
     for v in &report.variants {
-        let f = &v.run_records[0].facts;
+        let f = facts(v, &v.run_records[0]);
         assert_eq!(f["events"], 2000, "{}: every event acknowledged", v.id);
         assert!(f["throughput_eps"] > 0 && f["latency_p99_us"] >= f["latency_p50_us"], "{}: {f:?}", v.id);
         assert!(f.contains_key("benchmark_xadd_per_s"), "{}: redis-benchmark ran", v.id);

@@ -2,14 +2,10 @@
 //! killed between XADD and marking its row. Only what cannot fail by chance is asserted; the
 //! odds are in the comments and in the scenario files.
 
-use super::support;
-use ordlab::checker::{self, DeliveryStats};
-use ordlab::report::{LabReport, VariantReport};
+use super::support::{self, final_rows, stream, variant};
+use ordlab::checker::delivery::{self as checker, DeliveryStats};
+use ordlab::report::VariantReport;
 use ordlab::timeline::{Actor, EventKind};
-
-fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
-    r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
-}
 
 fn unplanned_crashes(v: &VariantReport) -> usize {
     v.run_records
@@ -28,7 +24,7 @@ async fn outbox_multi_needs_per_key_exclusion() {
     let none = variant(&report, "no-exclusion");
     assert_eq!((none.wrong, none.unknown), (none.runs, 0), "{:?}", none.run_records[0].verdict);
     for r in &none.run_records {
-        let stats = checker::stream_stats(&r.stream);
+        let stats = checker::stream_stats(&stream(r));
         assert!(stats.duplicates >= 1 && stats.out_of_order_pairs >= 1, "run {}: {stats:?}", r.run);
         // Both dispatchers published.
         for d in [Actor::Dispatcher(1), Actor::Dispatcher(2)] {
@@ -38,7 +34,8 @@ async fn outbox_multi_needs_per_key_exclusion() {
                 r.run
             );
         }
-        let f42 = r.final_rows.iter().find(|x| x.order == 42).unwrap();
+        let rows = final_rows(r);
+        let f42 = rows.iter().find(|x| x.order == 42).unwrap();
         assert_eq!(f42.status, "created", "run {}", r.run);
     }
     for id in ["skip-locked", "advisory-lock"] {
@@ -50,8 +47,8 @@ async fn outbox_multi_needs_per_key_exclusion() {
             v.run_records.iter().map(|r| &r.verdict).collect::<Vec<_>>()
         );
         for r in &v.run_records {
-            assert_eq!(checker::stream_stats(&r.stream), DeliveryStats::default(), "{id} run {}", r.run);
-            assert_eq!(r.stream.len(), 7, "{id} run {}", r.run);
+            assert_eq!(checker::stream_stats(&stream(r)), DeliveryStats::default(), "{id} run {}", r.run);
+            assert_eq!(stream(r).len(), 7, "{id} run {}", r.run);
             // The race did happen: both dispatchers published (the slow one holds one key
             // for ≈450 ms while the fast one takes the others).
             for d in [Actor::Dispatcher(1), Actor::Dispatcher(2)] {
@@ -86,17 +83,18 @@ async fn outbox_crash_publishes_twice_and_an_idempotent_consumer_absorbs_it() {
             assert_eq!(crashes, [(Actor::Dispatcher(1), "after XADD, before marking row 2 published")], "{id}");
             assert!(r.events.iter().any(|e| e.actor == Actor::Dispatcher(2)), "{id}: D2 never ran");
             // At-least-once: 42 paid (v=2) is in the stream twice, nothing else is.
-            assert_eq!(checker::stream_stats(&r.stream), DeliveryStats { duplicates: 1, out_of_order_pairs: 0 });
-            let copies = checker::copies(&r.stream);
+            let entries = stream(r);
+            assert_eq!(checker::stream_stats(&entries), DeliveryStats { duplicates: 1, out_of_order_pairs: 0 });
+            let copies = checker::copies(&entries);
             assert_eq!(copies[&(42, 2)].len(), 2, "{id}: {copies:?}");
-            let effects = checker::side_effects(&r.stream, &r.events);
+            let effects = checker::side_effects(&entries, &r.events);
             let expected = if id == "plain-consumer" { 2 } else { 1 };
             assert_eq!(
                 effects[&(42, 2)],
                 if expected == 2 { copies[&(42, 2)].clone() } else { vec![copies[&(42, 2)][0].clone()] }
             );
             assert!(effects.iter().filter(|(k, _)| **k != (42, 2)).all(|(_, e)| e.len() == 1), "{id}: {effects:?}");
-            assert!(r.final_rows.iter().all(|x| x.status == "paid"), "{id}");
+            assert!(final_rows(r).iter().all(|x| x.status == "paid"), "{id}");
         }
     }
     let plain = variant(&report, "plain-consumer");

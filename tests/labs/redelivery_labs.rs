@@ -3,15 +3,10 @@
 //! reader dies and what it read stays pending).
 
 use super::core_labs::assert_snapshots;
-use super::support;
+use super::support::{self, facts, variant};
+use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
-use ordlab::redelivery::{redelivered, Redelivered};
-use ordlab::report::{LabReport, VariantReport};
 use ordlab::timeline::{Actor, EventKind};
-
-fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
-    r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
-}
 
 #[tokio::test]
 async fn a_claimed_entry_keeps_its_id_and_its_delivery_count_rises() {
@@ -32,8 +27,9 @@ async fn a_claimed_entry_keeps_its_id_and_its_delivery_count_rises() {
                     && matches!(&e.kind, EventKind::Acked { entry_id } if *entry_id == again[0].entry_id)
             });
             assert!(acked_by_reaper, "the run ends only after the claimed entry is acknowledged");
-            assert_eq!((r.facts["redelivered_same_id"], r.facts["claimed_delivery_count"]), (1, 2));
-            assert_eq!(r.facts["pending_after_run"], 0);
+            let f = facts(v, r);
+            assert_eq!((f["redelivered_same_id"], f["claimed_delivery_count"]), (1, 2));
+            assert_eq!(f["pending_after_run"], 0);
         }
     }
     assert_snapshots(&report);
@@ -63,11 +59,13 @@ async fn fanout_keeps_order_per_key_and_a_dead_reader_leaves_entries_pending() {
         .collect();
     // 43 does not wait behind 42's slow created; 42's paid waits in 42's queue.
     assert_eq!(writes, [(43, "created"), (43, "paid"), (42, "created"), (42, "paid")]);
-    for r in &variant(&report, "reader-crash").run_records {
+    let crash = variant(&report, "reader-crash");
+    for r in &crash.run_records {
         assert!(!r.timed_out, "the run ends once nothing more can happen");
         assert_eq!(r.verdict.verdict, Verdict::Wrong, "{:?}", r.verdict);
         // 43 created read and never acknowledged; 43 paid never read.
-        assert_eq!((r.facts["pending_after_run"], r.facts["never_delivered"]), (1, 1), "{:?}", r.facts);
+        let f = facts(crash, r);
+        assert_eq!((f["pending_after_run"], f["never_delivered"]), (1, 1), "{f:?}");
     }
     assert_snapshots(&report);
 }

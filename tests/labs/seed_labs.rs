@@ -3,19 +3,15 @@
 //! (`s4a`, `s4b`) are asserted only in ways that cannot fail by chance (odds in comments).
 
 use super::core_labs::assert_snapshots;
-use super::support;
+use super::support::{self, final_rows, stream, variant};
 use ordlab::checker::{Outcome, Verdict};
-use ordlab::report::{LabReport, VariantReport};
+use ordlab::report::VariantReport;
 use ordlab::timeline::{Actor, EventKind};
-
-fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
-    r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
-}
 
 fn finals(v: &VariantReport) -> Vec<Vec<(i64, String, i64)>> {
     v.run_records
         .iter()
-        .map(|r| r.final_rows.iter().map(|x| (x.order, x.status.clone(), x.version)).collect())
+        .map(|r| final_rows(r).iter().map(|x| (x.order, x.status.clone(), x.version)).collect())
         .collect()
 }
 
@@ -103,7 +99,8 @@ async fn a_producer_retry_reorders_the_log() {
     assert_eq!(v.wrong, v.runs);
     for r in &v.run_records {
         // The log itself: paid's entry comes before created's.
-        let types: Vec<&str> = r.stream.iter().map(|e| e.job.event_type.as_str()).collect();
+        let entries = stream(r);
+        let types: Vec<&str> = entries.iter().map(|e| e.job.event_type.as_str()).collect();
         assert_eq!(types, ["paid", "created"]);
     }
     assert_snapshots(&report);
@@ -124,9 +121,9 @@ async fn an_outbox_dispatcher_must_be_sequential_per_key() {
     let report = support::snapshot_run("outbox").await;
     let rollback = variant(&report, "rollback");
     assert!(finals(rollback).iter().all(|f| *f == vec![(42, "paid".to_string(), 2)]));
-    assert!(rollback.run_records.iter().all(|r| r.outbox_rows == Some(0)));
+    assert!(rollback.run_records.iter().all(|r| support::facts(rollback, r)["outbox_rows"] == 0));
     let stream_of = |v: &VariantReport| -> Vec<String> {
-        v.run_records[0].stream.iter().map(|e| format!("{}{}", e.job.order, &e.job.event_type[..1])).collect()
+        stream(&v.run_records[0]).iter().map(|e| format!("{}{}", e.job.order, &e.job.event_type[..1])).collect()
     };
     let naive = variant(&report, "naive");
     assert_eq!(stream_of(naive), ["43c", "42p", "43p", "42c"]);

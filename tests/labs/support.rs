@@ -1,9 +1,13 @@
 //! Shared helpers: the `ordlab` binary, servers per test, a lab run in-process, and the
 //! process-tree inspection the cleanup tests need.
 
-use ordlab::report::{snapshot, LabReport};
+use ordlab::labs::{Observed, RunRecord};
+use ordlab::orders::OrderRow;
+use ordlab::report::{LabReport, VariantReport};
 use ordlab::runner::{RunOptions, Runner};
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
+use ordlab::streams::StreamEntry;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -49,15 +53,39 @@ pub async fn run_variant(id: &str, variant: Option<&str>, runs: u32, scale: f64,
 /// The lab as its snapshot test runs it (`ordlab diff` runs it the same way).
 pub async fn snapshot_run(id: &str) -> LabReport {
     let lab = ordlab::catalog::find(id).expect("built-in lab");
-    let services = Services::start(&local()).await.expect("local servers start");
-    let mut opts = RunOptions::new(snapshot::TIME_SCALE, snapshot::SEED);
-    opts.max_runs = Some(snapshot::RUNS);
-    let report = {
-        let mut runner = Runner::new(&services, ordlab_exe()).await.expect("runner connects");
-        runner.run_lab(&lab, &opts).await.expect("lab runs")
-    };
-    services.stop().await;
-    report
+    ordlab::runner::run_as_snapshot(&lab, &local(), ordlab_exe()).await.expect("lab runs")
+}
+
+/// A variant of a report, by id.
+pub fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
+    r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
+}
+
+/// A run's measured facts by name.
+pub fn facts(v: &VariantReport, r: &RunRecord) -> BTreeMap<&'static str, i64> {
+    v.procedure.facts(r).into_iter().map(|f| (f.name, f.value)).collect()
+}
+
+/// The orders table after a run, whatever the lab kind.
+pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
+    match &r.observed {
+        Observed::Stream(o) => o.final_rows.clone(),
+        Observed::SqlRace(o) => o.final_rows.clone(),
+        Observed::Outbox(o) => o.final_rows.clone(),
+        Observed::OutboxRollback(o) => o.final_rows.clone(),
+        Observed::Failover(o) => o.final_rows.clone(),
+        Observed::Load(o) => o.final_rows.clone(),
+    }
+}
+
+/// The stream after a run (empty for labs without one).
+pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
+    match &r.observed {
+        Observed::Stream(o) => o.stream.clone(),
+        Observed::Outbox(o) => o.stream.clone(),
+        Observed::Failover(o) => o.stream.clone(),
+        Observed::SqlRace(_) | Observed::OutboxRollback(_) | Observed::Load(_) => Vec::new(),
+    }
 }
 
 /// Every process below `root` (children, grandchildren, …), from /proc.

@@ -1,10 +1,11 @@
-//! The producer: publishes the lab's events to the stream with XADD, each on its schedule,
+//! The producer (a task of the orchestrator): publishes the lab's events to the stream with XADD, each on its schedule,
 //! and fails on purpose where the scenario says so (a network blip), retrying with backoff.
 //! A retried event can land in the log after a newer one: the log itself is then out of order.
 
 use crate::error::{Context, Error};
 use crate::fault::{PublishSchedule, TimeScale};
-use crate::scenario::EventSpec;
+use crate::orders::EventSpec;
+use crate::streams::xadd;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
@@ -98,20 +99,6 @@ impl Producer {
     }
 }
 
-/// `XADD <stream> * order <id> type <type> version <v>`: how every role writes a job.
-pub fn xadd(stream: &str, job: &crate::timeline::Job) -> redis::Cmd {
-    let mut cmd = redis::cmd("XADD");
-    cmd.arg(stream)
-        .arg("*")
-        .arg("order")
-        .arg(job.order)
-        .arg("type")
-        .arg(&job.event_type)
-        .arg("version")
-        .arg(job.version);
-    cmd
-}
-
 /// The whole state of the order after `job`, padded to about `bytes` bytes: what an event
 /// that carries state (instead of a delta) puts in every entry.
 pub fn state_document(job: &crate::timeline::Job, bytes: usize) -> String {
@@ -121,7 +108,8 @@ pub fn state_document(job: &crate::timeline::Job, bytes: usize) -> String {
     format!("{head}{}\"}}", "x".repeat(pad))
 }
 
-async fn sleep_until(base_ns: u64, offset: Duration) {
+/// Sleep until `offset` after `base_ns` on the monotonic clock.
+pub async fn sleep_until(base_ns: u64, offset: Duration) {
     let due = base_ns + offset.as_nanos() as u64;
     let now = crate::clock::now_ns();
     if due > now {

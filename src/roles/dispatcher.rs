@@ -1,6 +1,7 @@
-//! The transactional outbox: the state change and an outbox row commit together (or not at
-//! all), and a dispatcher publishes outbox rows to the stream. Order survives only if the
-//! dispatcher is sequential per key: a failed row must hold back the later rows of its key.
+//! The outbox dispatcher: polls the outbox table and publishes its rows to the stream, with
+//! optional injected publish failures, publish latency and a planned crash. Order survives only
+//! if the dispatcher is sequential per key: a failed row must hold back the later rows of its
+//! key.
 //!
 //! # Several dispatchers (`outbox-multi`)
 //!
@@ -31,85 +32,95 @@
 //! # A crash between XADD and the mark (`outbox-crash`)
 //!
 //! Publishing is two writes to two systems: XADD, then `UPDATE outbox SET published_at`.
-//! A dispatcher run as its own process ([`run_process`], `ordlab __dispatcher`) with
+//! A dispatcher run as its own process ([`run_process`], `ordlab __role`) with
 //! `crash_after_xadd_of_row = N` announces a planned crash after the XADD of row N and kills
 //! itself with SIGKILL. The next dispatcher finds row N unpublished and publishes it again:
 //! the event is in the stream twice. The outbox gives at-least-once, never exactly-once; the
 //! consumer must be idempotent ([`crate::strategy::idempotent`]).
 
+use super::RoleEnv;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
-use crate::fault::TimeScale;
-use crate::scenario::{DispatcherKind, EventSpec, Exclusion, OutboxSpec};
+use crate::fault::{crash_now, TimeScale};
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Create the outbox table (once per invocation).
-pub async fn create_table(pg: &tokio_postgres::Client) -> Result<(), Error> {
-    pg.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS {SCHEMA}.outbox (
-            id bigserial PRIMARY KEY, aggregate_id bigint NOT NULL, event_type text NOT NULL,
-            version bigint NOT NULL, published_at timestamptz)"
-    ))
-    .await
-    .context("create outbox table")
+/// `outbox = { … }` in a scenario: which rows a dispatcher takes in what order, how often it
+/// polls, which rows fail to publish on their first attempts, and how several share one table.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatcherSpec {
+    pub dispatcher: DispatcherKind,
+    #[serde(default = "DispatcherSpec::default_poll")]
+    pub poll_ms: f64,
+    #[serde(default)]
+    pub failing_rows: Vec<FailingRow>,
+    /// How many dispatchers poll the same outbox at once, each with its own connections.
+    #[serde(default = "DispatcherSpec::default_dispatchers")]
+    pub dispatchers: u32,
+    /// How concurrent dispatchers keep out of each other's way.
+    #[serde(default)]
+    pub exclusion: Exclusion,
+    /// Latency before each XADD, per dispatcher (`[D1, D2, …]`, ms before `--time-scale`;
+    /// missing entries are 0): a slow network to the broker.
+    #[serde(default)]
+    pub publish_ms: Vec<f64>,
+    /// The dispatcher (its own OS process) is killed with SIGKILL right after the XADD of this
+    /// outbox row, before marking it published; a new dispatcher process then takes over.
+    #[serde(default)]
+    pub crash_after_xadd_of_row: Option<i64>,
 }
 
-/// Empty the outbox and write `events` as rows 1..n, in order.
-pub async fn fill(pg: &tokio_postgres::Client, events: &[EventSpec]) -> Result<(), Error> {
-    pg.batch_execute(&format!("TRUNCATE {SCHEMA}.outbox RESTART IDENTITY")).await.context("reset outbox")?;
-    for e in events {
-        pg.execute(
-            &format!("INSERT INTO {SCHEMA}.outbox (aggregate_id, event_type, version) VALUES ($1, $2, $3)"),
-            &[&e.order, &e.event_type, &e.version],
-        )
-        .await
-        .context("fill outbox")?;
+impl DispatcherSpec {
+    fn default_poll() -> f64 {
+        200.0
     }
-    Ok(())
-}
-
-pub async fn row_count(pg: &tokio_postgres::Client) -> Result<i64, Error> {
-    let row = pg.query_one(&format!("SELECT count(*) FROM {SCHEMA}.outbox"), &[]).await.context("count outbox")?;
-    Ok(row.get(0))
-}
-
-/// The state change and its outbox row in one transaction, rolled back: both must vanish.
-pub async fn rolled_back_change(pg: &tokio_postgres::Client, e: &EventSpec, sink: &dyn Sink) -> Result<(), Error> {
-    let a = Actor::Session('A');
-    let statements = [
-        "BEGIN".to_string(),
-        format!(
-            "UPDATE {SCHEMA}.orders SET status = '{}', version = {} WHERE id = {}",
-            e.event_type, e.version, e.order
-        ),
-        format!(
-            "INSERT INTO {SCHEMA}.outbox (aggregate_id, event_type, version) VALUES ({}, '{}', {})",
-            e.order, e.event_type, e.version
-        ),
-        "ROLLBACK".to_string(),
-    ];
-    for sql in statements {
-        let shown = sql.replace(&format!("{SCHEMA}."), "");
-        sink.emit(a, EventKind::SqlSent { case: 1, order: e.order, statement: shown.clone() });
-        let sent = crate::clock::now_ns();
-        let rows = pg.execute(sql.as_str(), &[]).await.context("outbox transaction")?;
-        let verb = shown.split(' ').next().unwrap_or("");
-        let outcome = match verb {
-            "UPDATE" => format!("UPDATE {rows}"),
-            "INSERT" => format!("INSERT 0 {rows}"),
-            other => other.to_string(),
-        };
-        let waited_ms = (crate::clock::now_ns() - sent) as f64 / 1e6;
-        // BEGIN and ROLLBACK answer with their own name: nothing to add to the timeline.
-        if outcome != shown {
-            sink.emit(a, EventKind::SqlDone { case: 1, order: e.order, outcome, waited_ms });
-        }
+    fn default_dispatchers() -> u32 {
+        1
     }
-    Ok(())
+    /// Latency before each XADD of dispatcher `index` (1-based), unscaled ms.
+    pub fn publish_latency_ms(&self, index: u32) -> f64 {
+        self.publish_ms.get(index as usize - 1).copied().unwrap_or(0.0)
+    }
+    /// Several dispatchers or a crash: the stream may hold an event twice or out of order, so
+    /// the checker also counts duplicates, out-of-order pairs and side effects.
+    pub fn checks_delivery(&self) -> bool {
+        self.dispatchers > 1 || self.crash_after_xadd_of_row.is_some()
+    }
+}
+
+/// How several dispatchers share one outbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exclusion {
+    /// Each polls the pending rows with no locking at all.
+    #[default]
+    None,
+    /// A dispatcher takes a key only if `FOR UPDATE SKIP LOCKED` locks the key's earliest
+    /// pending row; it publishes and marks the key's rows before COMMIT.
+    SkipLocked,
+    /// A dispatcher takes a key only if `pg_try_advisory_xact_lock(aggregate_id)` succeeds.
+    AdvisoryLock,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DispatcherKind {
+    /// `ORDER BY id`, a failed row is skipped and retried next round.
+    Naive,
+    /// `ORDER BY aggregate_id, id`, a failed row holds back later rows of its key only.
+    PerKey,
+}
+
+/// Outbox row `row` (1-based id) fails its first `attempts` publish attempts.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailingRow {
+    pub row: i64,
+    pub attempts: u32,
 }
 
 /// A polling dispatcher publishing outbox rows to `stream`.
@@ -117,7 +128,7 @@ pub struct Dispatcher {
     pub pg: tokio_postgres::Client,
     pub redis: MultiplexedConnection,
     pub stream: String,
-    pub spec: OutboxSpec,
+    pub spec: DispatcherSpec,
     pub scale: TimeScale,
     pub sink: Arc<dyn Sink>,
     /// 1-based: `D<index>` in the timeline; picks its entry of `spec.publish_ms`.
@@ -143,6 +154,13 @@ impl Dispatcher {
         }
     }
 
+    /// The summary of a round, stamped when the round began: the timeline shows the round,
+    /// then what its publishes caused.
+    fn round_done(&self, started_ns: u64, kind: EventKind) {
+        self.sink.record(RawEvent { mono_ns: started_ns, actor: self.actor(), kind });
+    }
+
+    /// Sleep until round `round`'s slot: t0 + (round - 1) × poll.
     async fn sleep_until_round(&self, t0_ns: u64, round: u32) {
         let due = t0_ns + self.scale.duration(self.spec.poll_ms * (round - 1) as f64).as_nanos() as u64;
         let now = crate::clock::now_ns();
@@ -156,20 +174,15 @@ impl Dispatcher {
         self.scale.sleep(self.spec.publish_latency_ms(self.index)).await;
         let started = crate::clock::now_ns();
         let entry_id: String =
-            crate::producer::xadd(&self.stream, &job).query_async(&mut self.redis).await.context("dispatcher XADD")?;
+            crate::streams::xadd(&self.stream, &job).query_async(&mut self.redis).await.context("dispatcher XADD")?;
         if self.may_crash && self.spec.crash_after_xadd_of_row == Some(id) {
             self.sink.record(RawEvent {
                 mono_ns: started,
                 actor: self.actor(),
                 kind: EventKind::Published { entry_id: entry_id.clone(), job: job.clone(), attempt },
             });
-            self.sink.emit(
-                self.actor(),
-                EventKind::Crashed { planned: true, detail: format!("after XADD, before marking row {id} published") },
-            );
             // A real kill: no destructor, no flush, no rollback message to PostgreSQL.
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
-            std::future::pending::<()>().await;
+            crash_now(self.sink.as_ref(), self.actor(), format!("after XADD, before marking row {id} published"));
         }
         self.pg
             .execute(&format!("UPDATE {SCHEMA}.outbox SET published_at = now() WHERE id = $1"), &[&id])
@@ -196,6 +209,7 @@ impl Dispatcher {
         let mut attempts: HashMap<i64, u32> = HashMap::new();
         for round in 1u32.. {
             self.sleep_until_round(t0_ns, round).await;
+            let round_started = crate::clock::now_ns();
             let rows = self.pg.query(&pending_sql, &[]).await.context("outbox poll")?;
             if rows.is_empty() {
                 return Ok(());
@@ -235,7 +249,7 @@ impl Dispatcher {
                 self.publish_row(id, job, attempt).await?;
                 published.push(id);
             }
-            self.sink.emit(self.actor(), EventKind::OutboxRound { round, published, failed, held_back });
+            self.round_done(round_started, EventKind::OutboxRound { round, published, failed, held_back });
         }
         unreachable!("the round counter does not run out")
     }
@@ -249,6 +263,7 @@ impl Dispatcher {
         let pending_ids_sql = format!("SELECT id FROM {SCHEMA}.outbox WHERE published_at IS NULL ORDER BY id");
         for round in 1u32.. {
             self.sleep_until_round(t0_ns, round).await;
+            let round_started = crate::clock::now_ns();
             let pending = self.pg.query(&pending_ids_sql, &[]).await.context("outbox poll")?;
             if pending.is_empty() {
                 return Ok(());
@@ -301,7 +316,7 @@ impl Dispatcher {
             // What is still pending now is held by another dispatcher (not committed yet).
             let held_back: Vec<i64> =
                 self.pg.query(&pending_ids_sql, &[]).await.context("outbox poll")?.iter().map(|r| r.get(0)).collect();
-            self.sink.emit(self.actor(), EventKind::OutboxRound { round, published, failed: vec![], held_back });
+            self.round_done(round_started, EventKind::OutboxRound { round, published, failed: vec![], held_back });
         }
         unreachable!("the round counter does not run out")
     }
@@ -318,39 +333,35 @@ impl Dispatcher {
     }
 }
 
-/// Everything a dispatcher process needs, passed as one JSON argument
-/// (`ordlab __dispatcher '<config json>'`).
+/// A dispatcher process (`ordlab __role`), for a planned crash: the kill must hit a process
+/// of its own, never the orchestrator.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DispatcherConfig {
+    pub env: RoleEnv,
     /// 1-based; the process is `D<index>` in the timeline.
     pub index: u32,
-    pub redis_url: String,
-    pub pg_config: String,
     pub stream: String,
-    pub spec: OutboxSpec,
-    pub scale: TimeScale,
+    pub spec: DispatcherSpec,
     /// This process carries out `spec.crash_after_xadd_of_row`.
     pub may_crash: bool,
-}
-
-impl DispatcherConfig {
-    pub fn actor(&self) -> Actor {
-        Actor::Dispatcher(self.index)
-    }
+    /// When its first round is due on the machine-wide monotonic clock (None: at once). A
+    /// dispatcher that takes over polls at the run's next round (t0 + k × poll), as a polling
+    /// service would, not the instant its process is up.
+    pub first_round_ns: Option<u64>,
 }
 
 /// A dispatcher process: polls from its own start until every row is published, then exits
 /// with status 0 (or kills itself at its planned crash).
 pub async fn run_process(cfg: DispatcherConfig) -> Result<(), Error> {
     let mut d = Dispatcher {
-        pg: crate::connect::postgres(&cfg.pg_config).await.context("dispatcher connect")?,
-        redis: crate::connect::redis(&cfg.redis_url).await.context("dispatcher connect")?,
+        pg: crate::connect::postgres(&cfg.env.pg_config).await.context("dispatcher connect")?,
+        redis: crate::connect::redis(&cfg.env.redis_url).await.context("dispatcher connect")?,
         stream: cfg.stream.clone(),
         spec: cfg.spec.clone(),
-        scale: cfg.scale,
+        scale: cfg.env.scale,
         sink: Arc::new(StdoutSink),
         index: cfg.index,
         may_crash: cfg.may_crash,
     };
-    d.run(crate::clock::now_ns()).await
+    d.run(cfg.first_round_ns.unwrap_or_else(crate::clock::now_ns)).await
 }

@@ -1,0 +1,128 @@
+//! A variant's runs against what its scenario file expects: how many runs should be wrong, and
+//! whether the count can be trusted (a run that could not be judged makes it inconclusive).
+
+use super::Verdict;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How many runs should end wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// Every run wrong: the bug is deterministic.
+    All,
+    /// No run wrong: the fix holds.
+    None,
+    /// At least one run wrong (for a race that happens often enough to never miss in n runs).
+    Some,
+    /// Not asserted: the figure is measured and reported only.
+    Any,
+    /// Exactly k runs wrong.
+    Exactly(u32),
+}
+
+impl Expectation {
+    /// Does `wrong` out of `runs` meet the expectation?
+    pub fn holds(&self, wrong: u32, runs: u32) -> bool {
+        match self {
+            Expectation::All => wrong == runs,
+            Expectation::None => wrong == 0,
+            Expectation::Some => wrong > 0,
+            Expectation::Any => true,
+            Expectation::Exactly(k) => wrong == *k,
+        }
+    }
+
+    /// The count differs from run to run of the lab (a race): reports give its interval.
+    pub fn is_probabilistic(&self) -> bool {
+        matches!(self, Expectation::Some | Expectation::Any)
+    }
+}
+
+impl<'de> Deserialize<'de> for Expectation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Word(String),
+            Count(u32),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Count(k) => Ok(Expectation::Exactly(k)),
+            Raw::Word(w) => match w.as_str() {
+                "all" => Ok(Expectation::All),
+                "none" => Ok(Expectation::None),
+                "some" => Ok(Expectation::Some),
+                "any" => Ok(Expectation::Any),
+                _ => Err(serde::de::Error::custom(format!(
+                    "expect.wrong = {w:?}: use \"all\", \"none\", \"some\", \"any\" or a number"
+                ))),
+            },
+        }
+    }
+}
+
+impl Serialize for Expectation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Expectation::All => s.serialize_str("all"),
+            Expectation::None => s.serialize_str("none"),
+            Expectation::Some => s.serialize_str("some"),
+            Expectation::Any => s.serialize_str("any"),
+            Expectation::Exactly(k) => s.serialize_u32(*k),
+        }
+    }
+}
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expectation::All => f.write_str("all"),
+            Expectation::None => f.write_str("none"),
+            Expectation::Some => f.write_str("some"),
+            Expectation::Any => f.write_str("any (measured only)"),
+            Expectation::Exactly(k) => write!(f, "exactly {k}"),
+        }
+    }
+}
+
+/// How a variant's runs compare with its expectation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Matched,
+    Mismatched,
+    /// Some run could not be judged, so the count cannot be trusted.
+    Inconclusive,
+}
+
+pub fn outcome(expect: &Expectation, verdicts: &[Verdict]) -> Outcome {
+    let wrong = verdicts.iter().filter(|v| **v == Verdict::Wrong).count() as u32;
+    if verdicts.contains(&Verdict::Unknown) {
+        Outcome::Inconclusive
+    } else if expect.holds(wrong, verdicts.len() as u32) {
+        Outcome::Matched
+    } else {
+        Outcome::Mismatched
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expectations_hold_or_not() {
+        assert!(Expectation::All.holds(3, 3) && !Expectation::All.holds(2, 3));
+        assert!(Expectation::None.holds(0, 3) && !Expectation::None.holds(1, 3));
+        assert!(Expectation::Some.holds(1, 3) && !Expectation::Some.holds(0, 3));
+        assert!(Expectation::Any.holds(0, 3) && Expectation::Exactly(2).holds(2, 3));
+    }
+
+    #[test]
+    fn outcome_compares_counts_with_the_expectation() {
+        use Verdict::*;
+        assert_eq!(outcome(&Expectation::All, &[Wrong, Wrong]), Outcome::Matched);
+        assert_eq!(outcome(&Expectation::All, &[Wrong, Right]), Outcome::Mismatched);
+        assert_eq!(outcome(&Expectation::None, &[Right, Unknown]), Outcome::Inconclusive);
+    }
+}

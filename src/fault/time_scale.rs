@@ -1,0 +1,41 @@
+//! `--time-scale`: one factor that multiplies every duration of a lab (handler work, publish
+//! times, retries, lock TTLs and retry intervals). Verdicts must not depend on it; tests run
+//! labs faster with it, results/ run them at 1.
+
+use std::time::Duration;
+
+/// Multiplies every duration of a lab.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TimeScale(pub f64);
+
+impl TimeScale {
+    pub const REAL: TimeScale = TimeScale(1.0);
+
+    pub fn duration(self, ms: f64) -> Duration {
+        Duration::from_secs_f64((ms * self.0).max(0.0) / 1000.0)
+    }
+
+    /// Scaled milliseconds, rounded up so a positive TTL never becomes 0.
+    pub fn ms_ceil(self, ms: u64) -> u64 {
+        ((ms as f64) * self.0).ceil().max(1.0) as u64
+    }
+
+    pub async fn sleep(self, ms: f64) {
+        if ms > 0.0 {
+            tokio::time::sleep(self.duration(ms)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_scale_shrinks_durations_but_keeps_ttls_positive() {
+        let s = TimeScale(0.25);
+        assert_eq!(s.duration(800.0), Duration::from_millis(200));
+        assert_eq!(s.ms_ceil(5000), 1250);
+        assert_eq!(TimeScale(0.0001).ms_ceil(20), 1);
+    }
+}

@@ -1,0 +1,206 @@
+//! Lab kinds. Each is one file below with its spec (the keys of its scenario `[setup]`), how
+//! it runs on the servers, what a run observed, how that is judged, and its words in both
+//! languages; `lab_kinds!` lists them, one line each, and is the only place that names them.
+//!
+//! Adding a kind: write `labs/<kind>.rs` with a spec that implements [`LabProcedure`] (the
+//! compiler lists what is missing), add its line to `lab_kinds!`, and write a scenario file
+//! with `kind = "<kind>"` in its `[setup]`.
+
+mod consumer_group;
+mod context;
+mod procedure;
+mod record;
+
+pub use context::RunContext;
+pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView};
+pub use record::RunRecord;
+
+use crate::checker::{RunVerdict, Verdict};
+use crate::error::Error;
+use crate::lang::Lang;
+use serde::{Deserialize, Serialize};
+
+/// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
+/// and serde's message (which names an unknown or missing key).
+#[derive(Debug)]
+pub struct SetupError {
+    pub path: Vec<String>,
+    pub message: String,
+}
+
+/// Deserialize a spec from a merged `[setup]` table, keeping the path of an error.
+fn parse_spec<P: LabProcedure>(setup: toml::Value) -> Result<P, SetupError> {
+    serde_path_to_error::deserialize(setup).map_err(|e| SetupError {
+        path: e
+            .path()
+            .iter()
+            .filter_map(|s| match s {
+                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
+                _ => None,
+            })
+            .collect(),
+        message: e.inner().message().trim().replace('\n', " "),
+    })
+}
+
+fn view<'a, O>(record: &'a RunRecord, observed: &'a O) -> RunView<'a, O> {
+    RunView { run: record.run, events: &record.events, timed_out: record.timed_out, observed }
+}
+
+/// A record whose observation belongs to another kind: only a hand-edited results file.
+fn mismatch(record: &RunRecord) -> RunVerdict {
+    let mut v = RunVerdict::right();
+    v.add(Verdict::Unknown, format!("run {} records a {} run, not this kind", record.run, record.observed.kind()));
+    v
+}
+
+macro_rules! lab_kinds {
+    ($( $(#[$doc:meta])* $kind:ident($module:ident::$spec:ident) = $name:literal, )*) => {
+        $( pub mod $module; )*
+
+        /// A lab procedure and its spec: one arm per kind.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum Procedure {
+            $( $(#[$doc])* #[serde(rename = $name)] $kind($module::$spec), )*
+        }
+
+        /// What one run observed, typed by its procedure.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum Observed {
+            $( #[serde(rename = $name)] $kind(<$module::$spec as LabProcedure>::Observed), )*
+        }
+
+        impl Observed {
+            pub fn kind(&self) -> &'static str {
+                match self { $( Observed::$kind(_) => $name, )* }
+            }
+        }
+
+        impl Procedure {
+            /// Every kind, by the name a scenario gives in `kind = "…"`.
+            pub const KINDS: &'static [&'static str] = &[$( $name ),*];
+
+            pub fn kind(&self) -> &'static str {
+                match self { $( Procedure::$kind(_) => $name, )* }
+            }
+
+            /// The spec of `kind` from a merged `[setup]` table (without `kind`).
+            pub fn from_setup(kind: &str, setup: toml::Value) -> Result<Procedure, SetupError> {
+                match kind {
+                    $( $name => Ok(Procedure::$kind(parse_spec(setup)?)), )*
+                    other => Err(SetupError {
+                        path: vec!["kind".into()],
+                        message: format!("unknown kind {other:?}: use {}", Self::KINDS.join(" | ")),
+                    }),
+                }
+            }
+
+            pub fn validate(&mut self) -> Result<(), String> {
+                match self { $( Procedure::$kind(p) => p.validate(), )* }
+            }
+
+            /// Run once and judge the run.
+            pub async fn run_once(&self, ctx: &mut RunContext<'_>) -> Result<RunRecord, Error> {
+                match self { $( Procedure::$kind(p) => {
+                    let out = p.run(ctx).await?;
+                    let events = crate::timeline::place(out.raw, out.t0_ns);
+                    let verdict = p.judge(&RunView { run: ctx.run, events: &events, timed_out: out.timed_out, observed: &out.observed });
+                    Ok(RunRecord { run: ctx.run, events, timed_out: out.timed_out, observed: Observed::$kind(out.observed), verdict })
+                } )* }
+            }
+
+            pub fn judge(&self, record: &RunRecord) -> RunVerdict {
+                match (self, &record.observed) {
+                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.judge(&view(record, o)), )*
+                    #[allow(unreachable_patterns)]
+                    _ => mismatch(record),
+                }
+            }
+
+            pub fn describe(&self, lang: Lang) -> String {
+                match self { $( Procedure::$kind(p) => p.describe(lang), )* }
+            }
+
+            pub fn approach(&self) -> String {
+                match self { $( Procedure::$kind(p) => p.approach(), )* }
+            }
+
+            pub fn critical_path_ms(&self, record: &RunRecord, scale: f64) -> Option<f64> {
+                match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
+            }
+
+            pub fn shows_publishing(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
+            }
+
+            pub fn many_orders(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.many_orders(), )* }
+            }
+
+            pub fn wrong_means(&self, lang: Lang) -> String {
+                match self { $( Procedure::$kind(p) => p.wrong_means(lang), )* }
+            }
+
+            pub fn table_row(&self, record: &RunRecord, lang: Lang) -> Option<Vec<(String, Line)>> {
+                match (self, &record.observed) {
+                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.table_row(&view(record, o), lang), )*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+
+            pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {
+                match (self, &record.observed) {
+                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.final_state(o), )*
+                    #[allow(unreachable_patterns)]
+                    _ => Vec::new(),
+                }
+            }
+
+            pub fn facts(&self, record: &RunRecord) -> Vec<Fact> {
+                match (self, &record.observed) {
+                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.facts(&view(record, o)), )*
+                    #[allow(unreachable_patterns)]
+                    _ => Vec::new(),
+                }
+            }
+
+            pub fn notes(&self, record: &RunRecord, lang: Lang) -> RunNotes {
+                match (self, &record.observed) {
+                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.notes(&view(record, o), lang), )*
+                    #[allow(unreachable_patterns)]
+                    _ => RunNotes::default(),
+                }
+            }
+
+            pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {
+                match self { $( Procedure::$kind(p) => {
+                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
+                        Observed::$kind(o) => Some(view(r, o)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    p.per_run_lines(&views, lang)
+                } )* }
+            }
+        }
+    };
+}
+
+lab_kinds! {
+    /// A producer publishes events to a stream; consumer processes apply them with a strategy.
+    Stream(stream::StreamSpec) = "stream",
+    /// Two PostgreSQL sessions race on one row per case.
+    SqlRace(sql_race::SqlRaceSpec) = "sql-race",
+    /// Outbox rows published to the stream by dispatchers; consumers apply the stream.
+    Outbox(outbox::OutboxSpec) = "outbox",
+    /// The state change and its outbox row in one transaction, rolled back.
+    OutboxRollback(outbox_rollback::OutboxRollbackSpec) = "outbox-rollback",
+    /// A primary and an asynchronous replica; the primary dies, the replica is promoted.
+    Failover(failover::FailoverSpec) = "failover",
+    /// Many orders, every strategy side by side: throughput, latency, wrong orders.
+    Load(load::LoadSpec) = "load",
+}

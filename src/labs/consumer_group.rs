@@ -1,0 +1,225 @@
+//! The consumer-group side of a stream run, shared by every lab that feeds a stream: the
+//! run's streams (one per shard) and their group, the consumer processes, each started and
+//! seen blocked in XREADGROUP before the next, an optional claimer, and [`drive`], which
+//! publishes while it records every event until the run's own condition says it is over.
+
+use super::RunContext;
+use crate::error::Error;
+use crate::fault::{CrashSpec, HandlerWork, PlannedCrashes};
+use crate::roles::claimer::{ClaimerConfig, ReaperSpec};
+use crate::roles::consumer::ConsumerConfig;
+use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::{RoleConfig, RoleProcess};
+use crate::strategy::Strategy;
+use crate::streams::{self, StreamEntry, GROUP};
+use crate::timeline::{Actor, EventKind, RawEvent};
+use redis::aio::MultiplexedConnection;
+use std::collections::HashSet;
+use std::future::Future;
+use tokio::sync::mpsc;
+
+/// Who reads the streams, and how.
+pub struct GroupSpec<'a> {
+    pub consumers: u32,
+    /// Streams the producer routes to by `order mod shards`; consumer i reads shard
+    /// (i-1) mod shards.
+    pub shards: u32,
+    pub strategy: &'a Strategy,
+    pub work: HandlerWork,
+    pub crash: Option<&'a CrashSpec>,
+    pub reaper: Option<&'a ReaperSpec>,
+}
+
+/// The consumer processes of one run (and its claimer), reading the run's streams.
+pub struct ConsumerGroup {
+    pub streams: Vec<String>,
+    processes: Vec<RoleProcess>,
+}
+
+/// Where consumers connect: the shared server, or one a lab started itself.
+pub struct Server<'a> {
+    pub url: &'a str,
+    /// A connection of the orchestrator to it, to watch the consumers get ready.
+    pub conn: &'a mut MultiplexedConnection,
+}
+
+impl ConsumerGroup {
+    /// The run's stream names for `shards` shards.
+    pub fn stream_names(ctx: &RunContext<'_>, shards: u32) -> Vec<String> {
+        let prefix = ctx.key_prefix();
+        if shards == 1 {
+            vec![format!("{prefix}orders")]
+        } else {
+            (0..shards).map(|k| format!("{prefix}orders:{k}")).collect()
+        }
+    }
+
+    /// On the shared server: create the streams and their group, then start the consumers.
+    pub async fn start(
+        ctx: &mut RunContext<'_>,
+        spec: &GroupSpec<'_>,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<ConsumerGroup, Error> {
+        let streams = Self::stream_names(ctx, spec.shards);
+        let mut conn = ctx.redis.clone();
+        for s in &streams {
+            streams::create_group(&mut conn, s, GROUP).await?;
+        }
+        let url = ctx.services.redis_url.clone();
+        Self::start_on(ctx, Server { url: &url, conn: &mut conn }, streams, spec, 1, tx).await
+    }
+
+    /// Start consumers `first..` on `server` (whose streams and group exist), one at a time,
+    /// each blocked in XREADGROUP before the next (Redis serves blocked readers first come,
+    /// first served), then the claimer if there is one, once it is connected.
+    pub async fn start_on(
+        ctx: &RunContext<'_>,
+        server: Server<'_>,
+        streams: Vec<String>,
+        spec: &GroupSpec<'_>,
+        first: u32,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<ConsumerGroup, Error> {
+        let mut group = ConsumerGroup { streams, processes: Vec::new() };
+        for index in first..first + spec.consumers {
+            let cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
+            let name = cfg.client_name.clone();
+            group
+                .start_role(ctx, server.conn, RoleConfig::Consumer(cfg), &name, ClientState::BlockedInXreadgroup, tx)
+                .await?;
+        }
+        if let Some(reaper) = spec.reaper {
+            let consumer = group.consumer_config(ctx, server.url, spec, first + spec.consumers, Actor::Reaper);
+            let name = consumer.client_name.clone();
+            let cfg = RoleConfig::Claimer(ClaimerConfig { consumer, reaper: reaper.clone() });
+            group.start_role(ctx, server.conn, cfg, &name, ClientState::Connected, tx).await?;
+        }
+        Ok(group)
+    }
+
+    fn consumer_config(
+        &self,
+        ctx: &RunContext<'_>,
+        url: &str,
+        spec: &GroupSpec<'_>,
+        index: u32,
+        actor: Actor,
+    ) -> ConsumerConfig {
+        let mut env = ctx.role_env(index);
+        env.redis_url = url.to_string();
+        ConsumerConfig {
+            env,
+            index,
+            stream: self.streams[(index - 1) as usize % self.streams.len()].clone(),
+            group: GROUP.to_string(),
+            client_name: ctx.client_name(actor),
+            strategy: spec.strategy.clone(),
+            work: spec.work.clone(),
+            crash: spec.crash.cloned(),
+        }
+    }
+
+    async fn start_role(
+        &mut self,
+        ctx: &RunContext<'_>,
+        conn: &mut MultiplexedConnection,
+        cfg: RoleConfig,
+        client_name: &str,
+        want: ClientState,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<(), Error> {
+        let child = ctx.spawn(&cfg, tx.clone())?;
+        self.processes.push(child);
+        wait_for_client(conn, client_name, want, self.processes.last().expect("just pushed")).await
+    }
+
+    /// Kill every process and wait until its output is drained.
+    pub async fn stop(self) {
+        for p in self.processes {
+            p.stop().await;
+        }
+    }
+}
+
+/// The streams in log order, every entry tagged with its shard.
+pub async fn read_streams(conn: &mut MultiplexedConnection, names: &[String]) -> Result<Vec<StreamEntry>, Error> {
+    let mut entries = Vec::new();
+    for (k, s) in names.iter().enumerate() {
+        entries.extend(streams::read_entries(conn, s, k as u32).await?);
+    }
+    entries.sort_by_key(|e| streams::id_order(&e.entry_id));
+    Ok(entries)
+}
+
+/// Every event still in the channel once all its senders are gone.
+pub fn drain(mut rx: mpsc::UnboundedReceiver<RawEvent>, raw: &mut Vec<RawEvent>) {
+    while let Ok(ev) = rx.try_recv() {
+        raw.push(ev);
+    }
+}
+
+/// What the run has seen of publishing and acknowledging: the usual "is it over?".
+#[derive(Default)]
+pub struct Progress {
+    /// `(shard, entry ID)`: entry IDs are unique per stream only.
+    pub published: HashSet<(u32, String)>,
+    pub acked: HashSet<(u32, String)>,
+    pub crashes: PlannedCrashes,
+}
+
+impl Progress {
+    pub fn observe(
+        &mut self,
+        ev: &RawEvent,
+        shard_of_order: impl Fn(i64) -> u32,
+        shard_of_actor: impl Fn(Actor) -> u32,
+    ) {
+        match &ev.kind {
+            EventKind::Published { entry_id, job, .. } => {
+                self.published.insert((shard_of_order(job.order), entry_id.clone()));
+            }
+            EventKind::Acked { entry_id } => {
+                self.acked.insert((shard_of_actor(ev.actor), entry_id.clone()));
+            }
+            _ => {}
+        }
+        self.crashes.observe(ev);
+    }
+
+    /// Every event is published at least once in the end (failed attempts retry; several
+    /// dispatchers or a crash may publish one twice), so the run is over when the publisher
+    /// is done, `events` entries exist and all are acknowledged; or, with no claimer, when a
+    /// planned crash left the rest pending for nobody.
+    pub fn over(&self, publisher_done: bool, events: usize, consumers: u32, has_claimer: bool) -> bool {
+        publisher_done
+            && ((self.published.len() >= events && self.acked.is_superset(&self.published))
+                || (!has_claimer && self.crashes.settled(&self.published, &self.acked, consumers)))
+    }
+}
+
+/// Drive `publish` while recording every event into `raw`, until `over(event, publisher
+/// done)` says the run is over (`over(Some(event), …)` sees each event first). Returns the
+/// publisher's result, or None when the deadline passed or every sender is gone first.
+pub async fn drive<T>(
+    publish: impl Future<Output = Result<T, Error>>,
+    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
+    raw: &mut Vec<RawEvent>,
+    deadline: tokio::time::Instant,
+    mut over: impl FnMut(Option<&RawEvent>, bool) -> bool,
+) -> Result<Option<T>, Error> {
+    tokio::pin!(publish);
+    let mut result = None;
+    loop {
+        if result.is_some() && over(None, true) {
+            return Ok(result);
+        }
+        tokio::select! {
+            r = &mut publish, if result.is_none() => { result = Some(r?); }
+            ev = rx.recv() => match ev {
+                Some(ev) => { over(Some(&ev), result.is_some()); raw.push(ev); }
+                None => return Ok(None),
+            },
+            _ = tokio::time::sleep_until(deadline) => return Ok(None),
+        }
+    }
+}

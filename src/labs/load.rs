@@ -1,0 +1,328 @@
+//! Under load (seed 001 only ever ran one or two orders): many orders, a small share of them
+//! with a slow first job, every strategy side by side. Throughput, end-to-end latency and
+//! wrong final states per strategy, and the producer's own XADD rate against redis-benchmark
+//! on the same server in the same run.
+
+use super::stream::{self, StreamSpec};
+use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
+use crate::checker::RunVerdict;
+use crate::connect;
+use crate::error::{Context, Error};
+use crate::orders::{EventSpec, OrderRow};
+use crate::lang::{pick, Lang};
+use crate::roles::producer::Producer;
+use crate::stats::quantile;
+use crate::strategy::Strategy;
+use crate::timeline::{Actor, Event, EventKind, NullSink};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `kind = "load"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    pub generate: GenerateSpec,
+    #[serde(default = "stream::one")]
+    pub consumers: u32,
+    #[serde(default = "stream::one")]
+    pub shards: u32,
+    #[serde(default)]
+    pub strategy: Strategy,
+}
+
+/// `generate = { … }`: `orders` orders, each with one event per type in `types` (versions
+/// 1, 2, …), published interleaved order by order as fast as one producer can. A
+/// `slow_share` of the orders have a slow first event (`slow_ms`, an external call); every
+/// other event costs `fast_ms`. Which orders are slow is fixed by their id (a hash), so every
+/// strategy sees the same workload.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateSpec {
+    pub orders: u32,
+    #[serde(default = "GenerateSpec::default_types")]
+    pub types: Vec<String>,
+    pub slow_share: f64,
+    pub slow_ms: f64,
+    pub fast_ms: f64,
+}
+
+/// What the servers said: the rows, and the producer alone against redis-benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadObserved {
+    pub final_rows: Vec<OrderRow>,
+    pub producer_alone_xadd_per_s: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark_xadd_per_s: Option<i64>,
+}
+
+impl GenerateSpec {
+    fn default_types() -> Vec<String> {
+        vec!["created".into(), "paid".into()]
+    }
+
+    /// Is `order`'s first event slow? A multiplicative hash spreads the slow orders evenly.
+    pub fn is_slow(&self, order: i64) -> bool {
+        let h = (order as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        (h % 10_000) < (self.slow_share * 10_000.0) as u64
+    }
+
+    pub fn events(&self) -> Vec<EventSpec> {
+        let mut out = Vec::new();
+        for order in 1..=self.orders as i64 {
+            for (i, t) in self.types.iter().enumerate() {
+                let cost = if i == 0 && self.is_slow(order) { self.slow_ms } else { self.fast_ms };
+                out.push(EventSpec { cost_ms: Some(cost), ..EventSpec::new(order, t, i as i64 + 1) });
+            }
+        }
+        out
+    }
+}
+
+impl LoadSpec {
+    /// The stream run this load is: the generated events, no other fault.
+    fn stream(&self) -> StreamSpec {
+        let events = self.generate.events();
+        StreamSpec {
+            consumers: self.consumers,
+            shards: self.shards,
+            strategy: self.strategy.clone(),
+            cost_ms: Default::default(),
+            initial: Some(crate::orders::default_initial(&events)),
+            events,
+            state_bytes: 0,
+            crash: None,
+            reaper: None,
+        }
+    }
+
+    /// The producer's own XADD rate on the quiet server against redis-benchmark's (one
+    /// client, no pipelining): three alternating rounds, the best of each, so a passing
+    /// hiccup does not decide the comparison.
+    async fn producer_against_benchmark(&self, ctx: &RunContext<'_>, events: &[EventSpec]) -> Result<(i64, Option<i64>), Error> {
+        let (mut ours, mut theirs) = (0i64, None::<i64>);
+        let prefix = ctx.key_prefix();
+        for round in 0..3 {
+            let probe = Producer {
+                redis: connect::redis(&ctx.services.redis_url).await.context("producer connect")?,
+                streams: vec![format!("{prefix}probe{round}")],
+                state_bytes: 0,
+                scale: ctx.scale,
+                sink: Arc::new(NullSink),
+            };
+            let started = crate::clock::now_ns();
+            probe.publish_all(events, started).await?;
+            let secs = (crate::clock::now_ns() - started) as f64 / 1e9;
+            ours = ours.max((events.len() as f64 / secs) as i64);
+            let (url, key) = (ctx.services.redis_url.clone(), format!("{prefix}bench"));
+            let bench = tokio::task::spawn_blocking(move || redis_benchmark_xadd(&url, &key, 5000))
+                .await
+                .expect("benchmark task does not panic");
+            theirs = theirs.max(bench);
+        }
+        Ok((ours, theirs))
+    }
+}
+
+impl LabProcedure for LoadSpec {
+    type Observed = LoadObserved;
+
+    fn validate(&mut self) -> Result<(), String> {
+        let g = &self.generate;
+        if g.orders == 0 || g.types.is_empty() || !(0.0..=1.0).contains(&g.slow_share) {
+            return Err("setup.generate: use orders ≥ 1, at least one type, 0 ≤ slow_share ≤ 1".into());
+        }
+        stream::check_consumers(self.consumers)?;
+        if self.shards == 0 {
+            return Err("setup.shards = 0: use at least 1".into());
+        }
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<LoadObserved>, Error> {
+        let spec = self.stream();
+        let out = spec.run(ctx).await?;
+        let (ours, theirs) = self.producer_against_benchmark(ctx, &spec.events).await?;
+        ctx.delete_run_keys().await?;
+        let observed = LoadObserved {
+            final_rows: out.observed.final_rows,
+            producer_alone_xadd_per_s: ours,
+            benchmark_xadd_per_s: theirs,
+        };
+        Ok(RunOutcome { t0_ns: out.t0_ns, raw: out.raw, timed_out: out.timed_out, observed })
+    }
+
+    fn judge(&self, run: &RunView<'_, LoadObserved>) -> RunVerdict {
+        let spec = self.stream();
+        let observed = stream::StreamObserved {
+            stream: Vec::new(),
+            final_rows: run.observed.final_rows.clone(),
+            entry_bytes: None,
+            pending_after_run: None,
+        };
+        spec.judge(&RunView { run: run.run, events: run.events, timed_out: run.timed_out, observed: &observed })
+    }
+
+    fn describe(&self, lang: Lang) -> String {
+        let g = &self.generate;
+        let (orders, types, share, slow, fast) = (g.orders, g.types.join("/"), g.slow_share * 100.0, g.slow_ms, g.fast_ms);
+        let mut parts = vec![crate::tr!(
+            lang,
+            "{orders} orders × {types}, {share} % with a {slow} ms first job, every other job {fast} ms",
+            "{orders} đơn × {types}, {share} % có job đầu {slow} ms, mọi job khác {fast} ms"
+        )];
+        parts.push(stream::consumers_phrase(self.consumers, lang));
+        if self.shards > 1 {
+            let n = self.shards;
+            parts.push(crate::tr!(lang, "{n} shards by order id", "{n} shard theo mã đơn"));
+        }
+        parts.push(self.strategy.describe(lang));
+        parts.join("; ")
+    }
+
+    fn approach(&self) -> String {
+        self.stream().approach()
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        let expected = pick(lang, "each order's last event", "sự kiện cuối của từng đơn");
+        crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
+    }
+
+    fn final_state(&self, observed: &LoadObserved) -> Vec<FinalItem> {
+        stream::order_items(&crate::orders::expected_statuses(&self.stream().events), &observed.final_rows)
+    }
+
+    fn facts(&self, run: &RunView<'_, LoadObserved>) -> Vec<Fact> {
+        let m = measure(self.shards, run.events);
+        let wrong = self.final_state(run.observed).iter().filter(|i| i.is_wrong()).count() as i64;
+        let mut facts = vec![
+            Fact::stable("events", m.acked),
+            Fact::measured("throughput_eps", m.throughput_eps),
+            Fact::measured("latency_p50_us", m.p50_us),
+            Fact::measured("latency_p99_us", m.p99_us),
+            Fact::measured("producer_xadd_per_s", m.producer_xadd_per_s),
+            Fact::measured("wrong_orders", wrong),
+            Fact::measured("producer_alone_xadd_per_s", run.observed.producer_alone_xadd_per_s),
+        ];
+        if let Some(rps) = run.observed.benchmark_xadd_per_s {
+            facts.push(Fact::measured("benchmark_xadd_per_s", rps));
+            let pct = run.observed.producer_alone_xadd_per_s * 100 / rps.max(1);
+            facts.push(Fact::measured("producer_vs_benchmark_pct", pct));
+        }
+        facts
+    }
+
+    fn many_orders(&self) -> bool {
+        true
+    }
+
+    fn table_row(&self, run: &RunView<'_, LoadObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
+        let m = measure(self.shards, run.events);
+        let n = |x: i64| Line(vec![Piece::Count(x)]);
+        let ms = |us: i64| Line(vec![Piece::MsFromUs(us)]);
+        let items = self.final_state(run.observed);
+        let wrong = items.iter().filter(|i| i.is_wrong()).count() as i64;
+        let bench = run.observed.benchmark_xadd_per_s.map_or(Line::text("-"), n);
+        Some(vec![
+            (pick(lang, "events/s", "event/s").to_string(), n(m.throughput_eps)),
+            ("p50 ms".to_string(), ms(m.p50_us)),
+            ("p99 ms".to_string(), ms(m.p99_us)),
+            (pick(lang, "wrong", "sai").to_string(), n(wrong).and_text(format!("/{}", items.len()))),
+            ("producer/s".to_string(), n(run.observed.producer_alone_xadd_per_s)),
+            ("redis-bench/s".to_string(), bench),
+        ])
+    }
+}
+
+/// Throughput and latency of a run over many orders, from its timeline.
+struct LoadMeasures {
+    acked: i64,
+    /// Acknowledged events per second from the first publish to the last ack.
+    throughput_eps: i64,
+    /// End-to-end latency per event (publish → ack).
+    p50_us: i64,
+    p99_us: i64,
+    producer_xadd_per_s: i64,
+}
+
+fn measure(shards: u32, events: &[Event]) -> LoadMeasures {
+    let mut published: HashMap<(u32, &str), i64> = HashMap::new();
+    let mut acked: Vec<(i64, (u32, &str))> = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::Published { entry_id, job, .. } => {
+                published.entry((stream::shard_of(job.order, shards), entry_id.as_str())).or_insert(e.t_us);
+            }
+            EventKind::Acked { entry_id } => {
+                let shard = if let Actor::Consumer(_) = e.actor { stream::shard_of_actor(e.actor, shards) } else { 0 };
+                acked.push((e.t_us, (shard, entry_id.as_str())));
+            }
+            _ => {}
+        }
+    }
+    let first_publish = published.values().copied().min().unwrap_or(0);
+    let last_publish = published.values().copied().max().unwrap_or(0);
+    let last_ack = acked.iter().map(|(t, _)| *t).max().unwrap_or(0);
+    let latencies: Vec<f64> = acked.iter().filter_map(|(t, key)| published.get(key).map(|p| (t - p) as f64)).collect();
+    let per_second = |n: usize, span_us: i64| if span_us > 0 { (n as f64 * 1e6 / span_us as f64) as i64 } else { 0 };
+    LoadMeasures {
+        acked: acked.len() as i64,
+        throughput_eps: per_second(acked.len(), last_ack - first_publish),
+        p50_us: quantile(&latencies, 0.5).unwrap_or(0.0) as i64,
+        p99_us: quantile(&latencies, 0.99).unwrap_or(0.0) as i64,
+        producer_xadd_per_s: per_second(published.len().saturating_sub(1), last_publish - first_publish),
+    }
+}
+
+/// `redis-benchmark` XADD with one client and no pipelining (how our producer publishes),
+/// against the same server: requests per second, or None if the tool is missing or fails.
+pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option<i64> {
+    let url = redis::parse_redis_url(redis_url)?;
+    let (host, port) = (url.host_str()?.to_string(), url.port().unwrap_or(6379));
+    let out = std::process::Command::new("redis-benchmark")
+        .args(["-h", &host, "-p", &port.to_string(), "-c", "1", "-n", &requests.to_string(), "--csv"])
+        .args(["XADD", key, "*", "order", "42", "type", "paid", "version", "2"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // CSV: a header line, then `"XADD ...","<rps>",...`.
+    let row = text.lines().find(|l| l.starts_with("\"XADD"))?;
+    let rps = row.split("\",\"").nth(1)?.trim_matches('"');
+    rps.parse::<f64>().ok().map(|x| x as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::Job;
+
+    fn ev(t_us: i64, actor: Actor, kind: EventKind) -> Event {
+        Event { t_us, actor, kind }
+    }
+
+    #[test]
+    fn throughput_latency_from_the_timeline() {
+        let c1 = Actor::Consumer(1);
+        let job = |t: &str, v| Job::new(42, t, v);
+        let events = vec![
+            ev(0, Actor::Producer, EventKind::Published { entry_id: "1-0".into(), job: job("created", 1), attempt: 1 }),
+            ev(400, Actor::Producer, EventKind::Published { entry_id: "1-1".into(), job: job("paid", 2), attempt: 1 }),
+            ev(805_000, c1, EventKind::Acked { entry_id: "1-0".into() }),
+            ev(858_000, c1, EventKind::Acked { entry_id: "1-1".into() }),
+        ];
+        let m = measure(1, &events);
+        assert_eq!((m.acked, m.throughput_eps), (2, 2));
+        assert_eq!((m.p50_us, m.p99_us), (805_000, 857_600));
+    }
+
+    #[test]
+    fn the_workload_is_the_same_for_every_strategy() {
+        let g = GenerateSpec { orders: 1000, types: GenerateSpec::default_types(), slow_share: 0.02, slow_ms: 200.0, fast_ms: 2.0 };
+        let events = g.events();
+        assert_eq!(events.len(), 2000);
+        let slow = events.iter().filter(|e| e.cost_ms == Some(200.0)).count();
+        assert!((10..=30).contains(&slow), "{slow} slow orders");
+        assert_eq!(g.events(), events);
+    }
+}

@@ -1,0 +1,223 @@
+//! What every lab procedure provides. A procedure is a spec parsed from a scenario's
+//! `[setup]` (its own keys, `kind = "…"` picks it) that can run once on the servers, judge
+//! what a run recorded, and describe itself and its runs in both languages.
+//!
+//! Implementing [`LabProcedure`] for a new spec is what the compiler asks of a new lab kind;
+//! `lab_kinds!` in `labs.rs` then wires it in with one line.
+
+use super::RunContext;
+use crate::checker::RunVerdict;
+use crate::error::Error;
+use crate::lang::Lang;
+use crate::timeline::{Event, RawEvent};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
+
+/// A lab kind: its spec is `Self`.
+#[allow(async_fn_in_trait)] // The orchestrator's runtime is single-threaded: no Send bound needed.
+pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// What one run observed on the servers: the final state the judge reads, typed facts.
+    type Observed: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned;
+
+    /// Rules the types cannot express, checked before any server starts. The message is one
+    /// line naming the key and the fix (`setup.consumers = 0: use at least 1`).
+    fn validate(&mut self) -> Result<(), String>;
+
+    /// Run once on the servers and report what happened.
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<Self::Observed>, Error>;
+
+    /// The verdict of a recorded run: a pure function, so `ordlab check` can re-judge it.
+    fn judge(&self, run: &RunView<'_, Self::Observed>) -> RunVerdict;
+
+    /// The set-up in one line, derived from the spec so an edited scenario describes itself.
+    fn describe(&self, lang: Lang) -> String;
+
+    /// The approach in a few words, for the SUMMARY table (English).
+    fn approach(&self) -> String;
+
+    /// What makes a run wrong, after "→ wrong": `final state (not paid)`.
+    fn wrong_means(&self, lang: Lang) -> String;
+
+    /// The state a run ended in, item by item (an order's status, a count), with what each
+    /// should have been.
+    fn final_state(&self, observed: &Self::Observed) -> Vec<FinalItem>;
+
+    /// What the run measured (on the servers or in its timeline), in print order.
+    fn facts(&self, run: &RunView<'_, Self::Observed>) -> Vec<Fact>;
+
+    /// The ideal length of a run in ms given only its injected delays (each consumer does its
+    /// work back to back, no job before its publish time): what `ordlab bench` divides the
+    /// wall time by. None where the lab injects no handler work (default).
+    fn critical_path_ms(&self, _events: &[Event], _scale: f64) -> Option<f64> {
+        None
+    }
+
+    /// Does the text timeline show publish attempts? Only where publishing has a schedule or
+    /// faults worth seeing, as in the seed's output (default: no).
+    fn shows_publishing(&self) -> bool {
+        false
+    }
+
+    /// Does the lab have several orders (timeline lines then name the order)?
+    fn many_orders(&self) -> bool {
+        false
+    }
+
+    /// A heading for the run's timeline and lines after it (default: none).
+    fn notes(&self, _run: &RunView<'_, Self::Observed>, _lang: Lang) -> RunNotes {
+        RunNotes::default()
+    }
+
+    /// Lines about every run of the variant, printed after the final states (default: none).
+    fn per_run_lines(&self, _runs: &[RunView<'_, Self::Observed>], _lang: Lang) -> Vec<Line> {
+        Vec::new()
+    }
+
+    /// Run 1's row in a table that compares the lab's variants side by side: (column, cell)
+    /// pairs (default: none; the table appears when two or more variants give a row).
+    fn table_row(&self, _run: &RunView<'_, Self::Observed>, _lang: Lang) -> Option<Vec<(String, Line)>> {
+        None
+    }
+}
+
+/// What a procedure's run returns, before the runner judges it.
+pub struct RunOutcome<O> {
+    /// t=0 of the run on the monotonic clock (the producer's start).
+    pub t0_ns: u64,
+    /// Every event, as the processes stamped them.
+    pub raw: Vec<RawEvent>,
+    /// The run hit its deadline before it finished.
+    pub timed_out: bool,
+    pub observed: O,
+}
+
+/// A recorded run as a procedure reads it.
+pub struct RunView<'a, O> {
+    pub run: u32,
+    pub events: &'a [Event],
+    pub timed_out: bool,
+    pub observed: &'a O,
+}
+
+/// One item of a run's final state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinalItem {
+    /// The order it is about, if any (drawing a few orders out of many keeps these).
+    pub order: Option<i64>,
+    /// What it is (`#42`, `outbox rows`).
+    pub subject: String,
+    /// What the run left (`created`, `0`).
+    pub value: String,
+    /// What it should have been, when the run left something else.
+    pub should_be: Option<String>,
+}
+
+impl FinalItem {
+    pub fn is_wrong(&self) -> bool {
+        self.should_be.is_some()
+    }
+}
+
+/// One measured figure of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    pub name: &'static str,
+    pub value: i64,
+    /// The same in every run of the variant (a snapshot keeps it); otherwise redacted.
+    pub stable: bool,
+}
+
+impl Fact {
+    pub fn stable(name: &'static str, value: i64) -> Fact {
+        Fact { name, value, stable: true }
+    }
+    pub fn measured(name: &'static str, value: i64) -> Fact {
+        Fact { name, value, stable: false }
+    }
+}
+
+/// Lines around a run's timeline.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunNotes {
+    /// After `run N — `: what the log held (`stream: …`).
+    pub heading: Option<Line>,
+    /// After the timeline lines.
+    pub after: Vec<Line>,
+}
+
+/// Report text a lab writes, with the values that vary from run to run marked as such, so a
+/// report can redact them (a snapshot shows `[id]`, `[ms]`, `[n]`) and print the rest.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Line(pub Vec<Piece>);
+
+/// One piece of a [`Line`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Piece {
+    /// Words and anything the same in every run.
+    Text(String),
+    /// A stream entry ID.
+    EntryId(String),
+    /// Milliseconds on the run's clock.
+    Ms(i64),
+    /// Microseconds, shown as milliseconds with one decimal.
+    MsFromUs(i64),
+    /// A measured count that differs between runs.
+    Count(i64),
+}
+
+impl Line {
+    pub fn text(s: impl Into<String>) -> Line {
+        Line(vec![Piece::Text(s.into())])
+    }
+
+    /// Append a piece (builder style).
+    pub fn and(mut self, piece: Piece) -> Line {
+        self.0.push(piece);
+        self
+    }
+
+    /// Append words.
+    pub fn and_text(self, s: impl Into<String>) -> Line {
+        self.and(Piece::Text(s.into()))
+    }
+
+    /// Append another line's pieces.
+    pub fn and_line(mut self, other: Line) -> Line {
+        self.0.extend(other.0);
+        self
+    }
+
+    /// The same line with every number in its text marked as varying (a snapshot then shows
+    /// `[n]`): for per-run details where the scheduler decides the interleaving.
+    pub fn redacting_numbers(self) -> Line {
+        let mut out = Vec::new();
+        for piece in self.0 {
+            let Piece::Text(text) = piece else {
+                out.push(piece);
+                continue;
+            };
+            let mut rest = text.as_str();
+            while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+                let end = rest[start..].find(|c: char| !c.is_ascii_digit()).map_or(rest.len(), |e| start + e);
+                out.push(Piece::Text(rest[..start].to_string()));
+                out.push(Piece::Count(rest[start..end].parse().unwrap_or(0)));
+                rest = &rest[end..];
+            }
+            out.push(Piece::Text(rest.to_string()));
+        }
+        Line(out)
+    }
+
+    /// Join lines with `sep` between them.
+    pub fn join(lines: Vec<Line>, sep: &str) -> Line {
+        let mut out = Line::default();
+        for (i, l) in lines.into_iter().enumerate() {
+            if i > 0 {
+                out.0.push(Piece::Text(sep.to_string()));
+            }
+            out.0.extend(l.0);
+        }
+        out
+    }
+}

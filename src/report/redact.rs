@@ -1,0 +1,209 @@
+//! The snapshot redactor: one value that a renderer asks how to print each value that may
+//! vary between runs. Off, it prints everything; on (snapshots and `ordlab diff`), it replaces
+//! what truly varies, visibly, by `[id]`, `[ms]`, `[n]`, and keeps everything else, including
+//! the real order of events. nextest's `redact.rs` is the model.
+
+use crate::labs::{Line, Piece};
+use crate::timeline::{Event, EventKind};
+
+/// Events of different processes closer than this are a burst whose order the OS scheduler
+/// picks from run to run: a snapshot lists a burst by process, and keeps the true order of
+/// everything else. Snapshots run at time scale 1, where the labs put at least 40 ms between
+/// the steps they are about, so a stall of 20 ms (a loaded machine) changes no snapshot.
+pub const BURST_US: i64 = 20_000;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Redactor {
+    active: bool,
+}
+
+impl Redactor {
+    /// Print every value as it is.
+    pub const NONE: Redactor = Redactor { active: false };
+    /// Replace what varies between runs.
+    pub const SNAPSHOT: Redactor = Redactor { active: true };
+
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// A stream entry ID: `[id]`.
+    pub fn entry_id(&self, id: &str) -> String {
+        if self.active {
+            "[id]".into()
+        } else {
+            id.to_string()
+        }
+    }
+
+    /// Milliseconds: `[ms]`.
+    pub fn ms(&self, ms: i64) -> String {
+        if self.active {
+            "[ms]".into()
+        } else {
+            format!("{ms} ms")
+        }
+    }
+
+    /// A timeline stamp: `t=[ms]`, or `t=  53 ms` padded as the seed's output is.
+    pub fn stamp(&self, t_ms: i64) -> String {
+        if self.active {
+            "t=[ms]".into()
+        } else {
+            format!("t={t_ms:>4} ms")
+        }
+    }
+
+    /// A count that differs between runs: `[n]`.
+    pub fn count(&self, n: impl ToString) -> String {
+        if self.active {
+            "[n]".into()
+        } else {
+            n.to_string()
+        }
+    }
+
+    /// A version CAS compares: an entry ID as a number (`ms*100000+seq`) varies, a business
+    /// version does not.
+    pub fn version(&self, v: i64) -> String {
+        if self.active && v > 1_000_000 {
+            "[v]".into()
+        } else {
+            v.to_string()
+        }
+    }
+
+    /// A lab's line, its varying pieces redacted.
+    pub fn line(&self, line: &Line) -> String {
+        line.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(s) => s.clone(),
+                Piece::EntryId(id) => self.entry_id(id),
+                Piece::Ms(ms) if self.active => "[ms]".into(),
+                Piece::Ms(ms) => format!("{ms} ms"),
+                Piece::MsFromUs(_) if self.active => "[ms]".into(),
+                Piece::MsFromUs(us) => format!("{:.1}", *us as f64 / 1000.0),
+                Piece::Count(n) => self.count(n),
+            })
+            .collect()
+    }
+
+    /// Events in the order to print them: their true order; redacted, a burst of events of
+    /// different processes less than [`BURST_US`] apart is listed by process, as far as
+    /// causality allows (an entry is received after it was published, and each process's
+    /// own events keep their order): the order within a burst is the scheduler's, not the
+    /// lab's, and listing it this way makes a snapshot independent of where a stall falls.
+    pub fn order<'a>(&self, events: Vec<&'a Event>) -> Vec<&'a Event> {
+        if !self.active {
+            return events;
+        }
+        let mut out: Vec<&Event> = Vec::with_capacity(events.len());
+        let mut burst: Vec<&Event> = Vec::new();
+        for e in events {
+            if burst.last().is_some_and(|last| e.t_us - last.t_us >= BURST_US) {
+                out.extend(by_process(std::mem::take(&mut burst)));
+            }
+            burst.push(e);
+        }
+        out.extend(by_process(burst));
+        out
+    }
+}
+
+/// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
+/// process whose causes are already out (its own earlier events; for a receive, the publish
+/// of the same entry).
+fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
+    let published = |id: &str, done: &[bool]| {
+        burst
+            .iter()
+            .enumerate()
+            .all(|(i, e)| done[i] || !matches!(&e.kind, EventKind::Published { entry_id, .. } if entry_id == id))
+    };
+    let mut done = vec![false; burst.len()];
+    let mut out = Vec::with_capacity(burst.len());
+    while out.len() < burst.len() {
+        // The next event of each process is its first not yet out.
+        let mut next: Option<usize> = None;
+        for (i, e) in burst.iter().enumerate() {
+            let first_of_actor = !burst[..i].iter().enumerate().any(|(j, p)| p.actor == e.actor && !done[j]);
+            if done[i] || !first_of_actor {
+                continue;
+            }
+            let ready = match &e.kind {
+                EventKind::Received { entry_id, .. } => published(entry_id, &done),
+                _ => true,
+            };
+            if ready && next.is_none_or(|n| e.actor < burst[n].actor) {
+                next = Some(i);
+            }
+        }
+        // A receive whose publish is in the burst but waits behind its own process's events
+        // cannot block everything: fall back to the earliest event left.
+        let i = next.unwrap_or_else(|| done.iter().position(|d| !d).expect("an event is left"));
+        done[i] = true;
+        out.push(burst[i]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{Actor, Job};
+
+    fn ev(t_us: i64, actor: Actor) -> Event {
+        Event { t_us, actor, kind: EventKind::Ready }
+    }
+
+    #[test]
+    fn bursts_are_listed_by_process_and_the_rest_keeps_its_order() {
+        let (c1, c2) = (Actor::Consumer(1), Actor::Consumer(2));
+        // C2 reports at 2.0 ms, C1 at 2.3 ms (scheduler's choice); C2 writes at 53 ms and C1 at
+        // 803 ms (the lab's point: the slow, older job writes last).
+        let events = [ev(2_300, c2), ev(2_400, c1), ev(53_000, c2), ev(803_000, c1)];
+        let refs: Vec<&Event> = events.iter().collect();
+        let shown: Vec<(i64, Actor)> =
+            Redactor::SNAPSHOT.order(refs.clone()).iter().map(|e| (e.t_us, e.actor)).collect();
+        assert_eq!(shown, vec![(2_400, c1), (2_300, c2), (53_000, c2), (803_000, c1)]);
+        assert_eq!(Redactor::NONE.order(refs)[0].actor, c2);
+    }
+
+    #[test]
+    fn within_a_burst_an_entry_is_received_after_it_is_published() {
+        let (d1, c1) = (Actor::Dispatcher(1), Actor::Consumer(1));
+        let job = Job::new(42, "paid", 2);
+        let publish = |t| Event {
+            t_us: t,
+            actor: d1,
+            kind: EventKind::Published { entry_id: "2-0".into(), job: job.clone(), attempt: 1 },
+        };
+        let receive = |t| Event {
+            t_us: t,
+            actor: c1,
+            kind: EventKind::Received { entry_id: "2-0".into(), job: job.clone(), deliveries: None },
+        };
+        let crash = |t| Event { t_us: t, actor: d1, kind: EventKind::Crashed { planned: true, detail: "x".into() } };
+        // D1 publishes and crashes, C1 receives: C1 comes first by rank, but not before the
+        // publish; and a stall that puts 30 ms between crash and receive changes nothing.
+        for gap in [200, 30_000] {
+            let events = [publish(0), crash(100), receive(100 + gap)];
+            let refs: Vec<&Event> = events.iter().collect();
+            let shown: Vec<Actor> = Redactor::SNAPSHOT.order(refs).iter().map(|e| e.actor).collect();
+            let expected = if gap < BURST_US { vec![d1, c1, d1] } else { vec![d1, d1, c1] };
+            assert_eq!(shown, expected, "gap {gap}");
+        }
+    }
+
+    #[test]
+    fn only_what_varies_is_replaced() {
+        let line = Line::text("stream: ").and(Piece::EntryId("1-0".into())).and_text(" +").and(Piece::Ms(420));
+        assert_eq!(Redactor::SNAPSHOT.line(&line), "stream: [id] +[ms]");
+        assert_eq!(Redactor::NONE.line(&line), "stream: 1-0 +420 ms");
+        assert_eq!(
+            (Redactor::SNAPSHOT.version(2), Redactor::SNAPSHOT.version(179259155524900000)),
+            ("2".into(), "[v]".into())
+        );
+    }
+}

@@ -1,0 +1,429 @@
+//! The run as lanes of bars and marks, in milliseconds: one lane per process, in the order
+//! producer, consumers, dispatchers, SQL sessions, reaper, runner. Pure: events in, lanes out.
+
+use crate::fault::TimeScale;
+use crate::labs::RunRecord;
+use crate::lang::{pick, Lang};
+use crate::timeline::{Actor, Event, EventKind, Job};
+use std::collections::HashMap;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Glyph {
+    Received,
+    Published,
+    Failed,
+    Wrote,
+    Stale,
+    Overwrote,
+    Crash,
+    LockTaken,
+    Released,
+    Expired,
+    SqlSent,
+    SqlDone,
+    SqlError,
+    Outbox,
+    OutboxFailed,
+    Acked,
+}
+
+pub struct Mark {
+    pub t: f64,
+    pub glyph: Glyph,
+    pub label: Option<String>,
+}
+
+pub enum BarKind {
+    /// Handler work of `ms` milliseconds.
+    Work { ms: f64 },
+    /// A lock held from acquisition to release, or to its TTL expiry if that came first.
+    Lock,
+    /// Time the actor still believed it held a lock that had already expired.
+    LockExpired,
+    /// A SQL statement waiting (for a row lock) before its outcome.
+    Wait,
+}
+
+pub struct Bar {
+    pub t0: f64,
+    pub t1: f64,
+    pub kind: BarKind,
+}
+
+pub struct Lane {
+    pub actor: Actor,
+    /// When the process reported ready, if it did.
+    pub ready: Option<f64>,
+    pub bars: Vec<Bar>,
+    pub marks: Vec<Mark>,
+}
+
+pub struct Timeline {
+    pub lanes: Vec<Lane>,
+    /// Axis domain in ms.
+    pub start: f64,
+    pub end: f64,
+}
+
+impl Timeline {
+    pub fn has_bar(&self, f: fn(&BarKind) -> bool) -> bool {
+        self.lanes.iter().any(|l| l.bars.iter().any(|b| f(&b.kind)))
+    }
+
+    pub fn has(&self, g: Glyph) -> bool {
+        self.lanes.iter().any(|l| l.marks.iter().any(|m| m.glyph == g))
+    }
+}
+
+/// Lane order on the page: producer, consumers, dispatchers, SQL sessions, reaper, runner.
+fn lane_rank(a: Actor) -> (u8, u32) {
+    match a {
+        Actor::Producer => (0, 0),
+        Actor::Consumer(n) => (1, n),
+        Actor::Dispatcher(n) => (2, n),
+        Actor::Session(c) => (3, c as u32),
+        Actor::Reaper => (4, 0),
+        Actor::Runner => (5, 0),
+    }
+}
+
+pub fn fmt_ms(v: f64) -> String {
+    if (v - v.round()).abs() < 0.05 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max_chars.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn job_label(job: &Job, multi_order: bool) -> String {
+    if multi_order {
+        format!("#{} {} v{}", job.order, job.event_type, job.version)
+    } else {
+        format!("{} v{}", job.event_type, job.version)
+    }
+}
+
+fn order_rows(rows: &[i64]) -> String {
+    if rows.is_empty() {
+        "-".to_string()
+    } else {
+        rows.iter().map(|r| format!("#{r}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// The builder's memory while it walks a run's events.
+struct Builder {
+    lanes: Vec<Lane>,
+    /// Lock taken per actor: (from, TTL) in ms.
+    open_locks: HashMap<Actor, (f64, f64)>,
+    /// Highest business version applied so far, per order.
+    applied: HashMap<i64, i64>,
+    /// The job behind each entry ID.
+    jobs: HashMap<String, Job>,
+    /// SQL race cases present (labels name the case when several).
+    sql_cases: usize,
+    scale: TimeScale,
+    multi_order: bool,
+    lang: Lang,
+}
+
+impl Timeline {
+    pub fn build(record: &RunRecord, scale: TimeScale, multi_order: bool, lang: Lang) -> Timeline {
+        let mut events: Vec<&Event> = record.events.iter().collect();
+        events.sort_by_key(|e| e.t_us);
+        let jobs = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Received { entry_id, job, .. } | EventKind::Published { entry_id, job, .. } => {
+                    Some((entry_id.clone(), job.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut cases: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::SqlSent { case, .. } | EventKind::SqlDone { case, .. } => Some(case),
+                _ => None,
+            })
+            .collect();
+        cases.sort_unstable();
+        cases.dedup();
+        let mut b = Builder {
+            lanes: Vec::new(),
+            open_locks: HashMap::new(),
+            applied: HashMap::new(),
+            jobs,
+            sql_cases: cases.len(),
+            scale,
+            multi_order,
+            lang,
+        };
+        for e in events {
+            b.event(e);
+        }
+        b.finish()
+    }
+}
+
+impl Builder {
+    fn lane(&mut self, actor: Actor) -> &mut Lane {
+        let idx = match self.lanes.iter().position(|l| l.actor == actor) {
+            Some(i) => i,
+            None => {
+                self.lanes.push(Lane { actor, ready: None, bars: Vec::new(), marks: Vec::new() });
+                self.lanes.len() - 1
+            }
+        };
+        &mut self.lanes[idx]
+    }
+
+    fn mark(&mut self, actor: Actor, t: f64, glyph: Glyph, label: Option<String>) {
+        self.lane(actor).marks.push(Mark { t, glyph, label });
+    }
+
+    fn event(&mut self, e: &Event) {
+        let at = e.t_us as f64 / 1000.0;
+        let lang = self.lang;
+        match &e.kind {
+            EventKind::Ready => {
+                let lane = self.lane(e.actor);
+                lane.ready = Some(lane.ready.map_or(at, |r| r.min(at)));
+            }
+            EventKind::WorkStarted { ms, .. } => {
+                self.lane(e.actor).bars.push(Bar { t0: at, t1: at + ms.max(0.0), kind: BarKind::Work { ms: *ms } });
+            }
+            EventKind::LockAcquired { tries, ttl_ms, .. } => {
+                self.open_locks.insert(e.actor, (at, self.scale.ms_ceil(*ttl_ms) as f64));
+                let label = match (lang, *tries) {
+                    (Lang::En, 1) => "took lock".to_string(),
+                    (Lang::En, n) => format!("took lock after {n} tries"),
+                    (Lang::Vi, 1) => "lấy được lock".to_string(),
+                    (Lang::Vi, n) => format!("lấy được lock sau {n} lần thử"),
+                };
+                self.mark(e.actor, at, Glyph::LockTaken, Some(label));
+            }
+            EventKind::LockReleased { released, .. } => {
+                if *released == 0 {
+                    let label = pick(
+                        lang,
+                        "released → 0: expired, not ours",
+                        "nhả lock → 0: đã hết hạn, không còn là của mình",
+                    );
+                    self.mark(e.actor, at, Glyph::Released, Some(label.to_string()));
+                }
+                if let Some((from, ttl)) = self.open_locks.remove(&e.actor) {
+                    self.lock_bar(e.actor, from, at, ttl);
+                }
+            }
+            EventKind::Wrote { entry_id, order, status, version, rows } => {
+                self.wrote(e.actor, at, entry_id, *order, status, *version, *rows)
+            }
+            EventKind::Crashed { planned, detail } => {
+                let detail = truncate(detail, 40);
+                let label = match (planned, lang) {
+                    (true, Lang::En) => format!("CRASHED (injected: {detail})"),
+                    (true, Lang::Vi) => format!("CRASH (chủ động: {detail})"),
+                    (false, Lang::En) => format!("DIED unexpectedly: {detail}"),
+                    (false, Lang::Vi) => format!("chết bất ngờ: {detail}"),
+                };
+                self.mark(e.actor, at, Glyph::Crash, Some(label));
+                if let Some((from, ttl)) = self.open_locks.remove(&e.actor) {
+                    // Nobody releases a dead process's lock: it lasts until its TTL.
+                    self.lock_bar(e.actor, from, from + ttl, ttl);
+                }
+            }
+            EventKind::SqlDone { outcome, waited_ms, .. } => self.sql_done(e.actor, at, outcome, *waited_ms),
+            EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
+            other => {
+                if let Some((glyph, label)) = self.labelled(other) {
+                    self.mark(e.actor, at, glyph, Some(label));
+                }
+            }
+        }
+    }
+
+    /// Marks that need no memory of earlier events: a glyph and its label.
+    fn labelled(&self, kind: &EventKind) -> Option<(Glyph, String)> {
+        let (lang, many) = (self.lang, self.multi_order);
+        let t = |en, vi| pick(lang, en, vi);
+        let prefix = |order: i64| if many { format!("#{order} ") } else { String::new() };
+        Some(match kind {
+            EventKind::Published { job, attempt, .. } if *attempt == 1 => {
+                (Glyph::Published, format!("publish {} OK", job_label(job, many)))
+            }
+            EventKind::Published { job, attempt, .. } => {
+                (Glyph::Published, format!("retry #{} {} OK", attempt - 1, job.event_type))
+            }
+            EventKind::PublishFailed { job, attempt, .. } => {
+                let what = if *attempt == 1 {
+                    format!("publish {}", job_label(job, many))
+                } else {
+                    format!("retry #{} {}", attempt - 1, job.event_type)
+                };
+                (Glyph::Failed, format!("{what} {}", t("FAILED", "LỖI")))
+            }
+            EventKind::Received { job, deliveries, .. } => {
+                let mut label = format!("{} {}", t("received", "nhận"), job_label(job, many));
+                if let Some(d) = deliveries.filter(|d| *d > 1) {
+                    label.push_str(&format!(" ({} {d})", t("delivery", "lần giao")));
+                }
+                (Glyph::Received, label)
+            }
+            EventKind::Inserted { order, status, .. } => {
+                (Glyph::Wrote, format!("{} {}{status} (INSERT)", t("wrote", "ghi"), prefix(*order)))
+            }
+            EventKind::WriteFailed { order, status, .. } => (
+                Glyph::Failed,
+                format!(
+                    "{} {}{status}: {}",
+                    t("write", "ghi"),
+                    prefix(*order),
+                    t("refused (duplicate key), lost", "bị từ chối (trùng khoá), mất")
+                ),
+            ),
+            EventKind::Held { job, waiting_for, .. } => (
+                Glyph::Received,
+                format!("{} {}, {} v={waiting_for}", t("held", "giữ"), job_label(job, many), t("waiting for", "chờ")),
+            ),
+            EventKind::Dropped { job, .. } => {
+                (Glyph::Stale, format!("{} {}", t("dropped stale", "bỏ bản cũ"), job_label(job, many)))
+            }
+            EventKind::GapTimeout { order, missing_version, .. } => (
+                Glyph::Failed,
+                format!("{} #{order} v={missing_version}", t("gap timeout: gave up on", "hết thời gian chờ: bỏ qua")),
+            ),
+            EventKind::SqlSent { case, statement, .. } => {
+                let case = if self.sql_cases > 1 { format!("{} {case}: ", t("case", "ca")) } else { String::new() };
+                (Glyph::SqlSent, format!("{case}{}", truncate(statement, 44)))
+            }
+            EventKind::OutboxRound { round, published, failed, held_back } => {
+                outbox_mark(*round, published, failed, held_back, lang)
+            }
+            EventKind::LagWindow { how } => {
+                (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
+            }
+            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
+            EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
+            EventKind::ReplicaPromoted { behind_bytes } => (
+                Glyph::Published,
+                format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
+            ),
+            _ => return None,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn wrote(
+        &mut self,
+        actor: Actor,
+        at: f64,
+        entry_id: &str,
+        order: i64,
+        status: &str,
+        version: Option<i64>,
+        rows: u64,
+    ) {
+        let t = |en, vi| pick(self.lang, en, vi);
+        let prefix = if self.multi_order { format!("#{order} ") } else { String::new() };
+        let job_version = self.jobs.get(entry_id).map(|j| j.version);
+        let (glyph, label) = if rows == 0 && version.is_some() {
+            (Glyph::Stale, format!("{prefix}{status}: {}", t("stale, skipped", "bản cũ, bỏ qua")))
+        } else if rows == 0 {
+            (Glyph::Stale, format!("{} {prefix}{status} → UPDATE 0", t("wrote", "ghi")))
+        } else {
+            let newer = self.applied.get(&order).copied();
+            let overwrote = matches!((job_version, newer), (Some(v), Some(n)) if v < n);
+            if let Some(v) = job_version {
+                self.applied.insert(order, newer.map_or(v, |n| n.max(v)));
+            }
+            if overwrote {
+                (
+                    Glyph::Overwrote,
+                    format!(
+                        "{} {prefix}{status}: {}",
+                        t("wrote", "ghi"),
+                        t("overwrote a newer state", "đè lên trạng thái mới hơn")
+                    ),
+                )
+            } else {
+                (Glyph::Wrote, format!("{} {prefix}{status}", t("wrote", "ghi")))
+            }
+        };
+        self.mark(actor, at, glyph, Some(label));
+    }
+
+    fn sql_done(&mut self, actor: Actor, at: f64, outcome: &str, waited_ms: f64) {
+        if waited_ms >= 5.0 {
+            self.lane(actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait });
+        }
+        let waited = if waited_ms < 5.0 {
+            String::new()
+        } else {
+            format!(" {} {} ms", pick(self.lang, "after waiting", "sau khi chờ"), fmt_ms(waited_ms))
+        };
+        let lower = outcome.to_lowercase();
+        let failed = lower.contains("error") || lower.contains("deadlock") || lower.contains("could not");
+        let glyph = if failed { Glyph::SqlError } else { Glyph::SqlDone };
+        self.mark(actor, at, glyph, Some(format!("→ {}{waited}", truncate(outcome, 40))));
+    }
+
+    /// A lock held from `from` until `to`; if its TTL ran out before `to`, the rest is drawn as
+    /// time the holder only believed it had the lock, with the expiry marked.
+    fn lock_bar(&mut self, actor: Actor, from: f64, to: f64, ttl: f64) {
+        let expiry = from + ttl;
+        let label = crate::tr!(self.lang, "lock expired (TTL {} ms)", "lock hết hạn (TTL {} ms)", fmt_ms(ttl));
+        let lane = self.lane(actor);
+        if expiry < to {
+            lane.bars.push(Bar { t0: from, t1: expiry, kind: BarKind::Lock });
+            lane.bars.push(Bar { t0: expiry, t1: to, kind: BarKind::LockExpired });
+            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label) });
+        } else {
+            lane.bars.push(Bar { t0: from, t1: to, kind: BarKind::Lock });
+        }
+    }
+
+    /// Locks never released (the run ended first) last until their TTL; lanes in page order;
+    /// the axis spans every mark and bar.
+    fn finish(mut self) -> Timeline {
+        let mut still_open: Vec<(Actor, (f64, f64))> = self.open_locks.drain().collect();
+        still_open.sort_by_key(|(a, _)| lane_rank(*a));
+        for (actor, (from, ttl)) in still_open {
+            self.lock_bar(actor, from, from + ttl, ttl);
+        }
+        let mut lanes = self.lanes;
+        lanes.sort_by_key(|l| lane_rank(l.actor));
+        let starts = lanes.iter().flat_map(|l| l.marks.iter().map(|m| m.t).chain(l.bars.iter().map(|b| b.t0)));
+        let start = starts.fold(0.0_f64, f64::min);
+        let ends =
+            lanes.iter().flat_map(|l| l.marks.iter().map(|m| m.t).chain(l.bars.iter().map(|b| b.t1)).chain(l.ready));
+        let last = ends.fold(start, f64::max);
+        let end = start + ((last - start) * 1.02).max(10.0);
+        Timeline { lanes, start, end }
+    }
+}
+
+fn outbox_mark(round: u32, published: &[i64], failed: &[i64], held_back: &[i64], lang: Lang) -> (Glyph, String) {
+    let (r, p, f, h) = match lang {
+        Lang::En => ("round", "published", "failed", "held back"),
+        Lang::Vi => ("vòng", "publish", "lỗi", "giữ lại"),
+    };
+    let mut label = format!("{r} {round}: {p} {}", order_rows(published));
+    if !failed.is_empty() {
+        label.push_str(&format!("; {f} {}", order_rows(failed)));
+    }
+    if !held_back.is_empty() {
+        label.push_str(&format!("; {h} {}", order_rows(held_back)));
+    }
+    (if failed.is_empty() { Glyph::Outbox } else { Glyph::OutboxFailed }, label)
+}

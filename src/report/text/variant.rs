@@ -1,0 +1,121 @@
+//! One variant's section: title and set-up, a run's timeline, every run's final state, what
+//! was measured, and the count of wrong runs against the expectation.
+
+use super::{timeline, TextOptions};
+use crate::checker::{Outcome, Verdict};
+use crate::labs::{FinalItem, RunRecord};
+use crate::lang::{pick, Lang};
+use crate::report::VariantReport;
+use crate::stats::wilson_95;
+use std::fmt::Write;
+
+/// More items than this are summarised (`3/1000-wrong`): listing fifty statuses helps nobody.
+const LISTED_ITEMS: usize = 5;
+
+pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
+    let _ = writeln!(out, "### {}: {}; {}", v.id, v.title, v.procedure.describe(opts.lang));
+    if opts.redact.active() && v.scheduler_race {
+        let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
+    } else if let Some(r) = v.record(opts.timeline_run) {
+        timeline::render(out, r, &v.procedure, opts);
+    }
+    // A measured-only or at-least-one count differs between runs of the lab: redact it.
+    let unstable = opts.redact.active() && v.expected.is_probabilistic();
+    // Where the scheduler decides the interleaving, each run's details differ too.
+    let per_run_varies = unstable || (opts.redact.active() && v.scheduler_race);
+    let finals: Vec<String> = v
+        .run_records
+        .iter()
+        .map(
+            |r| if per_run_varies { "[status]".to_string() } else { final_label(&v.procedure.final_state(r), r, opts) },
+        )
+        .collect();
+    let label = pick(opts.lang, "final status per run", "status cuối từng lần");
+    let _ = writeln!(out, "  {label}: {}", finals.join(" "));
+    for line in v.procedure.per_run_lines(&v.run_records, opts.lang) {
+        let line = if per_run_varies { line.redacting_numbers() } else { line };
+        let _ = writeln!(out, "  {}", opts.redact.line(&line));
+    }
+    facts(out, v, opts);
+    verdict(out, v, opts, unstable);
+}
+
+/// A run's final state in one token: `created✕`, `#42:created/#43:paid`, or `3/1000-wrong`.
+fn final_label(items: &[FinalItem], r: &RunRecord, opts: &TextOptions) -> String {
+    let mark = match r.verdict.verdict {
+        Verdict::Wrong => "✕",
+        Verdict::Unknown => "?",
+        Verdict::Right => "",
+    };
+    match items {
+        [one] => format!("{}{mark}", one.value),
+        many if many.len() > LISTED_ITEMS => {
+            let wrong = many.iter().filter(|i| i.is_wrong()).count();
+            // How many of a thousand orders go wrong varies run to run.
+            let wrong = if wrong > 0 { opts.redact.count(wrong) } else { "0".into() };
+            format!("{wrong}/{}-wrong{mark}", many.len())
+        }
+        few => {
+            let all: Vec<String> = few.iter().map(|i| format!("{}:{}", i.subject, i.value)).collect();
+            format!("{}{mark}", all.join("/"))
+        }
+    }
+}
+
+/// `measured (run N): name=value, …` for every run that measured something.
+fn facts(out: &mut String, v: &VariantReport, opts: &TextOptions) {
+    for r in &v.run_records {
+        let facts = v.procedure.facts(r);
+        if facts.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = facts
+            .iter()
+            .map(|f| format!("{}={}", f.name, if f.stable { f.value.to_string() } else { opts.redact.count(f.value) }))
+            .collect();
+        let (measured, run) = (pick(opts.lang, "measured", "đo được"), pick(opts.lang, "run", "lần"));
+        let _ = writeln!(out, "  {measured} ({run} {}): {}", r.run, shown.join(", "));
+    }
+}
+
+/// The count of wrong runs, why the first one is wrong, and whether it matches.
+fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bool) {
+    let k = if unstable { "[k]".to_string() } else { v.wrong.to_string() };
+    let interval = if v.expected.is_probabilistic() && !opts.redact.active() {
+        let (lo, hi) = wilson_95(v.wrong, v.runs - v.unknown);
+        format!(" ({} {:.0}–{:.0} %)", pick(opts.lang, "95 % interval", "khoảng tin cậy 95 %"), lo * 100.0, hi * 100.0)
+    } else {
+        String::new()
+    };
+    let runs = pick(opts.lang, "runs", "lần");
+    let _ = writeln!(out, "  → {}: {k}/{} {runs}{interval}", v.procedure.wrong_means(opts.lang), v.runs);
+    // Why the first wrong run is wrong, in the checker's words (they name entry IDs, so the
+    // snapshot leaves them out).
+    if let Some(r) =
+        v.run_records.iter().find(|r| r.verdict.verdict == Verdict::Wrong).filter(|_| !opts.redact.active())
+    {
+        let (why, run) = (pick(opts.lang, "why", "vì sao"), pick(opts.lang, "run", "lần"));
+        let _ = writeln!(out, "  {why} ({run} {}): {}", r.run, r.verdict.reasons.join("; "));
+    }
+    if v.unknown > 0 {
+        let (u, n) = (v.unknown, v.runs);
+        let _ = writeln!(
+            out,
+            "  {}",
+            crate::tr!(opts.lang, "→ could not judge: {u}/{n} runs", "→ không kết luận được: {u}/{n} lần")
+        );
+    }
+    let outcome = match (v.outcome, opts.lang) {
+        // With a snapshot's few runs, an at-least-one count can miss by chance: the outcome is
+        // only meaningful over the lab's full runs.
+        _ if unstable => "[outcome]",
+        (Outcome::Matched, Lang::En) => "matches",
+        (Outcome::Matched, Lang::Vi) => "khớp",
+        (Outcome::Mismatched, Lang::En) => "DOES NOT MATCH",
+        (Outcome::Mismatched, Lang::Vi) => "KHÔNG KHỚP",
+        (Outcome::Inconclusive, Lang::En) => "INCONCLUSIVE",
+        (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
+    };
+    let expected = pick(opts.lang, "expected wrong", "kỳ vọng số lần sai");
+    let _ = writeln!(out, "  {expected}: {} → {outcome}", v.expected);
+}

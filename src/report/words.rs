@@ -1,0 +1,271 @@
+//! The words for every timeline event, in both languages: one line per event, in the shape of
+//! the seed's own lab output (`C1 received 1792591449272-0 created (v=1)`). The text report
+//! prints them; the lab book's step-through captions reuse them.
+
+use super::Redactor;
+use crate::labs::stream::job_label;
+use crate::lang::{pick, Lang};
+use crate::timeline::{Event, EventKind};
+
+/// How to word a run's events.
+#[derive(Clone, Copy, Debug)]
+pub struct Wording {
+    pub lang: Lang,
+    /// The lab has several orders: name the order in every line.
+    pub many_orders: bool,
+    pub redact: Redactor,
+}
+
+/// One timeline line, or None for events the text report leaves to JSON and SVG.
+pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
+    let a = e.actor;
+    let vi = w.lang == Lang::Vi;
+    let id = |x: &str| w.redact.entry_id(x);
+    Some(match &e.kind {
+        EventKind::Ready | EventKind::WorkStarted { .. } | EventKind::Acked { .. } => return None,
+        EventKind::Published { entry_id, job, attempt } => {
+            format!("{a}: {} OK → {}", attempt_label(job, *attempt), id(entry_id))
+        }
+        EventKind::PublishFailed { job, attempt, retry_in_ms, .. } => {
+            publish_failed(a, job, *attempt, *retry_in_ms, w.lang)
+        }
+        EventKind::Received { entry_id, job: j, deliveries } => {
+            let mut line =
+                format!("{a} {} {} {}", pick(w.lang, "received", "nhận"), id(entry_id), job_label(j, w.many_orders));
+            // A redelivery: same entry ID, the server's delivery count raised.
+            if let Some(d) = deliveries.filter(|d| *d > 1) {
+                line.push_str(&crate::tr!(w.lang, " (delivery {d}, same ID)", " (lần giao thứ {d}, cùng ID)"));
+            }
+            line
+        }
+        EventKind::Queued { entry_id, worker } => {
+            let entry = id(entry_id);
+            crate::tr!(
+                w.lang,
+                "{a} queued {entry} for worker {worker}",
+                "{a} xếp {entry} vào hàng đợi của worker {worker}"
+            )
+        }
+        EventKind::LockAcquired { key, tries, ttl_ms } => {
+            let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
+            let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
+            crate::tr!(
+                w.lang,
+                "{a} took {key} (SET NX PX {ttl_ms}) after {n} {unit}",
+                "{a} lấy được {key} (SET NX PX {ttl_ms}) sau {n} lần thử"
+            )
+        }
+        EventKind::LockReleased { method, released, .. } => {
+            let note = match (*released, vi) {
+                (0, false) => " (the lock had expired: no longer ours)",
+                (0, true) => " (lock đã hết hạn, không còn là của mình)",
+                _ => "",
+            };
+            format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
+        }
+        EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),
+        EventKind::Inserted { order, status, version, .. } => {
+            let status = status_label(status, *order, w.many_orders);
+            format!("{a} {} status={status} version={version} → INSERT 0 1", pick(w.lang, "wrote", "ghi"))
+        }
+        EventKind::WriteFailed { order, status, error, .. } => {
+            let status = status_label(status, *order, w.many_orders);
+            crate::tr!(
+                w.lang,
+                "{a} INSERT status={status} → ERROR: {error} (the change is lost)",
+                "{a} INSERT status={status} → LỖI: {error} (thay đổi bị mất)"
+            )
+        }
+        EventKind::Held { entry_id, job: j, waiting_for } => {
+            let (entry, job) = (id(entry_id), job_label(j, w.many_orders));
+            crate::tr!(
+                w.lang,
+                "{a} holds {entry} {job} until v={waiting_for} arrives",
+                "{a} giữ {entry} {job} chờ v={waiting_for}"
+            )
+        }
+        EventKind::Dropped { entry_id, job: j, reason } => {
+            let (entry, job) = (id(entry_id), job_label(j, w.many_orders));
+            crate::tr!(w.lang, "{a} drops {entry} {job}: {reason}", "{a} bỏ {entry} {job}: cũ hơn bản đã áp dụng")
+        }
+        EventKind::GapTimeout { order, missing_version, held_ms } => {
+            let held = if w.redact.active() { "[ms]".to_string() } else { format!("{held_ms:.0} ms") };
+            crate::tr!(
+                w.lang,
+                "{a} gap timeout: #{order} v={missing_version} never came after {held}; applies what it holds",
+                "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
+            )
+        }
+        EventKind::SqlSent { .. }
+        | EventKind::SqlDone { .. }
+        | EventKind::OutboxRound { .. }
+        | EventKind::LagWindow { .. }
+        | EventKind::ServerKilled { .. }
+        | EventKind::ReplicaPromoted { .. }
+        | EventKind::Crashed { .. } => return Some(session_line(e, w)),
+    })
+}
+
+/// Lines of SQL sessions, outbox rounds, servers and crashes.
+fn session_line(e: &Event, w: &Wording) -> String {
+    let a = e.actor;
+    let vi = w.lang == Lang::Vi;
+    match &e.kind {
+        EventKind::SqlSent { statement, .. } => format!("{a} {statement}"),
+        EventKind::SqlDone { outcome, waited_ms, .. } => {
+            let waited = if w.redact.active() || *waited_ms < 5.0 {
+                String::new()
+            } else {
+                crate::tr!(w.lang, " after waiting {waited_ms:.0} ms", " sau khi chờ {waited_ms:.0} ms")
+            };
+            format!("{a} → {outcome}{waited}")
+        }
+        EventKind::OutboxRound { round, published, failed, held_back } => {
+            outbox_round(a, *round, published, failed, held_back, w.lang)
+        }
+        EventKind::LagWindow { how } => crate::tr!(
+            w.lang,
+            "{a}: the replica stops receiving the replication stream ({how}); the primary still takes writes and acks",
+            "{a}: replica ngừng nhận luồng replication ({how}); primary vẫn nhận ghi và ack"
+        ),
+        EventKind::ServerKilled { server, signal } => {
+            crate::tr!(w.lang, "{a}: {signal} → the {server} dies", "{a}: {signal} → {server} chết")
+        }
+        EventKind::ReplicaPromoted { behind_bytes } => {
+            let b = w.redact.count(behind_bytes);
+            crate::tr!(
+                w.lang,
+                "{a}: REPLICAOF NO ONE → the replica is the primary now, {b} bytes of replication stream short",
+                "{a}: REPLICAOF NO ONE → replica lên làm primary, thiếu {b} byte luồng replication"
+            )
+        }
+        EventKind::Crashed { planned, detail } => match (planned, vi) {
+            (true, false) => format!("{a} CRASHED (injected: {detail})"),
+            (true, true) => format!("{a} CRASH (chủ động: {detail})"),
+            (false, false) => format!("{a} DIED unexpectedly: {detail}"),
+            (false, true) => format!("{a} chết bất ngờ: {detail}"),
+        },
+        _ => String::new(),
+    }
+}
+
+/// `publish created (v=1)` for a first attempt, `retry #1 created` for a later one.
+fn attempt_label(job: &crate::timeline::Job, attempt: u32) -> String {
+    if attempt == 1 {
+        format!("publish {job}")
+    } else {
+        format!("retry #{} {}", attempt - 1, job.event_type)
+    }
+}
+
+fn publish_failed(
+    a: crate::timeline::Actor,
+    job: &crate::timeline::Job,
+    attempt: u32,
+    retry_in_ms: Option<f64>,
+    lang: Lang,
+) -> String {
+    let what = attempt_label(job, attempt);
+    let retry = match (retry_in_ms, attempt) {
+        (Some(ms), 1) => crate::tr!(lang, " → retry in {ms} ms", " → hẹn retry sau {ms} ms"),
+        (Some(ms), _) => {
+            crate::tr!(lang, " → retry in {ms} ms more (backoff)", " → hẹn retry sau {ms} ms nữa (backoff)")
+        }
+        (None, _) => String::new(),
+    };
+    crate::tr!(
+        lang,
+        "{a}: {what} FAILED (injected network blip){retry}",
+        "{a}: {what} LỖI (giả lập network blip){retry}"
+    )
+}
+
+/// `paid`, or `paid (#42)` when the lab has several orders.
+fn status_label(status: &str, order: i64, many: bool) -> String {
+    if many {
+        format!("{status} (#{order})")
+    } else {
+        status.to_string()
+    }
+}
+
+fn wrote(a: crate::timeline::Actor, order: i64, status: &str, version: Option<i64>, rows: u64, w: &Wording) -> String {
+    let status = status_label(status, order, w.many_orders);
+    let v = version.map(|v| format!(" version={}", w.redact.version(v))).unwrap_or_default();
+    let stale = match (rows, version.is_some(), w.lang) {
+        (0, true, Lang::En) => " (skipped: stale)",
+        (0, true, Lang::Vi) => " (bỏ qua: bản cũ)",
+        _ => "",
+    };
+    format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
+}
+
+fn outbox_round(
+    a: crate::timeline::Actor,
+    round: u32,
+    published: &[i64],
+    failed: &[i64],
+    held_back: &[i64],
+    lang: Lang,
+) -> String {
+    let rows = |v: &[i64]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let (r, p, f, h) = match lang {
+        Lang::En => ("round", "published rows", "failed rows", "held back rows"),
+        Lang::Vi => ("vòng", "publish row", "lỗi row", "giữ lại row"),
+    };
+    let mut line = format!("{a} {r} {round}: {p} {} · {f} {}", rows(published), rows(failed));
+    if !held_back.is_empty() {
+        line.push_str(&format!(" · {h} {}", rows(held_back)));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{Actor, Job};
+
+    fn wording(lang: Lang, redact: Redactor) -> Wording {
+        Wording { lang, many_orders: false, redact }
+    }
+
+    #[test]
+    fn the_seed_shape_in_both_languages() {
+        let e = Event {
+            t_us: 2000,
+            actor: Actor::Consumer(1),
+            kind: EventKind::Received { entry_id: "1-0".into(), job: Job::new(42, "created", 1), deliveries: Some(2) },
+        };
+        assert_eq!(
+            event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap(),
+            "C1 received 1-0 created (v=1) (delivery 2, same ID)"
+        );
+        assert_eq!(
+            event_line(&e, &wording(Lang::Vi, Redactor::SNAPSHOT)).unwrap(),
+            "C1 nhận [id] created (v=1) (lần giao thứ 2, cùng ID)"
+        );
+        let w = Event {
+            t_us: 0,
+            actor: Actor::Consumer(2),
+            kind: EventKind::Wrote {
+                entry_id: "1-1".into(),
+                order: 42,
+                status: "created".into(),
+                version: Some(1),
+                rows: 0,
+            },
+        };
+        assert_eq!(
+            event_line(&w, &wording(Lang::En, Redactor::NONE)).unwrap(),
+            "C2 wrote status=created version=1 → UPDATE 0 (skipped: stale)"
+        );
+        let acked = Event { t_us: 0, actor: Actor::Consumer(2), kind: EventKind::Acked { entry_id: "1-1".into() } };
+        assert_eq!(event_line(&acked, &wording(Lang::En, Redactor::NONE)), None);
+    }
+}

@@ -1,0 +1,21 @@
+//! The processes a lab starts besides the servers: the producer (a task of the orchestrator),
+//! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
+//! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
+//! claimer, the fan-out reader and outbox dispatchers.
+//!
+//! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
+//! timeline events, reports an unplanned death with its stderr, and kills it on drop.
+//! [`readiness`] waits until a role is where the run needs it (blocked in XREADGROUP, or just
+//! connected), as data over CLIENT LIST.
+
+pub mod claimer;
+mod config;
+pub mod consumer;
+pub mod dispatcher;
+pub mod fanout;
+pub mod producer;
+pub mod readiness;
+mod role_process;
+
+pub use config::{run_role, RoleConfig, RoleEnv};
+pub use role_process::RoleProcess;

@@ -1,0 +1,79 @@
+//! The claimer (actor `reaper`): a consumer process in claim mode. Every `poll_ms` it sends
+//! `XAUTOCLAIM <stream> <group> reaper <min-idle> 0-0 COUNT 1`, reads the server's delivery
+//! count with `XPENDING`, applies what it got with the lab's strategy and acknowledges it.
+//! An entry a dead consumer left pending comes back under the same ID, delivered once more.
+
+use super::consumer::{named_connection, Applier, ConsumerConfig};
+use crate::error::{Context, Error};
+use crate::streams::job_of;
+use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
+use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// `reaper = { min_idle_ms = 300, poll_ms = 50 }`: when an entry counts as abandoned, and
+/// how often to look.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReaperSpec {
+    pub min_idle_ms: f64,
+    #[serde(default = "ReaperSpec::default_poll")]
+    pub poll_ms: f64,
+}
+
+impl ReaperSpec {
+    fn default_poll() -> f64 {
+        50.0
+    }
+}
+
+/// A claimer process: the consumer it stands in for (stream, strategy, costs) and when to claim.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClaimerConfig {
+    pub consumer: ConsumerConfig,
+    pub reaper: ReaperSpec,
+}
+
+/// The claimer loop; returns only on error.
+pub async fn run(cfg: ClaimerConfig) -> Result<(), Error> {
+    let consumer = Arc::new(cfg.consumer);
+    let mut conn = named_connection(&consumer.env.redis_url, &consumer.client_name).await?;
+    let mut applier = Applier::connect(Actor::Reaper, consumer.clone(), consumer.env.seed).await?;
+    let min_idle = consumer.env.scale.duration(cfg.reaper.min_idle_ms).as_millis().max(1) as u64;
+    StdoutSink.emit(Actor::Reaper, EventKind::Ready);
+    loop {
+        let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+            .arg(&consumer.stream)
+            .arg(&consumer.group)
+            .arg(Actor::Reaper.to_string())
+            .arg(min_idle)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .context("XAUTOCLAIM")?;
+        if reply.claimed.is_empty() {
+            consumer.env.scale.sleep(cfg.reaper.poll_ms).await;
+            continue;
+        }
+        for entry in &reply.claimed {
+            let Some(job) = job_of(entry) else { continue };
+            // The server's own count, after the claim raised it.
+            let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+                .arg(&consumer.stream)
+                .arg(&consumer.group)
+                .arg(&entry.id)
+                .arg(&entry.id)
+                .arg(1)
+                .query_async(&mut conn)
+                .await
+                .context("XPENDING")?;
+            let deliveries = pending.ids.first().map(|p| p.times_delivered as u64);
+            StdoutSink
+                .emit(Actor::Reaper, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries });
+            let state: Option<String> = entry.get("state");
+            applier.apply_and_ack(&entry.id, &job, state.as_deref()).await?;
+        }
+    }
+}

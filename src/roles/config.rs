@@ -1,0 +1,60 @@
+//! What a role process is told when it starts: which role, with what. The orchestrator writes
+//! a [`RoleConfig`] as JSON on the child's stdin; `ordlab __role` reads it and runs the role
+//! until it is killed (or, for a dispatcher, until its outbox is published).
+
+use super::claimer::ClaimerConfig;
+use super::consumer::ConsumerConfig;
+use super::dispatcher::DispatcherConfig;
+use crate::error::Error;
+use crate::fault::TimeScale;
+use crate::timeline::Actor;
+use serde::{Deserialize, Serialize};
+
+/// What every role of a run shares: where the servers are, the run's key prefix and clock.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RoleEnv {
+    pub redis_url: String,
+    pub pg_config: String,
+    /// Prefix of every Redis key of the run (isolation between runs and invocations).
+    pub key_prefix: String,
+    pub scale: TimeScale,
+    /// The process's own seed (every random choice repeats with `--seed`).
+    pub seed: u64,
+    /// The server has `DELEX key IFEQ token` (Redis ≥ 8.4).
+    pub has_delex: bool,
+}
+
+/// One role process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "kebab-case")]
+pub enum RoleConfig {
+    /// Reads the group one entry at a time, or as a fan-out reader when its strategy says so.
+    Consumer(ConsumerConfig),
+    /// Takes over idle pending entries with XAUTOCLAIM.
+    Claimer(ClaimerConfig),
+    /// Publishes outbox rows to the stream.
+    Dispatcher(DispatcherConfig),
+}
+
+impl RoleConfig {
+    /// Who the process is on the timeline.
+    pub fn actor(&self) -> Actor {
+        match self {
+            RoleConfig::Consumer(c) => c.actor(),
+            RoleConfig::Claimer(_) => Actor::Reaper,
+            RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
+        }
+    }
+}
+
+/// Run a role until it is killed or done: the body of `ordlab __role`.
+pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
+    match config {
+        RoleConfig::Consumer(c) if matches!(c.strategy, crate::strategy::Strategy::Fanout(_)) => {
+            super::fanout::run(c).await
+        }
+        RoleConfig::Consumer(c) => super::consumer::run(c).await,
+        RoleConfig::Claimer(c) => super::claimer::run(c).await,
+        RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
+    }
+}

@@ -1,0 +1,231 @@
+//! A consumer: one OS process in the consumer group, with its own connections, that reads one
+//! entry at a time (`XREADGROUP … COUNT 1 BLOCK`), applies it with the lab's strategy, and
+//! acknowledges it. It reports every step as a JSON line on stdout.
+//!
+//! The orchestrator starts it as `ordlab __role` and stops it with SIGKILL when the run is
+//! over; it holds nothing that needs a clean exit. With a reorder-buffer strategy it holds
+//! entries across reads until their order's next version arrives.
+
+use super::RoleEnv;
+use crate::connect;
+use crate::error::{Context, Error};
+use crate::fault::{crash_now, CrashSpec, HandlerWork};
+use crate::strategy::reorder_buffer::{Offer, ReorderBuffer};
+use crate::strategy::{Delivery, Handler, Strategy};
+use crate::streams::job_of;
+use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
+use rand::SeedableRng;
+use redis::aio::MultiplexedConnection;
+use redis::streams::{StreamId, StreamReadReply};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Everything a consumer process needs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConsumerConfig {
+    pub env: RoleEnv,
+    /// 1-based; the process is `C<index>` in the timeline.
+    pub index: u32,
+    pub stream: String,
+    pub group: String,
+    /// `CLIENT SETNAME` of the reading connection, so the orchestrator can see it block.
+    pub client_name: String,
+    pub strategy: Strategy,
+    pub work: HandlerWork,
+    /// A planned SIGKILL of this or another consumer (each checks whether it is meant).
+    #[serde(default)]
+    pub crash: Option<CrashSpec>,
+}
+
+impl ConsumerConfig {
+    pub fn actor(&self) -> Actor {
+        Actor::Consumer(self.index)
+    }
+}
+
+/// An entry waiting to be applied.
+struct Pending {
+    entry_id: String,
+    job: Job,
+    state: Option<String>,
+}
+
+/// What one consumer process holds while it runs.
+struct Consumer {
+    cfg: Arc<ConsumerConfig>,
+    applier: Applier,
+    buffer: ReorderBuffer<Pending>,
+    received: u32,
+}
+
+/// The consumer loop; returns only on error.
+pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
+    let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
+    let cfg = Arc::new(cfg);
+    let applier = Applier::connect(cfg.actor(), cfg.clone(), cfg.env.seed).await?;
+    let mut c = Consumer { cfg, applier, buffer: ReorderBuffer::default(), received: 0 };
+    // A reorder buffer holds entries across reads; other strategies apply each as it comes.
+    let gap_ns = match &c.cfg.strategy {
+        Strategy::ReorderBuffer(spec) => Some(c.cfg.env.scale.duration(spec.gap_timeout_ms).as_nanos() as u64),
+        _ => None,
+    };
+    StdoutSink.emit(c.cfg.actor(), EventKind::Ready);
+    loop {
+        // While something is held, poll (the gap timeout must fire on time, and Redis answers
+        // a BLOCK timeout only at its next cron tick, up to 100 ms late); otherwise block.
+        let holding = !c.buffer.is_empty();
+        let entries = read(&mut reader, &c.cfg, holding).await?;
+        if holding && entries.is_empty() {
+            c.cfg.env.scale.sleep(5.0).await;
+        }
+        let mut ready = Vec::new();
+        for entry in &entries {
+            ready.extend(c.take(entry, gap_ns.is_some()).await?);
+        }
+        if let Some(gap) = gap_ns {
+            ready.extend(c.expired(gap));
+        }
+        for p in ready {
+            c.apply_and_ack(&p).await?;
+        }
+    }
+}
+
+/// One `XREADGROUP … COUNT 1 [BLOCK 0]` of new entries.
+async fn read(reader: &mut MultiplexedConnection, cfg: &ConsumerConfig, poll: bool) -> Result<Vec<StreamId>, Error> {
+    let mut read = redis::cmd("XREADGROUP");
+    read.arg("GROUP").arg(&cfg.group).arg(cfg.actor().to_string()).arg("COUNT").arg(1);
+    if !poll {
+        read.arg("BLOCK").arg(0);
+    }
+    let reply: Option<StreamReadReply> =
+        read.arg("STREAMS").arg(&cfg.stream).arg(">").query_async(reader).await.context("XREADGROUP")?;
+    Ok(reply.unwrap_or_default().keys.into_iter().flat_map(|k| k.ids).collect())
+}
+
+impl Consumer {
+    /// A received entry: announced, maybe the planned crash, then ready or held.
+    async fn take(&mut self, entry: &StreamId, buffered: bool) -> Result<Vec<Pending>, Error> {
+        let actor = self.cfg.actor();
+        let Some(job) = job_of(entry) else {
+            let detail = format!("undecodable entry {}", entry.id);
+            StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail });
+            return Ok(Vec::new());
+        };
+        StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
+        self.received += 1;
+        maybe_crash(&self.cfg, self.received, &job);
+        let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), state: entry.get("state") };
+        if !buffered {
+            return Ok(vec![pending]);
+        }
+        if !self.buffer.knows(job.order) {
+            let row = self
+                .applier
+                .pg
+                .query_opt(&format!("SELECT version FROM {}.orders WHERE id = $1", connect::SCHEMA), &[&job.order])
+                .await
+                .context("read current version")?;
+            self.buffer.expect(job.order, row.map(|r| r.get::<_, i64>(0)).unwrap_or(0) + 1);
+        }
+        match self.buffer.offer(job.order, job.version, pending, crate::clock::now_ns()) {
+            Offer::Ready(items) => Ok(items),
+            Offer::Held { waiting_for } => {
+                StdoutSink.emit(actor, EventKind::Held { entry_id: entry.id.clone(), job, waiting_for });
+                Ok(Vec::new())
+            }
+            Offer::Stale(p) => {
+                let reason = "older than the version already applied".to_string();
+                StdoutSink.emit(actor, EventKind::Dropped { entry_id: p.entry_id.clone(), job: p.job, reason });
+                self.applier.ack(&p.entry_id).await?;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    /// Orders whose missing version did not come in time: apply what is held.
+    fn expired(&mut self, gap_ns: u64) -> Vec<Pending> {
+        let mut out = Vec::new();
+        for expired in self.buffer.expired(crate::clock::now_ns(), gap_ns) {
+            let (order, missing_version, held_ms) = (expired.order, expired.missing_version, expired.held_ms);
+            StdoutSink.emit(self.cfg.actor(), EventKind::GapTimeout { order, missing_version, held_ms });
+            out.extend(expired.items);
+        }
+        out
+    }
+
+    async fn apply_and_ack(&mut self, p: &Pending) -> Result<(), Error> {
+        self.applier.apply_and_ack(&p.entry_id, &p.job, p.state.as_deref()).await
+    }
+}
+
+/// If the set-up's crash fires for this consumer at its `received`-th entry `job`: announce a
+/// planned crash and SIGKILL this process (no ack, no cleanup). Never returns then.
+pub fn maybe_crash(cfg: &ConsumerConfig, received: u32, job: &Job) {
+    let Some(crash) = &cfg.crash else { return };
+    if crash.fires(cfg.index, received, job) {
+        crash_now(&StdoutSink, cfg.actor(), format!("after receiving {}, before XACK", job.event_type));
+    }
+}
+
+/// A connection named `client_name`, so the orchestrator can see it in CLIENT LIST.
+pub async fn named_connection(redis_url: &str, client_name: &str) -> Result<MultiplexedConnection, Error> {
+    let mut conn = connect::redis(redis_url).await.context("consumer connect")?;
+    super::readiness::name_connection(&mut conn, client_name).await?;
+    Ok(conn)
+}
+
+/// A strategy with its connections: applies entries and acknowledges them. Every consumer
+/// mode (in-order reader, claimer, fan-out worker) applies through one, as `actor`.
+pub struct Applier {
+    pub actor: Actor,
+    pub cfg: Arc<ConsumerConfig>,
+    pub conn: MultiplexedConnection,
+    pub pg: Arc<tokio_postgres::Client>,
+    pub rng: rand_chacha::ChaCha8Rng,
+}
+
+impl Applier {
+    /// Connect for `cfg`, as `actor`, with the random stream of `seed`.
+    pub async fn connect(actor: Actor, cfg: Arc<ConsumerConfig>, seed: u64) -> Result<Applier, Error> {
+        Ok(Applier {
+            actor,
+            conn: connect::redis(&cfg.env.redis_url).await.context("consumer connect")?,
+            pg: Arc::new(connect::postgres(&cfg.env.pg_config).await.context("consumer connect")?),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+            cfg,
+        })
+    }
+
+    /// Apply one entry with the lab's strategy, then XACK it.
+    pub async fn apply_and_ack(&mut self, entry_id: &str, job: &Job, state: Option<&str>) -> Result<(), Error> {
+        let delivery = Delivery { entry_id, job, cost_ms: self.cfg.work.cost_ms(job), state };
+        let env = &self.cfg.env;
+        let mut handler = Handler {
+            actor: self.actor,
+            redis: &mut self.conn,
+            pg: &self.pg,
+            sink: &StdoutSink,
+            scale: env.scale,
+            rng: &mut self.rng,
+            key_prefix: &env.key_prefix,
+            has_delex: env.has_delex,
+        };
+        self.cfg.strategy.apply(&mut handler, &delivery).await?;
+        self.ack(entry_id).await
+    }
+
+    /// XACK alone (an entry dropped without applying it).
+    pub async fn ack(&mut self, entry_id: &str) -> Result<(), Error> {
+        let (stream, group) = (&self.cfg.stream, &self.cfg.group);
+        redis::cmd("XACK")
+            .arg(stream)
+            .arg(group)
+            .arg(entry_id)
+            .query_async::<i64>(&mut self.conn)
+            .await
+            .context("XACK")?;
+        StdoutSink.emit(self.actor, EventKind::Acked { entry_id: entry_id.to_string() });
+        Ok(())
+    }
+}

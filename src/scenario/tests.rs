@@ -1,0 +1,109 @@
+use super::*;
+use crate::labs::stream::StreamSpec;
+use crate::strategy::{lock::LockSpec, Strategy};
+
+const MINIMAL: &str = r#"
+id = "demo"
+title = "Demo"
+source = "new"
+runs = 3
+[setup]
+consumers = 2
+cost_ms = { created = 800, paid = 50 }
+events = [
+  { order = 42, type = "created", version = 1 },
+  { order = 42, type = "paid", version = 2 },
+]
+[expect]
+wrong = "all"
+"#;
+
+fn stream(p: &Procedure) -> &StreamSpec {
+    match p {
+        Procedure::Stream(s) => s,
+        other => panic!("not a stream lab: {}", other.kind()),
+    }
+}
+
+#[test]
+fn a_file_without_variants_is_one_variant_named_after_the_lab() {
+    let s = Scenario::parse(MINIMAL, "demo.toml").unwrap();
+    assert_eq!(s.variants.len(), 1);
+    let v = &s.variants[0];
+    let spec = stream(&v.procedure);
+    assert_eq!((v.id.as_str(), v.runs, spec.consumers), ("demo", 3, 2));
+    assert_eq!(spec.strategy, Strategy::default());
+    assert_eq!(v.expect, Expectation::All);
+    assert_eq!(spec.initial(), vec![crate::orders::OrderRow { order: 42, status: "new".into(), version: 0 }]);
+    assert_eq!(spec.cost_ms["created"], 800.0);
+}
+
+#[test]
+fn variants_override_only_what_they_name() {
+    let text = format!(
+        "{MINIMAL}\n[[variant]]\nid = \"a\"\n\n[[variant]]\nid = \"b\"\nruns = 5\nsetup = {{ consumers = 1, strategy = {{ kind = \"lock\", ttl_ms = 500 }}, cost_ms = {{ paid = 60 }} }}\nexpect = {{ wrong = 0 }}\n"
+    );
+    let s = Scenario::parse(&text, "demo.toml").unwrap();
+    let b = s.variant("b").unwrap();
+    let spec = stream(&b.procedure);
+    assert_eq!((b.runs, spec.consumers), (5, 1));
+    assert_eq!(spec.strategy, Strategy::Lock(LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 0 }));
+    assert_eq!((spec.cost_ms["paid"], spec.cost_ms["created"]), (60.0, 800.0));
+    assert_eq!(b.expect, Expectation::Exactly(0));
+    let a = s.variant("a").unwrap();
+    assert_eq!((a.runs, stream(&a.procedure).consumers, &a.expect), (3, 2, &Expectation::All));
+}
+
+#[test]
+fn syntax_errors_carry_line_and_column() {
+    let bad = MINIMAL.replace("consumers = 2", "consumers = = 2");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:7:13: "), "{err}");
+}
+
+#[test]
+fn unknown_set_up_keys_are_named_where_they_are() {
+    let bad = MINIMAL.replace("consumers = 2", "consumer = 2");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:7:1: setup: unknown field `consumer`"), "{err}");
+    // In a variant's inline set-up: the variant's line.
+    let text = format!("{MINIMAL}\n[[variant]]\nid = \"a\"\nsetup = {{ shard = 2 }}\n");
+    let err = Scenario::parse(&text, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:18:11: setup: unknown field `shard`"), "{err}");
+}
+
+#[test]
+fn a_wrong_value_is_located_and_named() {
+    let bad = MINIMAL.replace("consumers = 2", "consumers = \"two\"");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:7:13: setup: invalid type: string \"two\""), "{err}");
+    let bad = MINIMAL.replace("consumers = 2", "consumers = 2\nstrategy = { kind = \"lock\", ttl = 5 }");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:8:12: setup: strategy lock: unknown field `ttl`"), "{err}");
+    let bad = MINIMAL.replace("consumers = 2", "kind = \"streem\"");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("unknown kind \"streem\": use stream | sql-race"), "{err}");
+}
+
+#[test]
+fn semantic_errors_say_the_fix() {
+    let bad = MINIMAL.replace("consumers = 2", "consumers = 0");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert_eq!(err, "x.toml: variant demo: setup.consumers = 0: use at least 1");
+    let bad = MINIMAL.replace("wrong = \"all\"", "wrong = \"most\"");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("use \"all\""), "{err}");
+    let bad = MINIMAL.replace("consumers = 2", "consumers = 2\ncrash = { consumer = 3, after = \"receive\" }");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("setup.crash.consumer = 3: use 1 to 2"), "{err}");
+}
+
+#[test]
+fn the_seed_figure_belongs_to_its_variant() {
+    let text = MINIMAL.replace("runs = 3", "runs = 3\nseed = { figure = \"wrong 10/10\", agrees = \"all-wrong\" }");
+    let s = Scenario::parse(&text, "x.toml").unwrap();
+    assert_eq!(s.variants[0].seed, Some(SeedFigure { figure: "wrong 10/10".into(), agrees: SeedCheck::AllWrong }));
+    let with_variants = format!("{text}\n[[variant]]\nid = \"a\"\n");
+    let err = Scenario::parse(&with_variants, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("gives each variant its own seed"), "{err}");
+}

@@ -219,7 +219,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::List => {
             for s in catalog::all()? {
-                println!("{:<16} {:<70} {}", s.id, s.title, s.source);
+                println!("{:<16} {:<70} {}", s.id, s.title.en, s.source);
             }
             Ok(EXIT_MATCHED)
         }

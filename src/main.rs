@@ -111,9 +111,11 @@ struct ServiceArgs {
     /// PostgreSQL URL or key=value string for --backend external.
     #[arg(long, env = "ORDLAB_PG_URL", hide_env_values = true)]
     pg_url: Option<String>,
-    #[arg(long, default_value = "redis:8")]
+    /// Redis image for --backend docker (and auto).
+    #[arg(long, env = "ORDLAB_REDIS_IMAGE", default_value = "redis:8")]
     redis_image: String,
-    #[arg(long, default_value = "postgres:18")]
+    /// PostgreSQL image for --backend docker (and auto).
+    #[arg(long, env = "ORDLAB_PG_IMAGE", default_value = "postgres:18")]
     pg_image: String,
 }
 

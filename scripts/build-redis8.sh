@@ -61,7 +61,11 @@ parent=$(dirname "$dest")
 mkdir -p "$parent"
 # One build at a time; whoever waited finds the finished build and reuses it.
 exec 9>"$parent/.redis8.lock"
-if command -v flock >/dev/null 2>&1; then flock 9; fi
+if command -v flock >/dev/null 2>&1; then
+  flock 9
+  # Holding the lock, any scratch dir left is from a build that was killed.
+  rm -rf "$parent"/.redis8-build.*
+fi
 if [ -x "$server" ] && usable "$server"; then echo "$server"; exit 0; fi
 
 work=$(mktemp -d "$parent/.redis8-build.XXXXXX")

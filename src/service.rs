@@ -170,7 +170,7 @@ impl Services {
         let (guard, redis_url, pg_config, redis_server) = match backend {
             Backend::Local => start_local(opts).await?,
             Backend::Docker => {
-                let d = docker::start(engine?, &opts.redis_image, &opts.pg_image).await?;
+                let d = docker::start(engine?, opts).await?;
                 let (r, p) = (d.redis_url.clone(), d.pg_config.clone());
                 (Guard::Docker(Box::new(d)), r, p, format!("image {}", opts.redis_image))
             }

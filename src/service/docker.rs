@@ -9,6 +9,7 @@ use super::engine::{ContainerSpec, Engine, Scope};
 use super::error::ServiceError;
 use super::process::free_port;
 use super::readiness::{poll_until, Attempt, PollError, Readiness};
+use super::ServiceOptions;
 
 const REDIS_PORT: u16 = 6379;
 const PG_PORT: u16 = 5432;
@@ -49,11 +50,15 @@ impl PullPatience {
 
 /// Checks both images (pulling a missing one), then starts both containers and waits for
 /// both results: on any failure every container of the scope is removed before returning.
-pub async fn start(engine: Engine, redis_image: &str, pg_image: &str) -> Result<DockerServices, ServiceError> {
+pub async fn start(engine: Engine, opts: &ServiceOptions) -> Result<DockerServices, ServiceError> {
+    let (redis_image, pg_image) = (opts.redis_image.as_str(), opts.pg_image.as_str());
     images_available(&engine, &[redis_image, pg_image], PullPatience::Patient).await?;
     let scope = Scope::new(engine);
     let password = random_password();
-    let (redis, pg) = tokio::join!(start_redis(&scope, redis_image, &password), start_pg(&scope, pg_image, &password));
+    let (redis, pg) = tokio::join!(
+        start_redis(&scope, redis_image, &password, &opts.redis_args),
+        start_pg(&scope, pg_image, &password)
+    );
     match (redis, pg) {
         (Ok(redis_url), Ok(pg_config)) => {
             Ok(DockerServices { scope, redis_url, pg_config, password, redis_image: redis_image.to_string() })
@@ -71,12 +76,12 @@ pub async fn images_available(engine: &Engine, images: &[&str], patience: PullPa
     futures_util::future::join_all(checks).await.into_iter().collect()
 }
 
-async fn start_redis(scope: &Scope, image: &str, password: &str) -> Result<String, ServiceError> {
+async fn start_redis(scope: &Scope, image: &str, password: &str, args: &[String]) -> Result<String, ServiceError> {
     let what = format!("redis container (image {image})");
     let (id, port) = run_with_port_retry(scope, &what, |host_port| ContainerSpec {
         image: image.to_string(),
         name: scope.name("redis"),
-        cmd: redis_cmd(password, &[]),
+        cmd: redis_cmd(password, args),
         env: Vec::new(),
         port: REDIS_PORT,
         host_port,

@@ -94,7 +94,7 @@ pub fn reap_dirs(root: &Path, out: &mut Reclaimed) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
-        let ours = entry.file_name().to_string_lossy().starts_with("ordlab-") && path.is_dir();
+        let ours = entry.file_name().to_string_lossy().starts_with("ordlab-") && path.is_dir() && removable(&path);
         let Some(owner) = ours.then(|| Owner::read_from_dir(&path)).flatten() else { continue };
         if !reclaimable(&owner) {
             continue;
@@ -108,6 +108,14 @@ pub fn reap_dirs(root: &Path, out: &mut Reclaimed) {
             out.owners.insert(owner.pid);
         }
     }
+}
+
+/// Root may remove any dir; another user only their own (a dir of someone else's dead run is
+/// theirs to reclaim).
+fn removable(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::Uid::effective();
+    me.is_root() || std::fs::metadata(dir).is_ok_and(|m| m.uid() == me.as_raw())
 }
 
 /// SIGKILLs the processes that work in `dir` (a server whose owner died without taking it

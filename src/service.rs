@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod binaries;
 mod docker;
 mod doctor;
 mod engine;
@@ -14,6 +15,7 @@ mod error;
 mod local;
 mod node;
 mod owner;
+mod private_dir;
 mod probe;
 pub mod process;
 pub mod readiness;
@@ -239,7 +241,7 @@ async fn reap_once(engine: Option<&Engine>) {
             if let Some(engine) = engine {
                 reaper::reap_engine(engine, &mut reclaimed).await;
             }
-            let root = local::private_root();
+            let root = private_dir::private_root();
             let local = tokio::task::spawn_blocking(move || {
                 let mut r = Reclaimed::default();
                 reaper::reap_dirs(&root, &mut r);
@@ -344,7 +346,7 @@ async fn docker_ready(opts: &ServiceOptions) -> Result<(), String> {
 
 async fn start_local(opts: &ServiceOptions) -> Result<(Guard, String, String, String), ServiceError> {
     let bin = find_redis()?;
-    let dir = local::private_dir()?;
+    let dir = private_dir::private_dir()?;
     let (redis, pg) =
         tokio::join!(local::spawn_redis_with(&bin, dir.path(), &opts.redis_args), local::spawn_postgres(dir.path()),);
     // If one failed, the other's OwnedChild drops here and is stopped.

@@ -5,8 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::binaries::binary_version;
 use super::engine::Engine;
-use super::local::binary_version;
 use super::redis_server::{find_redis, redis_version_number, RedisOrigin, REDIS8_MIN};
 use super::template::PgBinaries;
 use super::ServiceOptions;

@@ -3,18 +3,18 @@
 //! `initdb` runs once into a cached template that later runs copy.
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use nix::sys::signal::Signal;
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Gid, Uid};
 
 use super::error::ServiceError;
-use super::owner::{Owner, OWNER_FILE};
+use super::private_dir::{postgres_owner, private_dir};
 use super::process::{free_port, owned_command, OwnedChild, StopPolicy};
 use super::readiness::{poll_until, Attempt, PollError, Readiness};
 use super::redis_server::{find_redis, RedisBinary};
-use super::template::{copy_tree, ensure_template, PgBinaries};
+use super::template::{copy_tree, ensure_template, run_blocking_to_end, PgBinaries};
 
 /// How often a server start is retried when its port was taken in the meantime.
 const PORT_ATTEMPTS: usize = 3;
@@ -108,9 +108,7 @@ pub(crate) async fn spawn_postgres(dir: &Path) -> Result<(OwnedChild, u16), Serv
     let data = dir.join("pg-data");
     let sock = dir.join("pg-sock");
     let (d, s, o) = (data.clone(), sock.clone(), owner);
-    tokio::task::spawn_blocking(move || prepare_pg_dirs(&template, &d, &s, o))
-        .await
-        .map_err(|e| ServiceError::io("copy postgres template")(std::io::Error::other(e)))??;
+    run_blocking_to_end("copy postgres template", move || prepare_pg_dirs(&template, &d, &s, o)).await??;
     let log = dir.join("postgres.log");
     start_with_port_retry("postgres", &log, |port| {
         let mut cmd = owned_command(&bins.postgres);
@@ -151,46 +149,6 @@ fn prepare_pg_dirs(template: &Path, data: &Path, sock: &Path, owner: Option<(Uid
             .map_err(ServiceError::io("chown postgres socket dir"))?;
     }
     Ok(())
-}
-
-/// `Some(uid, gid)` of the `postgres` user when we are root (postgres refuses root).
-pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
-    if !Uid::effective().is_root() {
-        return Ok(None);
-    }
-    match User::from_name("postgres") {
-        Ok(Some(u)) => Ok(Some((u.uid, u.gid))),
-        _ => Err(ServiceError::NoPostgresUser),
-    }
-}
-
-/// Where private dirs go: `$ORDLAB_TMPDIR` if set, else /dev/shm when it exists (RAM, fast),
-/// else the system's temp dir.
-pub(crate) fn private_root() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    match std::env::var_os("ORDLAB_TMPDIR") {
-        Some(root) => PathBuf::from(root),
-        None if shm.is_dir() => shm.to_path_buf(),
-        None => std::env::temp_dir(),
-    }
-}
-
-/// A private temp dir `ordlab-XXXXXX` under [`private_root`], with an `owner` file naming this
-/// process (so the reaper can reclaim it after a SIGKILL). When we are root it is handed to
-/// the postgres user, who must reach files inside (so `$ORDLAB_TMPDIR` must be traversable
-/// by that user).
-pub(crate) fn private_dir() -> Result<tempfile::TempDir, ServiceError> {
-    let dir = tempfile::Builder::new()
-        .prefix("ordlab-")
-        .tempdir_in(private_root())
-        .map_err(ServiceError::io("create temp dir"))?;
-    std::fs::write(dir.path().join(OWNER_FILE), Owner::current().file_text())
-        .map_err(ServiceError::io("write the private dir's owner file"))?;
-    if let Ok(Some((uid, gid))) = postgres_owner() {
-        std::os::unix::fs::chown(dir.path(), Some(uid.as_raw()), Some(gid.as_raw()))
-            .map_err(ServiceError::io("chown temp dir to postgres"))?;
-    }
-    Ok(dir)
 }
 
 /// Spawns the server built by `build(port)` and waits for readiness. When the server
@@ -257,21 +215,4 @@ pub(crate) async fn wait_ready(
     let log_tail = child.log_tail(5);
     drop(child);
     Err(ServiceError::NotReady { what: what.to_string(), timeout: readiness.timeout, reason, log_tail })
-}
-
-/// Finds `name` on PATH, then in `dirs`.
-pub(crate) fn find_binary(name: &str, dirs: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).chain(dirs.iter().map(PathBuf::from)).map(|d| d.join(name)).find(|p| is_executable(p))
-}
-
-pub(crate) fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-}
-
-/// Output of `<bin> --version`, trimmed (e.g. "Redis server v=7.0.15 sha=...").
-pub(crate) fn binary_version(bin: &Path) -> Option<String> {
-    let out = std::process::Command::new(bin).arg("--version").output().ok()?;
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
 }

@@ -6,8 +6,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::binaries::{binary_version, cache_root, find_binary, is_executable};
 use super::error::ServiceError;
-use super::local::{binary_version, find_binary, is_executable};
 use super::probe::version_at_least;
 
 const REDIS_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin"];
@@ -75,7 +75,7 @@ pub fn find_system_redis() -> Result<RedisBinary, ServiceError> {
 
 /// Where `scripts/build-redis8.sh` puts its server.
 pub fn redis8_build_path() -> PathBuf {
-    super::template::cache_root().join("redis8").join("src").join("redis-server")
+    cache_root().join("redis8").join("src").join("redis-server")
 }
 
 /// The cached Redis 8 build, if it exists and really is Redis ≥ 8.4 (checked once).

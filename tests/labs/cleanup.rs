@@ -103,10 +103,18 @@ fn nothing_is_left_after_a_run() {
 #[test]
 fn nothing_is_left_after_a_failed_run() {
     let tmp = tempfile::tempdir().unwrap();
-    // The servers start, then the run fails on a variant the lab does not have.
-    let w = watch(&["run", "baseline", "--variant", "nope", "--backend", "local"], tmp.path(), &[], Interrupt::Never);
+    // The servers start, then the run fails: this redis-server admits two clients, fewer than
+    // the runner and its consumers need.
+    let wrapper = tmp.path().join("redis-server-2-clients");
+    let redis = ordlab::service::find_redis().unwrap().path;
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {} \"$@\" --maxclients 2\n", redis.display())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = [("ORDLAB_REDIS_SERVER", wrapper.to_str().unwrap())];
+    let args = ["run", "baseline", "--runs", "1", "--time-scale", "0.25", "--backend", "local"];
+    let w = watch(&args, tmp.path(), &env, Interrupt::Never);
     assert_eq!(w.code, Some(2), "{}", w.stderr);
-    assert!(w.stderr.contains("has no variant \"nope\""), "{}", w.stderr);
+    assert_eq!(w.stderr.trim_end().lines().count(), 1, "{}", w.stderr);
+    std::fs::remove_file(&wrapper).unwrap();
     assert_nothing_left("failed run", &w, tmp.path(), 2);
 }
 

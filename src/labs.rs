@@ -6,13 +6,14 @@
 //! compiler lists what is missing), add its line to `lab_kinds!`, and write a scenario file
 //! with `kind = "<kind>"` in its `[setup]`.
 
+mod cluster_queue;
 mod consumer_group;
 mod context;
 mod procedure;
 mod record;
 
 pub use context::RunContext;
-pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView};
+pub use procedure::{Fact, FinalItem, LabProcedure, Line, Needs, Piece, RunNotes, RunOutcome, RunView};
 pub use record::RunRecord;
 
 use crate::checker::{RunVerdict, Verdict};
@@ -140,6 +141,10 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.many_orders(), )* }
             }
 
+            pub fn needs(&self) -> Needs {
+                match self { $( Procedure::$kind(p) => p.needs(), )* }
+            }
+
             pub fn wrong_means(&self, lang: Lang) -> String {
                 match self { $( Procedure::$kind(p) => p.wrong_means(lang), )* }
             }
@@ -203,4 +208,7 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
+    /// a hash slot moved while workers run.
+    Cluster(cluster::ClusterSpec) = "cluster",
 }

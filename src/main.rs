@@ -111,6 +111,10 @@ struct ServiceArgs {
     /// PostgreSQL URL or key=value string for --backend external.
     #[arg(long, env = "ORDLAB_PG_URL", hide_env_values = true)]
     pg_url: Option<String>,
+    /// Nodes of your Redis Cluster for --backend external, for labs past one node (`cluster`):
+    /// comma-separated or the flag repeated (redis://h1:7000,redis://h2:7001).
+    #[arg(long = "redis-cluster-url", env = "ORDLAB_REDIS_CLUSTER_URL", value_delimiter = ',', hide_env_values = true)]
+    redis_cluster_url: Vec<String>,
     /// Redis image for --backend docker (and auto).
     #[arg(long, env = "ORDLAB_REDIS_IMAGE", default_value = "redis:8")]
     redis_image: String,
@@ -153,6 +157,7 @@ impl ServiceArgs {
             pg_image: self.pg_image.clone(),
             redis_url: self.redis_url.clone(),
             pg_url: self.pg_url.clone(),
+            redis_cluster_urls: self.redis_cluster_url.clone(),
             ..ServiceOptions::default()
         }
     }
@@ -289,13 +294,14 @@ struct Output {
 /// `ordlab run`: everything that can be checked without servers first (labs, variant,
 /// backend and URLs), then the servers, then the labs one by one.
 async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output: &Output) -> anyhow::Result<i32> {
-    let labs = resolve_labs(ids)?;
+    let mut labs = resolve_labs(ids)?;
     if let Some(v) = &run.variant {
         if let Some(lab) = labs.iter().find(|l| l.variant(v).is_none()) {
             anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, lab.variant_ids().join(", "));
         }
     }
     check_services(services)?;
+    check_needs(&mut labs, run, services)?;
     let services = Services::start(&services.options()).await?;
     let mut opts = RunOptions::new(run.time_scale, run.seed.unwrap_or_else(rand::random));
     opts.runs = run.runs;
@@ -378,12 +384,53 @@ fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
             "--redis-url is not a Redis URL: use redis://host:port/ (or ORDLAB_REDIS_URL)".to_string()
         })?;
     }
+    for (i, url) in services.redis_cluster_url.iter().enumerate() {
+        redis::parse_redis_url(url).with_context(|| {
+            format!(
+                "--redis-cluster-url entry {} is not a Redis URL: use redis://host:port/, comma-separated for several nodes (or ORDLAB_REDIS_CLUSTER_URL)",
+                i + 1
+            )
+        })?;
+    }
     if let Some(pg) = &services.pg_url {
         pg.parse::<tokio_postgres::Config>().map_err(|e| {
             anyhow::anyhow!(
                 "--pg-url is not a PostgreSQL URL or key=value string ({e}): use postgres://user@host:port/db"
             )
         })?;
+    }
+    Ok(())
+}
+
+/// What the labs need from an external backend, before any server starts: a lab that needs a
+/// Redis Cluster needs `--redis-cluster-url`; a variant that would change the user's servers is
+/// refused when named with --variant, else left out with one line on stderr saying why.
+fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
+    if !matches!(services.backend, BackendArg::External) {
+        return Ok(());
+    }
+    for lab in labs.iter_mut() {
+        let mut kept = Vec::new();
+        for v in std::mem::take(&mut lab.variants) {
+            let needs = v.procedure.needs();
+            let chosen = run.variant.as_ref().is_none_or(|only| *only == v.id);
+            if chosen && needs.cluster && services.redis_cluster_url.is_empty() {
+                anyhow::bail!(
+                    "lab {} needs a Redis Cluster: with --backend external name its nodes with --redis-cluster-url redis://host:port,redis://host:port (or ORDLAB_REDIS_CLUSTER_URL), or use --backend local and the lab starts its own",
+                    lab.id
+                );
+            }
+            match needs.not_external {
+                Some(why) if run.variant.is_some() && chosen => {
+                    anyhow::bail!("{}/{} does not run against your servers: {why}; use --backend local", lab.id, v.id)
+                }
+                Some(why) if chosen => {
+                    eprintln!("ordlab: {}/{} left out: {why} (it runs with --backend local)", lab.id, v.id)
+                }
+                _ => kept.push(v),
+            }
+        }
+        lab.variants = kept;
     }
     Ok(())
 }

@@ -74,11 +74,28 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
         Vec::new()
     }
 
+    /// What the lab needs from the servers beyond the shared Redis and PostgreSQL, checked
+    /// before anything starts (default: nothing more).
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+
     /// Run 1's row in a table that compares the lab's variants side by side: (column, cell)
     /// pairs (default: none; the table appears when two or more variants give a row).
     fn table_row(&self, _run: &RunView<'_, Self::Observed>, _lang: Lang) -> Option<Vec<(String, Line)>> {
         None
     }
+}
+
+/// What a lab needs beyond the shared Redis and PostgreSQL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// A Redis Cluster: the lab's own, or with `--backend external` the user's
+    /// (`--redis-cluster-url`).
+    pub cluster: bool,
+    /// Why it cannot run against the user's servers (`--backend external`), if it cannot:
+    /// it would change them.
+    pub not_external: Option<&'static str>,
 }
 
 /// What a procedure's run returns, before the runner judges it.

@@ -245,6 +245,7 @@ impl Builder {
             }
             EventKind::SqlDone { outcome, waited_ms, .. } => self.sql_done(e.actor, at, outcome, *waited_ms),
             EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
+            EventKind::JobApplied { job, .. } => self.job_applied(e.actor, at, job),
             other => {
                 if let Some((glyph, label)) = self.labelled(other) {
                     self.mark(e.actor, at, glyph, Some(label));
@@ -319,6 +320,28 @@ impl Builder {
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
             ),
+            EventKind::JobPushed { job, queue, .. } => {
+                (Glyph::Published, format!("LPUSH {queue} {}", job_label(job, many)))
+            }
+            EventKind::JobsPushed { jobs, queues } => {
+                (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {}", t("jobs", "job"), t("queues", "hàng đợi")))
+            }
+            EventKind::JobTaken { job, .. } => {
+                (Glyph::Received, format!("{} {}", t("took", "lấy"), job_label(job, many)))
+            }
+            EventKind::QueueError { command, error, .. } => {
+                (Glyph::Failed, format!("{command}: {}", truncate(error, 40)))
+            }
+            EventKind::WorkerDone { jobs, .. } => {
+                (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))
+            }
+            EventKind::SlotMigrating { slot, from, to } => {
+                (Glyph::Failed, format!("slot {slot} {} {from} → {to}", t("migrating", "đang chuyển")))
+            }
+            EventKind::SlotKeysMoved { keys, from, to, .. } => {
+                (Glyph::Published, format!("MIGRATE {keys} {} {from} → {to}", t("keys", "key")))
+            }
+            EventKind::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
             _ => return None,
         })
     }
@@ -361,6 +384,20 @@ impl Builder {
             }
         };
         self.mark(actor, at, glyph, Some(label));
+    }
+
+    /// A list-queue job's effect: marked as out of order when a later step of its order was
+    /// applied before it.
+    fn job_applied(&mut self, actor: Actor, at: f64, job: &Job) {
+        let newer = self.applied.get(&job.order).copied();
+        self.applied.insert(job.order, newer.map_or(job.version, |n| n.max(job.version)));
+        let label = format!("{} {}", pick(self.lang, "applied", "áp dụng"), job_label(job, self.multi_order));
+        if newer.is_some_and(|n| n > job.version) {
+            let late = pick(self.lang, "after a later step: out of order", "sau một bước sau nó: sai thứ tự");
+            self.mark(actor, at, Glyph::Overwrote, Some(format!("{label} {late}")));
+        } else {
+            self.mark(actor, at, Glyph::Wrote, Some(label));
+        }
     }
 
     fn sql_done(&mut self, actor: Actor, at: f64, outcome: &str, waited_ms: f64) {

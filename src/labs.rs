@@ -6,7 +6,6 @@
 //! compiler lists what is missing), add its line to `lab_kinds!`, and write a scenario file
 //! with `kind = "<kind>"` in its `[setup]`.
 
-mod cluster_queue;
 mod consumer_group;
 mod context;
 mod procedure;

@@ -4,8 +4,8 @@
 //! that records events until every worker took its marker, and the read-back of what each
 //! queue's lists hold afterwards.
 
-use super::consumer_group::drain;
-use super::RunContext;
+use crate::labs::consumer_group::drain;
+use crate::labs::RunContext;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerWork, TimeScale};
 use crate::roles::cluster_worker::{parse_effect, ClusterWorkerConfig, QueueKeys, QueuedJob, RetryWait, STOP};

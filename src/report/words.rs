@@ -4,6 +4,7 @@
 
 use super::Redactor;
 use crate::labs::stream::job_label;
+use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
 use crate::timeline::{Event, EventKind};
 
@@ -104,6 +105,20 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::ReplicaPromoted { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
     })
+}
+
+/// A run's timeline as the text report prints it and the lab book steps through it: the
+/// events it shows (publishing only where the lab shows it), in print order, each with its
+/// line. Both read this one list, so a step's caption is the text report's line.
+pub fn timeline_lines<'a>(r: &'a RunRecord, procedure: &Procedure, w: &Wording) -> Vec<(&'a Event, String)> {
+    let show_publish = procedure.shows_publishing();
+    // Ordered with every event (a publish orders its receive), then filtered to what is shown.
+    w.redact
+        .order(r.events.iter().collect())
+        .into_iter()
+        .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
+        .filter_map(|e| event_line(e, w).map(|line| (e, line)))
+        .collect()
 }
 
 /// Lines of SQL sessions, outbox rounds, servers and crashes.

@@ -11,6 +11,8 @@ mod cli;
 mod core_labs;
 /// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
 mod failover_lab;
+/// The lab book (`results/index.html`) in headless Chromium.
+mod lab_book;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key

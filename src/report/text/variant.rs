@@ -19,6 +19,13 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     } else if let Some(r) = v.record(opts.timeline_run) {
         timeline::render(out, r, &v.procedure, opts);
     }
+    outcome(out, v, opts);
+}
+
+/// Everything after the timeline: every run's final state, the lab's per-run lines, what was
+/// measured, and the count of wrong runs against the expectation (the lab book shows these
+/// lines under its step-through picture).
+pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     // A measured-only or at-least-one count differs between runs of the lab: redact it.
     let unstable = opts.redact.active() && v.expected.is_probabilistic();
     // Where the scheduler decides the interleaving, each run's details differ too.

@@ -247,14 +247,21 @@ async fn shows_every_lab(c: &Client) {
 }
 
 async fn filters_and_sorts(c: &Client) {
-    let visible = "return Array.from(document.querySelectorAll('table.summary tbody tr')).filter(r => !r.hidden).map(r => r.dataset.lab)";
+    let visible = "return Array.from(document.querySelectorAll('table.summary tbody tr')).filter(r => !r.hidden).map(r => r.dataset.lab + '/' + r.cells[1].textContent)";
+    let choose = |id: &str, value: &str| {
+        format!("var s = document.getElementById('{id}'); s.value = {value}; s.dispatchEvent(new Event('change'))")
+    };
+    // s4c's strategy (a 500 ms lock TTL) is its own: filtered to it, one row is left.
+    let strategy = js(c, "return document.querySelector('tr[data-lab=lock]:last-child, tr[data-lab=lock]').parentNode.querySelector('a[href=\"#v-lock-s4c\"]').closest('tr').dataset.strategy").await;
+    js(c, &choose("f-strategy", &strategy.to_string())).await;
+    assert_eq!(js(c, visible).await, json!(["lock/s4c"]), "filtered to s4c's strategy {strategy}");
+    js(c, &choose("f-strategy", "''")).await;
+    // A family keeps exactly the rows of its labs.
     let family = js(c, "return document.querySelector('#lab-lock').dataset.family").await;
-    let select = format!(
-        "var s = document.getElementById('f-family'); s.value = {family}; s.dispatchEvent(new Event('change'))"
-    );
-    js(c, &select).await;
-    assert_eq!(js(c, visible).await, json!(["lock", "lock", "lock"]), "filtered to the lock lab's family");
-    js(c, "var s = document.getElementById('f-family'); s.value = ''; s.dispatchEvent(new Event('change'))").await;
+    js(c, &choose("f-family", &family.to_string())).await;
+    let expected = js(c, &format!("return Array.from(document.querySelectorAll('table.summary tbody tr')).filter(r => r.dataset.family === {family}).map(r => r.dataset.lab + '/' + r.cells[1].textContent)")).await;
+    assert_eq!(js(c, visible).await, expected);
+    js(c, &choose("f-family", "''")).await;
     assert_eq!(js(c, visible).await.as_array().unwrap().len(), 4);
     // Sort by wrong (5th column), ascending: the fractions come out in order.
     c.find(Locator::Css("table.summary th:nth-child(5)")).await.unwrap().click().await.unwrap();

@@ -5,9 +5,11 @@
 //! One file per concern; a lab composes the ones it needs in its `judge`:
 //! [`health`] (did the run finish and every process die only as planned), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
-//! side effects applied twice), [`redelivery`] (claimed entries keep their ID), and
-//! [`outcome`] (a variant's count of wrong runs against its expectation).
+//! side effects applied twice), [`concurrency`] (handlers running at once), [`redelivery`]
+//! (claimed entries keep their ID), and [`outcome`] (a variant's count of wrong runs against
+//! its expectation).
 
+pub mod concurrency;
 pub mod delivery;
 pub mod final_state;
 pub mod health;

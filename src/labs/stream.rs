@@ -146,6 +146,9 @@ impl LabProcedure for StreamSpec {
         }
         check_costs(&self.cost_ms)?;
         check_events(&self.events)?;
+        if let Strategy::Fanout(f) = &self.strategy {
+            f.check()?;
+        }
         if let Some(c) = &self.crash {
             if !(1..=self.consumers).contains(&c.consumer) {
                 return Err(format!("setup.crash.consumer = {}: use 1 to {}", c.consumer, self.consumers));

@@ -40,11 +40,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         }
         EventKind::Queued { entry_id, worker } => {
             let entry = id(entry_id);
-            crate::tr!(
-                w.lang,
-                "{a} queued {entry} for worker {worker}",
-                "{a} xếp {entry} vào hàng đợi của worker {worker}"
-            )
+            crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
         }
         EventKind::LockAcquired { key, tries, ttl_ms } => {
             let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };

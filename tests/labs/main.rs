@@ -11,14 +11,16 @@ mod cli;
 mod core_labs;
 /// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
 mod failover_lab;
+/// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
+mod load_lab;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
-/// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
-/// pending).
+/// count 2) and `fanout` (S3: one reader, a queue per order and a few workers; a dead reader's
+/// entries stay pending).
 mod redelivery_labs;
 /// The Redis ≥ 8.4 lock release (`DELEX IFEQ`), run when a Redis 8 server is at hand.
 mod redis8;

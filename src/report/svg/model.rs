@@ -313,7 +313,7 @@ impl Builder {
             EventKind::LagWindow { how } => {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
-            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
+            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,

@@ -96,6 +96,7 @@ impl StreamSpec {
             work: self.work(),
             crash: self.crash.as_ref(),
             reaper: self.reaper.as_ref(),
+            follow_primary: &[],
         }
     }
 

@@ -9,7 +9,8 @@ mod cleanup;
 mod cli;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
-/// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
+/// `failover`: a promoted asynchronous replica lacks what its link held at the crash
+/// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
 /// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
 mod load_lab;

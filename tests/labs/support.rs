@@ -83,8 +83,7 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
     match &r.observed {
         Observed::Stream(o) => o.stream.clone(),
         Observed::Outbox(o) => o.stream.clone(),
-        Observed::Failover(o) => o.stream.clone(),
-        Observed::SqlRace(_) | Observed::OutboxRollback(_) | Observed::Load(_) => Vec::new(),
+        Observed::SqlRace(_) | Observed::OutboxRollback(_) | Observed::Load(_) | Observed::Failover(_) => Vec::new(),
     }
 }
 

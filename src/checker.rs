@@ -6,7 +6,8 @@
 //! [`health`] (did the run finish and every process die only as planned), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
 //! side effects applied twice), [`concurrency`] (handlers running at once), [`redelivery`]
-//! (claimed entries keep their ID), [`failover`] (what a promoted replica lost), and
+//! (claimed entries keep their ID), [`failover`] (what a promoted replica lost), [`limit`]
+//! (what bounded a throughput measurement), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
 pub mod concurrency;
@@ -14,6 +15,7 @@ pub mod delivery;
 pub mod failover;
 pub mod final_state;
 pub mod health;
+pub mod limit;
 pub mod outcome;
 pub mod redelivery;
 mod verdict;

@@ -120,6 +120,7 @@ impl ConsumerGroup {
             work: spec.work.clone(),
             crash: spec.crash.cloned(),
             follow_primary: spec.follow_primary.to_vec(),
+            handler: Default::default(),
         }
     }
 

@@ -39,6 +39,29 @@ pub struct ConsumerConfig {
     /// lab); empty: a failing command ends the process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub follow_primary: Vec<String>,
+    /// What a fan-out worker does with an entry (a measurement of the reader may replace the
+    /// strategy by a wait or by nothing; then no per-entry timeline either).
+    #[serde(default, skip_serializing_if = "HandlerMode::is_strategy")]
+    pub handler: HandlerMode,
+}
+
+/// What a handler does with an entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HandlerMode {
+    /// The lab's strategy: its work, its write, then XACK.
+    #[default]
+    Strategy,
+    /// Only the injected work (a wait standing in for an external call), then XACK.
+    Wait,
+    /// Nothing but XACK: what the reader alone can dispatch.
+    AckOnly,
+}
+
+impl HandlerMode {
+    pub fn is_strategy(&self) -> bool {
+        *self == HandlerMode::Strategy
+    }
 }
 
 impl ConsumerConfig {

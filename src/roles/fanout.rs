@@ -11,7 +11,7 @@
 //! finishes). Timeline lines of a worker carry the process's actor; the reader's `queued` line
 //! names the order's queue (`C1/#42`).
 
-use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig};
+use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig, HandlerMode};
 use super::keyed_queues::KeyedQueues;
 use crate::error::{Context, Error};
 use crate::strategy::fanout::Fanout;
@@ -55,10 +55,21 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
     let shared =
         Arc::new(Shared { queues: Mutex::new(KeyedQueues::default()), work: Notify::new(), room: Notify::new() });
-    for w in 0..options.workers {
-        // Each worker has its own connections, as each consumer process has.
-        let applier = Applier::connect(actor, cfg.clone(), cfg.env.seed ^ u64::from(w)).await?;
-        tokio::spawn(worker(applier, shared.clone()));
+    if cfg.handler.is_strategy() {
+        for w in 0..options.workers {
+            // Each worker has its own connections, as each consumer process has.
+            let applier = Applier::connect(actor, cfg.clone(), cfg.env.seed ^ u64::from(w)).await?;
+            tokio::spawn(worker(applier, shared.clone()));
+        }
+    } else {
+        // A measurement of the reader: workers share one connection for their XACKs, and look
+        // their work up by key (a scan of the workload per entry would cost more than the reader).
+        let conn = crate::connect::redis(&cfg.env.redis_url).await.context("fanout connect")?;
+        let costs: Arc<CostTable> =
+            Arc::new(cfg.work.per_event.iter().map(|(o, t, v, c)| ((*o, t.clone(), *v), *c)).collect());
+        for _ in 0..options.workers {
+            tokio::spawn(bare_worker(cfg.clone(), costs.clone(), conn.clone(), shared.clone()));
+        }
     }
     StdoutSink.emit(actor, EventKind::Ready);
     let mut received = 0u32;
@@ -107,6 +118,14 @@ fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &Stream
         StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail });
         return;
     };
+    if !cfg.handler.is_strategy() {
+        // Measuring the reader: no per-entry timeline (a line costs more than the hand-over).
+        let order = job.order;
+        if shared.queues.lock().unwrap().offer(order, Item { entry_id: entry.id.clone(), job, state: None }) {
+            shared.work.notify_one();
+        }
+        return;
+    }
     StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
     // Nothing awaits between the read and this point: a crash here finds every entry of the
     // batch read, none of them acknowledged.
@@ -135,6 +154,35 @@ async fn worker(mut applier: Applier, shared: Arc<Shared>) {
         }
         let ready_again = shared.queues.lock().unwrap().finish(&order);
         if ready_again {
+            shared.work.notify_one();
+        }
+        shared.room.notify_one();
+    }
+}
+
+/// Work per event (order, type, version) in ms.
+type CostTable = std::collections::HashMap<(i64, String, i64), f64>;
+
+/// A worker of a reader measurement: the injected wait (or nothing), then XACK, silently.
+async fn bare_worker(cfg: Arc<ConsumerConfig>, costs: Arc<CostTable>, mut conn: MultiplexedConnection, shared: Arc<Shared>) {
+    loop {
+        let next = shared.queues.lock().unwrap().take();
+        let Some((order, item)) = next else {
+            shared.work.notified().await;
+            continue;
+        };
+        if cfg.handler == HandlerMode::Wait {
+            let j = &item.job;
+            let key = (j.order, j.event_type.clone(), j.version);
+            let ms = costs.get(&key).copied().unwrap_or_else(|| cfg.work.of_type(&j.event_type));
+            cfg.env.scale.sleep(ms).await;
+        }
+        let acked = redis::cmd("XACK").arg(&cfg.stream).arg(&cfg.group).arg(&item.entry_id).query_async::<i64>(&mut conn).await;
+        if let Err(e) = acked {
+            eprintln!("ordlab __role: worker {}: XACK: {e}", worker_name(&cfg.actor().to_string(), order));
+            std::process::exit(1);
+        }
+        if shared.queues.lock().unwrap().finish(&order) {
             shared.work.notify_one();
         }
         shared.room.notify_one();

@@ -322,7 +322,7 @@ mod tests {
         link.crash();
         let got = read_for(&mut r, Duration::from_millis(400)).await;
         let c = link.counts();
-        assert!(got >= 1000 && got <= 2000, "received {got}");
+        assert!((1000..=2000).contains(&got), "received {got}");
         assert_eq!(c.to_replica as usize, got);
         assert!(c.dropped >= 8000 - 1000, "{c:?}");
         assert_eq!(c.in_link(), 0, "{c:?}");

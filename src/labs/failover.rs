@@ -719,12 +719,15 @@ impl RunFigures {
     }
 }
 
+/// A figure of the distribution table: its words (en, vi) and how to read it off a run.
+type Figure = (&'static str, &'static str, fn(&RunFigures) -> f64);
+
 /// Min / median / max over the runs of each figure.
 fn distribution(rows: &[RunFigures], lang: Lang) -> Vec<Line> {
     if rows.is_empty() {
         return Vec::new();
     }
-    let figures: [(&str, &str, fn(&RunFigures) -> f64); 7] = [
+    let figures: [Figure; 7] = [
         ("replica lag at the kill (ms)", "độ trễ replica lúc kill (ms)", |f| f.lag_ms),
         ("entries lost (confirmed, missing on the new primary)", "entry mất (đã xác nhận, không có ở primary mới)", |f| f.counts.lost() as f64),
         ("  … never applied", "  … chưa từng được áp dụng", |f| f.counts.lost_never_applied as f64),

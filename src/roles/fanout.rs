@@ -164,7 +164,12 @@ async fn worker(mut applier: Applier, shared: Arc<Shared>) {
 type CostTable = std::collections::HashMap<(i64, String, i64), f64>;
 
 /// A worker of a reader measurement: the injected wait (or nothing), then XACK, silently.
-async fn bare_worker(cfg: Arc<ConsumerConfig>, costs: Arc<CostTable>, mut conn: MultiplexedConnection, shared: Arc<Shared>) {
+async fn bare_worker(
+    cfg: Arc<ConsumerConfig>,
+    costs: Arc<CostTable>,
+    mut conn: MultiplexedConnection,
+    shared: Arc<Shared>,
+) {
     loop {
         let next = shared.queues.lock().unwrap().take();
         let Some((order, item)) = next else {
@@ -177,7 +182,8 @@ async fn bare_worker(cfg: Arc<ConsumerConfig>, costs: Arc<CostTable>, mut conn: 
             let ms = costs.get(&key).copied().unwrap_or_else(|| cfg.work.of_type(&j.event_type));
             cfg.env.scale.sleep(ms).await;
         }
-        let acked = redis::cmd("XACK").arg(&cfg.stream).arg(&cfg.group).arg(&item.entry_id).query_async::<i64>(&mut conn).await;
+        let acked =
+            redis::cmd("XACK").arg(&cfg.stream).arg(&cfg.group).arg(&item.entry_id).query_async::<i64>(&mut conn).await;
         if let Err(e) = acked {
             eprintln!("ordlab __role: worker {}: XACK: {e}", worker_name(&cfg.actor().to_string(), order));
             std::process::exit(1);

@@ -42,7 +42,8 @@ fn reader_ceiling(report: &ordlab::report::LabReport) {
     let v = variant(report, "s3-ceiling");
     assert_eq!(v.unknown, 0, "{:?}", v.run_records[0].verdict);
     let Observed::ReaderCeiling(o) = &v.run_records[0].observed else { panic!("a reader-ceiling run") };
-    let rate = |h: HandlerMode, w: u32| o.points.iter().find(|p| p.handler == h && p.workers == w).unwrap().events_per_s;
+    let rate =
+        |h: HandlerMode, w: u32| o.points.iter().find(|p| p.handler == h && p.workers == w).unwrap().events_per_s;
     // Workers do run side by side: 4 waiting workers do at least twice what one does (ideal
     // 4×; ~3.7 ms per job, so 1 worker ≈ 250/s, 4 ≈ 1000/s; 2× fails only if the machine
     // stalls the reader for half the window).

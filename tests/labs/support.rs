@@ -84,7 +84,11 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
     match &r.observed {
         Observed::Stream(o) => o.stream.clone(),
         Observed::Outbox(o) => o.stream.clone(),
-        Observed::SqlRace(_) | Observed::OutboxRollback(_) | Observed::Load(_) | Observed::Failover(_) | Observed::ReaderCeiling(_) => Vec::new(),
+        Observed::SqlRace(_)
+        | Observed::OutboxRollback(_)
+        | Observed::Load(_)
+        | Observed::Failover(_)
+        | Observed::ReaderCeiling(_) => Vec::new(),
     }
 }
 

@@ -63,6 +63,8 @@ struct Shared {
     to_replica: AtomicU64,
     dropped: AtomicU64,
     crashed_at: Mutex<Option<Instant>>,
+    /// When the replica stops taking the old primary's stream (its promotion).
+    cutoff: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -120,9 +122,15 @@ impl Link {
         let _ = self.shared.mode.compare_exchange(0, Mode::Partitioned as u8, Ordering::SeqCst, Ordering::SeqCst);
     }
 
-    /// The primary's machine dies now: stop reading it, drop what was not yet transmitted.
-    pub fn crash(&self) {
-        *self.shared.crashed_at.lock().unwrap() = Some(Instant::now());
+    /// The primary's machine dies now: stop reading it, drop what was not yet transmitted;
+    /// the replica is promoted `promotion_after` from now, and what arrives later is not
+    /// applied (a promoted replica has left its old primary). The promotion is the link's
+    /// moment, not the orchestrator's: how long the harness takes to send `REPLICAOF NO ONE`
+    /// on a loaded machine must not decide what the replica got.
+    pub fn crash(&self, promotion_after: Duration) {
+        let now = Instant::now();
+        *self.shared.crashed_at.lock().unwrap() = Some(now);
+        *self.shared.cutoff.lock().unwrap() = Some(now + promotion_after);
         // A partitioned link stays partitioned: what it held is lost either way.
         let _ = self.shared.mode.compare_exchange(0, Mode::Crashed as u8, Ordering::SeqCst, Ordering::SeqCst);
         let _ = self.crash_tx.send(true);
@@ -248,7 +256,10 @@ fn lost(shared: &Shared, chunk: &Chunk) -> bool {
     match shared.mode() {
         Mode::Forwarding => false,
         Mode::Partitioned => true,
-        Mode::Crashed => shared.crashed_at.lock().unwrap().is_some_and(|at| chunk.transmitted > at),
+        Mode::Crashed => {
+            shared.crashed_at.lock().unwrap().is_some_and(|at| chunk.transmitted > at)
+                || shared.cutoff.lock().unwrap().is_some_and(|at| chunk.due > at)
+        }
     }
 }
 
@@ -319,13 +330,24 @@ mod tests {
         let link = Link::start(p, shape).await.unwrap();
         let mut r = TcpStream::connect(link.addr()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;
-        link.crash();
+        link.crash(Duration::from_secs(10));
         let got = read_for(&mut r, Duration::from_millis(400)).await;
         let c = link.counts();
         assert!((1000..=2000).contains(&got), "received {got}");
         assert_eq!(c.to_replica as usize, got);
         assert!(c.dropped >= 8000 - 1000, "{c:?}");
         assert_eq!(c.in_link(), 0, "{c:?}");
+    }
+
+    #[tokio::test]
+    async fn a_promotion_before_the_wire_lands_drops_it() {
+        let p = primary(vec![4u8; 1000], 1, Duration::ZERO).await;
+        let link = Link::start(p, LinkShape { delay: Duration::from_millis(100), bytes_per_s: None }).await.unwrap();
+        let mut r = TcpStream::connect(link.addr()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        link.crash(Duration::ZERO);
+        assert_eq!(read_for(&mut r, Duration::from_millis(200)).await, 0);
+        assert_eq!(link.counts().dropped, 1000);
     }
 
     #[tokio::test]

@@ -534,7 +534,7 @@ impl Crash<'_> {
         let _ = self.stop_sampling.send(true);
         let primary_offset = repl_offset(&mut nodes.p).await?;
         if let Some(link) = &nodes.link {
-            link.crash();
+            link.crash(self.scale.duration(self.plan.promote_after_ms));
         }
         nodes.primary.kill(nix::sys::signal::Signal::SIGKILL)?;
         let killed_ns = crate::clock::now_ns();

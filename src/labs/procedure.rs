@@ -164,6 +164,9 @@ pub enum Piece {
     MsFromUs(i64),
     /// A measured count that differs between runs.
     Count(i64),
+    /// Words a measurement chooses (a classification such as "limit: handlers"), which can
+    /// differ between runs; a snapshot shows `[measured]`.
+    Measured(String),
 }
 
 impl Line {

@@ -345,8 +345,7 @@ impl LabProcedure for ReaderCeilingSpec {
                     .and_text(pick(lang, " % of a core · machine ", " % một core · máy "))
                     .and(n(p.cpu.machine_pct))
                     .and_text(pick(lang, " % → limit: ", " % → giới hạn: "))
-                    .and_text(limit_word(p.limit, lang))
-                    .and_text(dry),
+                    .and(Piece::Measured(format!("{}{dry}", limit_word(p.limit, lang)))),
             );
         }
         lines.push(conclusion(o, lang));
@@ -369,14 +368,14 @@ fn conclusion(o: &CeilingObserved, lang: Lang) -> Line {
     let per_core = if us > 0.0 { 1e6 / us } else { 0.0 };
     let n = |x: f64| Piece::Count(x.round() as i64);
     let head = match o.reader_bound_from(HandlerMode::Wait) {
-        Some(p) => Line::text(crate::tr!(lang, "→ the reader is the limit from {} workers on (", "→ reader là giới hạn từ {} worker trở lên (", p.workers))
+        Some(p) => Line::text("→ ")
+            .and(Piece::Measured(crate::tr!(lang, "the reader is the limit from {} workers on", "reader là giới hạn từ {} worker trở lên", p.workers)))
+            .and_text(" (")
             .and(n(p.events_per_s))
             .and_text(pick(lang, " events/s); ", " event/s); ")),
-        None => Line::text(pick(
-            lang,
-            "→ the reader was not the limit at any worker count tried here; ",
-            "→ reader chưa là giới hạn ở số worker nào đã thử; ",
-        )),
+        None => Line::text("→ ").and(Piece::Measured(
+            pick(lang, "the reader was not the limit at any worker count tried here", "reader chưa là giới hạn ở số worker nào đã thử").into(),
+        )).and_text("; "),
     };
     head.and_text(pick(lang, "alone it needs ", "riêng nó cần "))
         .and(Piece::Count((us * 1000.0).round() as i64))

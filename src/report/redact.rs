@@ -85,6 +85,8 @@ impl Redactor {
                 Piece::MsFromUs(_) if self.active => "[ms]".into(),
                 Piece::MsFromUs(us) => format!("{:.1}", *us as f64 / 1000.0),
                 Piece::Count(n) => self.count(n),
+                Piece::Measured(_) if self.active => "[measured]".into(),
+                Piece::Measured(words) => words.clone(),
             })
             .collect()
     }

@@ -6,7 +6,9 @@
 
 use super::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
-use crate::checker::{final_state::final_state, health::health, redelivery, RunVerdict};
+use super::race_lines::{self, LockFirst, RaceRun, TakenBy};
+use crate::checker::fates::{self, Intended};
+use crate::checker::{exclusion, final_state::final_state, health::health, redelivery, RunVerdict};
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{CrashSpec, HandlerWork, PublishSchedule, TimeScale};
@@ -73,6 +75,10 @@ pub struct StreamObserved {
     /// Entries delivered and never acknowledged (XPENDING), when a consumer crashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_after_run: Option<i64>,
+    /// Consumer indices in the order they started waiting in XREADGROUP (longest first),
+    /// drawn from the seed: Redis gives the first entry to the first of them.
+    #[serde(default)]
+    pub waiting_order: Vec<u32>,
 }
 
 impl StreamSpec {
@@ -116,6 +122,25 @@ impl StreamSpec {
         scale.duration((total_work + publish + lock_waits) * 3.0) + Duration::from_secs(10)
     }
 
+    /// The event whose receiver the report names per run (the set-up's first, `#42 created`
+    /// with several orders): where two or more consumers wait for a few orders.
+    fn raced_event(&self) -> Option<(&EventSpec, String)> {
+        let first = self.events.first().filter(|_| self.consumers > 1 && self.orders().len() <= LISTED_ORDERS)?;
+        let label = if self.many_orders() { format!("#{} {}", first.order, first.event_type) } else { first.event_type.clone() };
+        Some((first, label))
+    }
+
+    /// The set-up's newest event (highest version): `paid`.
+    fn newest_event(&self) -> Option<&EventSpec> {
+        self.events.iter().max_by_key(|e| e.version)
+    }
+
+    /// Can a lock of `ttl_ms` run out while a job holds it?
+    fn lock_may_expire(&self, ttl_ms: u64) -> bool {
+        let work = self.work();
+        self.events.iter().any(|e| work.cost_ms(&e.job()) >= ttl_ms as f64)
+    }
+
     /// What the servers say after the run, before its keys are deleted.
     async fn server_facts(
         &self,
@@ -146,9 +171,9 @@ impl LabProcedure for StreamSpec {
         }
         check_costs(&self.cost_ms)?;
         check_events(&self.events)?;
-        if let Some(c) = &self.crash {
-            if !(1..=self.consumers).contains(&c.consumer) {
-                return Err(format!("setup.crash.consumer = {}: use 1 to {}", c.consumer, self.consumers));
+        if let Some(i) = self.crash.as_ref().and_then(|c| c.consumer) {
+            if !(1..=self.consumers).contains(&i) {
+                return Err(format!("setup.crash.consumer = {i}: use 1 to {}", self.consumers));
             }
         }
         self.initial = Some(self.initial());
@@ -162,7 +187,7 @@ impl LabProcedure for StreamSpec {
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &self.group_spec(), &tx).await?;
-        let streams = group.streams.clone();
+        let (streams, waiting_order) = (group.streams.clone(), group.waiting_order.clone());
         let producer = Producer {
             redis: connect::redis(&ctx.services.redis_url).await.context("producer connect")?,
             streams: streams.clone(),
@@ -189,13 +214,17 @@ impl LabProcedure for StreamSpec {
         let (entry_bytes, pending_after_run) = self.server_facts(ctx, &streams).await?;
         ctx.delete_run_keys().await?;
         let final_rows = orders::final_rows(ctx.pg, &self.orders()).await?;
-        let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run };
+        let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, waiting_order };
         Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
     }
 
     fn judge(&self, run: &RunView<'_, StreamObserved>) -> RunVerdict {
         let expected = orders::expected_statuses(&self.events);
-        health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows))
+        let mut v = health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows));
+        if matches!(self.strategy, Strategy::Lock(_)) {
+            v = v.and(exclusion::check(run.events).verdict());
+        }
+        v.and(fates::unexpected_verdict(&fates::fates(&intended_of(&self.events), run.events)))
     }
 
     fn describe(&self, lang: Lang) -> String {
@@ -250,6 +279,36 @@ impl LabProcedure for StreamSpec {
         facts
     }
 
+    fn intended(&self) -> Option<Vec<Intended>> {
+        Some(intended_of(&self.events))
+    }
+
+    fn per_run_lines(&self, runs: &[RunView<'_, StreamObserved>], lang: Lang) -> Vec<Line> {
+        let runs = race_runs(runs);
+        let mut lines = Vec::new();
+        if let Some((first, label)) = self.raced_event() {
+            lines.push(TakenBy::new(&runs, first.order, first.version, &label).line(lang));
+        }
+        if let (Strategy::Lock(lock), Some(last)) = (&self.strategy, self.newest_event()) {
+            lines.push(LockFirst::new(&runs, &last.event_type).line(lang));
+            lines.push(race_lines::exclusion_line(&runs, self.lock_may_expire(lock.ttl_ms), lang));
+        }
+        lines
+    }
+
+    fn summary_note(&self, runs: &[RunView<'_, StreamObserved>]) -> Option<String> {
+        let runs = race_runs(runs);
+        let (first, label) = self.raced_event()?;
+        let mut note = TakenBy::new(&runs, first.order, first.version, &label).sentence(Lang::En);
+        if note.is_empty() {
+            return None;
+        }
+        if let (Strategy::Lock(_), Some(last)) = (&self.strategy, self.newest_event()) {
+            note = format!("{note}; {}", LockFirst::new(&runs, &last.event_type).sentence(Lang::En));
+        }
+        Some(note)
+    }
+
     fn critical_path_ms(&self, events: &[Event], scale: f64) -> Option<f64> {
         let ms = critical_path_ms(&self.events, &self.work(), events, scale);
         (ms > 0.0).then_some(ms)
@@ -266,12 +325,24 @@ impl LabProcedure for StreamSpec {
     fn notes(&self, run: &RunView<'_, StreamObserved>, lang: Lang) -> RunNotes {
         let many = self.orders().len() > 1;
         let mut after = Vec::new();
+        if run.observed.waiting_order.len() > 1 {
+            after.push(race_lines::waiting_line(&run.observed.waiting_order, lang));
+        }
         after.extend(publish_delays(run.events, lang));
         if many && self.orders().len() <= LISTED_ORDERS {
             after.push(last_writes(run.events, lang));
         }
         RunNotes { heading: Some(stream_heading(&run.observed.stream, self.shards, many)), after }
     }
+}
+
+/// The set-up's events as the fates checker reads them.
+pub(crate) fn intended_of(events: &[EventSpec]) -> Vec<Intended> {
+    events.iter().map(|e| Intended { order: e.order, version: e.version, event_type: e.event_type.clone() }).collect()
+}
+
+fn race_runs<'a>(runs: &[RunView<'a, StreamObserved>]) -> Vec<RaceRun<'a>> {
+    runs.iter().map(|r| r.events).collect()
 }
 
 /// Many orders are summarised: listing fifty statuses helps nobody.
@@ -340,12 +411,18 @@ fn crash_phrase(c: &CrashSpec, lang: Lang) -> String {
         (None, n, Lang::Vi) => format!("entry thứ {}", n.unwrap_or(1)),
         (None, n, Lang::En) => format!("entry no. {}", n.unwrap_or(1)),
     };
-    let i = c.consumer;
-    crate::tr!(
-        lang,
-        "C{i} SIGKILLed right after receiving {at}, before XACK",
-        "C{i} bị SIGKILL ngay sau khi nhận {at}, trước XACK"
-    )
+    match c.consumer {
+        Some(i) => crate::tr!(
+            lang,
+            "C{i} SIGKILLed right after receiving {at}, before XACK",
+            "C{i} bị SIGKILL ngay sau khi nhận {at}, trước XACK"
+        ),
+        None => crate::tr!(
+            lang,
+            "the consumer that receives {at} is SIGKILLed right after, before XACK",
+            "consumer nhận {at} bị SIGKILL ngay sau đó, trước XACK"
+        ),
+    }
 }
 
 fn reaper_phrase(r: &ReaperSpec, lang: Lang) -> String {

@@ -85,6 +85,9 @@ impl Redactor {
                 Piece::MsFromUs(_) if self.active => "[ms]".into(),
                 Piece::MsFromUs(us) => format!("{:.1}", *us as f64 / 1000.0),
                 Piece::Count(n) => self.count(n),
+                Piece::Seeded(s) => s.clone(),
+                Piece::Raced(_) if self.active => "[x]".into(),
+                Piece::Raced(s) => s.clone(),
             })
             .collect()
     }

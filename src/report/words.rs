@@ -46,7 +46,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} xếp {entry} vào hàng đợi của worker {worker}"
             )
         }
-        EventKind::LockAcquired { key, tries, ttl_ms } => {
+        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
             let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
             let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
             crate::tr!(
@@ -61,6 +61,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 (0, true) => " (lock đã hết hạn, không còn là của mình)",
                 _ => "",
             };
+            // How a lock is released depends on the server's version (DELEX since 8.4): a
+            // snapshot holds on any supported version.
+            let method = if w.redact.active() { "[release]" } else { method.as_str() };
             format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
         }
         EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),

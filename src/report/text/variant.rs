@@ -1,7 +1,7 @@
 //! One variant's section: title and set-up, a run's timeline, every run's final state, what
 //! was measured, and the count of wrong runs against the expectation.
 
-use super::{timeline, TextOptions};
+use super::{fates, timeline, TextOptions};
 use crate::checker::{Outcome, Verdict};
 use crate::labs::{FinalItem, RunRecord};
 use crate::lang::{pick, Lang};
@@ -27,7 +27,13 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
         .run_records
         .iter()
         .map(
-            |r| if per_run_varies { "[status]".to_string() } else { final_label(&v.procedure.final_state(r), r, opts) },
+            |r| {
+                if per_run_varies {
+                    "[status]".to_string()
+                } else {
+                    final_label(&v.procedure.final_state(r), r, |r| fates::not_applied(v, r), opts)
+                }
+            },
         )
         .collect();
     let label = pick(opts.lang, "final status per run", "status cuối từng lần");
@@ -36,16 +42,25 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
         let line = if per_run_varies { line.redacting_numbers() } else { line };
         let _ = writeln!(out, "  {}", opts.redact.line(&line));
     }
+    fates::per_run(out, v, opts, per_run_varies);
     facts(out, v, opts);
     verdict(out, v, opts, unstable);
+    fates::dropped_example(out, v, opts, per_run_varies);
+    expectation(out, v, opts, unstable);
 }
 
-/// A run's final state in one token: `created✕`, `#42:created/#43:paid`, or `3/1000-wrong`.
-fn final_label(items: &[FinalItem], r: &RunRecord, opts: &TextOptions) -> String {
+/// A run's final state in one token: `created✕`, `paid−1` (one event dropped),
+/// `#42:created/#43:paid`, or `3/1000-wrong`.
+fn final_label(items: &[FinalItem], r: &RunRecord, fates_of: impl Fn(&RunRecord) -> u32, opts: &TextOptions) -> String {
     let mark = match r.verdict.verdict {
         Verdict::Wrong => "✕",
         Verdict::Unknown => "?",
         Verdict::Right => "",
+    };
+    // `paid−1`: right final state, one event dropped (never applied).
+    let mark = match fates_of(r) {
+        0 => mark.to_string(),
+        k => format!("{mark}−{k}"),
     };
     match items {
         [one] => format!("{}{mark}", one.value),
@@ -88,7 +103,8 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
         String::new()
     };
     let runs = pick(opts.lang, "runs", "lần");
-    let _ = writeln!(out, "  → {}: {k}/{} {runs}{interval}", v.procedure.wrong_means(opts.lang), v.runs);
+    let drops = fates::verdict_part(v, opts, unstable);
+    let _ = writeln!(out, "  → {}: {k}/{} {runs}{interval}{drops}", v.procedure.wrong_means(opts.lang), v.runs);
     // Why the first wrong run is wrong, in the checker's words (they name entry IDs, so the
     // snapshot leaves them out).
     if let Some(r) =
@@ -105,6 +121,10 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
             crate::tr!(opts.lang, "→ could not judge: {u}/{n} runs", "→ không kết luận được: {u}/{n} lần")
         );
     }
+}
+
+/// The expectation and whether the runs meet it.
+fn expectation(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bool) {
     let outcome = match (v.outcome, opts.lang) {
         // With a snapshot's few runs, an at-least-one count can miss by chance: the outcome is
         // only meaningful over the lab's full runs.
@@ -117,5 +137,10 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
         (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
     };
     let expected = pick(opts.lang, "expected wrong", "kỳ vọng số lần sai");
-    let _ = writeln!(out, "  {expected}: {} → {outcome}", v.expected);
+    let dropped = if v.expected_dropped != crate::checker::Expectation::None || v.dropped > 0 {
+        format!(", {}: {}", pick(opts.lang, "dropped", "bỏ sót"), v.expected_dropped)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "  {expected}: {}{dropped} → {outcome}", v.expected);
 }

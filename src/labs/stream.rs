@@ -8,7 +8,9 @@ use super::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
 use super::race_lines::{self, LockFirst, RaceRun, TakenBy};
 use crate::checker::fates::{self, Intended};
-use crate::checker::{exclusion, final_state::final_state, health::health, redelivery, RunVerdict};
+use crate::checker::final_state::{documents, final_state};
+use crate::checker::{exclusion, health::health, redelivery, RunVerdict};
+use crate::order_document::Document;
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{CrashSpec, HandlerWork, PublishSchedule, TimeScale};
@@ -75,6 +77,9 @@ pub struct StreamObserved {
     /// Entries delivered and never acknowledged (XPENDING), when a consumer crashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_after_run: Option<i64>,
+    /// Each order's stored document, where the events change documents (P4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<BTreeMap<i64, Document>>,
     /// Consumer indices in the order they started waiting in XREADGROUP (longest first),
     /// drawn from the seed: Redis gives the first entry to the first of them.
     #[serde(default)]
@@ -214,7 +219,11 @@ impl LabProcedure for StreamSpec {
         let (entry_bytes, pending_after_run) = self.server_facts(ctx, &streams).await?;
         ctx.delete_run_keys().await?;
         let final_rows = orders::final_rows(ctx.pg, &self.orders()).await?;
-        let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, waiting_order };
+        let documents = match orders::expected_documents(&self.events) {
+            Some(_) => Some(orders::final_documents(ctx.pg, &self.orders()).await?),
+            None => None,
+        };
+        let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, documents, waiting_order };
         Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
     }
 
@@ -223,6 +232,9 @@ impl LabProcedure for StreamSpec {
         let mut v = health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows));
         if matches!(self.strategy, Strategy::Lock(_)) {
             v = v.and(exclusion::check(run.events).verdict());
+        }
+        if let Some(want) = orders::expected_documents(&self.events) {
+            v = v.and(documents(&want, run.observed.documents.as_ref().unwrap_or(&BTreeMap::new())));
         }
         v.and(fates::unexpected_verdict(&fates::fates(&intended_of(&self.events), run.events)))
     }
@@ -328,6 +340,9 @@ impl LabProcedure for StreamSpec {
         if run.observed.waiting_order.len() > 1 {
             after.push(race_lines::waiting_line(&run.observed.waiting_order, lang));
         }
+        for (order, doc) in run.observed.documents.iter().flatten() {
+            after.push(document_line(*order, doc, lang));
+        }
         after.extend(publish_delays(run.events, lang));
         if many && self.orders().len() <= LISTED_ORDERS {
             after.push(last_writes(run.events, lang));
@@ -343,6 +358,14 @@ pub(crate) fn intended_of(events: &[EventSpec]) -> Vec<Intended> {
 
 fn race_runs<'a>(runs: &[RunView<'a, StreamObserved>]) -> Vec<RaceRun<'a>> {
     runs.iter().map(|r| r.events).collect()
+}
+
+/// `stored document #42: paid, book 2500 + pen 500 = 3000`.
+fn document_line(order: i64, doc: &Document, lang: Lang) -> Line {
+    let items: Vec<String> = doc.items.iter().map(|(name, cents)| format!("{name} {cents}")).collect();
+    let items = if items.is_empty() { "-".to_string() } else { items.join(" + ") };
+    let label = pick(lang, "stored document", "tài liệu đã lưu");
+    Line::text(format!("{label} #{order}: {}, {items} = {}", doc.status, doc.total))
 }
 
 /// Many orders are summarised: listing fifty statuses helps nobody.

@@ -213,6 +213,7 @@ mod tests {
                     final_rows: vec![],
                     entry_bytes: None,
                     pending_after_run: None,
+                    documents: None,
                     waiting_order: vec![],
                 });
                 RunRecord {

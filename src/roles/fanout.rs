@@ -11,6 +11,7 @@
 use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig};
 use crate::error::{Context, Error};
 use crate::streams::job_of;
+use crate::strategy::Payload;
 use crate::timeline::{EventKind, Job, Sink, StdoutSink};
 use redis::streams::StreamReadReply;
 use std::collections::HashMap;
@@ -24,7 +25,7 @@ pub const READ_COUNT: usize = 10;
 struct Item {
     entry_id: String,
     job: Job,
-    state: Option<String>,
+    payload: Payload,
 }
 
 /// The worker label the timeline shows: reader actor and order.
@@ -74,7 +75,7 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
             let queue = queues.entry(order).or_insert_with(|| spawn_worker(&shared, order));
             let worker = worker_name(&actor.to_string(), order);
             StdoutSink.emit(actor, EventKind::Queued { entry_id: entry.id.clone(), worker });
-            let item = Item { entry_id: entry.id.clone(), job, state: entry.get("state") };
+            let item = Item { entry_id: entry.id.clone(), job, payload: Payload::of(entry) };
             queue.send(item).expect("a worker lives as long as the process");
         }
     }
@@ -92,7 +93,7 @@ fn spawn_worker(shared: &Applier, order: i64) -> mpsc::UnboundedSender<Item> {
     };
     tokio::spawn(async move {
         while let Some(item) = rx.recv().await {
-            if let Err(e) = applier.apply_and_ack(&item.entry_id, &item.job, item.state.as_deref()).await {
+            if let Err(e) = applier.apply_and_ack(&item.entry_id, &item.job, &item.payload).await {
                 eprintln!("ordlab __role: worker {}: {e}", worker_name(&applier.actor.to_string(), order));
                 std::process::exit(1);
             }

@@ -62,6 +62,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
         final_rows: vec![OrderRow { order: 42, status: "created".into(), version: 1 }],
         entry_bytes: None,
         pending_after_run: None,
+        documents: None,
         waiting_order: vec![],
     });
     let run =

@@ -63,6 +63,7 @@ fn baseline_run(run: u32, verdict: Verdict, final_status: &str) -> RunRecord {
         final_rows: vec![OrderRow { order: 42, status: final_status.into(), version: 1 }],
         entry_bytes: None,
         pending_after_run: None,
+        documents: None,
         waiting_order: vec![1, 2],
     });
     let reasons =
@@ -231,6 +232,7 @@ fn many_orders_are_summarised_and_a_long_timeline_is_cut() {
         final_rows: rows,
         entry_bytes: None,
         pending_after_run: None,
+        documents: None,
         waiting_order: vec![],
     });
     let verdict = RunVerdict { verdict: Verdict::Wrong, reasons: vec![] };

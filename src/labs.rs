@@ -177,6 +177,10 @@ macro_rules! lab_kinds {
                 }
             }
 
+            pub fn per_process_stable(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
+            }
+
             pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
                 match self { $( Procedure::$kind(p) => p.intended(), )* }
             }

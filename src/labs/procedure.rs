@@ -75,6 +75,13 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
         Vec::new()
     }
 
+    /// In a scheduler-race variant, is each process's own sequence of lines the same in every
+    /// run (only the interleaving across processes varies)? A snapshot then lists the timeline
+    /// process by process instead of leaving it out (default: no).
+    fn per_process_stable(&self) -> bool {
+        false
+    }
+
     /// The events the lab means to deliver, for the fates checker (`checker::fates`: applied,
     /// dropped, lost, out of order). None where nothing is delivered through a queue (default).
     fn intended(&self) -> Option<Vec<Intended>> {

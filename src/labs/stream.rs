@@ -268,6 +268,11 @@ impl LabProcedure for StreamSpec {
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
+        if let Some(docs) = orders::expected_documents(&self.events) {
+            let want: Vec<String> = docs.iter().map(|(o, d)| format!("#{o} {}", document_summary(d))).collect();
+            let want = want.join("; ");
+            return crate::tr!(lang, "wrong final document (not {want})", "SAI tài liệu cuối (không phải {want})");
+        }
         let expected = expected_label(&self.events, lang);
         crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
     }
@@ -289,6 +294,12 @@ impl LabProcedure for StreamSpec {
             facts.extend(redelivery_facts(run.events));
         }
         facts
+    }
+
+    /// With a lock, each consumer's lines are fixed by the seed (it received its event, took
+    /// the lock, wrote, released); who goes first is the race.
+    fn per_process_stable(&self) -> bool {
+        matches!(self.strategy, Strategy::Lock(_))
     }
 
     fn intended(&self) -> Option<Vec<Intended>> {
@@ -360,12 +371,17 @@ fn race_runs<'a>(runs: &[RunView<'a, StreamObserved>]) -> Vec<RaceRun<'a>> {
     runs.iter().map(|r| r.events).collect()
 }
 
-/// `stored document #42: paid, book 2500 + pen 500 = 3000`.
-fn document_line(order: i64, doc: &Document, lang: Lang) -> Line {
+/// `paid, book 2500 + pen 500 = 3000`.
+fn document_summary(doc: &Document) -> String {
     let items: Vec<String> = doc.items.iter().map(|(name, cents)| format!("{name} {cents}")).collect();
     let items = if items.is_empty() { "-".to_string() } else { items.join(" + ") };
+    format!("{}, {items} = {}", doc.status, doc.total)
+}
+
+/// `stored document #42: paid, book 2500 + pen 500 = 3000`.
+fn document_line(order: i64, doc: &Document, lang: Lang) -> Line {
     let label = pick(lang, "stored document", "tài liệu đã lưu");
-    Line::text(format!("{label} #{order}: {}, {items} = {}", doc.status, doc.total))
+    Line::text(format!("{label} #{order}: {}", document_summary(doc)))
 }
 
 /// Many orders are summarised: listing fifty statuses helps nobody.

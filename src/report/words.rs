@@ -200,7 +200,12 @@ fn wrote(a: crate::timeline::Actor, order: i64, status: &str, version: Option<i6
         (0, true, Lang::Vi) => " (bỏ qua: bản cũ)",
         _ => "",
     };
-    format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
+    // A delta that adds an item (`+book`) writes the item, not a status.
+    let what = match status.strip_prefix('+') {
+        Some(item) => format!("item {item}"),
+        None => format!("status={status}"),
+    };
+    format!("{a} {} {what}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
 }
 
 fn outbox_round(

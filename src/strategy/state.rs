@@ -34,7 +34,11 @@ impl StrategyKind for KeepNewestState {
             "UPDATE {SCHEMA}.orders SET status = $1, version = $2, doc = $3::text::jsonb WHERE id = $4 AND version < $2"
         );
         let doc = d.payload.state.as_deref();
-        let rows = h.pg.execute(&sql, &[&d.job.event_type, &d.job.version, &doc, &d.job.order]).await.context("state UPDATE")?;
+        // The status is the document's (an `item-added` event leaves it as it was).
+        let status = doc
+            .and_then(|s| serde_json::from_str::<crate::order_document::Document>(s).ok())
+            .map_or_else(|| d.job.event_type.clone(), |doc| doc.status);
+        let rows = h.pg.execute(&sql, &[&status, &d.job.version, &doc, &d.job.order]).await.context("state UPDATE")?;
         h.wrote(d, Some(d.job.version), rows);
         Ok(())
     }

@@ -19,6 +19,12 @@ fn gone(pid: u32) -> bool {
     }
 }
 
+/// `(major, minor)` of "7.0.15" or "15.18 (Debian 15.18-0+deb12u1)".
+fn version(v: &str) -> (u32, u32) {
+    let mut parts = v.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
 async fn check_servers(s: &Services) {
     let client = redis::Client::open(s.redis_url.as_str()).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
@@ -45,10 +51,16 @@ async fn start_probe_and_stop() {
     let s = Services::start(&local()).await.unwrap();
     eprintln!("local start: {:?}", s.start_time);
     assert_eq!(s.backend.to_string(), "local");
-    assert!(s.info.redis_version.starts_with("7."), "{:?}", s.info);
-    assert!(s.info.postgres_version.starts_with("15"), "{:?}", s.info);
-    assert!(s.info.redis.xautoclaim && s.info.redis.blmove && s.info.redis.bzpopmax);
-    assert!(!s.info.redis.delex && !s.info.redis.xackdel && !s.info.redis.xadd_idmp);
+    // Any supported version (Redis ≥ 7, PostgreSQL ≥ 13); each capability the probe found by
+    // asking the server (COMMAND INFO) must agree with the version that introduced it.
+    let redis = version(&s.info.redis_version);
+    assert!(redis >= (7, 0), "{:?}", s.info);
+    assert!(version(&s.info.postgres_version).0 >= 13, "{:?}", s.info);
+    let caps = &s.info.redis;
+    assert!(caps.xautoclaim && caps.blmove && caps.bzpopmax, "{caps:?}");
+    assert_eq!(caps.xackdel, redis >= (8, 2), "{caps:?} on {redis:?}");
+    assert_eq!(caps.delex, redis >= (8, 4), "{caps:?} on {redis:?}");
+    assert_eq!(caps.xadd_idmp, redis >= (8, 6), "{caps:?} on {redis:?}");
     check_servers(&s).await;
     let (pids, dir) = snapshot(&s);
     s.stop().await;

@@ -14,10 +14,19 @@ const LISTED_ITEMS: usize = 5;
 
 pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let _ = writeln!(out, "### {}: {}; {}", v.id, v.title, v.procedure.describe(opts.lang));
-    if opts.redact.active() && v.scheduler_race {
+    let hidden = opts.redact.active() && v.scheduler_race && !v.procedure.per_process_stable();
+    if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
     } else if let Some(r) = v.record(opts.timeline_run) {
-        timeline::render(out, r, &v.procedure, opts);
+        timeline::render(out, r, &v.procedure, opts, v.scheduler_race);
+        if opts.redact.active() && v.scheduler_race {
+            let note = pick(
+                opts.lang,
+                "[timeline listed process by process: the order between processes is the race this variant measures]",
+                "[dòng thời gian liệt kê theo từng process: thứ tự giữa các process là cuộc đua mà biến thể này đo]",
+            );
+            let _ = writeln!(out, "  {note}");
+        }
     }
     // A measured-only or at-least-one count differs between runs of the lab: redact it.
     let unstable = opts.redact.active() && v.expected.is_probabilistic();

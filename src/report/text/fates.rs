@@ -39,19 +39,21 @@ pub fn per_run(out: &mut String, v: &VariantReport, opts: &TextOptions, varies: 
     let _ = writeln!(out, "  {label}: {}", cells.join(" "));
 }
 
-/// ` · right final state, 1 event dropped: 5/5 runs` after the count of wrong runs.
+/// ` · right final state, 1 event dropped: 5/5 runs` after the count of wrong runs. Where the
+/// drops vary between runs of the lab (`dropped = "any"`), a snapshot always shows the part,
+/// its count redacted; where the wrong runs vary, it does not say whether the dropping runs
+/// were the right ones.
 pub fn verdict_part(v: &VariantReport, opts: &TextOptions, unstable: bool) -> String {
-    if v.dropped == 0 {
+    let drops_vary = opts.redact.active() && v.expected_dropped.is_probabilistic() && v.procedure.intended().is_some();
+    if v.dropped == 0 && !drops_vary {
         return String::new();
     }
     let with_drops: Vec<(&RunRecord, u32)> =
         v.run_records.iter().map(|r| (r, not_applied(v, r))).filter(|(_, k)| *k > 0).collect();
-    // Where the count of wrong runs or of drops varies between runs of the lab, a snapshot
-    // shows neither the count nor whether the dropping runs were the right ones.
-    let unstable = unstable || (opts.redact.active() && v.expected_dropped.is_probabilistic());
-    let all_right =
-        !unstable && with_drops.iter().all(|(r, _)| r.verdict.verdict == crate::checker::Verdict::Right);
-    let same = with_drops.first().map(|(_, k)| *k).filter(|k| with_drops.iter().all(|(_, j)| j == k));
+    let all_right = !unstable
+        && !drops_vary
+        && with_drops.iter().all(|(r, _)| r.verdict.verdict == crate::checker::Verdict::Right);
+    let same = with_drops.first().map(|(_, k)| *k).filter(|k| !drops_vary && with_drops.iter().all(|(_, j)| j == k));
     let events = match (same, opts.lang) {
         (Some(1), Lang::En) => "1 event dropped".to_string(),
         (Some(k), Lang::En) => format!("{k} events dropped"),
@@ -64,7 +66,7 @@ pub fn verdict_part(v: &VariantReport, opts: &TextOptions, unstable: bool) -> St
         (true, Lang::Vi) => format!("trạng thái cuối đúng, {events}"),
         (false, _) => events,
     };
-    let k = if unstable { "[k]".to_string() } else { v.dropped.to_string() };
+    let k = if drops_vary { "[k]".to_string() } else { v.dropped.to_string() };
     format!(" · {head}: {k}/{} {}", v.runs, pick(opts.lang, "runs", "lần"))
 }
 

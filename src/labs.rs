@@ -7,9 +7,9 @@
 //! with `kind = "<kind>"` in its `[setup]`.
 
 mod consumer_group;
-mod race_lines;
 mod context;
 mod procedure;
+mod race_lines;
 mod record;
 
 pub use context::RunContext;

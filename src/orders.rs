@@ -153,7 +153,10 @@ pub async fn final_rows(pg: &tokio_postgres::Client, orders: &[i64]) -> Result<V
 /// carries, and, with `i64::MAX`, what the order must end as.
 pub fn document_after(events: &[EventSpec], order: i64, version: i64) -> Document {
     order_document::fold(
-        events.iter().filter(|e| e.order == order && e.version <= version).map(|e| (e.event_type.as_str(), e.version, e.item.as_ref())),
+        events
+            .iter()
+            .filter(|e| e.order == order && e.version <= version)
+            .map(|e| (e.event_type.as_str(), e.version, e.item.as_ref())),
     )
 }
 
@@ -169,10 +172,7 @@ pub fn expected_documents(events: &[EventSpec]) -> Option<BTreeMap<i64, Document
 
 /// Each order's stored document (`orders.doc`) after a run; an order whose document is not
 /// one (never written as such) is left out, and the checker says so.
-pub async fn final_documents(
-    pg: &tokio_postgres::Client,
-    orders: &[i64],
-) -> Result<BTreeMap<i64, Document>, Error> {
+pub async fn final_documents(pg: &tokio_postgres::Client, orders: &[i64]) -> Result<BTreeMap<i64, Document>, Error> {
     let rows = pg
         .query(&format!("SELECT id, doc::text FROM {SCHEMA}.orders WHERE id = ANY($1) ORDER BY id"), &[&orders])
         .await

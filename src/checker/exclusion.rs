@@ -79,7 +79,10 @@ impl Exclusion {
             let t = o.second_acquired_us / 1000;
             v.add(
                 Verdict::Wrong,
-                format!("mutual exclusion broken: {} took {} at t={t} ms while {} still held it", o.second, o.key, o.first),
+                format!(
+                    "mutual exclusion broken: {} took {} at t={t} ms while {} still held it",
+                    o.second, o.key, o.first
+                ),
             );
         }
         v
@@ -101,7 +104,8 @@ pub fn intervals(events: &[Event]) -> Vec<Interval> {
                 released: None,
             }),
             EventKind::LockReleased { key, released, .. } => {
-                let open = out.iter_mut().rev().find(|i| i.holder == e.actor && i.key == *key && i.released_us.is_none());
+                let open =
+                    out.iter_mut().rev().find(|i| i.holder == e.actor && i.key == *key && i.released_us.is_none());
                 if let Some(i) = open {
                     i.released_us = Some(e.t_us);
                     i.released = Some(*released);
@@ -157,7 +161,12 @@ mod tests {
     #[test]
     fn one_after_the_other_is_exclusion() {
         // The second SET's reply (820.1 ms) comes after the first release was sent (820.0 ms).
-        let e = check(&[acquired(300, 1, 5000), released(820_000, 1, 1), acquired(820_100, 2, 5000), released(900_000, 2, 1)]);
+        let e = check(&[
+            acquired(300, 1, 5000),
+            released(820_000, 1, 1),
+            acquired(820_100, 2, 5000),
+            released(900_000, 2, 1),
+        ]);
         assert_eq!((e.intervals.len(), e.overlaps.len()), (2, 0));
         assert_eq!(e.first_holder(KEY), Some(Actor::Consumer(1)));
         assert_eq!(e.verdict(), RunVerdict::right());
@@ -167,7 +176,12 @@ mod tests {
     fn a_ttl_shorter_than_the_job_overlaps_after_expiry() {
         // S4c at scale 0.5: PX 250; C2 gets the key 260 ms after C1 sent its SET; C1 releases
         // (too late, → 0) at 405 ms.
-        let e = check(&[acquired(400, 1, 250), acquired(260_400, 2, 250), released(300_000, 2, 1), released(405_000, 1, 0)]);
+        let e = check(&[
+            acquired(400, 1, 250),
+            acquired(260_400, 2, 250),
+            released(300_000, 2, 1),
+            released(405_000, 1, 0),
+        ]);
         assert_eq!((e.after_expiry(), e.violations()), (1, 0));
         assert_eq!(e.overlaps[0].first, Actor::Consumer(1));
         assert_eq!(e.verdict().verdict, Verdict::Right);
@@ -176,9 +190,13 @@ mod tests {
     #[test]
     fn a_lock_that_excludes_nobody_is_a_violation() {
         // SET without NX: both "hold" the key from the start.
-        let e = check(&[acquired(300, 1, 5000), acquired(400, 2, 5000), released(60_000, 2, 0), released(800_000, 1, 0)]);
+        let e =
+            check(&[acquired(300, 1, 5000), acquired(400, 2, 5000), released(60_000, 2, 0), released(800_000, 1, 0)]);
         assert_eq!(e.violations(), 1);
-        assert_eq!(e.verdict().reasons, ["mutual exclusion broken: C2 took lock:order:42 at t=0 ms while C1 still held it"]);
+        assert_eq!(
+            e.verdict().reasons,
+            ["mutual exclusion broken: C2 took lock:order:42 at t=0 ms while C1 still held it"]
+        );
     }
 
     #[test]

@@ -127,7 +127,9 @@ fn effect_of(kind: &EventKind) -> Option<(i64, &str, Effect)> {
             (0, None) => return None,
         },
         EventKind::Inserted { entry_id, order, .. } => (*order, entry_id.as_str(), Effect::Applied),
-        EventKind::WriteFailed { entry_id, order, .. } => (*order, entry_id.as_str(), Effect::Dropped(DropReason::Refused)),
+        EventKind::WriteFailed { entry_id, order, .. } => {
+            (*order, entry_id.as_str(), Effect::Dropped(DropReason::Refused))
+        }
         EventKind::Dropped { entry_id, job, .. } => (job.order, entry_id.as_str(), Effect::Dropped(DropReason::Buffer)),
         _ => return None,
     })
@@ -197,7 +199,12 @@ pub fn fates(intended: &[Intended], events: &[Event]) -> Fates {
         .map(|i| {
             let key = (i.order, i.version);
             let delivered = deliveries.get(&key).copied().unwrap_or(0);
-            EventFate { event: i.clone(), deliveries: delivered, fate: fate_of(key, delivered), out_of_order: out_of_order.contains(&key) }
+            EventFate {
+                event: i.clone(),
+                deliveries: delivered,
+                fate: fate_of(key, delivered),
+                out_of_order: out_of_order.contains(&key),
+            }
         })
         .collect();
     Fates { events, unexpected }
@@ -261,22 +268,43 @@ mod tests {
 
     #[test]
     fn a_stale_skip_a_buffer_drop_and_a_refused_insert_are_drops() {
-        let cas = [received(1, 1, "1-0", "created", 1), received(2, 2, "1-1", "paid", 2), wrote(50, 2, "1-1", Some(2), 1), wrote(800, 1, "1-0", Some(1), 0)];
+        let cas = [
+            received(1, 1, "1-0", "created", 1),
+            received(2, 2, "1-1", "paid", 2),
+            wrote(50, 2, "1-1", Some(2), 1),
+            wrote(800, 1, "1-0", Some(1), 0),
+        ];
         let f = fates(&intended(), &cas);
         assert_eq!(f.counts().dropped, 1);
-        assert_eq!(f.not_applied().map(|e| (e.event.event_type.as_str(), e.fate)).collect::<Vec<_>>(), [("created", Fate::Dropped(DropReason::Stale))]);
+        assert_eq!(
+            f.not_applied().map(|e| (e.event.event_type.as_str(), e.fate)).collect::<Vec<_>>(),
+            [("created", Fate::Dropped(DropReason::Stale))]
+        );
         let buffer = [
             received(1, 1, "1-1", "paid", 2),
             wrote(500, 1, "1-1", None, 1),
             received(900, 1, "1-0", "created", 1),
-            ev(901, 1, EventKind::Dropped { entry_id: "1-0".into(), job: Job::new(42, "created", 1), reason: String::new() }),
+            ev(
+                901,
+                1,
+                EventKind::Dropped { entry_id: "1-0".into(), job: Job::new(42, "created", 1), reason: String::new() },
+            ),
         ];
         assert_eq!(fates(&intended(), &buffer).events[0].fate, Fate::Dropped(DropReason::Buffer));
         let insert = [
             received(1, 1, "1-0", "created", 1),
             received(1, 2, "1-1", "paid", 2),
             ev(100, 1, EventKind::Inserted { entry_id: "1-0".into(), order: 42, status: "created".into(), version: 1 }),
-            ev(101, 2, EventKind::WriteFailed { entry_id: "1-1".into(), order: 42, status: "paid".into(), error: "duplicate key".into() }),
+            ev(
+                101,
+                2,
+                EventKind::WriteFailed {
+                    entry_id: "1-1".into(),
+                    order: 42,
+                    status: "paid".into(),
+                    error: "duplicate key".into(),
+                },
+            ),
         ];
         assert_eq!(fates(&intended(), &insert).events[1].fate, Fate::Dropped(DropReason::Refused));
     }
@@ -311,12 +339,23 @@ mod tests {
 
     #[test]
     fn an_entry_id_is_named_with_its_order_since_shards_repeat_ids() {
-        let both = vec![Intended { order: 42, version: 1, event_type: "created".into() }, Intended { order: 43, version: 1, event_type: "created".into() }];
+        let both = vec![
+            Intended { order: 42, version: 1, event_type: "created".into() },
+            Intended { order: 43, version: 1, event_type: "created".into() },
+        ];
         let events = [
             ev(1, 1, EventKind::Received { entry_id: "5-0".into(), job: Job::new(42, "created", 1), deliveries: None }),
             ev(1, 2, EventKind::Received { entry_id: "5-0".into(), job: Job::new(43, "created", 1), deliveries: None }),
-            ev(9, 1, EventKind::Wrote { entry_id: "5-0".into(), order: 42, status: String::new(), version: None, rows: 1 }),
-            ev(9, 2, EventKind::Wrote { entry_id: "5-0".into(), order: 43, status: String::new(), version: None, rows: 1 }),
+            ev(
+                9,
+                1,
+                EventKind::Wrote { entry_id: "5-0".into(), order: 42, status: String::new(), version: None, rows: 1 },
+            ),
+            ev(
+                9,
+                2,
+                EventKind::Wrote { entry_id: "5-0".into(), order: 43, status: String::new(), version: None, rows: 1 },
+            ),
         ];
         assert_eq!(fates(&both, &events).counts(), FateCounts { events: 2, ..FateCounts::default() });
     }

@@ -45,7 +45,8 @@ mod tests {
     fn the_stored_document_must_hold_every_change() {
         use crate::order_document::{fold, Item, ITEM_ADDED};
         let (book, pen) = (Item { name: "book".into(), cents: 2500 }, Item { name: "pen".into(), cents: 500 });
-        let want = fold([("created", 1, None), (ITEM_ADDED, 2, Some(&book)), (ITEM_ADDED, 3, Some(&pen)), ("paid", 4, None)]);
+        let want =
+            fold([("created", 1, None), (ITEM_ADDED, 2, Some(&book)), (ITEM_ADDED, 3, Some(&pen)), ("paid", 4, None)]);
         let expected = BTreeMap::from([(42, want.clone())]);
         assert_eq!(documents(&expected, &BTreeMap::from([(42, want)])), RunVerdict::right());
         let lost = fold([("created", 1, None), (ITEM_ADDED, 3, Some(&pen)), ("paid", 4, None)]);

@@ -91,14 +91,16 @@ mod tests {
 
     #[test]
     fn a_crash_fires_at_its_event_and_count_only() {
-        let c = CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: Some("created".into()), entries: None };
+        let c =
+            CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: Some("created".into()), entries: None };
         let job = |t: &str| Job::new(42, t, 1);
         assert!(c.fires(1, 1, &job("created")));
         assert!(!c.fires(2, 1, &job("created")) && !c.fires(1, 1, &job("paid")));
         let n = CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: None, entries: Some(3) };
         assert!(!n.fires(1, 2, &job("paid")) && n.fires(1, 3, &job("paid")));
         // Without a consumer the crash follows the event: whoever receives created dies.
-        let any = CrashSpec { consumer: None, after: CrashPoint::Receive, event: Some("created".into()), entries: None };
+        let any =
+            CrashSpec { consumer: None, after: CrashPoint::Receive, event: Some("created".into()), entries: None };
         assert!(any.fires(1, 1, &job("created")) && any.fires(2, 1, &job("created")) && !any.fires(2, 1, &job("paid")));
     }
 

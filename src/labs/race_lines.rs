@@ -93,13 +93,20 @@ impl LockFirst {
     pub fn sentence(&self, lang: Lang) -> String {
         let k = self.firsts.iter().filter(|t| **t == self.last_event).count();
         let (n, last) = (self.firsts.len(), &self.last_event);
-        crate::tr!(lang, "{last}'s holder locked first in {k} of {n} runs", "người giữ {last} lấy lock trước {k}/{n} lần")
+        crate::tr!(
+            lang,
+            "{last}'s holder locked first in {k} of {n} runs",
+            "người giữ {last} lấy lock trước {k}/{n} lần"
+        )
     }
 
     /// `lock taken first by the holder of, per run: created paid … → paid's holder …`.
     pub fn line(&self, lang: Lang) -> Line {
-        let head =
-            pick(lang, "lock taken first by the holder of, per run: ", "ai lấy lock trước (đang giữ event nào), từng lần: ");
+        let head = pick(
+            lang,
+            "lock taken first by the holder of, per run: ",
+            "ai lấy lock trước (đang giữ event nào), từng lần: ",
+        );
         Line::text(head).and(Piece::Raced(format!("{} → {}", self.firsts.join(" "), self.sentence(lang))))
     }
 }

@@ -331,7 +331,8 @@ mod tests {
             "| lock | s4c | lock TTL 500 ms | 10 | 9/10 | 10/10 | all; dropped any (measured only) | DOES NOT MATCH \
              | 10/10 | differs | — |"
         );
-        let p2 = "| CAS (business version) | 5 | 0/5 | 5/5 | none; dropped any (measured only) | matches | 0/5 | agrees |";
+        let p2 =
+            "| CAS (business version) | 5 | 0/5 | 5/5 | none; dropped any (measured only) | matches | 0/5 | agrees |";
         assert!(line_of(&md, "| p2 |").contains(p2));
         let new = "| CAS (entry ID) | 3 | 1/3 | 3/3 | exactly 1; dropped any (measured only) | matches | — | — | — |";
         assert!(line_of(&md, "| new |").ends_with(new));

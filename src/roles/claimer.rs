@@ -5,8 +5,8 @@
 
 use super::consumer::{named_connection, Applier, ConsumerConfig};
 use crate::error::{Context, Error};
-use crate::streams::job_of;
 use crate::strategy::Payload;
+use crate::streams::job_of;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply};
 use serde::{Deserialize, Serialize};

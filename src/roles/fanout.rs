@@ -10,8 +10,8 @@
 
 use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig};
 use crate::error::{Context, Error};
-use crate::streams::job_of;
 use crate::strategy::Payload;
+use crate::streams::job_of;
 use crate::timeline::{EventKind, Job, Sink, StdoutSink};
 use redis::streams::StreamReadReply;
 use std::collections::HashMap;

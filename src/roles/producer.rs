@@ -131,7 +131,8 @@ mod tests {
     #[test]
     fn a_state_event_carries_its_document_and_a_delta_its_change() {
         let item = crate::order_document::Item { name: "book".into(), cents: 2500 };
-        let events = [EventSpec::new(42, "created", 1), EventSpec { item: Some(item), ..EventSpec::new(42, "item-added", 2) }];
+        let events =
+            [EventSpec::new(42, "created", 1), EventSpec { item: Some(item), ..EventSpec::new(42, "item-added", 2) }];
         let delta = super::payload_fields(&events, &events[1], 0);
         assert_eq!(delta, [("change", r#"{"name":"book","cents":2500}"#.to_string())]);
         let state = super::payload_fields(&events, &events[1], 512);

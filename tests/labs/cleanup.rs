@@ -13,14 +13,19 @@ struct Seen {
 /// Start `ordlab` with `args`, record every process below it until it exits (calling `poke`
 /// with the processes seen once some consumer has started), and return the exit code, the
 /// processes seen and stderr.
-fn watch(args: &[&str], tmp: &std::path::Path, mut poke: impl FnMut(&Child, &[Seen])) -> (Option<i32>, Vec<Seen>, String) {
+fn watch(
+    args: &[&str],
+    tmp: &std::path::Path,
+    mut poke: impl FnMut(&Child, &[Seen]),
+) -> (Option<i32>, Vec<Seen>, String) {
     let mut child = support::ordlab(tmp).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let mut seen: Vec<Seen> = Vec::new();
     let mut poked = false;
     let status = loop {
         for pid in support::descendants(child.id()) {
             if !seen.iter().any(|s| s.pid == pid) {
-                let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ");
+                let cmdline =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ");
                 seen.push(Seen { pid, cmdline });
             }
         }
@@ -73,10 +78,11 @@ fn nothing_is_left_after_a_run() {
 fn nothing_is_left_after_a_failed_run() {
     let tmp = tempfile::tempdir().unwrap();
     // The run fails in the middle: its Redis dies (SIGKILL) once a consumer is running.
-    let (code, seen, stderr) = watch(&["run", "baseline", "--runs", "50", "--backend", "local"], tmp.path(), |_, seen| {
-        let redis = seen.iter().find(|s| s.cmdline.contains("redis-server")).expect("a redis-server runs");
-        kill(redis.pid, nix::sys::signal::Signal::SIGKILL);
-    });
+    let (code, seen, stderr) =
+        watch(&["run", "baseline", "--runs", "50", "--backend", "local"], tmp.path(), |_, seen| {
+            let redis = seen.iter().find(|s| s.cmdline.contains("redis-server")).expect("a redis-server runs");
+            kill(redis.pid, nix::sys::signal::Signal::SIGKILL);
+        });
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "one line says what failed: {stderr}");
     assert_nothing_left(&seen, tmp.path());

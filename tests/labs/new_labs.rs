@@ -117,7 +117,12 @@ async fn a_reorder_buffer_repairs_the_log_and_times_out_on_a_gap() {
     assert!(text.contains(&format!("0/{n} runs · right final state, 1 event dropped: {n}/{n} runs")), "{text}");
     assert!(text.contains("#42 created (v=1) — dropped by the reorder buffer"), "{text}");
     let summary = ordlab::report::summary::render(std::slice::from_ref(&report));
-    assert!(summary.contains(&format!("| gap-timeout | 1 consumer, reorder buffer, gap timeout 500 ms | {n} | 0/{n} | {n}/{n} |")), "{summary}");
+    assert!(
+        summary.contains(&format!(
+            "| gap-timeout | 1 consumer, reorder buffer, gap timeout 500 ms | {n} | 0/{n} | {n}/{n} |"
+        )),
+        "{summary}"
+    );
     assert_eq!(variant(&report, "buffered").dropped, 0);
     assert_snapshots(&report);
 }

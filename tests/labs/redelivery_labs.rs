@@ -4,8 +4,8 @@
 
 use super::core_labs::assert_snapshots;
 use super::support::{self, facts, variant};
-use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::fates::first_receiver;
+use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
 use ordlab::timeline::{Actor, EventKind};
 
@@ -25,7 +25,10 @@ async fn a_claimed_entry_keeps_its_id_and_its_delivery_count_rises() {
                 "{}: {again:?}",
                 v.id
             );
-            let died = r.events.iter().find_map(|e| matches!(e.kind, EventKind::Crashed { planned: true, .. }).then_some(e.actor));
+            let died = r
+                .events
+                .iter()
+                .find_map(|e| matches!(e.kind, EventKind::Crashed { planned: true, .. }).then_some(e.actor));
             assert_eq!(died, Some(took), "{}", v.id);
             let acked_by_reaper = r.events.iter().any(|e| {
                 e.actor == Actor::Reaper

@@ -7,9 +7,9 @@ use super::support::{self, final_rows, stream, variant, waiting_order};
 use ordlab::checker::exclusion::{self, Exclusion};
 use ordlab::checker::fates::first_receiver;
 use ordlab::checker::{Outcome, Verdict};
-use std::collections::BTreeSet;
 use ordlab::report::VariantReport;
 use ordlab::timeline::{Actor, EventKind};
+use std::collections::BTreeSet;
 
 fn finals(v: &VariantReport) -> Vec<Vec<(i64, String, i64)>> {
     v.run_records
@@ -31,12 +31,23 @@ fn lock_runs(v: &VariantReport) -> Vec<LockRun> {
     v.run_records
         .iter()
         .map(|r| {
-            let created_by = first_receiver(&r.events, 42, 1).unwrap_or_else(|| panic!("run {}: nobody got created", r.run));
+            let created_by =
+                first_receiver(&r.events, 42, 1).unwrap_or_else(|| panic!("run {}: nobody got created", r.run));
             // Redis hands a new entry to the reader that has waited longest: the first of the
             // drawn waiting order, never a choice of the harness.
-            assert_eq!(Some(&created_by), waiting_order(r).first().map(|i| Actor::Consumer(*i)).as_ref(), "run {}", r.run);
+            assert_eq!(
+                Some(&created_by),
+                waiting_order(r).first().map(|i| Actor::Consumer(*i)).as_ref(),
+                "run {}",
+                r.run
+            );
             assert_ne!(r.verdict.verdict, Verdict::Unknown, "run {}: {:?}", r.run, r.verdict);
-            LockRun { run: r.run, created_by, exclusion: exclusion::check(&r.events), wrong: r.verdict.verdict == Verdict::Wrong }
+            LockRun {
+                run: r.run,
+                created_by,
+                exclusion: exclusion::check(&r.events),
+                wrong: r.verdict.verdict == Verdict::Wrong,
+            }
         })
         .collect()
 }

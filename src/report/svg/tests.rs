@@ -27,7 +27,13 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
     )
     .unwrap();
     let (c1, c2, p) = (Actor::Consumer(1), Actor::Consumer(2), Actor::Producer);
-    let lock = |tries| EventKind::LockAcquired { key: "lock:order:42".into(), tries, ttl_ms: 1000, px_ms: 1000, round_trip_us: 100 };
+    let lock = |tries| EventKind::LockAcquired {
+        key: "lock:order:42".into(),
+        tries,
+        ttl_ms: 1000,
+        px_ms: 1000,
+        round_trip_us: 100,
+    };
     let release = |released| EventKind::LockReleased { key: "lock:order:42".into(), method: "Lua".into(), released };
     let wrote = |id: &str, status: &str| EventKind::Wrote {
         entry_id: id.into(),

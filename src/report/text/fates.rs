@@ -16,7 +16,8 @@ pub fn not_applied(v: &VariantReport, r: &RunRecord) -> u32 {
 
 /// `events per run (dropped/lost/applied twice/out of order): 1/0/0/0 1/0/0/0`.
 pub fn per_run(out: &mut String, v: &VariantReport, opts: &TextOptions, varies: bool) {
-    let counts: Vec<FateCounts> = v.run_records.iter().filter_map(|r| v.procedure.fates(r)).map(|f| f.counts()).collect();
+    let counts: Vec<FateCounts> =
+        v.run_records.iter().filter_map(|r| v.procedure.fates(r)).map(|f| f.counts()).collect();
     if counts.is_empty() {
         return;
     }
@@ -50,9 +51,8 @@ pub fn verdict_part(v: &VariantReport, opts: &TextOptions, unstable: bool) -> St
     }
     let with_drops: Vec<(&RunRecord, u32)> =
         v.run_records.iter().map(|r| (r, not_applied(v, r))).filter(|(_, k)| *k > 0).collect();
-    let all_right = !unstable
-        && !drops_vary
-        && with_drops.iter().all(|(r, _)| r.verdict.verdict == crate::checker::Verdict::Right);
+    let all_right =
+        !unstable && !drops_vary && with_drops.iter().all(|(r, _)| r.verdict.verdict == crate::checker::Verdict::Right);
     let same = with_drops.first().map(|(_, k)| *k).filter(|k| !drops_vary && with_drops.iter().all(|(_, j)| j == k));
     let events = match (same, opts.lang) {
         (Some(1), Lang::En) => "1 event dropped".to_string(),
@@ -82,7 +82,11 @@ fn reason(r: DropReason, lang: Lang) -> &'static str {
 
 /// `dropped (run 1): created (v=1) — skipped as stale (UPDATE 0)`.
 pub fn dropped_example(out: &mut String, v: &VariantReport, opts: &TextOptions, varies: bool) {
-    let Some((run, fates)) = v.run_records.iter().find_map(|r| v.procedure.fates(r).filter(|f| f.counts().not_applied() > 0).map(|f| (r.run, f))) else {
+    let Some((run, fates)) = v
+        .run_records
+        .iter()
+        .find_map(|r| v.procedure.fates(r).filter(|f| f.counts().not_applied() > 0).map(|f| (r.run, f)))
+    else {
         return;
     };
     if varies && opts.redact.active() {

@@ -35,15 +35,13 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let finals: Vec<String> = v
         .run_records
         .iter()
-        .map(
-            |r| {
-                if per_run_varies {
-                    "[status]".to_string()
-                } else {
-                    final_label(&v.procedure.final_state(r), r, |r| fates::not_applied(v, r), opts)
-                }
-            },
-        )
+        .map(|r| {
+            if per_run_varies {
+                "[status]".to_string()
+            } else {
+                final_label(&v.procedure.final_state(r), r, |r| fates::not_applied(v, r), opts)
+            }
+        })
         .collect();
     let label = pick(opts.lang, "final status per run", "status cuối từng lần");
     let _ = writeln!(out, "  {label}: {}", finals.join(" "));

@@ -180,6 +180,7 @@ mod tests {
             git_commit: "c89f085".into(),
             backend: "local".into(),
             redis_version: "7.0.15".into(),
+            redis_server: String::new(),
             postgres_version: "15.18".into(),
             lock_release: "Lua".into(),
             command_line: String::new(),
@@ -247,7 +248,14 @@ mod tests {
         LabReport {
             schema_version: crate::SCHEMA_VERSION,
             environment: env(),
-            lab: LabInfo { id: id.into(), title: id.into(), source: "seed".into(), description: None },
+            lab: LabInfo {
+                id: id.into(),
+                title: id.into(),
+                source: "seed".into(),
+                description: None,
+                question: None,
+                family: None,
+            },
             variants,
         }
     }

@@ -80,6 +80,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             git_commit: "abc".into(),
             backend: "local".into(),
             redis_version: "7".into(),
+            redis_server: String::new(),
             postgres_version: "15".into(),
             lock_release: "Lua".into(),
             command_line: String::new(),
@@ -88,7 +89,14 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             // TTL 1000 ms at half speed: the lock lasts 500 ms on the run's clock.
             time_scale: 0.5,
         },
-        lab: LabInfo { id: "lock".into(), title: "Lock".into(), source: "new".into(), description: None },
+        lab: LabInfo {
+            id: "lock".into(),
+            title: "Lock".into(),
+            source: "new".into(),
+            description: None,
+            question: None,
+            family: None,
+        },
         variants: vec![VariantReport {
             id: "s4c".into(),
             title: "S4c: <short> TTL & \"quotes\"".into(),

@@ -13,7 +13,7 @@ use std::fmt::Write;
 const LISTED_ITEMS: usize = 5;
 
 pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
-    let _ = writeln!(out, "### {}: {}; {}", v.id, v.title, v.procedure.describe(opts.lang));
+    let _ = writeln!(out, "### {}: {}; {}", v.id, v.title.get(opts.lang), v.procedure.describe(opts.lang));
     let hidden = opts.redact.active() && v.scheduler_race && !v.procedure.per_process_stable();
     if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::support::local;
 use ordlab::service::{
-    find_redis, start_local_redis, BackendChoice, NodeSpec, Owner, RedisOrigin, ServiceError, ServiceOptions, Services,
+    find_redis, start_local_redis, BackendChoice, NodeSpec, Owner, ServiceError, ServiceOptions, Services,
 };
 
 /// True when `pid` no longer exists, not even as a zombie (polls up to 5 s).

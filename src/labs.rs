@@ -229,4 +229,6 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// One fan-out reader, more and more workers: where the reader becomes the limit.
+    ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
 }

@@ -143,7 +143,13 @@ pub enum EventKind {
     /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
     /// stream short of the dead primary.
     ReplicaPromoted { behind_bytes: i64 },
+    /// A role lost its primary and found the new one (`server`: `replica`, promoted), where
+    /// it goes on; a consumer first re-reads its own pending entries there.
+    Reconnected { server: String },
 }
+
+/// The reason of a `publish_failed` when the primary died under the XADD (the `failover` lab).
+pub const PRIMARY_GONE: &str = "the primary is gone";
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -28,6 +28,9 @@ pub struct GroupSpec<'a> {
     pub work: HandlerWork,
     pub crash: Option<&'a CrashSpec>,
     pub reaper: Option<&'a ReaperSpec>,
+    /// Nodes a consumer looks for a new primary among when its primary fails (`failover`);
+    /// empty: none.
+    pub follow_primary: &'a [String],
 }
 
 /// The consumer processes of one run (and its claimer), reading the run's streams.
@@ -120,6 +123,8 @@ impl ConsumerGroup {
             strategy: spec.strategy.clone(),
             work: spec.work.clone(),
             crash: spec.crash.cloned(),
+            follow_primary: spec.follow_primary.to_vec(),
+            handler: Default::default(),
         }
     }
 

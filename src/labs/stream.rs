@@ -107,6 +107,7 @@ impl StreamSpec {
             work: self.work(),
             crash: self.crash.as_ref(),
             reaper: self.reaper.as_ref(),
+            follow_primary: &[],
         }
     }
 
@@ -176,6 +177,9 @@ impl LabProcedure for StreamSpec {
         }
         check_costs(&self.cost_ms)?;
         check_events(&self.events)?;
+        if let Strategy::Fanout(f) = &self.strategy {
+            f.check()?;
+        }
         if let Some(i) = self.crash.as_ref().and_then(|c| c.consumer) {
             if !(1..=self.consumers).contains(&i) {
                 return Err(format!("setup.crash.consumer = {i}: use 1 to {}", self.consumers));

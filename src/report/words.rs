@@ -26,8 +26,8 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::Published { entry_id, job, attempt } => {
             format!("{a}: {} OK → {}", attempt_label(job, *attempt), id(entry_id))
         }
-        EventKind::PublishFailed { job, attempt, retry_in_ms, .. } => {
-            publish_failed(a, job, *attempt, *retry_in_ms, w.lang)
+        EventKind::PublishFailed { job, attempt, retry_in_ms, reason } => {
+            publish_failed(a, job, *attempt, *retry_in_ms, reason, w.lang)
         }
         EventKind::Received { entry_id, job: j, deliveries } => {
             let mut line =
@@ -40,11 +40,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         }
         EventKind::Queued { entry_id, worker } => {
             let entry = id(entry_id);
-            crate::tr!(
-                w.lang,
-                "{a} queued {entry} for worker {worker}",
-                "{a} xếp {entry} vào hàng đợi của worker {worker}"
-            )
+            crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
         }
         EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
             let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
@@ -105,6 +101,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::LagWindow { .. }
         | EventKind::ServerKilled { .. }
         | EventKind::ReplicaPromoted { .. }
+        | EventKind::Reconnected { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
     })
 }
@@ -142,6 +139,18 @@ fn session_line(e: &Event, w: &Wording) -> String {
                 "{a}: REPLICAOF NO ONE → replica lên làm primary, thiếu {b} byte luồng replication"
             )
         }
+        EventKind::Reconnected { server } => match a {
+            crate::timeline::Actor::Producer => crate::tr!(
+                w.lang,
+                "{a}: the primary is gone; goes on at the {server}, the new primary",
+                "{a}: primary mất; chuyển sang {server}, primary mới"
+            ),
+            _ => crate::tr!(
+                w.lang,
+                "{a}: the primary is gone; goes on at the {server}, the new primary, reading its own pending entries first",
+                "{a}: primary mất; chuyển sang {server}, primary mới, đọc lại các entry đang chờ của mình trước"
+            ),
+        },
         EventKind::Crashed { planned, detail } => match (planned, vi) {
             (true, false) => format!("{a} CRASHED (injected: {detail})"),
             (true, true) => format!("{a} CRASH (chủ động: {detail})"),
@@ -166,9 +175,17 @@ fn publish_failed(
     job: &crate::timeline::Job,
     attempt: u32,
     retry_in_ms: Option<f64>,
+    reason: &str,
     lang: Lang,
 ) -> String {
     let what = attempt_label(job, attempt);
+    if reason == crate::timeline::PRIMARY_GONE {
+        return crate::tr!(
+            lang,
+            "{a}: {what} FAILED: the primary is gone (no reply); retried on the new primary",
+            "{a}: {what} LỖI: primary mất (không có trả lời); gửi lại ở primary mới"
+        );
+    }
     let retry = match (retry_in_ms, attempt) {
         (Some(ms), 1) => crate::tr!(lang, " → retry in {ms} ms", " → hẹn retry sau {ms} ms"),
         (Some(ms), _) => {

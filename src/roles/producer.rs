@@ -89,6 +89,49 @@ impl Producer {
         Ok(true)
     }
 
+    /// Publish every event on its schedule, following the primary across a failover: an XADD
+    /// that fails (the primary died under it: no reply, so the producer cannot know whether it
+    /// landed) is recorded as failed, the producer finds the node that is primary now among
+    /// `nodes`, says so (`reconnected`), and sends the same event again there — a retry that
+    /// can add a second copy if the first had landed and replicated. Later events keep their
+    /// schedule.
+    pub async fn publish_following_primary(
+        &mut self,
+        events: &[EventSpec],
+        t0_ns: u64,
+        nodes: &[String],
+    ) -> Result<(), Error> {
+        for spec in events {
+            if let Some(at) = spec.at_ms {
+                sleep_until(t0_ns, self.scale.duration(at)).await;
+            }
+            let job = spec.job();
+            let mut attempt = 1;
+            loop {
+                let started = crate::clock::now_ns();
+                let stream = &self.streams[job.order.rem_euclid(self.streams.len() as i64) as usize];
+                match xadd(stream, &job).query_async::<String>(&mut self.redis).await {
+                    Ok(entry_id) => {
+                        let kind = EventKind::Published { entry_id, job: job.clone(), attempt };
+                        self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind });
+                        break;
+                    }
+                    Err(_) => {
+                        let reason = crate::timeline::PRIMARY_GONE.to_string();
+                        let kind = EventKind::PublishFailed { job: job.clone(), attempt, retry_in_ms: None, reason };
+                        self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind });
+                        let (url, conn) = super::primary::find(nodes).await?;
+                        self.redis = conn;
+                        let server = super::primary::node_name(nodes, &url).to_string();
+                        self.sink.emit(Actor::Producer, EventKind::Reconnected { server });
+                        attempt += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn clone_for_task(&self) -> Producer {
         Producer {
             redis: self.redis.clone(),

@@ -196,6 +196,8 @@ impl LabProcedure for LoadSpec {
             final_rows: run.observed.final_rows.clone(),
             entry_bytes: None,
             pending_after_run: None,
+            documents: None,
+            waiting_order: vec![],
         };
         spec.judge(&RunView { run: run.run, events: run.events, timed_out: run.timed_out, observed: &observed })
     }

@@ -182,6 +182,10 @@ impl LabProcedure for OutboxSpec {
         }
     }
 
+    fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+        Some(stream::intended_of(&self.events))
+    }
+
     fn describe(&self, lang: Lang) -> String {
         let mut parts = vec![dispatcher_phrase(&self.outbox, lang)];
         parts.extend(several_phrase(&self.outbox, lang));

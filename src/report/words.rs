@@ -42,7 +42,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
             let entry = id(entry_id);
             crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
         }
-        EventKind::LockAcquired { key, tries, ttl_ms } => {
+        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
             let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
             let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
             crate::tr!(
@@ -57,6 +57,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 (0, true) => " (lock đã hết hạn, không còn là của mình)",
                 _ => "",
             };
+            // How a lock is released depends on the server's version (DELEX since 8.4): a
+            // snapshot holds on any supported version.
+            let method = if w.redact.active() { "[release]" } else { method.as_str() };
             format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
         }
         EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),
@@ -214,7 +217,12 @@ fn wrote(a: crate::timeline::Actor, order: i64, status: &str, version: Option<i6
         (0, true, Lang::Vi) => " (bỏ qua: bản cũ)",
         _ => "",
     };
-    format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
+    // A delta that adds an item (`+book`) writes the item, not a status.
+    let what = match status.strip_prefix('+') {
+        Some(item) => format!("item {item}"),
+        None => format!("status={status}"),
+    };
+    format!("{a} {} {what}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
 }
 
 fn outbox_round(

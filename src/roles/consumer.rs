@@ -11,7 +11,7 @@ use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, CrashSpec, HandlerWork};
 use crate::strategy::reorder_buffer::{Offer, ReorderBuffer};
-use crate::strategy::{Delivery, Handler, Strategy};
+use crate::strategy::{Delivery, Handler, Payload, Strategy};
 use crate::streams::job_of;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
 use rand::SeedableRng;
@@ -74,7 +74,7 @@ impl ConsumerConfig {
 struct Pending {
     entry_id: String,
     job: Job,
-    state: Option<String>,
+    payload: Payload,
 }
 
 /// What one consumer process holds while it runs.
@@ -182,7 +182,7 @@ impl Consumer {
         StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
         self.received += 1;
         maybe_crash(&self.cfg, self.received, &job);
-        let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), state: entry.get("state") };
+        let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), payload: Payload::of(entry) };
         if !buffered {
             return Ok(vec![pending]);
         }
@@ -222,7 +222,7 @@ impl Consumer {
     }
 
     async fn apply_and_ack(&mut self, p: &Pending) -> Result<(), Error> {
-        self.applier.apply_and_ack(&p.entry_id, &p.job, p.state.as_deref()).await
+        self.applier.apply_and_ack(&p.entry_id, &p.job, &p.payload).await
     }
 }
 
@@ -265,8 +265,8 @@ impl Applier {
     }
 
     /// Apply one entry with the lab's strategy, then XACK it.
-    pub async fn apply_and_ack(&mut self, entry_id: &str, job: &Job, state: Option<&str>) -> Result<(), Error> {
-        let delivery = Delivery { entry_id, job, cost_ms: self.cfg.work.cost_ms(job), state };
+    pub async fn apply_and_ack(&mut self, entry_id: &str, job: &Job, payload: &Payload) -> Result<(), Error> {
+        let delivery = Delivery { entry_id, job, cost_ms: self.cfg.work.cost_ms(job), payload };
         let env = &self.cfg.env;
         let mut handler = Handler {
             actor: self.actor,

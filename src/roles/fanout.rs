@@ -15,7 +15,7 @@ use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig, Ha
 use super::keyed_queues::KeyedQueues;
 use crate::error::{Context, Error};
 use crate::strategy::fanout::Fanout;
-use crate::strategy::Strategy;
+use crate::strategy::{Payload, Strategy};
 use crate::streams::job_of;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 struct Item {
     entry_id: String,
     job: Job,
-    state: Option<String>,
+    payload: Payload,
 }
 
 /// What the reader and its workers share.
@@ -121,7 +121,7 @@ fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &Stream
     if !cfg.handler.is_strategy() {
         // Measuring the reader: no per-entry timeline (a line costs more than the hand-over).
         let order = job.order;
-        if shared.queues.lock().unwrap().offer(order, Item { entry_id: entry.id.clone(), job, state: None }) {
+        if shared.queues.lock().unwrap().offer(order, Item { entry_id: entry.id.clone(), job, payload: Payload::default() }) {
             shared.work.notify_one();
         }
         return;
@@ -133,7 +133,7 @@ fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &Stream
     let order = job.order;
     StdoutSink
         .emit(actor, EventKind::Queued { entry_id: entry.id.clone(), worker: worker_name(&actor.to_string(), order) });
-    let item = Item { entry_id: entry.id.clone(), job, state: entry.get("state") };
+    let item = Item { entry_id: entry.id.clone(), job, payload: Payload::of(entry) };
     if shared.queues.lock().unwrap().offer(order, item) {
         shared.work.notify_one();
     }
@@ -148,7 +148,7 @@ async fn worker(mut applier: Applier, shared: Arc<Shared>) {
             shared.work.notified().await;
             continue;
         };
-        if let Err(e) = applier.apply_and_ack(&item.entry_id, &item.job, item.state.as_deref()).await {
+        if let Err(e) = applier.apply_and_ack(&item.entry_id, &item.job, &item.payload).await {
             eprintln!("ordlab __role: worker {}: {e}", worker_name(&applier.actor.to_string(), order));
             std::process::exit(1);
         }

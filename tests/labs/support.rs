@@ -92,6 +92,14 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
     }
 }
 
+/// The order in which a stream run's consumers started waiting (empty for other kinds).
+pub fn waiting_order(r: &RunRecord) -> Vec<u32> {
+    match &r.observed {
+        Observed::Stream(o) => o.waiting_order.clone(),
+        _ => Vec::new(),
+    }
+}
+
 /// Every process below `root` (children, grandchildren, …), from /proc.
 pub fn descendants(root: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();

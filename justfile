@@ -6,11 +6,11 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @cargo run --release -q -- list
 
-# Install redis-server, PostgreSQL and the DejaVu fonts where missing (apt-get on Debian/Ubuntu; otherwise says what to install); `just setup --browser` adds Chromium for the lab book's test.
+# Install redis-server, PostgreSQL and the DejaVu fonts where missing (apt-get on Debian/Ubuntu; otherwise says what to install), and build Redis 8 once when the system's is older than 8.4; `just setup --browser` adds Chromium for the lab book's test.
 setup *flags:
     @scripts/setup.sh {{flags}}
 
-# Run a lab (or `all`, independent variants `--jobs N` at a time) at full scale: results/<id>.txt, .json, SVG and PNG pictures, SUMMARY.md and the lab book results/index.html.
+# Run a lab (or `all`, independent variants `--jobs N` at a time) at full scale: results/<id>.txt, <id>.json.gz, SVG and PNG pictures, SUMMARY.md and the lab book results/index.html.
 lab id *args: setup
     cargo build --release -q
     ./target/release/ordlab run {{id}} --out results {{args}}
@@ -20,7 +20,7 @@ diff id: setup
     cargo build --release -q
     ./target/release/ordlab diff {{id}}
 
-# Run every test against real servers; the Redis 8 path too when a Redis ≥ 8.4 server is at hand, the lab book in Chromium when it can be installed.
+# Run every test against real servers; also the lock lab on Redis 8 and on Redis 7 where both exist, the lab book in Chromium when it can be installed, and the Docker backend when an engine answers. Says NOT TESTED for what could not run.
 test:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -30,14 +30,24 @@ test:
     if ! { command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; } || ! command -v chromedriver >/dev/null; then
       echo "NOT TESTED: lab book in a browser (no chromium/chromedriver: apt-get install chromium chromium-driver)"
     fi
-    r8="${ORDLAB_REDIS8:-$HOME/.cache/ordlab/redis8/src/redis-server}"
-    if [ -x "$r8" ]; then
-      ORDLAB_REDIS8="$r8" cargo test --locked --test labs redis8 -- --ignored
+    if r8=$(scripts/find-redis.sh 8); then
+      ORDLAB_REDIS8="$r8" cargo test --locked --test labs lock_release::delex -- --ignored
     else
-      echo "NOT TESTED: the Redis ≥ 8.4 path (DELEX IFEQ): no Redis 8 server; set ORDLAB_REDIS8 or run ../shared/tools/build-redis8.sh"
+      echo "NOT TESTED: the lock lab on Redis ≥ 8.4 (DELEX IFEQ): $r8"
+    fi
+    if r7=$(scripts/find-redis.sh 7); then
+      ORDLAB_REDIS7="$r7" cargo test --locked --test labs lock_release::lua -- --ignored
+    else
+      echo "NOT TESTED: the lock lab on Redis 7 (Lua compare-and-delete): $r7"
+    fi
+    if why=$(scripts/docker-ready.sh); then
+      cargo test --locked --lib service::engine -- --ignored
+      cargo test --locked --test labs docker_backend -- --ignored --test-threads 1
+    else
+      echo "NOT TESTED: docker backend ($why)"
     fi
 
-# Measure the harness: wall time / injected delay, server start time, XADD→receive latency beside a PING round trip; `just bench --lab-all` also times every lab as `just lab all` runs them, --jobs 1 against --jobs N.
+# Measure the harness: server start time of each backend, wall time / injected delay, XADD→receive latency beside a PING round trip; `just bench --lab-all` also times every lab as `just lab all` runs them, --jobs 1 against --jobs N.
 bench *labs: setup
     cargo build --release -q
     ./target/release/ordlab bench {{labs}}

@@ -2,11 +2,18 @@
 # Make sure what ordlab needs is installed: redis-server, PostgreSQL (postgres + initdb) and a
 # font with Vietnamese glyphs for the PNG pictures (DejaVu Sans); with --browser also Chromium
 # and its WebDriver (the lab book's browser test). Installs with apt-get where possible,
-# otherwise says exactly what to install. Quiet when all is there.
+# otherwise says exactly what to install. Then, when the system's Redis is older than 8.4 (no
+# DELEX IFEQ), build Redis 8 once into the user's cache (scripts/build-redis8.sh, about 90 s on
+# 2 cores); the local backend uses that build. If it cannot be built, one line says so and labs
+# run on the system's Redis. Quiet when all is there.
 #
 # A browser that cannot be installed is a warning (the test then says NOT TESTED), except
 # where one must be there (CI set): then it is an error.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
 
 browser=0
 [ "${1:-}" = "--browser" ] && browser=1
@@ -20,6 +27,35 @@ have_font() {
   command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -q "DejaVu Sans"
 }
 
+# The system's redis-server version, e.g. "7.0.15" (empty when there is none).
+system_redis_version() {
+  local bin
+  bin=$(PATH="$PATH:/usr/bin:/usr/local/bin" command -v redis-server) || return 0
+  "$bin" --version 2>/dev/null | sed -n 's/.* v=\([0-9.]*\).*/\1/p'
+}
+
+# Redis 8 for the local backend, unless the user chose a server (ORDLAB_REDIS_SERVER), the
+# build exists, or the system's Redis is ≥ 8.4 already. Never fails setup.
+ensure_redis8() {
+  [ -n "${ORDLAB_REDIS_SERVER:-}" ] && return 0
+  scripts/build-redis8.sh --check >/dev/null 2>&1 && return 0
+  local v major minor
+  v=$(system_redis_version)
+  if [ -n "$v" ]; then
+    major=${v%%.*} minor=${v#*.} minor=${minor%%.*}
+    if [ "$major" -gt 8 ] || { [ "$major" -eq 8 ] && [ "$minor" -ge 4 ]; }; then return 0; fi
+  fi
+  if ! { command -v make && command -v cc; } >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing gcc and make with apt-get (to build Redis 8)" >&2
+    { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+        --no-install-recommends gcc make libc6-dev >/dev/null; } || true
+  fi
+  echo "setup: building Redis 8 once into ${XDG_CACHE_HOME:-$HOME/.cache}/ordlab/redis8 (about 90 s; the system's redis-server is ${v:-missing})" >&2
+  if ! scripts/build-redis8.sh >/dev/null; then
+    echo "setup: Redis 8 could not be built (see above); labs run on the system's Redis ${v:-?} and release locks with Lua instead of DELEX IFEQ" >&2
+  fi
+}
+
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 have_pg || missing+=(postgresql)
@@ -29,11 +65,12 @@ if [ $browser -eq 1 ]; then
   { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; } || browser_missing+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || browser_missing+=(chromium-driver)
 fi
-[ ${#missing[@]} -eq 0 ] && [ ${#browser_missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ] && [ ${#browser_missing[@]} -eq 0 ]; then
+  ensure_redis8
+  exit 0
+fi
 
 if command -v apt-get >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
   echo "setup: installing ${missing[*]} ${browser_missing[*]} with apt-get" >&2
   $sudo apt-get update -qq
   if [ ${#missing[@]} -gt 0 ]; then
@@ -53,6 +90,7 @@ if command -v apt-get >/dev/null 2>&1; then
       echo "setup: chromium and chromium-driver could not be installed: the lab book's browser test will say NOT TESTED" >&2
     fi
   fi
+  ensure_redis8
   exit 0
 fi
 
@@ -61,3 +99,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   exit 2
 fi
 echo "setup: no chromium/chromedriver here and no apt-get to install them: the lab book's browser test will say NOT TESTED" >&2
+ensure_redis8

@@ -36,7 +36,7 @@ enum Command {
         labs: Vec<String>,
         #[command(flatten)]
         run: RunArgs,
-        /// Write results/<id>.txt and results/<id>.json into this directory.
+        /// Write <id>.txt, <id>.json.gz, an SVG per variant and SUMMARY.md into this directory.
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -122,9 +122,11 @@ struct ServiceArgs {
     /// PostgreSQL URL or key=value string for --backend external.
     #[arg(long, env = "ORDLAB_PG_URL", hide_env_values = true)]
     pg_url: Option<String>,
-    #[arg(long, default_value = "redis:8")]
+    /// Redis image for --backend docker (and auto).
+    #[arg(long, env = "ORDLAB_REDIS_IMAGE", default_value = "redis:8")]
     redis_image: String,
-    #[arg(long, default_value = "postgres:18")]
+    /// PostgreSQL image for --backend docker (and auto).
+    #[arg(long, env = "ORDLAB_PG_IMAGE", default_value = "postgres:18")]
     pg_image: String,
 }
 
@@ -264,7 +266,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
 /// Which backends work here; versions and capabilities come from running servers, so the
 /// chosen backend is started once.
 async fn doctor(services: &ServiceArgs) -> anyhow::Result<i32> {
-    let report = ordlab::service::doctor().await;
+    let report = ordlab::service::doctor_with(&services.options()).await;
     println!("{}", report.to_string().trim_end());
     check_services(services)?;
     match Services::start(&services.options()).await {
@@ -449,7 +451,7 @@ fn command_line() -> String {
     args.join(" ")
 }
 
-/// `<id>.txt`, `<id>.json` and one `<id>-<variant>.svg` per variant.
+/// `<id>.txt`, `<id>.json.gz` and one `<id>-<variant>.svg` per variant (and the lab's charts).
 fn write_results(
     dir: &Path,
     report: &LabReport,
@@ -463,8 +465,9 @@ fn write_results(
         std::fs::write(dir.join(&name), body).with_context(|| format!("write {}/{name}", dir.display()))
     };
     write(format!("{id}.txt"), text_report.to_string())?;
-    // Compact: a lab over many orders records tens of thousands of events.
-    write(format!("{id}.json"), json::render_compact(report) + "\n")?;
+    // Compressed: a lab over many orders records tens of thousands of events.
+    let gz = dir.join(format!("{id}.json.gz"));
+    std::fs::write(&gz, json::gzip(report)).with_context(|| format!("write {}", gz.display()))?;
     files::write_pictures(dir, report, lang, svg_run)
         .with_context(|| format!("write {id}'s pictures in {}", dir.display()))
 }
@@ -484,7 +487,7 @@ fn write_summary(dir: &Path) -> anyhow::Result<Vec<LabReport>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| json::is_results_file(p))
         .collect();
     paths.sort();
     let mut reports = Vec::new();

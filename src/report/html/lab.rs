@@ -80,7 +80,7 @@ fn timeline(out: &mut String, r: &LabReport, v: &VariantReport) {
         .iter()
         .map(|&lang| {
             let w = Wording { lang, many_orders: v.procedure.many_orders(), redact: Redactor::NONE };
-            timeline_lines(record, &v.procedure, &w).into_iter().map(|(e, line)| (e.t_ms(), line)).collect()
+            timeline_lines(record, &v.procedure, &w, false).into_iter().map(|(e, line)| (e.t_ms(), line)).collect()
         })
         .collect();
     let n = steps[0].len();

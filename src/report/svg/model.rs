@@ -140,7 +140,7 @@ struct StepIndex {
 impl StepIndex {
     fn new(record: &RunRecord, procedure: &Procedure) -> StepIndex {
         let wording = Wording { lang: Lang::En, many_orders: procedure.many_orders(), redact: Redactor::NONE };
-        let lines = timeline_lines(record, procedure, &wording);
+        let lines = timeline_lines(record, procedure, &wording, false);
         let line_of = lines.iter().enumerate().map(|(i, (e, _))| (*e as *const Event, i as u32 + 1)).collect();
         StepIndex { line_of, times: lines.iter().map(|(e, _)| e.t_us).collect() }
     }
@@ -356,8 +356,11 @@ impl Builder {
             EventKind::LagWindow { how } => {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
-            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
+            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
+            EventKind::Reconnected { server } => {
+                (Glyph::Published, format!("{} {server}", t("→ new primary:", "→ primary mới:")))
+            }
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),

@@ -124,7 +124,7 @@ fn the_lab_book_flavour_tags_each_event_with_its_timeline_line() {
     let v = &r.variants[0];
     let wording =
         crate::report::words::Wording { lang: Lang::En, many_orders: false, redact: crate::report::Redactor::NONE };
-    let lines = crate::report::words::timeline_lines(&v.run_records[0], &v.procedure, &wording);
+    let lines = crate::report::words::timeline_lines(&v.run_records[0], &v.procedure, &wording, false);
     let step_of = |needle: &str| lines.iter().position(|(_, l)| l.contains(needle)).expect(needle) + 1;
     let svg = render_steps(&r, v, 1, Lang::En, "lock-s4c-en");
     assert_well_formed(&svg);

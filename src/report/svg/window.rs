@@ -102,7 +102,7 @@ mod tests {
             r.events.push(ev(
                 order,
                 Actor::Consumer(1),
-                EventKind::LockAcquired { key: key.clone(), tries: 1, ttl_ms: 500 },
+                EventKind::LockAcquired { key: key.clone(), tries: 1, ttl_ms: 500, px_ms: 500, round_trip_us: 100 },
             ));
             r.events.push(ev(
                 order,

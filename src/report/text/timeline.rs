@@ -11,7 +11,9 @@ use std::fmt::Write;
 const HEAD: usize = 40;
 const TAIL: usize = 10;
 
-pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &TextOptions) {
+/// `race`: the variant's interleaving across processes is the race it measures; redacted, the
+/// timeline is then listed process by process.
+pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &TextOptions, race: bool) {
     let notes = procedure.notes(r, opts.lang);
     let run = pick(opts.lang, "run", "lần");
     match &notes.heading {
@@ -20,7 +22,7 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
     }
     .expect("writing to a String");
     let wording = Wording { lang: opts.lang, many_orders: procedure.many_orders(), redact: opts.redact };
-    let lines = timeline_lines(r, procedure, &wording);
+    let lines = timeline_lines(r, procedure, &wording, race);
     let omitted = lines.len().saturating_sub(HEAD + TAIL + 1);
     for (i, (e, line)) in lines.iter().enumerate() {
         if omitted > 0 && i == HEAD {

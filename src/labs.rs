@@ -142,6 +142,10 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
             }
 
+            pub fn processes_interleave_freely(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.processes_interleave_freely(), )* }
+            }
+
             pub fn shows_publishing(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
             }

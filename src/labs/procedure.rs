@@ -76,6 +76,14 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
         Vec::new()
     }
 
+    /// Do the lab's processes run side by side with no order between them beyond publish →
+    /// receive (a dispatcher crashing while a consumer applies what it published)? A
+    /// snapshot then lists the timeline process by process, as for a scheduler race, since
+    /// the interleaving across processes differs from run to run (default: no).
+    fn processes_interleave_freely(&self) -> bool {
+        false
+    }
+
     /// In a scheduler-race variant, is each process's own sequence of lines the same in every
     /// run (only the interleaving across processes varies)? A snapshot then lists the timeline
     /// process by process instead of leaving it out (default: no).

@@ -105,7 +105,8 @@ struct RunArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
-    /// Variants run at a time, each on servers of its own (default: the number of cores).
+    /// Variants run at a time, each on servers of its own (default: the number of cores; 1 with
+    /// --backend external, whose servers are shared).
     /// Variants whose outcome depends on the OS scheduler always run alone, first.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     jobs: Option<u32>,
@@ -314,8 +315,10 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
     }
     check_services(services)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = run.jobs.map_or(cores, |j| j as usize);
-    if jobs > 1 && matches!(services.backend, BackendArg::External) {
+    let external = matches!(services.backend, BackendArg::External);
+    // An external server is shared, so by default its labs run one at a time.
+    let jobs = run.jobs.map_or(if external { 1 } else { cores }, |j| j as usize);
+    if jobs > 1 && external {
         anyhow::bail!("--jobs {jobs} needs servers of its own per job, and an external server is shared: use --jobs 1");
     }
     let mut opts = RunOptions::new(run.time_scale, run.seed.unwrap_or_else(rand::random));

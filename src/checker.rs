@@ -7,13 +7,21 @@
 //! (every list-queue job took effect once, each order's steps in order), [`spread`] (a queue's
 //! load over a cluster's masters), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
-//! side effects applied twice), [`redelivery`] (claimed entries keep their ID), and
+//! side effects applied twice), [`fates`] (what became of every event: applied, dropped,
+//! lost, out of order), [`exclusion`] (no two lock holders at once), [`concurrency`]
+//! (handlers running at once), [`redelivery`] (claimed entries keep their ID), [`failover`]
+//! (what a promoted replica lost), [`limit`] (what bounded a throughput measurement), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
+pub mod concurrency;
 pub mod delivery;
+pub mod exclusion;
+pub mod failover;
+pub mod fates;
 pub mod final_state;
 pub mod health;
 pub mod job_effects;
+pub mod limit;
 pub mod outcome;
 pub mod redelivery;
 pub mod spread;

@@ -9,6 +9,7 @@
 mod consumer_group;
 mod context;
 mod procedure;
+mod race_lines;
 mod record;
 
 pub use context::RunContext;
@@ -141,6 +142,10 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
             }
 
+            pub fn processes_interleave_freely(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.processes_interleave_freely(), )* }
+            }
+
             pub fn shows_publishing(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
             }
@@ -187,6 +192,31 @@ macro_rules! lab_kinds {
                     #[allow(unreachable_patterns)]
                     _ => RunNotes::default(),
                 }
+            }
+
+            pub fn per_process_stable(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
+            }
+
+            pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+                match self { $( Procedure::$kind(p) => p.intended(), )* }
+            }
+
+            /// What became of every intended event in `record`; None where the lab delivers
+            /// nothing through a queue.
+            pub fn fates(&self, record: &RunRecord) -> Option<crate::checker::fates::Fates> {
+                self.intended().map(|i| crate::checker::fates::fates(&i, &record.events))
+            }
+
+            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
+                match self { $( Procedure::$kind(p) => {
+                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
+                        Observed::$kind(o) => Some(view(r, o)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    p.summary_note(&views)
+                } )* }
             }
 
             /// The variant's own charts (see [`LabProcedure::charts`]).
@@ -254,4 +284,6 @@ lab_kinds! {
     /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
     /// a hash slot moved while workers run.
     Cluster(cluster::ClusterSpec) = "cluster",
+    /// One fan-out reader, more and more workers: where the reader becomes the limit.
+    ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
 }

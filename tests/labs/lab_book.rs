@@ -331,10 +331,14 @@ async fn switches_language(c: &Client, lock: &LabReport) {
             if (!tagged || tagged.getAttribute('lang') !== cur) bad.push(n.textContent.trim().slice(0, 80));
         }
         return bad.slice(0, 20);"#;
+    // A filter's "all" is an <option>, whose text the tree walk above does not see as shown.
+    const ALL_OPTIONS: &str = "return [...document.querySelectorAll('select option[value=\"\"]')].map(o => o.text)";
     assert_eq!(js(c, WRONG_LANGUAGE).await, json!([]), "English page: every visible text in English");
+    assert_eq!(js(c, ALL_OPTIONS).await, json!(["all", "all"]), "English filters");
     c.find(Locator::Css("[data-set-lang=vi]")).await.unwrap().click().await.unwrap();
     assert_eq!(js(c, "return document.documentElement.lang").await, "vi");
     assert_eq!(js(c, WRONG_LANGUAGE).await, json!([]), "Vietnamese page: every visible text in Vietnamese");
+    assert_eq!(js(c, ALL_OPTIONS).await, json!(["tất cả", "tất cả"]), "Vietnamese filters");
     let expected = timeline_lines(lock, "s4c", Lang::Vi);
     let fig = c.find(Locator::Css("#fig-lock-s4c")).await.unwrap();
     fig.find(Locator::Css("[data-act=first]")).await.unwrap().click().await.unwrap();

@@ -9,6 +9,9 @@
     if (lang !== "en" && lang !== "vi") return;
     root.setAttribute("data-lang", lang);
     root.setAttribute("lang", lang);
+    document.querySelectorAll("option[data-en]").forEach(function (o) {
+      o.textContent = o.getAttribute("data-" + lang);
+    });
     document.querySelectorAll("[data-set-lang]").forEach(function (b) {
       b.setAttribute("aria-pressed", String(b.getAttribute("data-set-lang") === lang));
     });

@@ -66,9 +66,9 @@ fn family(r: &LabReport) -> String {
 fn select(out: &mut String, id: &str, label: &Words, values: &BTreeSet<String>) {
     let _ = write!(
         out,
-        r#"<label>{} <select id="{id}"><option value="">{}</option>"#,
+        // An <option> holds text only, so the page's script sets it from data-en/data-vi.
+        r#"<label>{} <select id="{id}"><option value="" data-en="all" data-vi="tất cả">all</option>"#,
         both(label),
-        both(&Words::new("all", "tất cả"))
     );
     for v in values {
         let _ = write!(out, r#"<option value="{0}" translate="no">{0}</option>"#, esc(v));

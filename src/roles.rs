@@ -13,6 +13,7 @@ mod config;
 pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
+pub mod priority_loop;
 pub mod producer;
 pub mod readiness;
 mod role_process;

@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod final_state;
 pub mod health;
 pub mod outcome;
+pub mod priority;
 pub mod redelivery;
 mod verdict;
 

@@ -203,4 +203,6 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// One stream per priority and a worker polling them with a strict or weighted loop.
+    Priority(priority::PrioritySpec) = "priority",
 }

@@ -14,6 +14,7 @@ pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
 pub mod priority_loop;
+pub mod priority_worker;
 pub mod producer;
 pub mod readiness;
 mod role_process;

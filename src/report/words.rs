@@ -96,6 +96,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
             )
         }
+        EventKind::JobQueued { .. } | EventKind::QueueRead { .. } | EventKind::JobDone { .. } => return None,
+        EventKind::JobTaken { traced: false, .. } => return None,
+        EventKind::PhaseStarted { .. } | EventKind::JobTaken { .. } => return Some(queue_line(e, w)),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -146,6 +149,89 @@ fn session_line(e: &Event, w: &Wording) -> String {
             (false, true) => format!("{a} chết bất ngờ: {detail}"),
         },
         _ => String::new(),
+    }
+}
+
+/// Lines of priority-queue runs: a phase the orchestrator starts, a job a worker takes.
+fn queue_line(e: &Event, w: &Wording) -> String {
+    let a = e.actor;
+    match &e.kind {
+        EventKind::PhaseStarted { plan } => phase_line(a, plan, w),
+        EventKind::JobTaken { job, priority, phase, waited_ms, .. } => {
+            let (phase, waited) = (phase_label(phase, w.lang), w.redact.ms(waited_ms.round() as i64));
+            crate::tr!(
+                w.lang,
+                "{a} took {job} ({priority}, {phase}) after {waited} in the queue",
+                "{a} lấy {job} ({priority}, {phase}) sau {waited} trong hàng đợi"
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+fn phase_line(a: crate::timeline::Actor, plan: &crate::timeline::PhasePlan, w: &Wording) -> String {
+    use crate::timeline::PhasePlan;
+    let counts = |jobs: &[u32; 3]| {
+        let parts: Vec<String> = crate::timeline::Priority::ALL
+            .iter()
+            .filter(|p| jobs[p.index()] > 0)
+            .map(|p| format!("{} {p}", jobs[p.index()]))
+            .collect();
+        parts.join(", ")
+    };
+    match plan {
+        PhasePlan::Backlog { jobs } => {
+            let c = counts(jobs);
+            crate::tr!(
+                w.lang,
+                "{a}: backlog queued before the worker starts: {c}",
+                "{a}: tồn đọng xếp hàng trước khi worker chạy: {c}"
+            )
+        }
+        PhasePlan::Probe { blocked_in: Some(read), .. } => crate::tr!(
+            w.lang,
+            "{a}: probe: 1 critical job while C1 is blocked in {read}",
+            "{a}: thăm dò: 1 job critical trong lúc C1 đang bị block trong {read}"
+        ),
+        PhasePlan::Probe { after_ms, .. } => {
+            let after = after_ms.unwrap_or(0.0);
+            crate::tr!(
+                w.lang,
+                "{a}: probe: 1 critical job, {after} ms after the last one was done",
+                "{a}: thăm dò: 1 job critical, {after} ms sau khi job trước xong"
+            )
+        }
+        PhasePlan::Trickle { every_ms, jobs } => {
+            let (k, lower) = (jobs[0], counts(&[0, jobs[1], jobs[2]]));
+            let lower = if lower.is_empty() {
+                String::new()
+            } else {
+                crate::tr!(w.lang, "; {lower} at its start", "; {lower} lúc bắt đầu")
+            };
+            crate::tr!(
+                w.lang,
+                "{a}: trickle: a critical job every {every_ms} ms × {k}{lower}",
+                "{a}: nhỏ giọt: một job critical mỗi {every_ms} ms × {k}{lower}"
+            )
+        }
+        PhasePlan::Burst { critical } => crate::tr!(
+            w.lang,
+            "{a}: burst: {critical} critical at once, nothing else queued",
+            "{a}: dồn: {critical} critical cùng lúc, không còn gì khác trong hàng đợi"
+        ),
+    }
+}
+
+/// A phase's name as a job line gives it.
+pub fn phase_label(phase: &str, lang: Lang) -> &str {
+    match (phase, lang) {
+        (_, Lang::En) => phase,
+        ("backlog", Lang::Vi) => "tồn đọng",
+        ("aligned-probe", Lang::Vi) => "thăm dò lúc tệ nhất",
+        ("probe", Lang::Vi) => "thăm dò",
+        ("trickle", Lang::Vi) => "nhỏ giọt",
+        ("burst", Lang::Vi) => "dồn",
+        (other, Lang::Vi) => other,
     }
 }
 

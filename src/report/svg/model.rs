@@ -245,6 +245,11 @@ impl Builder {
             }
             EventKind::SqlDone { outcome, waited_ms, .. } => self.sql_done(e.actor, at, outcome, *waited_ms),
             EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
+            // A read that found nothing: the worker sat blocked on its queues (the seed's
+            // `BLOCK 5000` on low shows as a long bar).
+            EventKind::QueueRead { got, waited_ms, .. } if *waited_ms >= 1.0 && got.iter().all(|n| *n == 0) => {
+                self.lane(e.actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait });
+            }
             other => {
                 if let Some((glyph, label)) = self.labelled(other) {
                     self.mark(e.actor, at, glyph, Some(label));
@@ -315,6 +320,12 @@ impl Builder {
             }
             EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
+            EventKind::JobTaken { job, priority, traced: true, .. } => {
+                (Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
+            }
+            EventKind::PhaseStarted { plan } => {
+                (Glyph::Published, crate::report::words::phase_label(plan.id(), lang).to_string())
+            }
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),

@@ -15,6 +15,7 @@ pub mod outcome;
 pub mod priority;
 pub mod redelivery;
 mod verdict;
+pub mod zset;
 
 pub use outcome::{Expectation, Outcome};
 pub use verdict::{RunVerdict, Verdict};

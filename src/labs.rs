@@ -8,6 +8,7 @@
 
 mod consumer_group;
 mod context;
+mod job_run;
 mod procedure;
 mod record;
 
@@ -249,4 +250,6 @@ lab_kinds! {
     Load(load::LoadSpec) = "load",
     /// One stream per priority and a worker polling them with a strict or weighted loop.
     Priority(priority::PrioritySpec) = "priority",
+    /// One sorted set, the score as the priority, a worker popping the highest.
+    Zset(zset::ZsetSpec) = "zset",
 }

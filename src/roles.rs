@@ -18,6 +18,7 @@ pub mod priority_worker;
 pub mod producer;
 pub mod readiness;
 mod role_process;
+pub mod zset_worker;
 
 pub use config::{run_role, RoleConfig, RoleEnv};
 pub use role_process::RoleProcess;

@@ -134,6 +134,20 @@ pub enum PhasePlan {
     Trickle { every_ms: f64, jobs: [u32; 3] },
     /// `critical` critical jobs at once, nothing else queued: how fast critical alone goes.
     Burst { critical: u32 },
+    /// Nothing queued for `ms` while the server counts the worker's commands.
+    Idle { ms: f64 },
+    /// `critical` critical jobs kept waiting for `ms` (one queued for each one taken), `low`
+    /// low jobs queued at its start; with `tau_ms`, a job's score is its priority minus its
+    /// queueing time in units of `tau_ms` (aging).
+    Flood {
+        critical: u32,
+        low: u32,
+        ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tau_ms: Option<f64>,
+    },
+    /// Worker `by` starts after a crash and takes over the queue.
+    Takeover { by: String },
 }
 
 impl PhasePlan {
@@ -148,7 +162,28 @@ impl PhasePlan {
             PhasePlan::Probe { .. } => Self::RANDOM_PROBE,
             PhasePlan::Trickle { .. } => "trickle",
             PhasePlan::Burst { .. } => "burst",
+            PhasePlan::Idle { .. } => "idle",
+            PhasePlan::Flood { .. } => "flood",
+            PhasePlan::Takeover { .. } => "takeover",
         }
+    }
+}
+
+/// A phase's name as a job line gives it.
+pub fn phase_label(phase: &str, lang: crate::lang::Lang) -> &str {
+    use crate::lang::Lang;
+    match (phase, lang) {
+        (_, Lang::En) => phase,
+        ("backlog", Lang::Vi) => "tồn đọng",
+        ("aligned-probe", Lang::Vi) => "thăm dò lúc tệ nhất",
+        ("probe", Lang::Vi) => "thăm dò",
+        ("trickle", Lang::Vi) => "nhỏ giọt",
+        ("burst", Lang::Vi) => "dồn",
+        ("idle", Lang::Vi) => "rảnh",
+        ("flood", Lang::Vi) => "dồn dập",
+        ("ties", Lang::Vi) => "cùng điểm",
+        ("arrivals", Lang::Vi) => "đến lúc ngẫu nhiên",
+        (other, Lang::Vi) => other,
     }
 }
 
@@ -221,17 +256,21 @@ pub enum EventKind {
     /// `queues[i]` after waiting `waited_ms` (a blocked read returns when something arrives or
     /// its BLOCK ends). `read` is the command as sent.
     QueueRead { read: String, queues: Vec<Priority>, count: u32, got: Vec<u32>, waited_ms: f64 },
-    /// A worker starts handling a job it took, `waited_ms` after the job was queued.
+    /// A worker starts handling a job it took, `waited_ms` after the job was queued (when the
+    /// job says when that was).
     JobTaken {
         job: String,
         priority: Priority,
         phase: String,
         #[serde(default)]
         traced: bool,
-        waited_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_ms: Option<f64>,
     },
     /// The worker finished the job (and acknowledged it, on a stream).
     JobDone { job: String },
+    /// A job's lease ended before it was done: it is back in the queue, to be taken again.
+    JobRequeued { job: String },
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.

@@ -326,6 +326,21 @@ pub fn judge(claims: &Claims, m: &PriorityMeasures, scale: f64) -> RunVerdict {
     v
 }
 
+/// Jobs taken per priority in windows of `window_ms` from t=0 to the last take: for each
+/// window its start in ms and the counts taken in it. (A chart of the service over time.)
+pub fn taken_per_window(tracks: &[JobTrack], window_ms: f64) -> Vec<(f64, [u32; 3])> {
+    let takes: Vec<(f64, Priority)> =
+        tracks.iter().filter_map(|t| t.taken_us.map(|us| (us as f64 / 1000.0, t.priority))).collect();
+    let Some(end) = takes.iter().map(|(t, _)| *t).reduce(f64::max) else { return Vec::new() };
+    let windows = (end.max(0.0) / window_ms).floor() as usize + 1;
+    let mut out: Vec<(f64, [u32; 3])> = (0..windows).map(|k| (k as f64 * window_ms, [0; 3])).collect();
+    for (t, p) in takes {
+        let k = ((t.max(0.0) / window_ms).floor() as usize).min(windows - 1);
+        out[k].1[p.index()] += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,7 +359,7 @@ mod tests {
     }
 
     fn taken(t: f64, job: &str, p: Priority, phase: &str) -> Event {
-        ev(t, EventKind::JobTaken { job: job.into(), priority: p, phase: phase.into(), traced: false, waited_ms: 0.0 })
+        ev(t, EventKind::JobTaken { job: job.into(), priority: p, phase: phase.into(), traced: false, waited_ms: None })
     }
 
     fn done(t: f64, job: &str) -> Event {
@@ -430,6 +445,15 @@ mod tests {
         assert_eq!(waits(&t, "trickle", &[N, L]).unwrap().never, 1);
         // 11 jobs from 0 to the last done at 450 + 90 + 2 ms.
         assert!((jobs_per_s(&t, "trickle").unwrap() - 11.0 / 0.542).abs() < 1e-9);
+    }
+
+    #[test]
+    fn takes_are_counted_per_window() {
+        let t = tracks(&one_call_backlog());
+        // Takes at 10, 12, 14, 16 ms: windows of 5 ms from 0 to 15.
+        let w = taken_per_window(&t, 5.0);
+        assert_eq!(w, [(0.0, [0, 0, 0]), (5.0, [0, 0, 0]), (10.0, [2, 0, 1]), (15.0, [0, 0, 1])]);
+        assert!(taken_per_window(&[], 5.0).is_empty());
     }
 
     #[test]

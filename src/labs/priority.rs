@@ -15,25 +15,26 @@
 //! worker's last step, so a snapshot's order of events is the lab's, not the scheduler's.
 //! Every figure is read from the timeline ([`crate::checker::priority`]).
 
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
+use super::job_run::JobRun;
+use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
 use crate::checker::health::health;
 use crate::checker::priority::{self, BacklogMeasures, Claims, PriorityMeasures};
+use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
 use crate::checker::RunVerdict;
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
-use crate::lang::{pick, Lang};
+use crate::lang::{pick, Lang, Words};
 use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
 use crate::roles::priority_worker::{describe, PriorityWorkerConfig, QueuedJob};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
-use crate::timeline::{Actor, EventKind, PhasePlan, Priority, RawEvent, Sink};
+use crate::timeline::{phase_label, Actor, EventKind, PhasePlan, Priority, RawEvent, Sink};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// `kind = "priority"`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -112,10 +113,6 @@ pub struct PriorityObserved {
     pub pending_after_run: i64,
 }
 
-/// Real milliseconds between a phase's end and the next one's start: twice the redactor's
-/// burst window, so a snapshot lists each phase after the last.
-const PHASE_GAP_MS: u64 = 40;
-
 impl PrioritySpec {
     fn worker_config(&self, ctx: &RunContext<'_>, streams: &[String]) -> PriorityWorkerConfig {
         PriorityWorkerConfig {
@@ -154,18 +151,14 @@ impl PrioritySpec {
     async fn phases(&self, d: &mut Driver<'_>, worker: &RoleProcess, backlog: HashSet<String>) -> Result<bool, Error> {
         if backlog.is_empty() {
             d.wait_blocked(worker).await?;
-        } else if !d.wait_done(backlog).await {
+        } else if !d.run.wait_done(&backlog).await {
             return Ok(false);
         }
         if self.aligned_probe && !d.aligned_probe(&self.worker_loop, worker).await? {
             return Ok(false);
         }
         if let Some(n) = self.burst {
-            d.pause().await;
-            let jobs = d.jobs(Priority::Critical, "burst", n);
-            d.phase(PhasePlan::Burst { critical: n });
-            let ids = d.queue(jobs).await?;
-            if !d.wait_done(ids).await {
+            if !d.burst(n).await? {
                 return Ok(false);
             }
         }
@@ -174,10 +167,10 @@ impl PrioritySpec {
                 return Ok(false);
             }
         }
-        if let Some(p) = &self.probes {
-            return d.random_probes(p).await;
+        match &self.probes {
+            Some(p) => d.random_probes(p).await,
+            None => Ok(true),
         }
-        Ok(true)
     }
 }
 
@@ -230,18 +223,13 @@ pub fn aligned_target(spec: &LoopSpec) -> (Option<Read>, Read) {
     }
 }
 
-/// The orchestrator's side of a run: it queues jobs, starts phases and records every event.
+/// The orchestrator's side of a run: it queues jobs and starts phases; `run` records.
 struct Driver<'a> {
     ctx: &'a RunContext<'a>,
+    run: JobRun,
     conn: MultiplexedConnection,
     streams: Vec<String>,
-    tx: mpsc::UnboundedSender<RawEvent>,
-    rx: mpsc::UnboundedReceiver<RawEvent>,
-    raw: Vec<RawEvent>,
-    /// Jobs the worker has finished, whichever wait saw their event.
-    done: HashSet<String>,
     next_id: [u32; 3],
-    deadline: tokio::time::Instant,
     rng: rand_chacha::ChaCha8Rng,
 }
 
@@ -258,10 +246,6 @@ impl Driver<'_> {
         QueuedJob { job, priority, phase: phase.to_string(), traced, queued_ns: 0 }
     }
 
-    fn phase(&self, plan: PhasePlan) {
-        self.tx.emit(Actor::Runner, EventKind::PhaseStarted { plan });
-    }
-
     /// XADD every job in one pipeline, each stamped just before; returns their ids.
     async fn queue(&mut self, mut jobs: Vec<QueuedJob>) -> Result<HashSet<String>, Error> {
         let mut pipe = redis::pipe();
@@ -271,53 +255,9 @@ impl Driver<'_> {
         }
         pipe.query_async::<()>(&mut self.conn).await.context("XADD")?;
         for j in &jobs {
-            self.tx.record(j.queued_event(Actor::Producer, None));
+            self.run.tx.record(j.queued_event(Actor::Producer, None));
         }
         Ok(jobs.into_iter().map(|j| j.job).collect())
-    }
-
-    /// Keep an event (every path that receives one comes here).
-    fn record(&mut self, ev: RawEvent) {
-        if let EventKind::JobDone { job } = &ev.kind {
-            self.done.insert(job.clone());
-        }
-        self.raw.push(ev);
-    }
-
-    /// The next event, recorded; None at the deadline or when the worker died unplanned.
-    async fn next_event(&mut self) -> Option<&RawEvent> {
-        let ev = tokio::select! {
-            ev = self.rx.recv() => ev?,
-            _ = tokio::time::sleep_until(self.deadline) => return None,
-        };
-        let died = matches!(ev.kind, EventKind::Crashed { planned: false, .. });
-        self.record(ev);
-        (!died).then(|| self.raw.last().expect("just pushed"))
-    }
-
-    /// Wait until every job in `jobs` is done; false if the run had to give up.
-    async fn wait_done(&mut self, jobs: HashSet<String>) -> bool {
-        while !jobs.is_subset(&self.done) {
-            if self.next_event().await.is_none() {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Wait for an empty `read` of the worker; false if the run had to give up.
-    async fn wait_empty_read(&mut self, read: &str) -> bool {
-        loop {
-            match self.next_event().await {
-                Some(RawEvent { kind: EventKind::QueueRead { read: r, got, .. }, .. })
-                    if r == read && got.iter().all(|n| *n == 0) =>
-                {
-                    return true
-                }
-                Some(_) => {}
-                None => return false,
-            }
-        }
     }
 
     /// Until CLIENT LIST shows the worker blocked in XREADGROUP.
@@ -327,71 +267,78 @@ impl Driver<'_> {
         wait_for_client(&mut conn, &name, ClientState::BlockedInXreadgroup, worker).await
     }
 
-    /// Record events for [`PHASE_GAP_MS`] (real time: a snapshot's burst window is real).
-    async fn pause(&mut self) {
-        self.pause_for(Duration::from_millis(PHASE_GAP_MS)).await;
-    }
-
-    async fn pause_for(&mut self, d: Duration) {
-        let until = tokio::time::Instant::now() + d;
-        loop {
-            tokio::select! {
-                ev = self.rx.recv() => match ev { Some(ev) => self.record(ev), None => return },
-                _ = tokio::time::sleep_until(until) => return,
-            }
-        }
-    }
-
     async fn aligned_probe(&mut self, spec: &LoopSpec, worker: &RoleProcess) -> Result<bool, Error> {
         let scale = self.ctx.scale;
         let (after, blocked) = aligned_target(spec);
         if let Some(after) = after {
-            if !self.wait_empty_read(&describe(&after, scale)).await {
+            let after = describe(&after, scale);
+            let empty_read = |ev: &RawEvent| {
+                matches!(&ev.kind, EventKind::QueueRead { read, got, .. } if *read == after && got.iter().all(|n| *n == 0))
+            };
+            if !self.run.wait_for(empty_read).await {
                 return Ok(false);
             }
         }
         self.wait_blocked(worker).await?;
-        self.pause().await;
+        if !self.run.pause().await {
+            return Ok(false);
+        }
         let probe = self.job(Priority::Critical, PhasePlan::ALIGNED_PROBE, true);
-        self.phase(PhasePlan::Probe { blocked_in: Some(describe(&blocked, scale)), after_ms: None });
+        self.run.phase(PhasePlan::Probe { blocked_in: Some(describe(&blocked, scale)), after_ms: None });
         let ids = self.queue(vec![probe]).await?;
-        Ok(self.wait_done(ids).await)
+        Ok(self.run.wait_done(&ids).await)
+    }
+
+    async fn burst(&mut self, n: u32) -> Result<bool, Error> {
+        if !self.run.pause().await {
+            return Ok(false);
+        }
+        let jobs = self.jobs(Priority::Critical, "burst", n);
+        self.run.phase(PhasePlan::Burst { critical: n });
+        let ids = self.queue(jobs).await?;
+        Ok(self.run.wait_done(&ids).await)
     }
 
     async fn trickle(&mut self, t: &Trickle) -> Result<bool, Error> {
-        self.pause().await;
-        let lower: Vec<QueuedJob> = [(Priority::Normal, t.normal), (Priority::Low, t.low)]
-            .into_iter()
-            .flat_map(|(p, n)| (0..n).map(move |i| (p, i, n)))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|(p, i, n)| self.job(p, "trickle", n <= 3 || i == 0 || i + 1 == n))
-            .collect();
-        self.phase(PhasePlan::Trickle { every_ms: t.every_ms, jobs: [t.critical, t.normal, t.low] });
+        if !self.run.pause().await {
+            return Ok(false);
+        }
+        let mut lower = Vec::new();
+        for (p, n) in [(Priority::Normal, t.normal), (Priority::Low, t.low)] {
+            for i in 0..n {
+                lower.push(self.job(p, "trickle", n <= 3 || i == 0 || i + 1 == n));
+            }
+        }
+        self.run.phase(PhasePlan::Trickle { every_ms: t.every_ms, jobs: [t.critical, t.normal, t.low] });
         let start = tokio::time::Instant::now();
         let mut ids = HashSet::new();
         for k in 0..t.critical {
             let at = start + self.ctx.scale.duration(t.every_ms * k as f64);
-            self.pause_for(at.saturating_duration_since(tokio::time::Instant::now())).await;
+            if !self.run.pause_for(at.saturating_duration_since(tokio::time::Instant::now())).await {
+                return Ok(false);
+            }
             let mut batch = vec![self.job(Priority::Critical, "trickle", k == 0 || k + 1 == t.critical)];
             if k == 0 {
                 // The first critical job goes first, the lower ones right behind it.
-                batch.extend(lower.iter().cloned());
+                batch.append(&mut lower);
             }
             ids.extend(self.queue(batch).await?);
         }
-        Ok(self.wait_done(ids).await)
+        Ok(self.run.wait_done(&ids).await)
     }
 
     async fn random_probes(&mut self, p: &Probes) -> Result<bool, Error> {
         for _ in 0..p.count {
-            self.pause().await;
-            let after_ms = (self.rng.random::<f64>() * p.max_delay_ms).round();
-            self.pause_for(self.ctx.scale.duration(after_ms)).await;
+            // A random moment, but never closer than a phase gap to the last job.
+            let gap_ms = super::job_run::PHASE_GAP_MS as f64 / self.ctx.scale.0;
+            let after_ms = (self.rng.random::<f64>() * p.max_delay_ms).round().max(gap_ms);
+            if !self.run.pause_for(self.ctx.scale.duration(after_ms)).await {
+                return Ok(false);
+            }
             let probe = self.job(Priority::Critical, PhasePlan::RANDOM_PROBE, true);
-            self.phase(PhasePlan::Probe { blocked_in: None, after_ms: Some(after_ms) });
+            self.run.phase(PhasePlan::Probe { blocked_in: None, after_ms: Some(after_ms) });
             let ids = self.queue(vec![probe]).await?;
-            if !self.wait_done(ids).await {
+            if !self.run.wait_done(&ids).await {
                 return Ok(false);
             }
         }
@@ -430,40 +377,24 @@ impl LabProcedure for PrioritySpec {
         for s in &names {
             streams::create_group(&mut conn, s, GROUP).await?;
         }
-        let (tx, rx) = mpsc::unbounded_channel::<RawEvent>();
-        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
+        let run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
         let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
         let worker_cfg = RoleConfig::PriorityWorker(self.worker_config(ctx, &names));
-        let ctx_ref: &RunContext<'_> = ctx;
-        let mut d = Driver {
-            ctx: ctx_ref,
-            conn: producer,
-            streams: names.clone(),
-            tx: tx.clone(),
-            rx,
-            raw: Vec::new(),
-            done: HashSet::new(),
-            next_id: [0; 3],
-            deadline,
-            rng: ctx_ref.rng(),
-        };
+        let shared: &RunContext<'_> = ctx;
+        let mut d = Driver { ctx: shared, run, conn: producer, streams: names.clone(), next_id: [0; 3], rng: shared.rng() };
         let t0_ns = crate::clock::now_ns();
         let backlog = match self.backlog {
             Some(b) => {
-                d.phase(PhasePlan::Backlog { jobs: b.array() });
+                d.run.phase(PhasePlan::Backlog { jobs: b.array() });
                 let jobs = Priority::ALL.iter().flat_map(|p| d.jobs(*p, "backlog", b.array()[p.index()])).collect();
                 d.queue(jobs).await?
             }
             None => HashSet::new(),
         };
-        let worker = ctx_ref.spawn(&worker_cfg, tx.clone())?;
+        let worker = shared.spawn(&worker_cfg, d.run.tx.clone())?;
         let finished = self.phases(&mut d, &worker, backlog).await;
         worker.stop().await;
-        drop(tx);
-        let Driver { mut raw, mut rx, .. } = d;
-        while let Ok(ev) = rx.try_recv() {
-            raw.push(ev);
-        }
+        let raw = d.run.finish();
         let finished = finished?;
         let mut pending = 0;
         for s in &names {
@@ -541,6 +472,147 @@ impl LabProcedure for PrioritySpec {
 
     fn table_row(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
         Some(table_cells(&priority::measure(run.events), lang))
+    }
+
+    /// Run 1's service over time: jobs served so far per priority, and for a weighted claim
+    /// jobs served per 100 ms.
+    fn charts(&self, runs: &[RunView<'_, PriorityObserved>]) -> Vec<Chart> {
+        let Some(first) = runs.first() else { return Vec::new() };
+        let mut out = vec![served_chart(first.events)];
+        if self.claims.ratio.is_some() {
+            out.push(rate_chart(first.events, 100.0 * first.observed.scale));
+        }
+        out
+    }
+
+    /// How long critical and low jobs waited under each variant's loop (min–max over runs).
+    fn compare(variants: &[VariantRuns<'_, Self>]) -> Vec<Chart> {
+        vec![waits_chart(variants)]
+    }
+}
+
+/// Where the orchestrator started each phase: vertical marks on a time axis.
+fn phase_marks(events: &[crate::timeline::Event]) -> Vec<Mark> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PhaseStarted { plan } => {
+                let id = plan.id();
+                let label = Words::new(phase_label(id, Lang::En), phase_label(id, Lang::Vi));
+                Some(Mark { label, axis: MarkAxis::X, at: e.t_us as f64 / 1000.0 })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn time_axis() -> Axis {
+    Axis { label: Words::new("time since t=0", "thời gian từ t=0"), unit: "ms".into(), scale: Scale::Linear }
+}
+
+fn priority_name(p: Priority) -> Words {
+    Words::same(p.name())
+}
+
+/// Jobs served so far per priority (a flat low line is starvation), at most ~200 steps.
+pub fn served_chart(events: &[crate::timeline::Event]) -> Chart {
+    let tracks = priority::tracks(events);
+    let end = tracks.iter().filter_map(|t| t.taken_us).max().unwrap_or(0) as f64 / 1000.0;
+    let windows = priority::taken_per_window(&tracks, (end / 200.0).max(10.0));
+    let series = Priority::ALL
+        .iter()
+        .filter(|p| tracks.iter().any(|t| t.priority == **p))
+        .map(|p| {
+            let mut total = 0.0;
+            let mut points = vec![(0.0, 0.0)];
+            for (start, counts) in &windows {
+                total += counts[p.index()] as f64;
+                points.push((*start, total));
+            }
+            Series { name: priority_name(*p), style: Style::Step, points, err: None }
+        })
+        .collect();
+    Chart {
+        id: "served".into(),
+        title: Words::new("Jobs served so far, per priority", "Số job đã xử lý, theo mức ưu tiên"),
+        x: time_axis(),
+        y: Axis { label: Words::new("jobs served", "job đã xử lý"), unit: String::new(), scale: Scale::Linear },
+        series,
+        marks: phase_marks(events),
+        note: Some(Words::new("run 1; a vertical line is the start of a phase", "lần 1; vạch dọc là lúc bắt đầu một giai đoạn")),
+    }
+}
+
+/// Jobs served per window of `window_ms` per priority: 10:5:1 while all are backlogged.
+pub fn rate_chart(events: &[crate::timeline::Event], window_ms: f64) -> Chart {
+    let tracks = priority::tracks(events);
+    let windows = priority::taken_per_window(&tracks, window_ms);
+    let series = Priority::ALL
+        .iter()
+        .map(|p| Series {
+            name: priority_name(*p),
+            style: Style::Line,
+            points: windows.iter().map(|(start, c)| (*start, c[p.index()] as f64)).collect(),
+            err: None,
+        })
+        .collect();
+    let w = window_ms.round();
+    Chart {
+        id: "rate".into(),
+        title: crate::words!("Jobs served per {w} ms, per priority", "Số job xử lý mỗi {w} ms, theo mức ưu tiên"),
+        x: time_axis(),
+        y: Axis { label: crate::words!("jobs per {w} ms", "job mỗi {w} ms"), unit: String::new(), scale: Scale::Linear },
+        series,
+        marks: phase_marks(events),
+        note: Some(Words::new("run 1", "lần 1")),
+    }
+}
+
+/// A critical job's worst wait where the worker had time (a probe, or the trickle's 90th
+/// percentile), and low's longest wait (the trickle's low jobs, else the backlog's longest
+/// stretch with no low job served), in ms.
+fn critical_and_low(m: &PriorityMeasures) -> CriticalAndLow {
+    let probes = m.aligned_probe_ms.into_iter().chain(m.random_probes.as_ref().map(|w| w.max_ms));
+    let critical = probes.chain(m.trickle_critical.as_ref().map(|w| w.p90_ms)).reduce(f64::max);
+    let low = m.trickle_lower.as_ref().map(|w| w.max_ms).or(m.backlog.as_ref().and_then(|b| b.low_gap_ms));
+    CriticalAndLow { critical, low }
+}
+
+/// The two waits a variant is compared on, in ms.
+struct CriticalAndLow {
+    critical: Option<f64>,
+    low: Option<f64>,
+}
+
+/// Per variant: the critical and the low wait of [`critical_and_low`], median of the runs,
+/// whiskers from the least to the most (log scale: below 1 ms shows as 1 ms).
+pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
+    let categories: Vec<Words> = variants.iter().map(|v| Words::same(v.id)).collect();
+    let pick_series = |name: Words, which: fn(CriticalAndLow) -> Option<f64>| {
+        let mut points = Vec::new();
+        let mut err = Vec::new();
+        for (i, v) in variants.iter().enumerate() {
+            let mut xs: Vec<f64> =
+                v.runs.iter().filter_map(|r| which(critical_and_low(&priority::measure(r.events)))).map(|x| x.max(1.0)).collect();
+            xs.sort_by(f64::total_cmp);
+            if let (Some(lo), Some(hi)) = (xs.first(), xs.last()) {
+                points.push((i as f64, xs[xs.len() / 2]));
+                err.push((*lo, *hi));
+            }
+        }
+        Series { name, style: Style::Bars, points, err: Some(err) }
+    };
+    Chart {
+        id: "waits".into(),
+        title: Words::new("How long critical and low jobs waited, per loop", "Job critical và low chờ bao lâu, theo từng vòng lặp"),
+        x: Axis { label: Words::new("loop", "vòng lặp"), unit: String::new(), scale: Scale::Categories(categories) },
+        y: Axis { label: Words::new("wait", "thời gian chờ"), unit: "ms".into(), scale: Scale::Log10 },
+        series: vec![
+            pick_series(Words::new("critical, worst while the worker had time", "critical, lâu nhất khi worker rảnh"), |w| w.critical),
+            pick_series(Words::new("low, longest unserved", "low, lâu nhất chưa được xử lý"), |w| w.low),
+        ],
+        marks: Vec::new(),
+        note: Some(Words::new("median of the runs, whiskers min–max", "trung vị các lần chạy, râu min–max")),
     }
 }
 
@@ -826,6 +898,71 @@ mod tests {
         assert_eq!(words("one-call").len(), 1);
         assert_eq!(words("fixed-weighted").last().unwrap(), "XREADGROUP critical normal low COUNT 1 BLOCK 0");
         assert_eq!(words("fixed-weighted").len(), 4);
+    }
+
+    fn ev(t_ms: f64, kind: EventKind) -> crate::timeline::Event {
+        crate::timeline::Event { t_us: (t_ms * 1000.0) as i64, actor: Actor::Consumer(1), kind }
+    }
+
+    /// Two critical and one low job of a backlog, a probe that waited 5 s.
+    fn small_run() -> Vec<crate::timeline::Event> {
+        let queued = |t, job: &str, priority, phase: &str| {
+            ev(t, EventKind::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None })
+        };
+        let taken = |t, job: &str, priority, phase: &str| {
+            ev(t, EventKind::JobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None })
+        };
+        let (c, l) = (Priority::Critical, Priority::Low);
+        vec![
+            ev(0.0, EventKind::PhaseStarted { plan: PhasePlan::Backlog { jobs: [2, 0, 1] } }),
+            queued(0.0, "c-0001", c, "backlog"),
+            queued(0.0, "c-0002", c, "backlog"),
+            queued(0.0, "l-0001", l, "backlog"),
+            taken(5.0, "c-0001", c, "backlog"),
+            taken(25.0, "c-0002", c, "backlog"),
+            taken(45.0, "l-0001", l, "backlog"),
+            ev(100.0, EventKind::PhaseStarted { plan: PhasePlan::Probe { blocked_in: Some("XREADGROUP low".into()), after_ms: None } }),
+            queued(100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
+            taken(5100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
+        ]
+    }
+
+    #[test]
+    fn the_service_charts_count_what_was_taken() {
+        let events = small_run();
+        let served = served_chart(&events);
+        assert_eq!(served.validate(), Ok(()));
+        let names: Vec<&str> = served.series.iter().map(|s| s.name.en.as_str()).collect();
+        assert_eq!(names, ["critical", "low"], "normal had no job");
+        assert_eq!(served.series[0].points.last().unwrap().1, 3.0);
+        assert_eq!(served.series[1].points.last().unwrap().1, 1.0);
+        let at: Vec<f64> = served.marks.iter().map(|m| m.at).collect();
+        assert_eq!(at, [0.0, 100.0]);
+        let rate = rate_chart(&events, 100.0);
+        assert_eq!(rate.validate(), Ok(()));
+        // Window 0–100 ms: 2 critical, 1 low; the probe in window 5100.
+        assert_eq!(rate.series[0].points[0], (0.0, 2.0));
+        assert_eq!(rate.series[2].points[0], (0.0, 1.0));
+        assert_eq!(rate.series[0].points.last().unwrap(), &(5100.0, 1.0));
+    }
+
+    #[test]
+    fn the_waits_chart_puts_each_loop_side_by_side() {
+        let spec: PrioritySpec = toml::from_str("loop = { kind = \"seed-strict\" }\ncost_ms = { critical = 2 }").unwrap();
+        let events = small_run();
+        let observed = PriorityObserved { scale: 1.0, queued: 4, done: 4, pending_after_run: 0 };
+        let view = || RunView { run: 1, events: &events, timed_out: false, observed: &observed };
+        let title = Words::same("t");
+        let variants = [
+            VariantRuns { id: "seed-strict", title: &title, spec: &spec, runs: vec![view(), view()] },
+            VariantRuns { id: "other", title: &title, spec: &spec, runs: vec![view()] },
+        ];
+        let chart = waits_chart(&variants);
+        assert_eq!(chart.validate(), Ok(()));
+        // Critical: the probe's 5000 ms; low: the backlog's 45 ms without a low job.
+        assert_eq!(chart.series[0].points, [(0.0, 5000.0), (1.0, 5000.0)]);
+        assert_eq!(chart.series[1].points, [(0.0, 45.0), (1.0, 45.0)]);
+        assert_eq!(chart.series[1].err.as_ref().unwrap()[0], (45.0, 45.0));
     }
 
     #[test]

@@ -98,7 +98,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         }
         EventKind::JobQueued { .. } | EventKind::QueueRead { .. } | EventKind::JobDone { .. } => return None,
         EventKind::JobTaken { traced: false, .. } => return None,
-        EventKind::PhaseStarted { .. } | EventKind::JobTaken { .. } => return Some(queue_line(e, w)),
+        EventKind::PhaseStarted { .. } | EventKind::JobTaken { .. } | EventKind::JobRequeued { .. } => {
+            return Some(queue_line(e, w))
+        }
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -158,13 +160,25 @@ fn queue_line(e: &Event, w: &Wording) -> String {
     match &e.kind {
         EventKind::PhaseStarted { plan } => phase_line(a, plan, w),
         EventKind::JobTaken { job, priority, phase, waited_ms, .. } => {
-            let (phase, waited) = (phase_label(phase, w.lang), w.redact.ms(waited_ms.round() as i64));
+            let phase = crate::timeline::phase_label(phase, w.lang);
+            let waited = match waited_ms {
+                Some(ms) => {
+                    let ms = w.redact.ms(ms.round() as i64);
+                    crate::tr!(w.lang, " after {ms} in the queue", " sau {ms} trong hàng đợi")
+                }
+                None => String::new(),
+            };
             crate::tr!(
                 w.lang,
-                "{a} took {job} ({priority}, {phase}) after {waited} in the queue",
-                "{a} lấy {job} ({priority}, {phase}) sau {waited} trong hàng đợi"
+                "{a} took {job} ({priority}, {phase}){waited}",
+                "{a} lấy {job} ({priority}, {phase}){waited}"
             )
         }
+        EventKind::JobRequeued { job } => crate::tr!(
+            w.lang,
+            "{a}: the lease of {job} ended before it was done: back in the queue",
+            "{a}: lease của {job} hết hạn khi chưa xong: trả lại hàng đợi"
+        ),
         _ => String::new(),
     }
 }
@@ -219,19 +233,31 @@ fn phase_line(a: crate::timeline::Actor, plan: &crate::timeline::PhasePlan, w: &
             "{a}: burst: {critical} critical at once, nothing else queued",
             "{a}: dồn: {critical} critical cùng lúc, không còn gì khác trong hàng đợi"
         ),
-    }
-}
-
-/// A phase's name as a job line gives it.
-pub fn phase_label(phase: &str, lang: Lang) -> &str {
-    match (phase, lang) {
-        (_, Lang::En) => phase,
-        ("backlog", Lang::Vi) => "tồn đọng",
-        ("aligned-probe", Lang::Vi) => "thăm dò lúc tệ nhất",
-        ("probe", Lang::Vi) => "thăm dò",
-        ("trickle", Lang::Vi) => "nhỏ giọt",
-        ("burst", Lang::Vi) => "dồn",
-        (other, Lang::Vi) => other,
+        PhasePlan::Idle { ms } => crate::tr!(
+            w.lang,
+            "{a}: idle: nothing queued for {ms} ms; the server counts C1's commands",
+            "{a}: rảnh: không có job nào trong {ms} ms; server đếm lệnh của C1"
+        ),
+        PhasePlan::Flood { critical, low, ms, tau_ms } => {
+            let aging = match tau_ms {
+                Some(tau) => crate::tr!(
+                    w.lang,
+                    "; score = priority − t_queued / {tau} ms (aging)",
+                    "; score = mức ưu tiên − t_xếp_hàng / {tau} ms (aging)"
+                ),
+                None => String::new(),
+            };
+            crate::tr!(
+                w.lang,
+                "{a}: flood: {critical} critical kept waiting for {ms} ms (one queued for each taken), {low} low at its start{aging}",
+                "{a}: dồn dập: luôn giữ {critical} critical chờ trong {ms} ms (lấy một thêm một), {low} low lúc bắt đầu{aging}"
+            )
+        }
+        PhasePlan::Takeover { by } => crate::tr!(
+            w.lang,
+            "{a}: {by} starts and takes over the queue (as a process manager restarts a dead worker)",
+            "{a}: {by} khởi động và tiếp quản hàng đợi (như trình quản lý tiến trình khởi động lại worker đã chết)"
+        ),
     }
 }
 

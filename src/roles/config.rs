@@ -6,6 +6,7 @@ use super::claimer::ClaimerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use super::priority_worker::PriorityWorkerConfig;
+use super::zset_worker::ZsetWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::timeline::Actor;
@@ -37,6 +38,8 @@ pub enum RoleConfig {
     Dispatcher(DispatcherConfig),
     /// Polls one stream per priority with a priority loop.
     PriorityWorker(PriorityWorkerConfig),
+    /// Takes jobs from one sorted set (ZPOPMAX, BZPOPMAX or a leased pop).
+    ZsetWorker(ZsetWorkerConfig),
 }
 
 impl RoleConfig {
@@ -47,6 +50,7 @@ impl RoleConfig {
             RoleConfig::Claimer(_) => Actor::Reaper,
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
             RoleConfig::PriorityWorker(w) => w.actor(),
+            RoleConfig::ZsetWorker(w) => Actor::Consumer(w.index),
         }
     }
 }
@@ -61,5 +65,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
         RoleConfig::PriorityWorker(w) => super::priority_worker::run(w).await,
+        RoleConfig::ZsetWorker(w) => super::zset_worker::run(w).await,
     }
 }

@@ -127,7 +127,7 @@ async fn handle(
         StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail });
         return Ok(());
     };
-    let waited_ms = crate::clock::now_ns().saturating_sub(job.queued_ns) as f64 / 1e6;
+    let waited_ms = Some(crate::clock::now_ns().saturating_sub(job.queued_ns) as f64 / 1e6);
     let (priority, traced) = (job.priority, job.traced);
     StdoutSink.emit(actor, EventKind::JobTaken { job: job.job.clone(), priority, phase: job.phase, traced, waited_ms });
     cfg.env.scale.sleep(cfg.cost_ms[priority.index()]).await;

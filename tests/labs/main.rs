@@ -16,6 +16,9 @@ mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// The priority family of seed 000: `priority-strict`, `priority-weighted` (one stream per
+/// priority, the seed's loops and corrected ones) and `priority-zset` (one sorted set).
+mod priority_labs;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
 /// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
 /// pending).

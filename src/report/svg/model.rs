@@ -324,7 +324,7 @@ impl Builder {
                 (Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
             }
             EventKind::PhaseStarted { plan } => {
-                (Glyph::Published, crate::report::words::phase_label(plan.id(), lang).to_string())
+                (Glyph::Published, crate::timeline::phase_label(plan.id(), lang).to_string())
             }
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,

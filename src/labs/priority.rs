@@ -736,7 +736,11 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
         out.push(Line::text(format!("{label}: ")).and(Piece::Count(ms(r))).and_text(pick(lang, " jobs/s", " job/s")));
     }
     if m.trickle_critical.is_some() {
-        out.push(order_line(&tracks, "trickle", pick(lang, "trickle served in order", "nhỏ giọt, thứ tự xử lý")));
+        // Where low falls among the critical jobs is the point; how many critical jobs come
+        // before it depends on a stall of the worker at the trickle's start (a snapshot shows
+        // the shape, `[n] critical, [n] low, [n] critical`).
+        let label = pick(lang, "trickle served in order", "nhỏ giọt, thứ tự xử lý");
+        out.push(order_line(&tracks, "trickle", label).redacting_numbers());
         if let Some(w) = &m.trickle_critical {
             let label = pick(lang, "trickle, critical waited p50 / p90 / max", "nhỏ giọt, critical chờ p50 / p90 / max");
             out.push(waits_line(label, w));

@@ -26,7 +26,7 @@ use crate::lang::{pick, Lang, Words};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::zset_worker::{PopSpec, ZsetKeys, ZsetWorkerConfig};
 use crate::roles::{RoleConfig, RoleProcess};
-use crate::timeline::{Actor, EventKind, PhasePlan, Priority, Sink};
+use crate::timeline::{Actor, EventKind, PhasePlan, Priority, RawEvent, Sink};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -183,8 +183,10 @@ impl ZDriver<'_> {
         }
     }
 
-    /// ZADD every job (in one pipeline, in this order) and record it as queued.
+    /// ZADD every job (in one pipeline, in this order) and record it as queued, stamped
+    /// before the ZADD (a worker may take it before the reply is back).
     async fn queue(&mut self, jobs: Vec<(Job, f64)>, phase: &str, traced: impl Fn(&Job) -> bool) -> Result<HashSet<String>, Error> {
+        let queued_ns = crate::clock::now_ns();
         let mut pipe = redis::pipe();
         for (j, score) in &jobs {
             pipe.cmd("ZADD").arg(&self.keys.queue).arg(*score).arg(&j.member).ignore();
@@ -199,7 +201,7 @@ impl ZDriver<'_> {
                 traced: traced(&j),
                 score: Some(score),
             };
-            self.run.tx.emit(Actor::Producer, kind);
+            self.run.tx.record(RawEvent { mono_ns: queued_ns, actor: Actor::Producer, kind });
             ids.insert(j.id);
         }
         Ok(ids)

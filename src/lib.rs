@@ -27,7 +27,8 @@
 //! (delays, crashes, publish failures), [`checker`] (verdicts), [`report`] (renderers).
 //! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
 //! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
-//! helpers), [`orders`] (the orders table), [`outbox_table`], [`timeline`], [`clock`].
+//! helpers), [`orders`] (the orders table), [`order_document`] (an order as a document, P4),
+//! [`outbox_table`], [`timeline`], [`clock`].
 
 pub mod bench;
 pub mod catalog;
@@ -39,6 +40,7 @@ pub mod error;
 pub mod fault;
 pub mod labs;
 pub mod lang;
+pub mod order_document;
 pub mod orders;
 pub mod outbox_table;
 pub mod report;

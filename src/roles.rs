@@ -15,6 +15,8 @@ pub mod dispatcher;
 pub mod fanout;
 pub mod priority_loop;
 pub mod priority_worker;
+mod keyed_queues;
+pub mod primary;
 pub mod producer;
 pub mod readiness;
 mod role_process;

@@ -75,7 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
+        Observed::Priority(_) | Observed::Zset(_) | Observed::ReaderCeiling(_) => Vec::new(),
     }
 }
 
@@ -84,12 +84,21 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
     match &r.observed {
         Observed::Stream(o) => o.stream.clone(),
         Observed::Outbox(o) => o.stream.clone(),
-        Observed::Failover(o) => o.stream.clone(),
         Observed::SqlRace(_)
         | Observed::OutboxRollback(_)
         | Observed::Load(_)
+        | Observed::Failover(_)
+        | Observed::ReaderCeiling(_)
         | Observed::Priority(_)
         | Observed::Zset(_) => Vec::new(),
+    }
+}
+
+/// The order in which a stream run's consumers started waiting (empty for other kinds).
+pub fn waiting_order(r: &RunRecord) -> Vec<u32> {
+    match &r.observed {
+        Observed::Stream(o) => o.waiting_order.clone(),
+        _ => Vec::new(),
     }
 }
 
@@ -142,4 +151,11 @@ pub fn entries(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default()
+}
+
+/// Is some process below `root` a role process (`ordlab __role`, e.g. a consumer)?
+pub fn is_role_running(root: u32) -> bool {
+    descendants(root)
+        .iter()
+        .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("__role")))
 }

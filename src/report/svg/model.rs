@@ -318,13 +318,16 @@ impl Builder {
             EventKind::LagWindow { how } => {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
-            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
+            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
             EventKind::JobTaken { job, priority, traced: true, .. } => {
                 (Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
             }
             EventKind::PhaseStarted { plan } => {
                 (Glyph::Published, crate::timeline::phase_label(plan.id(), lang).to_string())
+            }
+            EventKind::Reconnected { server } => {
+                (Glyph::Published, format!("{} {server}", t("→ new primary:", "→ primary mới:")))
             }
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,

@@ -147,7 +147,7 @@ pub fn backlog(events: &[Event], tracks: &[JobTrack]) -> Option<BacklogMeasures>
         m.served_while_all_backlogged = Some(served);
         m.work_ms_while_all_backlogged = Some(work);
     }
-    m.low_gap_ms = low_gap_ms(&jobs);
+    m.low_gap_ms = low_gap_ms(&jobs, first_read_us(events));
     Some(m)
 }
 
@@ -168,9 +168,19 @@ fn served_by_reads(events: &[Event], backlogged: &[Priority]) -> ([u32; 3], i64)
     (served, i64::MAX)
 }
 
-fn low_gap_ms(jobs: &[&JobTrack]) -> Option<f64> {
+/// When the worker's first read began: before it, a backlog waits for the worker process to
+/// start, which is the harness's time, not the loop's.
+fn first_read_us(events: &[Event]) -> Option<i64> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::QueueRead { waited_ms, .. } => Some(e.t_us - (waited_ms * 1000.0) as i64),
+        _ => None,
+    })
+}
+
+/// The longest time low jobs waited with none taken, counted from the worker's first read.
+fn low_gap_ms(jobs: &[&JobTrack], first_read_us: Option<i64>) -> Option<f64> {
     let lows: Vec<&&JobTrack> = jobs.iter().filter(|t| t.priority == Priority::Low).collect();
-    let first_queued = lows.iter().map(|t| t.queued_us).min()?;
+    let first_queued = lows.iter().map(|t| t.queued_us).min()?.max(first_read_us.unwrap_or(i64::MIN));
     let mut taken: Vec<i64> = lows.iter().filter_map(|t| t.taken_us).collect();
     taken.sort();
     let mut gap = 0i64;

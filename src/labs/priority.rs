@@ -15,6 +15,8 @@
 //! worker's last step, so a snapshot's order of events is the lab's, not the scheduler's.
 //! Every figure is read from the timeline ([`crate::checker::priority`]).
 
+pub mod seed_lines;
+
 use super::job_run::JobRun;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
 use crate::checker::health::health;
@@ -472,6 +474,11 @@ impl LabProcedure for PrioritySpec {
 
     fn table_row(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
         Some(table_cells(&priority::measure(run.events), lang))
+    }
+
+    /// What the seed says about this loop, and what the runs measured.
+    fn per_run_lines(&self, runs: &[RunView<'_, PriorityObserved>], lang: Lang) -> Vec<Line> {
+        seed_lines::lines(self, &seed_lines::measures_of(runs), lang)
     }
 
     /// Run 1's service over time: jobs served so far per priority, and for a weighted claim

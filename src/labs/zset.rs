@@ -13,6 +13,8 @@
 //! Lost jobs are counted on the server: queued, minus the worker's `done` set, minus what is
 //! left in the queue and the processing set.
 
+mod seed_lines;
+
 use super::job_run::JobRun;
 use super::priority::PerPriority;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
@@ -496,6 +498,12 @@ impl LabProcedure for ZsetSpec {
 
     fn table_row(&self, run: &RunView<'_, ZsetObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
         Some(table_cells(&measures(run), lang))
+    }
+
+    /// What the seed says about this experiment, and what the runs measured.
+    fn per_run_lines(&self, runs: &[RunView<'_, ZsetObserved>], lang: Lang) -> Vec<Line> {
+        let all: Vec<ZsetMeasures> = runs.iter().map(measures).collect();
+        seed_lines::lines(self, &all, lang)
     }
 
     /// A flood: each job's wait against when it was taken (run 1).

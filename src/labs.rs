@@ -14,7 +14,7 @@ mod race_lines;
 mod record;
 
 pub use context::RunContext;
-pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
+pub use procedure::{Fact, FinalItem, LabProcedure, Line, Needs, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
 pub use record::RunRecord;
 
 use crate::chart::Chart;
@@ -143,12 +143,20 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
             }
 
+            pub fn processes_interleave_freely(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.processes_interleave_freely(), )* }
+            }
+
             pub fn shows_publishing(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
             }
 
             pub fn many_orders(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.many_orders(), )* }
+            }
+
+            pub fn needs(&self) -> Needs {
+                match self { $( Procedure::$kind(p) => p.needs(), )* }
             }
 
             pub fn wrong_means(&self, lang: Lang) -> String {
@@ -278,6 +286,9 @@ lab_kinds! {
     Priority(priority::PrioritySpec) = "priority",
     /// One sorted set, the score as the priority, a worker popping the highest.
     Zset(zset::ZsetSpec) = "zset",
+    /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
+    /// a hash slot moved while workers run.
+    Cluster(cluster::ClusterSpec) = "cluster",
     /// One fan-out reader, more and more workers: where the reader becomes the limit.
     ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
 }

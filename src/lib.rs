@@ -47,6 +47,7 @@ pub mod report;
 pub mod roles;
 pub mod runner;
 pub mod scenario;
+pub mod schedule;
 pub mod service;
 pub mod stats;
 pub mod strategy;

@@ -76,7 +76,7 @@ pub fn tracks(events: &[Event]) -> Vec<JobTrack> {
                     done_us: None,
                 });
             }
-            EventKind::JobTaken { job, .. } => {
+            EventKind::PriorityJobTaken { job, .. } => {
                 if let Some(t) = index.get(job).map(|i| &mut out[*i]) {
                     t.taken_us.get_or_insert(e.t_us);
                 }
@@ -369,7 +369,7 @@ mod tests {
     }
 
     fn taken(t: f64, job: &str, p: Priority, phase: &str) -> Event {
-        ev(t, EventKind::JobTaken { job: job.into(), priority: p, phase: phase.into(), traced: false, waited_ms: None })
+        ev(t, EventKind::PriorityJobTaken { job: job.into(), priority: p, phase: phase.into(), traced: false, waited_ms: None })
     }
 
     fn done(t: f64, job: &str) -> Event {

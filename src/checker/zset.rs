@@ -67,7 +67,7 @@ pub fn tie_order(queued: &[QueuedMember], events: &[Event]) -> TieOrder {
     let taken = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::JobTaken { job, .. } => Some(job.clone()),
+            EventKind::PriorityJobTaken { job, .. } => Some(job.clone()),
             _ => None,
         })
         .collect();
@@ -109,7 +109,7 @@ pub fn measure(events: &[Event], queued: &[QueuedMember], lost: i64, idle: Optio
     let t = tracks(events);
     let mut taken: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     for e in events {
-        if let EventKind::JobTaken { job, .. } = &e.kind {
+        if let EventKind::PriorityJobTaken { job, .. } = &e.kind {
             *taken.entry(job).or_default() += 1;
         }
     }
@@ -176,7 +176,7 @@ mod tests {
             .map(|(i, j)| Event {
                 t_us: i as i64,
                 actor: Actor::Consumer(1),
-                kind: EventKind::JobTaken {
+                kind: EventKind::PriorityJobTaken {
                     job: j.to_string(),
                     priority: Priority::Critical,
                     phase: "ties".into(),

@@ -921,7 +921,7 @@ mod tests {
             ev(t, EventKind::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None })
         };
         let taken = |t, job: &str, priority, phase: &str| {
-            ev(t, EventKind::JobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None })
+            ev(t, EventKind::PriorityJobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None })
         };
         let (c, l) = (Priority::Critical, Priority::Low);
         vec![

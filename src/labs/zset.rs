@@ -331,7 +331,7 @@ impl ZDriver<'_> {
         let until = tokio::time::Instant::now() + self.ctx.scale.duration(ms);
         loop {
             let taken_critical = match self.run.next_event_until(until).await {
-                Some(Some(ev)) => matches!(&ev.kind, EventKind::JobTaken { priority: Priority::Critical, .. }),
+                Some(Some(ev)) => matches!(&ev.kind, EventKind::PriorityJobTaken { priority: Priority::Critical, .. }),
                 Some(None) => break,
                 None => return Ok(false),
             };
@@ -749,7 +749,7 @@ mod tests {
     fn job(t_queued: f64, t_taken: f64, id: &str, priority: Priority, phase: &str) -> [Event; 2] {
         [
             ev(t_queued, EventKind::JobQueued { job: id.into(), priority, phase: phase.into(), traced: true, score: None }),
-            ev(t_taken, EventKind::JobTaken { job: id.into(), priority, phase: phase.into(), traced: true, waited_ms: None }),
+            ev(t_taken, EventKind::PriorityJobTaken { job: id.into(), priority, phase: phase.into(), traced: true, waited_ms: None }),
         ]
     }
 

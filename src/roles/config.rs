@@ -3,6 +3,7 @@
 //! until it is killed (or, for a dispatcher, until its outbox is published).
 
 use super::claimer::ClaimerConfig;
+use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use super::priority_worker::PriorityWorkerConfig;
@@ -40,6 +41,8 @@ pub enum RoleConfig {
     PriorityWorker(PriorityWorkerConfig),
     /// Takes jobs from one sorted set (ZPOPMAX, BZPOPMAX or a leased pop).
     ZsetWorker(ZsetWorkerConfig),
+    /// Takes jobs from a list queue on a Redis Cluster.
+    ClusterWorker(ClusterWorkerConfig),
 }
 
 impl RoleConfig {
@@ -51,6 +54,7 @@ impl RoleConfig {
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
             RoleConfig::PriorityWorker(w) => w.actor(),
             RoleConfig::ZsetWorker(w) => Actor::Consumer(w.index),
+            RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
 }
@@ -66,5 +70,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
         RoleConfig::PriorityWorker(w) => super::priority_worker::run(w).await,
         RoleConfig::ZsetWorker(w) => super::zset_worker::run(w).await,
+        RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

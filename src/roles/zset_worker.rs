@@ -245,7 +245,7 @@ async fn handle(
     };
     let waited_ms = m.queued_ns.map(|q| crate::clock::now_ns().saturating_sub(q) as f64 / 1e6);
     let (job, priority, phase, traced) = (m.job.clone(), m.priority, m.phase.clone(), m.traced);
-    StdoutSink.emit(actor, EventKind::JobTaken { job, priority, phase, traced, waited_ms });
+    StdoutSink.emit(actor, EventKind::PriorityJobTaken { job, priority, phase, traced, waited_ms });
     if crash {
         crash_now(&StdoutSink, actor, format!("right after popping {}, before handling it", m.job));
     }

@@ -75,7 +75,8 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::Priority(_) | Observed::Zset(_) | Observed::ReaderCeiling(_) => Vec::new(),
+        Observed::Cluster(_) => Vec::new(),
+        Observed::ReaderCeiling(_) | Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
     }
 }
 
@@ -90,7 +91,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Failover(_)
         | Observed::ReaderCeiling(_)
         | Observed::Priority(_)
-        | Observed::Zset(_) => Vec::new(),
+        | Observed::Zset(_) 
+        | Observed::Cluster(_) => Vec::new(),
     }
 }
 

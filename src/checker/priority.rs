@@ -369,7 +369,16 @@ mod tests {
     }
 
     fn taken(t: f64, job: &str, p: Priority, phase: &str) -> Event {
-        ev(t, EventKind::PriorityJobTaken { job: job.into(), priority: p, phase: phase.into(), traced: false, waited_ms: None })
+        ev(
+            t,
+            EventKind::PriorityJobTaken {
+                job: job.into(),
+                priority: p,
+                phase: phase.into(),
+                traced: false,
+                waited_ms: None,
+            },
+        )
     }
 
     fn done(t: f64, job: &str) -> Event {
@@ -415,8 +424,9 @@ mod tests {
         assert_eq!(b.lower_before_critical_drained, 1);
         assert_eq!(b.served_while_all_backlogged, Some([2, 0, 2]));
         assert_eq!(b.work_ms_while_all_backlogged, Some([4.0, 0.0, 6.0]));
-        // Low queued at 0, first served at 12, then at 16.
-        assert_eq!(b.low_gap_ms, Some(12.0));
+        // Low queued at 0, the worker's first read at 10 (before it, the worker was starting),
+        // low served at 12, then at 16.
+        assert_eq!(b.low_gap_ms, Some(4.0));
         let m = measure(&events);
         assert_eq!((m.empty_reads, m.longest_empty_read_ms), (1, 5000.0));
     }
@@ -476,9 +486,9 @@ mod tests {
         assert!(judge(&ratio, &m, 1.0).reasons[0].contains("not [10.0, 5.0, 1.0]"));
         let one_to_one = Claims { ratio: Some([1.0, 0.0, 1.0]), ..Claims::default() };
         assert_eq!(judge(&one_to_one, &m, 1.0), RunVerdict::right());
-        let gap = Claims { low_gap_ms: Some(10.0), ..Claims::default() };
+        let gap = Claims { low_gap_ms: Some(3.0), ..Claims::default() };
         assert_eq!(judge(&gap, &m, 1.0).verdict, Verdict::Wrong);
-        // At time scale 2 the same 12 ms gap is within a 10 ms limit (20 ms).
+        // At time scale 2 the same 4 ms gap is within a 3 ms limit (6 ms).
         assert_eq!(judge(&gap, &m, 2.0).verdict, Verdict::Right);
         let mut slow = PriorityMeasures { aligned_probe_ms: Some(4980.0), ..PriorityMeasures::default() };
         let critical = Claims { critical_wait_ms: Some(250.0), ..Claims::default() };

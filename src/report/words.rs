@@ -98,11 +98,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
             )
         }
-        EventKind::JobQueued { .. } | EventKind::QueueRead { .. } | EventKind::JobDone { .. } => return None,
-        EventKind::PriorityJobTaken { traced: false, .. } => return None,
-        EventKind::PhaseStarted { .. } | EventKind::PriorityJobTaken { .. } | EventKind::JobRequeued { .. } => {
-            return Some(priority_queue_line(e, w))
-        }
+        EventKind::JobQueued { .. } | EventKind::JobDone { .. } => return None,
+        EventKind::PhaseStarted { .. } | EventKind::PriorityJobTaken { .. } => return priority_line(e, w),
+        EventKind::QueueRead { .. } | EventKind::JobRequeued { .. } => return priority_line(e, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -196,11 +194,13 @@ fn session_line(e: &Event, w: &Wording) -> String {
     }
 }
 
-/// Lines of priority-queue runs: a phase the orchestrator starts, a job a worker takes.
-fn priority_queue_line(e: &Event, w: &Wording) -> String {
+/// Lines of priority-queue runs: a phase the orchestrator starts, a traced job a worker
+/// takes, a lease that ended (None for reads and untraced jobs, counted in the notes).
+fn priority_line(e: &Event, w: &Wording) -> Option<String> {
     let a = e.actor;
-    match &e.kind {
+    Some(match &e.kind {
         EventKind::PhaseStarted { plan } => phase_line(a, plan, w),
+        EventKind::PriorityJobTaken { traced: false, .. } => return None,
         EventKind::PriorityJobTaken { job, priority, phase, waited_ms, .. } => {
             let phase = crate::timeline::phase_label(phase, w.lang);
             let waited = match waited_ms {
@@ -221,8 +221,8 @@ fn priority_queue_line(e: &Event, w: &Wording) -> String {
             "{a}: the lease of {job} ended before it was done: back in the queue",
             "{a}: lease của {job} hết hạn khi chưa xong: trả lại hàng đợi"
         ),
-        _ => String::new(),
-    }
+        _ => return None,
+    })
 }
 
 fn phase_line(a: crate::timeline::Actor, plan: &crate::timeline::PhasePlan, w: &Wording) -> String {

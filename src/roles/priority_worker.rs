@@ -129,7 +129,10 @@ async fn handle(
     };
     let waited_ms = Some(crate::clock::now_ns().saturating_sub(job.queued_ns) as f64 / 1e6);
     let (priority, traced) = (job.priority, job.traced);
-    StdoutSink.emit(actor, EventKind::PriorityJobTaken { job: job.job.clone(), priority, phase: job.phase, traced, waited_ms });
+    StdoutSink.emit(
+        actor,
+        EventKind::PriorityJobTaken { job: job.job.clone(), priority, phase: job.phase, traced, waited_ms },
+    );
     cfg.env.scale.sleep(cfg.cost_ms[priority.index()]).await;
     redis::cmd("XACK")
         .arg(&cfg.streams[stream])

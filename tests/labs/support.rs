@@ -91,7 +91,7 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Failover(_)
         | Observed::ReaderCeiling(_)
         | Observed::Priority(_)
-        | Observed::Zset(_) 
+        | Observed::Zset(_)
         | Observed::Cluster(_) => Vec::new(),
     }
 }

@@ -291,7 +291,8 @@ impl Builder {
             // A read that found nothing: the worker sat blocked on its queues (the seed's
             // `BLOCK 5000` on low shows as a long bar).
             EventKind::QueueRead { got, waited_ms, .. } if *waited_ms >= 1.0 && got.iter().all(|n| *n == 0) => {
-                self.lane(e.actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait });
+                let step = self.steps.at(at - waited_ms);
+                self.lane(e.actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait, step });
             }
             EventKind::JobApplied { job, .. } => self.job_applied(e.actor, at, job),
             other => {

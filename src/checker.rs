@@ -23,9 +23,11 @@ pub mod health;
 pub mod job_effects;
 pub mod limit;
 pub mod outcome;
+pub mod priority;
 pub mod redelivery;
 pub mod spread;
 mod verdict;
+pub mod zset;
 
 pub use outcome::{Expectation, Outcome};
 pub use verdict::{RunVerdict, Verdict};

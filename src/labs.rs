@@ -8,6 +8,7 @@
 
 mod consumer_group;
 mod context;
+mod job_run;
 mod procedure;
 mod race_lines;
 mod record;
@@ -281,6 +282,10 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// One stream per priority and a worker polling them with a strict or weighted loop.
+    Priority(priority::PrioritySpec) = "priority",
+    /// One sorted set, the score as the priority, a worker popping the highest.
+    Zset(zset::ZsetSpec) = "zset",
     /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
     /// a hash slot moved while workers run.
     Cluster(cluster::ClusterSpec) = "cluster",

@@ -16,9 +16,12 @@ pub mod dispatcher;
 pub mod fanout;
 mod keyed_queues;
 pub mod primary;
+pub mod priority_loop;
+pub mod priority_worker;
 pub mod producer;
 pub mod readiness;
 mod role_process;
+pub mod zset_worker;
 
 pub use config::{run_role, RoleConfig, RoleEnv};
 pub use role_process::RoleProcess;

@@ -81,6 +81,112 @@ impl fmt::Display for Job {
     }
 }
 
+/// The priority of a job on a priority queue, highest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    Critical,
+    Normal,
+    Low,
+}
+
+impl Priority {
+    /// Highest first: index 0 is critical.
+    pub const ALL: [Priority; 3] = [Priority::Critical, Priority::Normal, Priority::Low];
+
+    /// 0 for critical, 1 for normal, 2 for low.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Critical => "critical",
+            Priority::Normal => "normal",
+            Priority::Low => "low",
+        }
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A phase of a priority-queue run, as the orchestrator starts it (the words of its timeline
+/// line come from these figures).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum PhasePlan {
+    /// Jobs queued at once before the worker starts, per priority (critical, normal, low).
+    Backlog { jobs: [u32; 3] },
+    /// One critical job while the worker is blocked in `blocked_in` (the worst moment for
+    /// a loop that blocks on one stream at a time), or at a random moment (`after_ms`).
+    Probe {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blocked_in: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_ms: Option<f64>,
+    },
+    /// Light traffic: `jobs[0]` critical jobs one every `every_ms`, the normal and low ones
+    /// at its start.
+    Trickle { every_ms: f64, jobs: [u32; 3] },
+    /// `critical` critical jobs at once, nothing else queued: how fast critical alone goes.
+    Burst { critical: u32 },
+    /// Nothing queued for `ms` while the server counts the worker's commands.
+    Idle { ms: f64 },
+    /// `critical` critical jobs kept waiting for `ms` (one queued for each one taken), `low`
+    /// low jobs queued at its start; with `tau_ms`, a job's score is its priority minus its
+    /// queueing time in units of `tau_ms` (aging).
+    Flood {
+        critical: u32,
+        low: u32,
+        ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tau_ms: Option<f64>,
+    },
+    /// Worker `by` starts after a crash and takes over the queue.
+    Takeover { by: String },
+}
+
+impl PhasePlan {
+    pub const ALIGNED_PROBE: &'static str = "aligned-probe";
+    pub const RANDOM_PROBE: &'static str = "probe";
+
+    /// The short name jobs carry (`phase` of [`EventKind::JobQueued`]).
+    pub fn id(&self) -> &'static str {
+        match self {
+            PhasePlan::Backlog { .. } => "backlog",
+            PhasePlan::Probe { blocked_in: Some(_), .. } => Self::ALIGNED_PROBE,
+            PhasePlan::Probe { .. } => Self::RANDOM_PROBE,
+            PhasePlan::Trickle { .. } => "trickle",
+            PhasePlan::Burst { .. } => "burst",
+            PhasePlan::Idle { .. } => "idle",
+            PhasePlan::Flood { .. } => "flood",
+            PhasePlan::Takeover { .. } => "takeover",
+        }
+    }
+}
+
+/// A phase's name as a job line gives it.
+pub fn phase_label(phase: &str, lang: crate::lang::Lang) -> &str {
+    use crate::lang::Lang;
+    match (phase, lang) {
+        (_, Lang::En) => phase,
+        ("backlog", Lang::Vi) => "tồn đọng",
+        ("aligned-probe", Lang::Vi) => "thăm dò lúc tệ nhất",
+        ("probe", Lang::Vi) => "thăm dò",
+        ("trickle", Lang::Vi) => "nhỏ giọt",
+        ("burst", Lang::Vi) => "dồn",
+        ("idle", Lang::Vi) => "rảnh",
+        ("flood", Lang::Vi) => "dồn dập",
+        ("ties", Lang::Vi) => "cùng điểm",
+        ("arrivals", Lang::Vi) => "đến lúc ngẫu nhiên",
+        (other, Lang::Vi) => other,
+    }
+}
+
 /// What happened. Each variant is one line (or one mark) of a timeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -143,6 +249,39 @@ pub enum EventKind {
     /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
     /// stream short of the dead primary.
     ReplicaPromoted { behind_bytes: i64 },
+    /// The orchestrator starts a phase of a priority-queue run.
+    PhaseStarted { plan: PhasePlan },
+    /// A job was put on its priority queue (a stream per priority, or a sorted set with
+    /// `score`). `traced` jobs get a line of their own in the text timeline; the others are
+    /// counted in the notes.
+    JobQueued {
+        job: String,
+        priority: Priority,
+        phase: String,
+        #[serde(default)]
+        traced: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        score: Option<f64>,
+    },
+    /// A worker's read of `queues` (up to `count` jobs from each) returned `got[i]` jobs from
+    /// `queues[i]` after waiting `waited_ms` (a blocked read returns when something arrives or
+    /// its BLOCK ends). `read` is the command as sent.
+    QueueRead { read: String, queues: Vec<Priority>, count: u32, got: Vec<u32>, waited_ms: f64 },
+    /// A worker starts handling a priority job it took, `waited_ms` after the job was queued
+    /// (when the job says when that was).
+    PriorityJobTaken {
+        job: String,
+        priority: Priority,
+        phase: String,
+        #[serde(default)]
+        traced: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_ms: Option<f64>,
+    },
+    /// The worker finished the job (and acknowledged it, on a stream).
+    JobDone { job: String },
+    /// A job's lease ended before it was done: it is back in the queue, to be taken again.
+    JobRequeued { job: String },
     /// The producer pushed a job onto a list queue (`LPUSH`); `queue` is the queue's hash tag.
     JobPushed { job_id: String, job: Job, queue: String },
     /// The producer pushed `jobs` jobs onto `queues` list queues at once (one LPUSH each).

@@ -98,6 +98,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
             )
         }
+        EventKind::JobQueued { .. } | EventKind::JobDone { .. } => return None,
+        EventKind::PhaseStarted { .. } | EventKind::PriorityJobTaken { .. } => return priority_line(e, w),
+        EventKind::QueueRead { .. } | EventKind::JobRequeued { .. } => return priority_line(e, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -193,6 +196,115 @@ fn session_line(e: &Event, w: &Wording) -> String {
             (false, true) => format!("{a} chết bất ngờ: {detail}"),
         },
         _ => String::new(),
+    }
+}
+
+/// Lines of priority-queue runs: a phase the orchestrator starts, a traced job a worker
+/// takes, a lease that ended (None for reads and untraced jobs, counted in the notes).
+fn priority_line(e: &Event, w: &Wording) -> Option<String> {
+    let a = e.actor;
+    Some(match &e.kind {
+        EventKind::PhaseStarted { plan } => phase_line(a, plan, w),
+        EventKind::PriorityJobTaken { traced: false, .. } => return None,
+        EventKind::PriorityJobTaken { job, priority, phase, waited_ms, .. } => {
+            let phase = crate::timeline::phase_label(phase, w.lang);
+            let waited = match waited_ms {
+                Some(ms) => {
+                    let ms = w.redact.ms(ms.round() as i64);
+                    crate::tr!(w.lang, " after {ms} in the queue", " sau {ms} trong hàng đợi")
+                }
+                None => String::new(),
+            };
+            crate::tr!(
+                w.lang,
+                "{a} took {job} ({priority}, {phase}){waited}",
+                "{a} lấy {job} ({priority}, {phase}){waited}"
+            )
+        }
+        EventKind::JobRequeued { job } => crate::tr!(
+            w.lang,
+            "{a}: the lease of {job} ended before it was done: back in the queue",
+            "{a}: lease của {job} hết hạn khi chưa xong: trả lại hàng đợi"
+        ),
+        _ => return None,
+    })
+}
+
+fn phase_line(a: crate::timeline::Actor, plan: &crate::timeline::PhasePlan, w: &Wording) -> String {
+    use crate::timeline::PhasePlan;
+    let counts = |jobs: &[u32; 3]| {
+        let parts: Vec<String> = crate::timeline::Priority::ALL
+            .iter()
+            .filter(|p| jobs[p.index()] > 0)
+            .map(|p| format!("{} {p}", jobs[p.index()]))
+            .collect();
+        parts.join(", ")
+    };
+    match plan {
+        PhasePlan::Backlog { jobs } => {
+            let c = counts(jobs);
+            crate::tr!(
+                w.lang,
+                "{a}: backlog queued before the worker starts: {c}",
+                "{a}: tồn đọng xếp hàng trước khi worker chạy: {c}"
+            )
+        }
+        PhasePlan::Probe { blocked_in: Some(read), .. } => crate::tr!(
+            w.lang,
+            "{a}: probe: 1 critical job while C1 is blocked in {read}",
+            "{a}: thăm dò: 1 job critical trong lúc C1 đang bị block trong {read}"
+        ),
+        PhasePlan::Probe { after_ms, .. } => {
+            let after = after_ms.unwrap_or(0.0);
+            crate::tr!(
+                w.lang,
+                "{a}: probe: 1 critical job, {after} ms after the last one was done",
+                "{a}: thăm dò: 1 job critical, {after} ms sau khi job trước xong"
+            )
+        }
+        PhasePlan::Trickle { every_ms, jobs } => {
+            let (k, lower) = (jobs[0], counts(&[0, jobs[1], jobs[2]]));
+            let lower = if lower.is_empty() {
+                String::new()
+            } else {
+                crate::tr!(w.lang, "; {lower} at its start", "; {lower} lúc bắt đầu")
+            };
+            crate::tr!(
+                w.lang,
+                "{a}: trickle: a critical job every {every_ms} ms × {k}{lower}",
+                "{a}: nhỏ giọt: một job critical mỗi {every_ms} ms × {k}{lower}"
+            )
+        }
+        PhasePlan::Burst { critical } => crate::tr!(
+            w.lang,
+            "{a}: burst: {critical} critical at once, nothing else queued",
+            "{a}: dồn: {critical} critical cùng lúc, không còn gì khác trong hàng đợi"
+        ),
+        PhasePlan::Idle { ms } => crate::tr!(
+            w.lang,
+            "{a}: idle: nothing queued for {ms} ms; the server counts C1's commands",
+            "{a}: rảnh: không có job nào trong {ms} ms; server đếm lệnh của C1"
+        ),
+        PhasePlan::Flood { critical, low, ms, tau_ms } => {
+            let aging = match tau_ms {
+                Some(tau) => crate::tr!(
+                    w.lang,
+                    "; score = priority − t_queued / {tau} ms (aging)",
+                    "; score = mức ưu tiên − t_xếp_hàng / {tau} ms (aging)"
+                ),
+                None => String::new(),
+            };
+            crate::tr!(
+                w.lang,
+                "{a}: flood: {critical} critical kept waiting for {ms} ms (one queued for each taken), {low} low at its start{aging}",
+                "{a}: dồn dập: luôn giữ {critical} critical chờ trong {ms} ms (lấy một thêm một), {low} low lúc bắt đầu{aging}"
+            )
+        }
+        PhasePlan::Takeover { by } => crate::tr!(
+            w.lang,
+            "{a}: {by} starts and takes over the queue (as a process manager restarts a dead worker)",
+            "{a}: {by} khởi động và tiếp quản hàng đợi (như trình quản lý tiến trình khởi động lại worker đã chết)"
+        ),
     }
 }
 

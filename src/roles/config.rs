@@ -6,6 +6,8 @@ use super::claimer::ClaimerConfig;
 use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
+use super::priority_worker::PriorityWorkerConfig;
+use super::zset_worker::ZsetWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::timeline::Actor;
@@ -35,6 +37,10 @@ pub enum RoleConfig {
     Claimer(ClaimerConfig),
     /// Publishes outbox rows to the stream.
     Dispatcher(DispatcherConfig),
+    /// Polls one stream per priority with a priority loop.
+    PriorityWorker(PriorityWorkerConfig),
+    /// Takes jobs from one sorted set (ZPOPMAX, BZPOPMAX or a leased pop).
+    ZsetWorker(ZsetWorkerConfig),
     /// Takes jobs from a list queue on a Redis Cluster.
     ClusterWorker(ClusterWorkerConfig),
 }
@@ -46,6 +52,8 @@ impl RoleConfig {
             RoleConfig::Consumer(c) => c.actor(),
             RoleConfig::Claimer(_) => Actor::Reaper,
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
+            RoleConfig::PriorityWorker(w) => w.actor(),
+            RoleConfig::ZsetWorker(w) => Actor::Consumer(w.index),
             RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
@@ -60,6 +68,8 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Consumer(c) => super::consumer::run(c).await,
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
+        RoleConfig::PriorityWorker(w) => super::priority_worker::run(w).await,
+        RoleConfig::ZsetWorker(w) => super::zset_worker::run(w).await,
         RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

@@ -20,6 +20,8 @@ pub enum ClientState {
     Connected,
     /// Blocked in XREADGROUP: an entry added now goes to it.
     BlockedInXreadgroup,
+    /// Blocked in any blocking command (BZPOPMAX, BLMOVE, …).
+    Blocked,
     /// Blocked in BLMOVE: a job pushed now goes to it.
     BlockedInBlmove,
 }
@@ -29,6 +31,7 @@ impl ClientState {
         match self {
             ClientState::Connected => true,
             ClientState::BlockedInXreadgroup => client_line.contains(" cmd=xreadgroup") && is_blocked(client_line),
+            ClientState::Blocked => is_blocked(client_line),
             ClientState::BlockedInBlmove => client_line.contains(" cmd=blmove") && is_blocked(client_line),
         }
     }
@@ -37,6 +40,7 @@ impl ClientState {
         match self {
             ClientState::Connected => "not connected after 15 s",
             ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP after 15 s",
+            ClientState::Blocked => "not blocked after 15 s",
             ClientState::BlockedInBlmove => "not blocked in BLMOVE after 15 s",
         }
     }

@@ -31,6 +31,9 @@ mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// The priority family of seed 000: `priority-strict`, `priority-weighted` (one stream per
+/// priority, the seed's loops and corrected ones) and `priority-zset` (one sorted set).
+mod priority;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery

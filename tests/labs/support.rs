@@ -76,7 +76,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
         Observed::Cluster(_) => Vec::new(),
-        Observed::ReaderCeiling(_) => Vec::new(),
+        Observed::ReaderCeiling(_) | Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
     }
 }
 
@@ -90,6 +90,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Load(_)
         | Observed::Failover(_)
         | Observed::ReaderCeiling(_)
+        | Observed::Priority(_)
+        | Observed::Zset(_)
         | Observed::Cluster(_) => Vec::new(),
     }
 }

@@ -288,6 +288,12 @@ impl Builder {
             }
             EventKind::SqlDone { outcome, waited_ms, .. } => self.sql_done(e.actor, at, outcome, *waited_ms),
             EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
+            // A read that found nothing: the worker sat blocked on its queues (the seed's
+            // `BLOCK 5000` on low shows as a long bar).
+            EventKind::QueueRead { got, waited_ms, .. } if *waited_ms >= 1.0 && got.iter().all(|n| *n == 0) => {
+                let step = self.steps.at(at - waited_ms);
+                self.lane(e.actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait, step });
+            }
             EventKind::JobApplied { job, .. } => self.job_applied(e.actor, at, job),
             other => {
                 if let Some((glyph, label)) = self.labelled(other) {
@@ -359,6 +365,12 @@ impl Builder {
             }
             EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
+            EventKind::PriorityJobTaken { job, priority, traced: true, .. } => {
+                (Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
+            }
+            EventKind::PhaseStarted { plan } => {
+                (Glyph::Published, crate::timeline::phase_label(plan.id(), lang).to_string())
+            }
             EventKind::Reconnected { server } => {
                 (Glyph::Published, format!("{} {server}", t("→ new primary:", "→ primary mới:")))
             }

@@ -121,7 +121,12 @@ fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &Stream
     if !cfg.handler.is_strategy() {
         // Measuring the reader: no per-entry timeline (a line costs more than the hand-over).
         let order = job.order;
-        if shared.queues.lock().unwrap().offer(order, Item { entry_id: entry.id.clone(), job, payload: Payload::default() }) {
+        if shared
+            .queues
+            .lock()
+            .unwrap()
+            .offer(order, Item { entry_id: entry.id.clone(), job, payload: Payload::default() })
+        {
             shared.work.notify_one();
         }
         return;

@@ -32,6 +32,7 @@
 
 pub mod bench;
 pub mod catalog;
+pub mod chart;
 pub mod checker;
 pub mod clock;
 pub mod connect;
@@ -46,6 +47,7 @@ pub mod report;
 pub mod roles;
 pub mod runner;
 pub mod scenario;
+pub mod schedule;
 pub mod service;
 pub mod stats;
 pub mod strategy;

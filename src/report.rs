@@ -6,8 +6,14 @@
 //! Words come from one place per language ([`crate::lang`], [`words`]); values that vary
 //! between runs are printed through one [`Redactor`].
 
+pub mod chart;
+pub mod files;
+#[cfg(test)]
+pub(crate) mod fixture;
+pub mod html;
 pub mod json;
 mod model;
+pub mod png;
 pub mod redact;
 pub mod snapshot;
 pub mod summary;

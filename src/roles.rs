@@ -1,7 +1,7 @@
 //! The processes a lab starts besides the servers: the producer (a task of the orchestrator),
 //! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
 //! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
-//! claimer, the fan-out reader and outbox dispatchers.
+//! claimer, the fan-out reader, outbox dispatchers and list-queue workers on a Redis Cluster.
 //!
 //! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
 //! timeline events, reports an unplanned death with its stderr, and kills it on drop.
@@ -9,6 +9,7 @@
 //! connected), as data over CLIENT LIST.
 
 pub mod claimer;
+pub mod cluster_worker;
 mod config;
 pub mod consumer;
 pub mod dispatcher;

@@ -6,10 +6,11 @@
 //! `lab_kinds!` in `labs.rs` then wires it in with one line.
 
 use super::RunContext;
+use crate::chart::Chart;
 use crate::checker::fates::Intended;
 use crate::checker::RunVerdict;
 use crate::error::Error;
-use crate::lang::Lang;
+use crate::lang::{Lang, Words};
 use crate::timeline::{Event, RawEvent};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -75,6 +76,20 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
         Vec::new()
     }
 
+    /// What the lab needs from the servers beyond the shared Redis and PostgreSQL, checked
+    /// before anything starts (default: nothing more).
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+
+    /// Do the lab's processes run side by side with no order between them beyond publish →
+    /// receive (a dispatcher crashing while a consumer applies what it published)? A
+    /// snapshot then lists the timeline process by process, as for a scheduler race, since
+    /// the interleaving across processes differs from run to run (default: no).
+    fn processes_interleave_freely(&self) -> bool {
+        false
+    }
+
     /// In a scheduler-race variant, is each process's own sequence of lines the same in every
     /// run (only the interleaving across processes varies)? A snapshot then lists the timeline
     /// process by process instead of leaving it out (default: no).
@@ -98,6 +113,32 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     fn table_row(&self, _run: &RunView<'_, Self::Observed>, _lang: Lang) -> Option<Vec<(String, Line)>> {
         None
     }
+
+    /// Charts of this variant's runs, where numbers are easier seen than read (default:
+    /// none). A pure function of the runs, so saved runs are drawn again without servers.
+    fn charts(&self, _runs: &[RunView<'_, Self::Observed>]) -> Vec<Chart> {
+        Vec::new()
+    }
+
+    /// Charts that compare the lab's variants of this kind side by side, for example
+    /// throughput per strategy (default: none).
+    fn compare(_variants: &[VariantRuns<'_, Self>]) -> Vec<Chart>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
+}
+
+/// What a lab needs beyond the shared Redis and PostgreSQL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// A Redis Cluster: the lab's own, or with `--backend external` the user's
+    /// (`--redis-cluster-url`).
+    pub cluster: bool,
+    /// Why it cannot run against the user's servers (`--backend external`), if it cannot:
+    /// it would change them.
+    pub not_external: Option<&'static str>,
 }
 
 /// What a procedure's run returns, before the runner judges it.
@@ -117,6 +158,14 @@ pub struct RunView<'a, O> {
     pub events: &'a [Event],
     pub timed_out: bool,
     pub observed: &'a O,
+}
+
+/// A variant's spec and runs, for charts that compare variants.
+pub struct VariantRuns<'a, P: LabProcedure> {
+    pub id: &'a str,
+    pub title: &'a Words,
+    pub spec: &'a P,
+    pub runs: Vec<RunView<'a, P::Observed>>,
 }
 
 /// One item of a run's final state.

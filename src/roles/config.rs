@@ -3,6 +3,7 @@
 //! until it is killed (or, for a dispatcher, until its outbox is published).
 
 use super::claimer::ClaimerConfig;
+use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use crate::error::Error;
@@ -34,6 +35,8 @@ pub enum RoleConfig {
     Claimer(ClaimerConfig),
     /// Publishes outbox rows to the stream.
     Dispatcher(DispatcherConfig),
+    /// Takes jobs from a list queue on a Redis Cluster.
+    ClusterWorker(ClusterWorkerConfig),
 }
 
 impl RoleConfig {
@@ -43,6 +46,7 @@ impl RoleConfig {
             RoleConfig::Consumer(c) => c.actor(),
             RoleConfig::Claimer(_) => Actor::Reaper,
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
+            RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
 }
@@ -56,5 +60,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Consumer(c) => super::consumer::run(c).await,
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
+        RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

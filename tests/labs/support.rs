@@ -75,6 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
+        Observed::Cluster(_) => Vec::new(),
         Observed::ReaderCeiling(_) => Vec::new(),
     }
 }
@@ -88,7 +89,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::OutboxRollback(_)
         | Observed::Load(_)
         | Observed::Failover(_)
-        | Observed::ReaderCeiling(_) => Vec::new(),
+        | Observed::ReaderCeiling(_)
+        | Observed::Cluster(_) => Vec::new(),
     }
 }
 

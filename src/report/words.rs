@@ -124,7 +124,12 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
 ///
 /// `race`: the variant's interleaving across processes is the race it measures; redacted, the
 /// timeline is then listed process by process.
-pub fn timeline_lines<'a>(r: &'a RunRecord, procedure: &Procedure, w: &Wording, race: bool) -> Vec<(&'a Event, String)> {
+pub fn timeline_lines<'a>(
+    r: &'a RunRecord,
+    procedure: &Procedure,
+    w: &Wording,
+    race: bool,
+) -> Vec<(&'a Event, String)> {
     let show_publish = procedure.shows_publishing();
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
     let all: Vec<&Event> = r.events.iter().collect();

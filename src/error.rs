@@ -34,6 +34,8 @@ pub enum Error {
     RoleNotReady { actor: String, detail: String },
     #[error("waiting for {what}: {detail}")]
     NotReady { what: String, detail: String },
+    #[error("the lab's own Redis servers run {node} while the report's header names {header}: start both from one Redis (ORDLAB_REDIS_SERVER, --redis-image)")]
+    NodeVersion { node: String, header: String },
     #[error("cannot read {path}: {detail}")]
     SavedRun { path: String, detail: String },
 }

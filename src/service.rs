@@ -220,6 +220,18 @@ impl Services {
         }
     }
 
+    /// A TCP listener of this process that this backend's nodes can connect to (a proxy
+    /// between a lab's own nodes, such as the failover lab's replication link): on loopback
+    /// locally, on the gateway of the run's private network on Docker. Where containers
+    /// cannot reach this process: [`ServiceError::HostUnreachable`].
+    pub async fn listen_for_nodes(&self) -> Result<tokio::net::TcpListener, ServiceError> {
+        match &self.guard {
+            Guard::Local(_) => node::listen_local().await,
+            Guard::Docker(d) => node::listen_docker(&d.scope).await,
+            Guard::External => Err(ServiceError::NodesUnsupported { backend: "external" }),
+        }
+    }
+
     /// Stops the servers without blocking the runtime, then removes their files.
     pub async fn stop(mut self) {
         self.cluster.stop().await;

@@ -32,7 +32,7 @@ pub struct LinkShape {
 }
 
 /// Byte counts of the primary → replica direction.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LinkCounts {
     /// Read from the primary.
     pub from_primary: u64,
@@ -62,6 +62,8 @@ struct Shared {
     from_primary: AtomicU64,
     to_replica: AtomicU64,
     dropped: AtomicU64,
+    /// Connections accepted from the replica.
+    connections: AtomicU64,
     crashed_at: Mutex<Option<Instant>>,
     /// When the replica stops taking the old primary's stream (its promotion).
     cutoff: Mutex<Option<Instant>>,
@@ -88,7 +90,12 @@ pub struct Link {
 impl Link {
     /// Listen on 127.0.0.1 (a free port); each connection accepted is forwarded to `primary`.
     pub async fn start(primary: SocketAddr, shape: LinkShape) -> std::io::Result<Link> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Link::start_on(TcpListener::bind(("127.0.0.1", 0)).await?, primary, shape)
+    }
+
+    /// Accept on `listener` (where the replica can reach this process: loopback, or the
+    /// gateway of a Docker network) and forward each connection to `primary`.
+    pub fn start_on(listener: TcpListener, primary: SocketAddr, shape: LinkShape) -> std::io::Result<Link> {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let (crash_tx, crash_rx) = watch::channel(false);
@@ -96,6 +103,7 @@ impl Link {
         let (s, t) = (shared.clone(), tasks.clone());
         tasks.lock().unwrap().spawn(async move {
             while let Ok((replica, _)) = listener.accept().await {
+                s.connections.fetch_add(1, Ordering::SeqCst);
                 if s.mode() == Mode::Crashed {
                     continue; // the primary's machine is gone: nobody answers
                 }
@@ -112,9 +120,14 @@ impl Link {
         Ok(Link { addr, shared, crash_tx, tasks })
     }
 
-    /// Where the replica connects (`--replicaof 127.0.0.1 <port>`).
+    /// Where the replica connects (`--replicaof <ip> <port>`).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// How many connections the replica has opened to the link.
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     /// From now on nothing passes in either direction; the sockets stay open.
@@ -300,10 +313,12 @@ mod tests {
     async fn bytes_arrive_no_earlier_than_the_delay() {
         let p = primary(vec![7u8; 100], 1, Duration::ZERO).await;
         let link = Link::start(p, LinkShape { delay: Duration::from_millis(80), bytes_per_s: None }).await.unwrap();
+        assert_eq!(link.connections(), 0);
         let t = Instant::now();
         let mut r = TcpStream::connect(link.addr()).await.unwrap();
         let mut b = [0u8; 100];
         r.read_exact(&mut b).await.unwrap();
+        assert_eq!(link.connections(), 1);
         assert!(t.elapsed() >= Duration::from_millis(80), "{:?}", t.elapsed());
         assert_eq!(link.counts(), LinkCounts { from_primary: 100, to_replica: 100, dropped: 0 });
     }

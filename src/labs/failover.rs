@@ -27,13 +27,13 @@ use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, 
 use crate::checker::failover::{self as counting, FailoverCounts, Promoted};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::{Context as _, Error};
-use crate::fault::link::{Link, LinkShape};
+use crate::fault::link::{Link, LinkCounts, LinkShape};
 use crate::fault::{HandlerWork, TimeScale};
 use crate::lang::{pick, Lang};
 use crate::orders::{self, EventSpec, OrderRow};
 use crate::roles::producer::{sleep_until, Producer};
 use crate::roles::readiness;
-use crate::service::{start_local_redis, LocalRedis};
+use crate::service::{NodeSpec, RedisNode, ServiceError, Services};
 use crate::stats::quantile;
 use crate::strategy::Strategy;
 use crate::streams::{self, GROUP};
@@ -169,6 +169,9 @@ pub struct FailoverObserved {
     pub stuck_pending: i64,
     /// Orders whose stored state is older than one a consumer wrote.
     pub stale_orders: Vec<i64>,
+    /// What went through the harness's link (None: the replica replicated directly).
+    #[serde(default)]
+    pub link: Option<LinkCounts>,
 }
 
 /// The replica's lag, sampled on the replica until the kill: the age of the oldest entry the
@@ -187,10 +190,10 @@ const LAG_POINTS: usize = 120;
 /// How often the replica's newest entry is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(2);
 
-/// The servers of one run and the link between them.
+/// The servers of one run (Redis nodes on the run's backend) and the link between them.
 struct Nodes {
-    primary: LocalRedis,
-    replica: LocalRedis,
+    primary: RedisNode,
+    replica: RedisNode,
     link: Option<Link>,
     p: MultiplexedConnection,
     r: MultiplexedConnection,
@@ -258,7 +261,7 @@ impl LabProcedure for FailoverSpec {
         let events = self.events();
         orders::reset(ctx.pg, &orders::default_initial(&events)).await?;
         let stream = format!("{}orders", ctx.key_prefix());
-        let mut nodes = start_nodes(&self.failover.link, ctx.scale, &stream).await?;
+        let mut nodes = start_nodes(ctx.services, &self.failover.link, ctx.scale, &stream).await?;
         let urls = nodes.urls();
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group_spec = GroupSpec {
@@ -295,8 +298,7 @@ impl LabProcedure for FailoverSpec {
         let samples = sampler.await.expect("sampler does not panic");
         raw.sort_by_key(|e| e.mono_ns);
         let observed = self.observe(ctx, &mut nodes, &stream, &raw, promoted, samples, (t0_ns, kill_at_ms)).await?;
-        nodes.replica.stop().await;
-        nodes.primary.stop().await;
+        tokio::join!(nodes.replica.stop(), nodes.primary.stop());
         Ok(RunOutcome { t0_ns, raw, timed_out: !settled, observed })
     }
 
@@ -473,22 +475,32 @@ fn link_phrase(l: &LinkPlan, lang: Lang) -> String {
     crate::tr!(lang, "replicating through a link: {}", "replicate qua một link: {}", parts.join(", "))
 }
 
-/// Primary, link, replica synced, the group on the primary and seen on the replica.
-async fn start_nodes(link: &LinkPlan, scale: TimeScale, stream: &str) -> Result<Nodes, Error> {
-    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    // Both servers are killed when dropped, on every path out of here.
-    let primary = start_local_redis(&args(&["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"])).await?;
+/// Primary, link, replica synced, the group on the primary and seen on the replica: two
+/// Redis nodes on the run's backend (local servers or containers), of the same Redis as the
+/// run's own server, which the report's header names.
+async fn start_nodes(services: &Services, link: &LinkPlan, scale: TimeScale, stream: &str) -> Result<Nodes, Error> {
+    // Both nodes are stopped when dropped, on every path out of here.
+    let primary = services.start_redis_node(&NodeSpec::new(["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"])).await?;
+    let mut p = crate::connect::redis(&primary.url).await.context("connect to the primary")?;
+    same_redis_as_the_header(&mut p, &services.info.redis_version).await?;
     let link = match link.proxy {
         true => {
-            let to = std::net::SocketAddr::from(([127, 0, 0, 1], primary.port));
-            Some(Link::start(to, link.shape(scale)).await.map_err(|source| Error::Io { context: "start the replication link".into(), source })?)
+            let listener = services.listen_for_nodes().await?;
+            let started = Link::start_on(listener, primary.addr(), link.shape(scale));
+            Some(started.map_err(|source| Error::Io { context: "start the replication link".into(), source })?)
         }
         false => None,
     };
-    let upstream = link.as_ref().map_or(primary.port, |l| l.addr().port());
-    let replica = start_local_redis(&args(&["--replicaof", "127.0.0.1", &upstream.to_string()])).await?;
-    let mut p = crate::connect::redis(&primary.url).await.context("connect to the primary")?;
-    let r = crate::connect::redis(&replica.url).await.context("connect to the replica")?;
+    let (host, port) = match &link {
+        Some(l) => (l.addr().ip().to_string(), l.addr().port()),
+        None => (primary.peer.host.clone(), primary.peer.port),
+    };
+    let replica = services.start_redis_node(&NodeSpec::new(["--replicaof".to_string(), host, port.to_string()])).await?;
+    if let Some(link) = &link {
+        replica_reaches(link).await?;
+    }
+    let mut r = crate::connect::redis(&replica.url).await.context("connect to the replica")?;
+    same_redis_as_the_header(&mut r, &services.info.redis_version).await?;
     readiness::until("the replica's link to the primary", || {
         let mut r = r.clone();
         async move { Ok(info(&mut r, "replication").await?.contains("master_link_status:up")) }
@@ -502,6 +514,39 @@ async fn start_nodes(link: &LinkPlan, scale: TimeScale, stream: &str) -> Result<
     })
     .await?;
     Ok(Nodes { primary, replica, link, p, r })
+}
+
+/// How long the replica may take to open its connection to the link.
+const LINK_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The replica opened a connection to the link: it can reach this process (on Docker, a
+/// firewall between the containers and the host would drop it).
+async fn replica_reaches(link: &Link) -> Result<(), Error> {
+    let connected = crate::service::readiness::poll_until(LINK_CONNECT_TIMEOUT, Duration::from_millis(10), || async {
+        match link.connections() {
+            0 => crate::service::readiness::Attempt::Retry("no connection yet".to_string()),
+            _ => crate::service::readiness::Attempt::Ready(()),
+        }
+    })
+    .await;
+    connected.map_err(|_| {
+        let reason = format!("the replica did not connect within {} s; a firewall between the containers and this host?", LINK_CONNECT_TIMEOUT.as_secs());
+        Error::Service(ServiceError::HostUnreachable { addr: link.addr().to_string(), reason })
+    })
+}
+
+/// The lab's nodes run the Redis the report's header names (the run's own server's).
+async fn same_redis_as_the_header(conn: &mut MultiplexedConnection, header: &str) -> Result<(), Error> {
+    node_runs_the_header_redis(&info(conn, "server").await?, header)
+}
+
+/// `redis_version` of a node's INFO server is the header's, or the one-line refusal.
+fn node_runs_the_header_redis(info_server: &str, header: &str) -> Result<(), Error> {
+    let node = info_server.lines().find_map(|l| l.strip_prefix("redis_version:")).unwrap_or("unknown").trim();
+    match node == header {
+        true => Ok(()),
+        false => Err(Error::NodeVersion { node: node.to_string(), header: header.to_string() }),
+    }
 }
 
 /// The crash of one run: when, and how the replica takes over.
@@ -532,23 +577,44 @@ impl Crash<'_> {
         }
         sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms)).await;
         let _ = self.stop_sampling.send(true);
-        let primary_offset = repl_offset(&mut nodes.p).await?;
+        let primary_offset = die(&mut nodes.p).await?;
+        let died_ns = crate::clock::now_ns();
         if let Some(link) = &nodes.link {
             link.crash(self.scale.duration(self.plan.promote_after_ms));
         }
-        nodes.primary.kill(nix::sys::signal::Signal::SIGKILL)?;
-        let killed_ns = crate::clock::now_ns();
         tx.emit(Actor::Runner, EventKind::ServerKilled { server: "primary".into(), signal: "SIGKILL".into() });
-        self.scale.sleep(self.plan.promote_after_ms).await;
+        nodes.primary.kill().await?;
+        sleep_until(died_ns, self.scale.duration(self.plan.promote_after_ms)).await;
         let replica_offset = repl_offset(&mut nodes.r).await?;
         redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async::<()>(&mut nodes.r).await.context("REPLICAOF NO ONE")?;
-        let promoted_after_ms = (crate::clock::now_ns() - killed_ns) as f64 / 1e6;
+        let promoted_after_ms = (crate::clock::now_ns() - died_ns) as f64 / 1e6;
         let behind_bytes = (primary_offset - replica_offset).max(0);
         tx.emit(Actor::Runner, EventKind::ReplicaPromoted { behind_bytes });
         let view = promoted_view(&mut nodes.r, stream).await?;
         Ok(Takeover { view, promoted_after_ms, behind_bytes })
     }
 }
+
+/// The primary's machine dies now: from this moment it confirms nothing (`CLIENT PAUSE`: the
+/// commands of every client wait, and die with it), whatever the backend takes to SIGKILL it
+/// afterwards (a local signal is instant; the Docker engine takes milliseconds, in which the
+/// old primary would otherwise go on confirming writes the replica never gets). Returns its
+/// replication offset at that moment.
+async fn die(p: &mut MultiplexedConnection) -> Result<i64, Error> {
+    let (text, ()): (String, ()) = redis::pipe()
+        .cmd("INFO")
+        .arg("replication")
+        .cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(PAUSE_UNTIL_KILLED.as_millis() as u64)
+        .query_async(p)
+        .await
+        .context("INFO replication + CLIENT PAUSE on the primary")?;
+    Ok(offset_in(&text))
+}
+
+/// Longer than any SIGKILL takes; the server is gone before it ends.
+const PAUSE_UNTIL_KILLED: Duration = Duration::from_secs(120);
 
 /// The promoted replica's entries, group position and pending list.
 async fn promoted_view(r: &mut MultiplexedConnection, stream: &str) -> Result<Promoted, Error> {
@@ -636,6 +702,7 @@ impl FailoverSpec {
             behind_bytes: takeover.as_ref().map_or(0, |t| t.behind_bytes),
             duplicates,
             stuck_pending,
+            link: nodes.link.as_ref().map(Link::counts),
         })
     }
 }
@@ -756,13 +823,29 @@ async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String,
 
 /// `master_repl_offset` from INFO replication: how much replication stream this server has.
 async fn repl_offset(conn: &mut MultiplexedConnection) -> Result<i64, Error> {
-    let text = info(conn, "replication").await?;
-    Ok(text.lines().find_map(|l| l.strip_prefix("master_repl_offset:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0))
+    Ok(offset_in(&info(conn, "replication").await?))
+}
+
+fn offset_in(info_replication: &str) -> i64 {
+    info_replication
+        .lines()
+        .find_map(|l| l.strip_prefix("master_repl_offset:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_of_another_redis_than_the_header_is_refused_in_one_line() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
+        assert!(node_runs_the_header_redis(info, "7.0.15").is_ok());
+        let line = node_runs_the_header_redis(info, "8.6.3").unwrap_err().to_string();
+        assert!(line.contains("7.0.15") && line.contains("8.6.3") && !line.contains('\n'), "{line}");
+        assert!(node_runs_the_header_redis("# Server\r\n", "8.6.3").is_err());
+    }
 
     fn plan() -> FailoverPlan {
         FailoverPlan {

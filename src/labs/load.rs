@@ -348,14 +348,32 @@ fn publish_and_ack(shards: u32, events: &[Event]) -> PublishAndAck<'_> {
 /// against the same server: requests per second and its median request time, or None if the
 /// tool is missing or fails.
 pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option<XaddRate> {
+    let out = std::process::Command::new("redis-benchmark").args(benchmark_args(redis_url, key, requests)?).output().ok()?;
+    benchmark_csv(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// redis-benchmark's arguments for the server at `redis_url`, with its user and password
+/// when the URL has them (the Docker backend's servers need one). redis-benchmark prints no
+/// warning for `-a` and knows no `--no-auth-warning` (redis-cli's flag: it refuses to run).
+fn benchmark_args(redis_url: &str, key: &str, requests: u32) -> Option<Vec<String>> {
     let url = redis::parse_redis_url(redis_url)?;
     let (host, port) = (url.host_str()?.to_string(), url.port().unwrap_or(6379));
-    let out = std::process::Command::new("redis-benchmark")
-        .args(["-h", &host, "-p", &port.to_string(), "-c", "1", "-n", &requests.to_string(), "--csv"])
-        .args(["XADD", key, "*", "order", "42", "type", "paid", "version", "2"])
-        .output()
-        .ok()?;
-    benchmark_csv(&String::from_utf8_lossy(&out.stdout))
+    let mut args: Vec<String> = ["-h", &host, "-p", &port.to_string()].map(String::from).to_vec();
+    if let Some(password) = url.password() {
+        let password = percent_decoded(password)?;
+        if !url.username().is_empty() {
+            args.extend(["--user".to_string(), percent_decoded(url.username())?]);
+        }
+        args.extend(["-a".to_string(), password]);
+    }
+    args.extend(["-c", "1", "-n", &requests.to_string(), "--csv"].map(String::from));
+    args.extend(["XADD", key, "*", "order", "42", "type", "paid", "version", "2"].map(String::from));
+    Some(args)
+}
+
+/// A URL's user or password as the server knows it (`%40` → `@`).
+fn percent_decoded(s: &str) -> Option<String> {
+    Some(percent_encoding::percent_decode_str(s).decode_utf8().ok()?.into_owned())
 }
 
 /// `"XADD …","<rps>","<avg ms>","<min ms>","<p50 ms>",…` (redis-benchmark ≥ 6.2 `--csv`).
@@ -370,6 +388,17 @@ fn benchmark_csv(text: &str) -> Option<XaddRate> {
 mod tests {
     use super::*;
     use crate::timeline::Job;
+
+    #[test]
+    fn redis_benchmark_gets_the_password_of_the_url() {
+        let plain = benchmark_args("redis://127.0.0.1:7000/", "k", 10).unwrap().join(" ");
+        assert!(plain.starts_with("-h 127.0.0.1 -p 7000 -c 1 -n 10 --csv XADD k *"), "{plain}");
+        assert!(!plain.contains("-a "));
+        let docker = benchmark_args("redis://:s3cr%40t@127.0.0.1:7001/", "k", 10).unwrap().join(" ");
+        assert!(docker.starts_with("-h 127.0.0.1 -p 7001 -a s3cr@t -c 1"), "{docker}");
+        let user = benchmark_args("redis://bob:pw@127.0.0.1:7002/", "k", 10).unwrap().join(" ");
+        assert!(user.contains("--user bob -a pw -c 1"), "{user}");
+    }
 
     fn ev(t_us: i64, actor: Actor, kind: EventKind) -> Event {
         Event { t_us, actor, kind }

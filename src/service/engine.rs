@@ -204,6 +204,17 @@ impl Engine {
         start.await?.map_err(|e| ServiceError::Docker(format!("start container: {e}")))
     }
 
+    /// The IPv4 gateway of `network`: the host's own address on that bridge, where its
+    /// containers reach a listener of this process (Linux with a local engine).
+    pub async fn network_gateway(&self, network: &str) -> Result<Option<String>, ServiceError> {
+        let docker = self.docker.clone();
+        let name = network.to_string();
+        let inspect = on_engine(async move { docker.inspect_network(&name, None).await });
+        let info = inspect.await?.map_err(|e| ServiceError::Docker(format!("inspect network: {e}")))?;
+        let configs = info.ipam.and_then(|i| i.config).unwrap_or_default();
+        Ok(configs.into_iter().filter_map(|c| c.gateway).find(|g| g.parse::<std::net::Ipv4Addr>().is_ok()))
+    }
+
     /// Whether the container runs, and its IP address on `network` (or its only network).
     pub async fn state(&self, id: &str, network: Option<&str>) -> Result<ContainerState, ServiceError> {
         let docker = self.docker.clone();

@@ -29,6 +29,8 @@ pub enum ServiceError {
     Docker(String),
     #[error("cluster nodes in containers are unreachable from this process at {addr} ({reason}): clients follow MOVED redirections to the address each node announces, its container address, which only a Linux host with a local engine can reach; use --backend local")]
     ClusterUnreachable { addr: String, reason: String },
+    #[error("Redis containers cannot reach this process at {addr} ({reason}): a lab's link between its own nodes (the failover replica's proxy) listens on the gateway of the run's Docker network, an address of this machine only on a Linux host with a local engine; use --backend local")]
+    HostUnreachable { addr: String, reason: String },
     #[error(
         "the {backend} backend cannot start Redis servers of a lab's own: use --backend local or --backend docker"
     )]

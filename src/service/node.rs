@@ -17,8 +17,11 @@
 //! # Ok(()) }
 //! ```
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
+
+use tokio::net::TcpListener;
 
 use super::docker::{redis_cmd, redis_url, run_with_port_retry, wait_ready};
 use super::engine::{ContainerSpec, Engine, Scope};
@@ -70,6 +73,8 @@ pub struct RedisNode {
     /// The URL this process connects with (on Docker: 127.0.0.1 and a password).
     pub url: String,
     pub peer: PeerAddr,
+    /// Where this process reaches it (127.0.0.1 and its port, published on Docker).
+    addr: SocketAddr,
     kind: NodeKind,
 }
 
@@ -123,6 +128,7 @@ impl RedisNode {
         Ok(RedisNode {
             url: format!("redis://127.0.0.1:{port}/"),
             peer: PeerAddr { host: "127.0.0.1".into(), port, bus_port },
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
             kind: NodeKind::Local(LocalNode { bin, args, port, child: Some(child), dir }),
         })
     }
@@ -152,6 +158,7 @@ impl RedisNode {
         let url = redis_url(password, port);
         let mut node = RedisNode {
             url,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
             peer: PeerAddr {
                 host: String::new(),
                 port: REDIS_PORT,
@@ -164,6 +171,12 @@ impl RedisNode {
             node.check_cluster_reachable().await?;
         }
         Ok(node)
+    }
+
+    /// Where this process reaches the node: 127.0.0.1 and its port (on Docker, the published
+    /// one), the same address as [`RedisNode::url`].
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     pub fn backend(&self) -> Backend {
@@ -269,6 +282,35 @@ impl RedisNode {
     }
 }
 
+/// A listener of this process that nodes reach on the local backend: loopback.
+pub(crate) async fn listen_local() -> Result<TcpListener, ServiceError> {
+    listen_at(IpAddr::V4(Ipv4Addr::LOCALHOST)).await
+}
+
+/// A listener of this process that node containers reach: on the gateway of the scope's
+/// private network, the host's own address on that bridge. Where the engine runs elsewhere
+/// (a VM, a remote host) the gateway is no address of this machine and binding fails.
+pub(crate) async fn listen_docker(scope: &Scope) -> Result<TcpListener, ServiceError> {
+    let network = scope.network().await?;
+    let gateway = scope.engine().network_gateway(&network).await?.ok_or_else(|| ServiceError::HostUnreachable {
+        addr: format!("network {network}"),
+        reason: "the network has no IPv4 gateway".into(),
+    })?;
+    let ip = gateway.parse().map_err(|e| ServiceError::HostUnreachable {
+        addr: gateway.clone(),
+        reason: format!("not an IP address: {e}"),
+    })?;
+    listen_at(ip).await
+}
+
+/// Binds a free port at `ip`; failing to bind means nodes cannot reach this process there.
+async fn listen_at(ip: IpAddr) -> Result<TcpListener, ServiceError> {
+    TcpListener::bind((ip, 0)).await.map_err(|e| ServiceError::HostUnreachable {
+        addr: ip.to_string(),
+        reason: format!("cannot listen there: {e}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +321,17 @@ mod tests {
         assert!(!NodeSpec::new(["--cluster-enabled", "no"]).is_cluster());
         assert!(!NodeSpec::new(["--maxmemory", "10mb"]).is_cluster());
         assert!(!NodeSpec::default().is_cluster());
+    }
+
+    #[tokio::test]
+    async fn an_address_of_no_interface_here_is_unreachable_in_one_line() {
+        // 192.0.2.1 (TEST-NET-1) is an address of no machine: as a gateway of an engine that
+        // runs in a VM is no address of this one.
+        let err = listen_at("192.0.2.1".parse().unwrap()).await.unwrap_err();
+        assert!(matches!(err, ServiceError::HostUnreachable { .. }), "{err:?}");
+        let line = err.to_string();
+        assert!(line.contains("192.0.2.1") && line.contains("--backend local") && !line.contains('\n'), "{line}");
+        let local = listen_local().await.unwrap();
+        assert!(local.local_addr().unwrap().ip().is_loopback());
     }
 }

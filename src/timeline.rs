@@ -19,6 +19,8 @@ pub enum Actor {
     Reaper,
     /// A SQL session of a two-session race (`A`, `B`), shown as its letter.
     Session(char),
+    /// The side-effect sink: the outside party that receives e-mails, charges, API calls.
+    Sink,
 }
 
 impl fmt::Display for Actor {
@@ -30,6 +32,7 @@ impl fmt::Display for Actor {
             Actor::Dispatcher(n) => write!(f, "D{n}"),
             Actor::Reaper => f.write_str("reaper"),
             Actor::Session(c) => write!(f, "{c}"),
+            Actor::Sink => f.write_str("sink"),
         }
     }
 }
@@ -48,6 +51,7 @@ impl TryFrom<String> for Actor {
             "runner" => Ok(Actor::Runner),
             "producer" => Ok(Actor::Producer),
             "reaper" => Ok(Actor::Reaper),
+            "sink" => Ok(Actor::Sink),
             "A" => Ok(Actor::Session('A')),
             "B" => Ok(Actor::Session('B')),
             _ => numbered("C")
@@ -132,6 +136,28 @@ pub enum EventKind {
     /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
     /// stream short of the dead primary.
     ReplicaPromoted { behind_bytes: i64 },
+    /// The side-effect sink received a request for `effect` of `job` from `requested_by`
+    /// (placed at the moment the caller sent it) and `outcome` is what it did.
+    Effect {
+        job: String,
+        effect: String,
+        requested_by: Actor,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idem_key: Option<String>,
+        outcome: EffectOutcome,
+    },
+}
+
+/// What the side-effect sink did with one request (see `crate::side_effect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectOutcome {
+    /// The effect happened (the caller may still have been told it failed: a lost reply).
+    Applied,
+    /// Same idempotency key as an earlier request: its result returned, nothing happened.
+    Replayed,
+    /// Injected failure before anything happened.
+    Refused,
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
@@ -245,6 +271,7 @@ mod tests {
             Actor::Dispatcher(1),
             Actor::Reaper,
             Actor::Session('B'),
+            Actor::Sink,
         ] {
             assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
         }

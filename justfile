@@ -10,7 +10,7 @@ default:
 setup:
     @scripts/setup.sh
 
-# Run a lab (or `all`) at full scale and write results/<id>.txt and results/<id>.json.
+# Run a lab (or `all`) at full scale and write results/<id>.txt, results/<id>.json.gz and SVGs.
 lab id *args: setup
     cargo build --release -q
     ./target/release/ordlab run {{id}} --out results {{args}}

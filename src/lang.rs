@@ -23,6 +23,53 @@ impl Lang {
     }
 }
 
+/// Text in both languages. A scenario file may give a plain string (the same words in both,
+/// until someone translates them) or `{ en = "…", vi = "…" }`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Words {
+    pub en: String,
+    pub vi: String,
+}
+
+impl Words {
+    /// The same words in both languages.
+    pub fn same(text: &str) -> Words {
+        Words { en: text.to_string(), vi: text.to_string() }
+    }
+
+    pub fn get(&self, lang: Lang) -> &str {
+        pick(lang, &self.en, &self.vi)
+    }
+}
+
+impl From<&str> for Words {
+    fn from(text: &str) -> Words {
+        Words::same(text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Words {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Both {
+            en: String,
+            vi: String,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            One(String),
+            Both(Both),
+        }
+        match Raw::deserialize(d) {
+            Ok(Raw::One(s)) => Ok(Words::same(&s)),
+            Ok(Raw::Both(b)) => Ok(Words { en: b.en, vi: b.vi }),
+            Err(_) => Err(serde::de::Error::custom("use a string, or { en = \"…\", vi = \"…\" }")),
+        }
+    }
+}
+
 /// Fixed words in the report's language.
 pub fn pick<'a>(lang: Lang, en: &'a str, vi: &'a str) -> &'a str {
     match lang {
@@ -46,6 +93,15 @@ macro_rules! tr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_come_as_one_string_or_both_languages() {
+        let one: Words = serde_json::from_str("\"Lock\"").unwrap();
+        assert_eq!(one.get(Lang::Vi), "Lock");
+        let both: Words = serde_json::from_str(r#"{"en": "Lock", "vi": "Khoá"}"#).unwrap();
+        assert_eq!((both.get(Lang::En), both.get(Lang::Vi)), ("Lock", "Khoá"));
+        assert!(serde_json::from_str::<Words>(r#"{"en": "x"}"#).is_err());
+    }
 
     #[test]
     fn one_chooser_for_fixed_and_formatted_words() {

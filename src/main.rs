@@ -36,7 +36,7 @@ enum Command {
         labs: Vec<String>,
         #[command(flatten)]
         run: RunArgs,
-        /// Write results/<id>.txt and results/<id>.json into this directory.
+        /// Write <id>.txt, <id>.json.gz, an SVG per variant and SUMMARY.md into this directory.
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -219,7 +219,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::List => {
             for s in catalog::all()? {
-                println!("{:<16} {:<70} {}", s.id, s.title, s.source);
+                println!("{:<16} {:<70} {}", s.id, s.title.en, s.source);
             }
             Ok(EXIT_MATCHED)
         }
@@ -417,7 +417,7 @@ fn command_line() -> String {
     args.join(" ")
 }
 
-/// `<id>.txt`, `<id>.json` and one `<id>-<variant>.svg` per variant.
+/// `<id>.txt`, `<id>.json.gz` and one `<id>-<variant>.svg` per variant.
 fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, svg_run: u32) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let id = &report.lab.id;
@@ -425,8 +425,9 @@ fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, 
         std::fs::write(dir.join(&name), body).with_context(|| format!("write {}/{name}", dir.display()))
     };
     write(format!("{id}.txt"), text_report.to_string())?;
-    // Compact: a lab over many orders records tens of thousands of events.
-    write(format!("{id}.json"), json::render_compact(report) + "\n")?;
+    // Compressed: a lab over many orders records tens of thousands of events.
+    let gz = dir.join(format!("{id}.json.gz"));
+    std::fs::write(&gz, json::gzip(report)).with_context(|| format!("write {}", gz.display()))?;
     for v in &report.variants {
         let name = if v.id == *id { format!("{id}.svg") } else { format!("{id}-{}.svg", v.id) };
         write(name, svg::render(report, v, svg_run, lang))?;
@@ -440,7 +441,7 @@ fn write_summary(dir: &Path) -> anyhow::Result<()> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| json::is_results_file(p))
         .collect();
     paths.sort();
     let mut reports = Vec::new();

@@ -136,6 +136,8 @@ impl<'a> Runner<'a> {
                 title: lab.title.clone(),
                 source: lab.source.clone(),
                 description: lab.description.clone(),
+                question: lab.question.clone(),
+                family: lab.family.clone(),
             },
             variants,
         })

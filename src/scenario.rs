@@ -36,6 +36,7 @@ pub use seed_figure::{SeedCheck, SeedFigure};
 
 use crate::checker::Expectation;
 use crate::labs::Procedure;
+use crate::lang::Words;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -57,8 +58,12 @@ pub enum ScenarioError {
 #[serde(deny_unknown_fields)]
 struct ScenarioFile {
     id: String,
-    title: String,
+    title: Words,
     source: String,
+    #[serde(default)]
+    question: Option<Words>,
+    #[serde(default)]
+    family: Option<String>,
     #[serde(default)]
     description: Option<String>,
     #[serde(default)]
@@ -78,7 +83,7 @@ struct ScenarioFile {
 struct VariantFile {
     id: String,
     #[serde(default)]
-    title: Option<String>,
+    title: Option<Words>,
     #[serde(default)]
     scheduler_race: bool,
     #[serde(default)]
@@ -104,9 +109,14 @@ struct ExpectPatch {
 #[derive(Clone, Debug, Serialize)]
 pub struct Scenario {
     pub id: String,
-    pub title: String,
+    pub title: Words,
     /// Where the lab comes from: seed file and section, or "new".
     pub source: String,
+    /// The question the lab answers, in one sentence.
+    pub question: Option<Words>,
+    /// Which family of labs it belongs to (`ordering`, `delivery`, `outbox`, …): the lab
+    /// book's filter.
+    pub family: Option<String>,
     pub description: Option<String>,
     /// The file it was read from (None for a built-in read from memory).
     #[serde(skip)]
@@ -118,7 +128,7 @@ pub struct Scenario {
 #[derive(Clone, Debug, Serialize)]
 pub struct Variant {
     pub id: String,
-    pub title: String,
+    pub title: Words,
     pub runs: u32,
     pub procedure: Procedure,
     pub expect: Expectation,
@@ -224,6 +234,8 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
         id: file.id,
         title: file.title,
         source: file.source,
+        question: file.question,
+        family: file.family,
         description: file.description,
         path: None,
         variants,

@@ -1,5 +1,7 @@
-//! JSON form of a lab report: `results/<id>.json` and `--format json`. It carries
+//! JSON form of a lab report: `results/<id>.json.gz` and `--format json`. It carries
 //! `schema_version` and everything needed to re-judge a run with no servers (`ordlab check`).
+//! Results files are gzip-compressed: a lab over many orders records tens of thousands of
+//! events, and results/ lives in git.
 
 use super::LabReport;
 use crate::error::Error;
@@ -20,10 +22,34 @@ pub fn render_many(reports: &[LabReport]) -> String {
     serde_json::to_string_pretty(&v).expect("reports always serialize")
 }
 
-/// Read a saved report, refusing a schema version this build does not know.
+/// The compact JSON, gzip-compressed: the bytes of `results/<id>.json.gz`.
+pub fn gzip(report: &LabReport) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    enc.write_all(render_compact(report).as_bytes()).expect("writing to memory");
+    enc.write_all(b"\n").expect("writing to memory");
+    enc.finish().expect("writing to memory")
+}
+
+/// Is this a results file `load` reads (`.json` or `.json.gz`)?
+pub fn is_results_file(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.ends_with(".json") || name.ends_with(".json.gz")
+}
+
+/// Read a saved report (`.json`, or gzip-compressed `.json.gz`), refusing a schema version
+/// this build does not know.
 pub fn load(path: &Path) -> Result<LabReport, Error> {
     let fail = |detail: String| Error::SavedRun { path: path.display().to_string(), detail };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
+            .map_err(|e| fail(format!("not gzip-compressed JSON: {e}")))?;
+        text
+    } else {
+        String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8: {e}")))?
+    };
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(format!("not JSON: {e}")))?;
     match value.get("schema_version").and_then(|v| v.as_u64()) {
         Some(v) if v == crate::SCHEMA_VERSION as u64 => {}
@@ -41,4 +67,15 @@ pub fn load(path: &Path) -> Result<LabReport, Error> {
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn results_files_are_found_by_their_name() {
+        use std::path::Path;
+        assert!(super::is_results_file(Path::new("results/lock.json.gz")));
+        assert!(super::is_results_file(Path::new("lock.json")));
+        assert!(!super::is_results_file(Path::new("results/lock.txt")));
+    }
 }

@@ -2,6 +2,7 @@
 
 use crate::checker::{outcome::outcome, Expectation, Outcome, Verdict};
 use crate::labs::{Procedure, RunRecord};
+use crate::lang::Words;
 use crate::scenario::{SeedFigure, Variant};
 use serde::{Deserialize, Serialize};
 
@@ -34,15 +35,21 @@ pub struct LabReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabInfo {
     pub id: String,
-    pub title: String,
+    pub title: Words,
     pub source: String,
     pub description: Option<String>,
+    /// The question the lab answers, in one sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<Words>,
+    /// The lab's family (the lab book's filter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VariantReport {
     pub id: String,
-    pub title: String,
+    pub title: Words,
     pub procedure: Procedure,
     /// Number of runs.
     pub runs: u32,

@@ -228,7 +228,14 @@ mod tests {
         LabReport {
             schema_version: crate::SCHEMA_VERSION,
             environment: env(),
-            lab: LabInfo { id: id.into(), title: id.into(), source: "seed".into(), description: None },
+            lab: LabInfo {
+                id: id.into(),
+                title: id.into(),
+                source: "seed".into(),
+                description: None,
+                question: None,
+                family: None,
+            },
             variants,
         }
     }

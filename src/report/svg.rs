@@ -34,7 +34,13 @@ const LABEL_PX: f64 = 14.0;
 pub fn render(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang) -> String {
     let (variant, shown) = readable_window(variant, run);
     let variant = &variant;
-    let title = format!("{} / {} — {} · {} {run}", report.lab.id, variant.id, variant.title, pick(lang, "run", "lần"));
+    let title = format!(
+        "{} / {} — {} · {} {run}",
+        report.lab.id,
+        variant.id,
+        variant.title.get(lang),
+        pick(lang, "run", "lần")
+    );
     let summary = variant.procedure.describe(lang);
     let mut title_lines: Vec<(String, f64, bool)> = Vec::new();
     for line in layout::wrap(&title, WIDTH - 2.0 * MARGIN, 22.0) {

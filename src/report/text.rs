@@ -31,7 +31,10 @@ pub fn render(report: &LabReport, opts: &TextOptions) -> String {
     let mut out = String::new();
     header::environment(&mut out, &report.environment, opts);
     let lab = &report.lab;
-    let _ = writeln!(out, "\n# {} — {}", lab.id, lab.title);
+    let _ = writeln!(out, "\n# {} — {}", lab.id, lab.title.get(opts.lang));
+    if let Some(q) = &lab.question {
+        let _ = writeln!(out, "{}: {}", crate::lang::pick(opts.lang, "question", "câu hỏi"), q.get(opts.lang));
+    }
     let _ = writeln!(out, "{}: {}", crate::lang::pick(opts.lang, "source", "nguồn"), lab.source);
     for v in &report.variants {
         out.push('\n');

@@ -80,7 +80,14 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             // TTL 1000 ms at half speed: the lock lasts 500 ms on the run's clock.
             time_scale: 0.5,
         },
-        lab: LabInfo { id: "lock".into(), title: "Lock".into(), source: "new".into(), description: None },
+        lab: LabInfo {
+            id: "lock".into(),
+            title: "Lock".into(),
+            source: "new".into(),
+            description: None,
+            question: None,
+            family: None,
+        },
         variants: vec![VariantReport {
             id: "s4c".into(),
             title: "S4c: <short> TTL & \"quotes\"".into(),

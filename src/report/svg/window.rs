@@ -46,6 +46,9 @@ pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Ve
         });
     }
     let listed: Vec<String> = shown.iter().map(|o| format!("#{o}")).collect();
-    out.title = format!("{} (orders {} of {})", v.title, listed.join(" "), orders.len());
+    let (en, vi) = (&v.title.en, &v.title.vi);
+    let (list, n) = (listed.join(" "), orders.len());
+    out.title =
+        crate::lang::Words { en: format!("{en} (orders {list} of {n})"), vi: format!("{vi} (đơn {list} trên {n})") };
     (out, Some(shown))
 }

@@ -91,6 +91,11 @@ fn report(variants: Vec<VariantReport>) -> LabReport {
             title: "The bug".into(),
             source: "seed 001, 08a".into(),
             description: None,
+            question: Some(crate::lang::Words {
+                en: "Two consumers in parallel: which write wins?".into(),
+                vi: "Hai consumer song song: lần ghi nào thắng?".into(),
+            }),
+            family: Some("ordering".into()),
         },
         variants,
     }
@@ -109,6 +114,7 @@ ordlab 0.1.0 (commit abc1234) · backend local · Redis 8.6.3 · PostgreSQL 15.1
 ordlab run baseline · 2026-11-29T20:00:00Z · seed 7 · time scale 1
 
 # baseline — The bug
+question: Two consumers in parallel: which write wins?
 source: seed 001, 08a
 
 ### baseline: The bug; 2 consumers in parallel (2 processes); created 800 ms, paid 50 ms; plain UPDATE
@@ -128,7 +134,7 @@ run 1 — stream: 1-0 created (v=1), 1-1 paid (v=2)
 #[test]
 fn vietnamese_follows_the_seed_wording() {
     let text = render(&baseline(1), &TextOptions { lang: Lang::Vi, ..TextOptions::default() });
-    assert!(text.contains("nguồn: seed 001, 08a"), "{text}");
+    assert!(text.contains("câu hỏi: Hai consumer song song: lần ghi nào thắng?\nnguồn: seed 001, 08a"), "{text}");
     assert!(text.contains("2 consumer song song (2 process); created 800 ms, paid 50 ms; UPDATE thường"), "{text}");
     assert!(text.contains("lần 1 — stream:"), "{text}");
     assert!(text.contains("t=  53 ms  C2 ghi status=paid → UPDATE 1"), "{text}");

@@ -13,7 +13,7 @@ use std::fmt::Write;
 const LISTED_ITEMS: usize = 5;
 
 pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
-    let _ = writeln!(out, "### {}: {}; {}", v.id, v.title, v.procedure.describe(opts.lang));
+    let _ = writeln!(out, "### {}: {}; {}", v.id, v.title.get(opts.lang), v.procedure.describe(opts.lang));
     if opts.redact.active() && v.scheduler_race {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
     } else if let Some(r) = v.record(opts.timeline_run) {

@@ -30,7 +30,7 @@ test: setup
     if [ -x "$r8" ]; then
       ORDLAB_REDIS8="$r8" cargo test --locked --test labs redis8 -- --ignored
     else
-      echo "NOT TESTED: the Redis ≥ 8.4 path (DELEX IFEQ): no Redis 8 server; set ORDLAB_REDIS8 or run ../shared/tools/build-redis8.sh"
+      echo "NOT TESTED: the Redis 8 paths (DELEX IFEQ, XADD IDMP): no Redis 8 server; set ORDLAB_REDIS8 or run ../shared/tools/build-redis8.sh"
     fi
 
 # Measure the harness: wall time / injected delay, server start time, XADD→receive latency.

@@ -132,6 +132,10 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
             }
 
+            pub fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
+                match self { $( Procedure::$kind(p) => p.missing(server), )* }
+            }
+
             pub fn shows_publishing(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
             }
@@ -203,4 +207,7 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// Jobs with side effects under at-least-once delivery: an idempotency technique, crashes
+    /// at named points, a partner that fails; effects counted in the side-effect sink.
+    Jobs(jobs::JobsSpec) = "jobs",
 }

@@ -51,6 +51,7 @@ pub mod side_effect;
 pub mod stats;
 pub mod strategy;
 pub mod streams;
+pub mod technique;
 pub mod timeline;
 
 pub use error::Error;

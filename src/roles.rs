@@ -1,7 +1,8 @@
 //! The processes a lab starts besides the servers: the producer (a task of the orchestrator),
 //! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
 //! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
-//! claimer, the fan-out reader and outbox dispatchers.
+//! claimer, the fan-out reader, outbox dispatchers, and job workers (a job queue handled with
+//! an idempotency technique, as reader or claimer).
 //!
 //! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
 //! timeline events, reports an unplanned death with its stderr, and kills it on drop.
@@ -13,6 +14,7 @@ mod config;
 pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
+pub mod job_worker;
 pub mod producer;
 pub mod readiness;
 mod role_process;

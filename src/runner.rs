@@ -106,6 +106,10 @@ impl<'a> Runner<'a> {
     pub async fn run_lab(&mut self, lab: &Scenario, opts: &RunOptions) -> Result<LabReport, Error> {
         let mut variants = Vec::new();
         for v in lab.variants.iter().filter(|v| opts.variant.as_ref().is_none_or(|only| *only == v.id)) {
+            if let Some(why) = v.procedure.missing(&self.services.info) {
+                variants.push(VariantReport::skipped(v, why));
+                continue;
+            }
             let runs = opts.runs_of(v.runs);
             let mut records = Vec::new();
             for run in 1..=runs {

@@ -146,6 +146,50 @@ pub enum EventKind {
         idem_key: Option<String>,
         outcome: EffectOutcome,
     },
+    /// The producer sent `XADD` for job `job` (a queue job with a stable id, not an order
+    /// event). `reply_lost`: the injected fault made the producer act as if the reply never
+    /// came (it will retry). `same_id`: the server answered with an ID it had already given
+    /// this job (`XADD … IDMP`: not added again).
+    JobPublished { entry_id: String, job: String, attempt: u32, reply_lost: bool, same_id: bool },
+    /// A worker got job `job` from the group; `deliveries` is the server's delivery count.
+    JobReceived { entry_id: String, job: String, deliveries: u64 },
+    /// One command a job handler sent (Redis or SQL) and the server's answer, as the seed's
+    /// code sends it: `SET idem:job-1 1 NX EX 86400 → OK`.
+    JobStep { job: String, command: String, result: String },
+    /// The handler decided not to run the job (it is then acknowledged).
+    JobSkipped { job: String, reason: SkipReason },
+    /// XACK sent for the job's entry.
+    JobAcked { entry_id: String, job: String },
+    /// The handler failed; a retryable failure is left pending for a retry.
+    JobFailed { job: String, reason: FailReason, retryable: bool },
+    /// The job was moved to the dead-letter queue (and acknowledged).
+    DeadLettered { job: String, reason: FailReason },
+}
+
+/// Why a job handler skipped a job (and acknowledged it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipReason {
+    /// Its idempotency key (or unique row) exists: `AlreadyProcessed`.
+    AlreadyProcessed,
+    /// The state it checks says the work is done (`sent`, `completed`).
+    AlreadyDone,
+}
+
+/// Why a job handler failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailReason {
+    /// The partner refused the request (injected 503): nothing happened.
+    PartnerRefused,
+    /// The partner's reply was lost (injected timeout): the effect may have happened.
+    ReplyLost,
+    /// Another worker holds the job's lease: leave it pending and look again later.
+    LeaseHeld,
+    /// The payload does not parse.
+    Unparseable,
+    /// The job is refused for good (an unknown job type): not worth a retry.
+    Rejected,
 }
 
 /// What the side-effect sink did with one request (see `crate::side_effect`).

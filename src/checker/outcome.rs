@@ -93,6 +93,8 @@ pub enum Outcome {
     Mismatched,
     /// Some run could not be judged, so the count cannot be trusted.
     Inconclusive,
+    /// Not run: the server lacks what the variant needs (the report says what).
+    Skipped,
 }
 
 pub fn outcome(expect: &Expectation, verdicts: &[Verdict]) -> Outcome {

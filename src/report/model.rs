@@ -65,6 +65,9 @@ pub struct VariantReport {
     /// What the seed published for this experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<SeedFigure>,
+    /// Why the variant did not run on this server (`needs Redis ≥ 8.6 …`), if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     pub run_records: Vec<RunRecord>,
 }
 
@@ -82,9 +85,18 @@ impl VariantReport {
             outcome: Outcome::Matched,
             scheduler_race: variant.scheduler_race,
             seed: variant.seed.clone(),
+            skipped: None,
             run_records,
         };
         v.recount();
+        v
+    }
+
+    /// A variant the server cannot run, and why.
+    pub fn skipped(variant: &Variant, why: String) -> VariantReport {
+        let mut v = VariantReport::tally(variant, Vec::new());
+        v.skipped = Some(why);
+        v.outcome = Outcome::Skipped;
         v
     }
 
@@ -95,7 +107,7 @@ impl VariantReport {
         self.runs = verdicts.len() as u32;
         self.wrong = count(Verdict::Wrong);
         self.unknown = count(Verdict::Unknown);
-        self.outcome = outcome(&self.expected, &verdicts);
+        self.outcome = if self.skipped.is_some() { Outcome::Skipped } else { outcome(&self.expected, &verdicts) };
     }
 
     /// Judge every run again from its record alone (what `ordlab check` does).
@@ -112,9 +124,10 @@ impl VariantReport {
 }
 
 impl LabReport {
-    /// Every variant matched its expectation.
+    /// Every variant that ran matched its expectation (a variant the server cannot run is
+    /// skipped, and says so).
     pub fn matched(&self) -> bool {
-        self.variants.iter().all(|v| v.outcome == Outcome::Matched)
+        self.variants.iter().all(|v| matches!(v.outcome, Outcome::Matched | Outcome::Skipped))
     }
 
     /// The same report with every run judged again; nothing stored is trusted.

@@ -119,7 +119,10 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
         burst
             .iter()
             .enumerate()
-            .all(|(i, e)| done[i] || !matches!(&e.kind, EventKind::Published { entry_id, .. } if entry_id == id))
+            .all(|(i, e)| {
+                done[i]
+                    || !matches!(&e.kind, EventKind::Published { entry_id, .. } | EventKind::JobPublished { entry_id, .. } if entry_id == id)
+            })
     };
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
@@ -132,7 +135,9 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
                 continue;
             }
             let ready = match &e.kind {
-                EventKind::Received { entry_id, .. } => published(entry_id, &done),
+                EventKind::Received { entry_id, .. } | EventKind::JobReceived { entry_id, .. } => {
+                    published(entry_id, &done)
+                }
                 _ => true,
             };
             if ready && next.is_none_or(|n| e.actor < burst[n].actor) {

@@ -2,6 +2,10 @@
 //! the seed's own lab output (`C1 received 1792591449272-0 created (v=1)`). The text report
 //! prints them; the lab book's step-through captions reuse them.
 
+mod jobs;
+
+pub use jobs::{fail_words, skip_words};
+
 use super::Redactor;
 use crate::labs::stream::job_label;
 use crate::lang::{pick, Lang};
@@ -99,6 +103,13 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
             effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
         }
+        EventKind::JobPublished { .. }
+        | EventKind::JobReceived { .. }
+        | EventKind::JobStep { .. }
+        | EventKind::JobSkipped { .. }
+        | EventKind::JobAcked { .. }
+        | EventKind::JobFailed { .. }
+        | EventKind::DeadLettered { .. } => return jobs::job_line(a, &e.kind, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }

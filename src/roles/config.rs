@@ -5,6 +5,7 @@
 use super::claimer::ClaimerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
+use super::job_worker::JobWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::timeline::Actor;
@@ -34,6 +35,8 @@ pub enum RoleConfig {
     Claimer(ClaimerConfig),
     /// Publishes outbox rows to the stream.
     Dispatcher(DispatcherConfig),
+    /// Handles queue jobs with an idempotency technique (reader or claimer).
+    JobWorker(JobWorkerConfig),
 }
 
 impl RoleConfig {
@@ -43,6 +46,7 @@ impl RoleConfig {
             RoleConfig::Consumer(c) => c.actor(),
             RoleConfig::Claimer(_) => Actor::Reaper,
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
+            RoleConfig::JobWorker(w) => w.actor,
         }
     }
 }
@@ -56,5 +60,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Consumer(c) => super::consumer::run(c).await,
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
+        RoleConfig::JobWorker(w) => super::job_worker::run(w).await,
     }
 }

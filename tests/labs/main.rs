@@ -11,6 +11,9 @@ mod cli;
 mod core_labs;
 /// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
 mod failover_lab;
+/// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
+/// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
+mod job_labs;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
@@ -20,7 +23,8 @@ mod outbox_labs;
 /// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
 /// pending).
 mod redelivery_labs;
-/// The Redis ≥ 8.4 lock release (`DELEX IFEQ`), run when a Redis 8 server is at hand.
+/// The Redis ≥ 8.4 lock release (`DELEX IFEQ`) and ≥ 8.6 `XADD … IDMP`, run when a Redis 8
+/// server is at hand.
 mod redis8;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
 mod seed_labs;

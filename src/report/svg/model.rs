@@ -259,6 +259,9 @@ impl Builder {
         let (lang, many) = (self.lang, self.multi_order);
         let t = |en, vi| pick(lang, en, vi);
         let prefix = |order: i64| if many { format!("#{order} ") } else { String::new() };
+        if let Some(mark) = job_mark(kind, lang) {
+            return Some(mark);
+        }
         Some(match kind {
             EventKind::Published { job, attempt, .. } if *attempt == 1 => {
                 (Glyph::Published, format!("publish {} OK", job_label(job, many)))
@@ -315,16 +318,6 @@ impl Builder {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
             EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
-            EventKind::Effect { job, effect, requested_by, outcome, .. } => {
-                let (glyph, what) = match outcome {
-                    EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
-                    EffectOutcome::Replayed => {
-                        (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện"))
-                    }
-                    EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
-                };
-                (glyph, format!("{effect} {job} ({requested_by}): {what}"))
-            }
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,
@@ -422,6 +415,46 @@ impl Builder {
         let end = start + ((last - start) * 1.02).max(10.0);
         Timeline { lanes, start, end }
     }
+}
+
+/// Marks of queue-job events and of the side-effect sink: a glyph and its label.
+fn job_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
+    let t = |en, vi| pick(lang, en, vi);
+    Some(match kind {
+        EventKind::JobPublished { job, attempt, reply_lost, .. } => {
+            let lost = if *reply_lost { t(" (reply lost)", " (mất phản hồi)") } else { "" };
+            let what = if *attempt > 1 { format!("retry {job}") } else { format!("publish {job}") };
+            (Glyph::Published, format!("{what}{lost}"))
+        }
+        EventKind::JobReceived { job, deliveries, .. } => {
+            let mut label = format!("{} {job}", t("received", "nhận"));
+            if *deliveries > 1 {
+                label.push_str(&format!(" ({} {deliveries})", t("delivery", "lần giao")));
+            }
+            (Glyph::Received, label)
+        }
+        EventKind::JobStep { command, result, .. } => {
+            (Glyph::SqlSent, format!("{} → {}", truncate(command, 36), truncate(result, 16)))
+        }
+        EventKind::JobSkipped { job, reason } => (
+            Glyph::Stale,
+            format!("{} {job}: {}", t("skip", "bỏ qua"), crate::report::words::skip_words(*reason, lang)),
+        ),
+        EventKind::JobFailed { job, reason, .. } => {
+            (Glyph::Failed, format!("{job}: {}", crate::report::words::fail_words(*reason, lang)))
+        }
+        EventKind::DeadLettered { job, .. } => (Glyph::Failed, format!("{job} → DLQ")),
+        EventKind::JobAcked { job, .. } => (Glyph::Acked, format!("XACK {job}")),
+        EventKind::Effect { job, effect, requested_by, outcome, .. } => {
+            let (glyph, what) = match outcome {
+                EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
+                EffectOutcome::Replayed => (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện")),
+                EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
+            };
+            (glyph, format!("{effect} {job} ({requested_by}): {what}"))
+        }
+        _ => return None,
+    })
 }
 
 fn outbox_mark(round: u32, published: &[i64], failed: &[i64], held_back: &[i64], lang: Lang) -> (Glyph, String) {

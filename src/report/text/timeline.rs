@@ -27,7 +27,13 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
         .redact
         .order(r.events.iter().collect())
         .into_iter()
-        .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
+        .filter(|e| {
+            show_publish
+                || !matches!(
+                    e.kind,
+                    EventKind::Published { .. } | EventKind::PublishFailed { .. } | EventKind::JobPublished { .. }
+                )
+        })
         .filter(|e| event_line(e, &wording).is_some())
         .collect();
     let omitted = events.len().saturating_sub(HEAD + TAIL + 1);

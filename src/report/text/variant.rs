@@ -14,6 +14,10 @@ const LISTED_ITEMS: usize = 5;
 
 pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let _ = writeln!(out, "### {}: {}; {}", v.id, v.title.get(opts.lang), v.procedure.describe(opts.lang));
+    if let Some(why) = &v.skipped {
+        let _ = writeln!(out, "  {}: {why}", pick(opts.lang, "skipped", "bỏ qua"));
+        return;
+    }
     if opts.redact.active() && v.scheduler_race {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
     } else if let Some(r) = v.record(opts.timeline_run) {
@@ -115,6 +119,8 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
         (Outcome::Mismatched, Lang::Vi) => "KHÔNG KHỚP",
         (Outcome::Inconclusive, Lang::En) => "INCONCLUSIVE",
         (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
+        (Outcome::Skipped, Lang::En) => "skipped",
+        (Outcome::Skipped, Lang::Vi) => "bỏ qua",
     };
     let expected = pick(opts.lang, "expected wrong", "kỳ vọng số lần sai");
     let _ = writeln!(out, "  {expected}: {} → {outcome}", v.expected);

@@ -46,13 +46,50 @@ def strip_tests(text: str) -> str:
     return "".join(out)
 
 
+CHAR_LITERAL = re.compile(r"'(?:\\u\{[0-9a-fA-F]+\}|\\x[0-9a-fA-F]{2}|\\.|[^'\\\n])'")
+RAW_STRING = re.compile(r'b?r(#*)"')
+
+
 def code_only(text: str) -> str:
-    """Blank out comments and string literals so paths and braces inside them do not count."""
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r'r#+"(?:.|\n)*?"#+', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    text = re.sub(r"'(?:\\.|[^'\\])'", "' '", text)
-    return text
+    """Blank out comments, string and char literals so paths and braces inside them do not
+    count. One pass from left to right, so `//` inside a string ("redis://…") is not taken for
+    a comment; newlines inside blanked text are kept, so line numbers stay true."""
+    out, i, n = [], 0, len(text)
+    keep_lines = lambda s: "\n" * s.count("\n")
+    while i < n:
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(keep_lines(text[i:j]))
+            i = j
+        elif (m := RAW_STRING.match(text, i)) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            close = '"' + m.group(1)
+            end = text.find(close, m.end())
+            end = n if end < 0 else end + len(close)
+            out.append('""' + keep_lines(text[i:end]))
+            i = end
+        elif text[i] == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append('""' + keep_lines(text[i:j + 1]))
+            i = j + 1
+        elif text[i] == "'" and (m := CHAR_LITERAL.match(text, i)):
+            out.append("' '")
+            i = m.end()
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 def resolve(path, modules):

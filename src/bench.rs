@@ -55,6 +55,7 @@ pub fn idle_latencies_ms(events: &[Event]) -> Vec<f64> {
 /// Measure each lab: servers started fresh per lab (that start is timed), `runs` runs per
 /// variant at time scale 1.
 pub async fn run(labs: &[Scenario], runs: u32, svc: &ServiceOptions, exe: PathBuf) -> Result<(), Error> {
+    println!("{}", crate::service::start_times_line(svc).await);
     println!(
         "{:<16} {:>5} {:>14} {:>9} {:>16} {:>16}",
         "lab", "runs", "wall/critical", "start s", "xadd→recv p50", "xadd→recv p99"

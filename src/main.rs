@@ -111,9 +111,11 @@ struct ServiceArgs {
     /// PostgreSQL URL or key=value string for --backend external.
     #[arg(long, env = "ORDLAB_PG_URL", hide_env_values = true)]
     pg_url: Option<String>,
-    #[arg(long, default_value = "redis:8")]
+    /// Redis image for --backend docker (and auto).
+    #[arg(long, env = "ORDLAB_REDIS_IMAGE", default_value = "redis:8")]
     redis_image: String,
-    #[arg(long, default_value = "postgres:18")]
+    /// PostgreSQL image for --backend docker (and auto).
+    #[arg(long, env = "ORDLAB_PG_IMAGE", default_value = "postgres:18")]
     pg_image: String,
 }
 
@@ -247,7 +249,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
 /// Which backends work here; versions and capabilities come from running servers, so the
 /// chosen backend is started once.
 async fn doctor(services: &ServiceArgs) -> anyhow::Result<i32> {
-    let report = ordlab::service::doctor().await;
+    let report = ordlab::service::doctor_with(&services.options()).await;
     println!("{}", report.to_string().trim_end());
     check_services(services)?;
     match Services::start(&services.options()).await {

@@ -1,29 +1,49 @@
 //! The service role starts one Redis and one PostgreSQL for an experiment, waits until
 //! both answer, describes them, and stops them. Servers run locally, in Docker, or are
-//! external; local ones live in a private temp dir and die with this process.
+//! external; local ones live in a private temp dir and die with this process, containers
+//! carry this process's labels, and a reaper reclaims whatever a killed run left behind.
+//! Labs that need Redis servers of their own start [`RedisNode`]s on the same backend.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod binaries;
 mod docker;
 mod doctor;
+mod engine;
 mod error;
 mod local;
+mod node;
+mod owner;
+mod private_dir;
 mod probe;
 pub mod process;
 pub mod readiness;
+mod reaper;
+mod redis_server;
 mod template;
 
-pub use doctor::{doctor, DoctorReport, FoundBinary};
+pub use doctor::{doctor, doctor_with, DoctorReport, FoundBinary};
 pub use error::{BoxError, ServiceError};
 pub use local::{start_local_redis, LocalRedis};
+pub use node::{NodeSpec, PeerAddr, RedisNode};
+pub use owner::{Owner, LABEL_RUN, LABEL_SCOPE};
 pub use probe::{probe_postgres, probe_redis, redact_url};
+pub use reaper::Reclaimed;
+pub use redis_server::{find_redis, redis8_build_path, RedisBinary, RedisOrigin};
+
+use docker::{DockerServices, PullPatience};
+use engine::Engine;
+
+/// How long `auto` waits for a Docker engine to answer before choosing local servers.
+const ENGINE_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// Which backend the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
-    /// Docker when an engine answers, else local.
+    /// Docker when an engine answers and both images are present or pullable, else local
+    /// (with one line on stderr saying why).
     #[default]
     Auto,
     Local,
@@ -93,6 +113,10 @@ pub struct ServerInfo {
     pub redis_version: String,
     pub postgres_version: String,
     pub redis: RedisCapabilities,
+    /// Which Redis ran: a binary and where it came from (`/usr/bin/redis-server (system)`,
+    /// `… (ordlab's Redis 8 build)`), `image redis:8`, or `external`.
+    #[serde(default)]
+    pub redis_server: String,
 }
 
 /// Optional Redis commands; absent ones make some experiments skip or fall back.
@@ -113,6 +137,8 @@ pub struct Services {
     pub pg_config: String,
     pub info: ServerInfo,
     pub start_time: Duration,
+    /// Why `--backend auto` did not choose Docker, when it did not (also printed on stderr).
+    pub backend_note: Option<String>,
     guard: Guard,
 }
 
@@ -122,7 +148,7 @@ pub struct Services {
 #[allow(clippy::large_enum_variant)]
 enum Guard {
     Local(LocalGuard),
-    Docker(Box<docker::DockerGuard>),
+    Docker(Box<DockerServices>),
     External,
 }
 
@@ -133,19 +159,22 @@ struct LocalGuard {
 }
 
 impl Services {
+    /// Reclaims what killed runs left (once per process), picks the backend, starts both
+    /// servers and waits until both answer.
     pub async fn start(opts: &ServiceOptions) -> Result<Services, ServiceError> {
         let started = Instant::now();
-        let backend = match opts.backend {
-            BackendChoice::Auto if docker::engine_answers(Duration::from_millis(500)).await => Backend::Docker,
-            BackendChoice::Auto | BackendChoice::Local => Backend::Local,
-            BackendChoice::Docker => Backend::Docker,
-            BackendChoice::External => Backend::External,
-        };
-        let (guard, redis_url, pg_config) = match backend {
+        let engine = Engine::connect(ENGINE_TIMEOUT).await;
+        reap_once(engine.as_ref().ok()).await;
+        let (backend, backend_note) = choose_backend(opts, &engine).await?;
+        if let Some(note) = &backend_note {
+            eprintln!("ordlab: using local servers (--backend auto): {note}");
+        }
+        let (guard, redis_url, pg_config, redis_server) = match backend {
             Backend::Local => start_local(opts).await?,
             Backend::Docker => {
-                let (g, r, p) = docker::start(&opts.redis_image, &opts.pg_image).await?;
-                (Guard::Docker(Box::new(g)), r, p)
+                let d = docker::start(engine?, opts).await?;
+                let (r, p) = (d.redis_url.clone(), d.pg_config.clone());
+                (Guard::Docker(Box::new(d)), r, p, format!("image {}", opts.redis_image))
             }
             Backend::External => external_urls(opts)?,
         };
@@ -156,10 +185,21 @@ impl Services {
             backend,
             redis_url,
             pg_config,
-            info: ServerInfo { redis_version, postgres_version, redis },
+            info: ServerInfo { redis_version, postgres_version, redis, redis_server },
             start_time: started.elapsed(),
+            backend_note,
             guard,
         })
+    }
+
+    /// Starts a Redis server of the lab's own on this backend (see [`RedisNode`]). A Docker
+    /// node lives at most as long as these services: stopping them removes it too.
+    pub async fn start_redis_node(&self, spec: &NodeSpec) -> Result<RedisNode, ServiceError> {
+        match &self.guard {
+            Guard::Local(_) => RedisNode::start_local(spec).await,
+            Guard::Docker(d) => RedisNode::start_docker(&d.scope, &d.redis_image, &d.password, spec).await,
+            Guard::External => Err(ServiceError::NodesUnsupported { backend: "external" }),
+        }
     }
 
     /// Stops the servers without blocking the runtime, then removes their files.
@@ -169,10 +209,7 @@ impl Services {
                 tokio::join!(redis.stop(), pg.stop());
                 drop(dir);
             }
-            Guard::Docker(g) => {
-                let docker::DockerGuard { redis, pg } = *g;
-                let _ = tokio::join!(redis.rm(), pg.rm());
-            }
+            Guard::Docker(g) => g.scope.remove_all().await,
             Guard::External => {}
         }
     }
@@ -181,7 +218,7 @@ impl Services {
     pub fn pids(&self) -> Vec<u32> {
         match &self.guard {
             Guard::Local(g) => vec![g.redis.pid(), g.pg.pid()],
-            _ => Vec::new(),
+            Guard::Docker(_) | Guard::External => Vec::new(),
         }
     }
 
@@ -189,22 +226,136 @@ impl Services {
     pub fn temp_dir(&self) -> Option<&Path> {
         match &self.guard {
             Guard::Local(g) => Some(g.dir.path()),
-            _ => None,
+            Guard::Docker(_) | Guard::External => None,
         }
     }
 }
 
-async fn start_local(opts: &ServiceOptions) -> Result<(Guard, String, String), ServiceError> {
-    let dir = local::private_dir()?;
+/// Runs the reaper once per process, before the first servers start, and prints one line
+/// when it reclaimed something.
+async fn reap_once(engine: Option<&Engine>) {
+    static REAPED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    REAPED
+        .get_or_init(|| async {
+            let mut reclaimed = Reclaimed::default();
+            if let Some(engine) = engine {
+                reaper::reap_engine(engine, &mut reclaimed).await;
+            }
+            let root = private_dir::private_root();
+            let local = tokio::task::spawn_blocking(move || {
+                let mut r = Reclaimed::default();
+                reaper::reap_dirs(&root, &mut r);
+                r
+            });
+            if let Ok(r) = local.await {
+                reclaimed.dirs += r.dirs;
+                reclaimed.dir_bytes += r.dir_bytes;
+                reclaimed.processes += r.processes;
+                reclaimed.shm_segments += r.shm_segments;
+                reclaimed.owners.extend(r.owners);
+            }
+            if !reclaimed.is_empty() {
+                eprintln!("ordlab: {reclaimed}");
+            }
+        })
+        .await;
+}
+
+/// The backend to use, and for `auto` without Docker, why not.
+async fn choose_backend(
+    opts: &ServiceOptions,
+    engine: &Result<Engine, ServiceError>,
+) -> Result<(Backend, Option<String>), ServiceError> {
+    Ok(match opts.backend {
+        BackendChoice::Local => (Backend::Local, None),
+        BackendChoice::External => (Backend::External, None),
+        BackendChoice::Docker => (Backend::Docker, None),
+        BackendChoice::Auto => match engine {
+            Err(e) => (Backend::Local, Some(why_not_docker(e))),
+            Ok(engine) => {
+                let images = [opts.redis_image.as_str(), opts.pg_image.as_str()];
+                match docker::images_available(engine, &images, PullPatience::Probe).await {
+                    Ok(()) => (Backend::Docker, None),
+                    Err(e) => (Backend::Local, Some(why_not_docker(&e))),
+                }
+            }
+        },
+    })
+}
+
+/// The reason alone, without the error's advice (which is about `--backend docker`).
+fn why_not_docker(e: &ServiceError) -> String {
+    let why = match e {
+        ServiceError::DockerUnavailable { host, reason } => format!("no Docker engine answers at {host} ({reason})"),
+        ServiceError::ImageUnavailable { image, reason } => {
+            format!("the Docker engine answers, but image {image} is not present and cannot be pulled ({reason})")
+        }
+        other => other.to_string(),
+    };
+    why.replace('\n', " ")
+}
+
+/// How long each backend takes to start (servers started, probed and stopped once each):
+/// local always, Docker when an engine answers and both images are present.
+pub async fn start_times(opts: &ServiceOptions) -> Vec<(Backend, Result<Duration, String>)> {
+    let mut out = Vec::new();
+    for (backend, choice) in [(Backend::Local, BackendChoice::Local), (Backend::Docker, BackendChoice::Docker)] {
+        if backend == Backend::Docker {
+            if let Err(why) = docker_ready(opts).await {
+                out.push((backend, Err(why)));
+                continue;
+            }
+        }
+        let result = match Services::start(&ServiceOptions { backend: choice, ..opts.clone() }).await {
+            Ok(s) => {
+                let t = s.start_time;
+                s.stop().await;
+                Ok(t)
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        out.push((backend, result));
+    }
+    out
+}
+
+/// One line for `ordlab bench`: "server start: local 0.41 s · docker 2.30 s" (or why Docker
+/// was not measured).
+pub async fn start_times_line(opts: &ServiceOptions) -> String {
+    let parts: Vec<String> = start_times(opts)
+        .await
+        .into_iter()
+        .map(|(backend, t)| match t {
+            Ok(t) => format!("{backend} {:.2} s", t.as_secs_f64()),
+            Err(why) => format!("{backend} not measured ({why})"),
+        })
+        .collect();
+    format!("server start (started, probed, stopped once each): {}", parts.join(" · "))
+}
+
+/// Ok when an engine answers and both images are present (nothing is pulled).
+async fn docker_ready(opts: &ServiceOptions) -> Result<(), String> {
+    let engine = Engine::connect(ENGINE_TIMEOUT).await.map_err(|e| why_not_docker(&e))?;
+    for image in [&opts.redis_image, &opts.pg_image] {
+        if !engine.image_present(image).await {
+            return Err(format!("image {image} is not present"));
+        }
+    }
+    Ok(())
+}
+
+async fn start_local(opts: &ServiceOptions) -> Result<(Guard, String, String, String), ServiceError> {
+    let bin = find_redis()?;
+    let dir = private_dir::private_dir()?;
     let (redis, pg) =
-        tokio::join!(local::spawn_redis(dir.path(), &opts.redis_args), local::spawn_postgres(dir.path()),);
+        tokio::join!(local::spawn_redis_with(&bin, dir.path(), &opts.redis_args), local::spawn_postgres(dir.path()),);
     // If one failed, the other's OwnedChild drops here and is stopped.
     let ((redis, redis_port), (pg, pg_port)) = (redis?, pg?);
     let urls = (format!("redis://127.0.0.1:{redis_port}/"), local::pg_config(pg_port));
-    Ok((Guard::Local(LocalGuard { redis, pg, dir }), urls.0, urls.1))
+    Ok((Guard::Local(LocalGuard { redis, pg, dir }), urls.0, urls.1, bin.to_string()))
 }
 
-fn external_urls(opts: &ServiceOptions) -> Result<(Guard, String, String), ServiceError> {
+fn external_urls(opts: &ServiceOptions) -> Result<(Guard, String, String, String), ServiceError> {
     let redis = opts.redis_url.clone().ok_or(ServiceError::MissingUrl {
         what: "redis",
         flag: "--redis-url",
@@ -215,5 +366,5 @@ fn external_urls(opts: &ServiceOptions) -> Result<(Guard, String, String), Servi
         flag: "--pg-url",
         env: "ORDLAB_PG_URL",
     })?;
-    Ok((Guard::External, redis, pg))
+    Ok((Guard::External, redis, pg, "external".to_string()))
 }

@@ -13,6 +13,9 @@ pub struct Environment {
     pub git_commit: String,
     pub backend: String,
     pub redis_version: String,
+    /// Which Redis ran: the binary and where it came from, or the image, or `external`.
+    #[serde(default)]
+    pub redis_server: String,
     pub postgres_version: String,
     /// How a lock is released on this server: `DELEX IFEQ` (Redis ≥ 8.4) or a Lua compare-and-delete.
     pub lock_release: String,

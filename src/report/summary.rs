@@ -165,6 +165,7 @@ mod tests {
             git_commit: "c89f085".into(),
             backend: "local".into(),
             redis_version: "7.0.15".into(),
+            redis_server: String::new(),
             postgres_version: "15.18".into(),
             lock_release: "Lua".into(),
             command_line: String::new(),

@@ -5,8 +5,11 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::local::{binary_version, find_redis};
+use super::binaries::binary_version;
+use super::engine::Engine;
+use super::redis_server::{find_redis, redis_version_number, RedisOrigin, REDIS8_MIN};
 use super::template::PgBinaries;
+use super::ServiceOptions;
 
 /// A binary that was found, with its `--version` output.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -22,6 +25,8 @@ pub struct DoctorReport {
     pub postgres: Option<FoundBinary>,
     pub initdb: Option<FoundBinary>,
     pub docker_engine: bool,
+    /// Each image and whether the engine has it.
+    pub docker_images: Vec<(String, bool)>,
     pub hints: Vec<String>,
 }
 
@@ -32,28 +37,52 @@ impl DoctorReport {
     }
 }
 
-/// Looks for the local binaries and asks the Docker engine whether it is there.
+/// [`doctor_with`] the default images.
 pub async fn doctor() -> DoctorReport {
+    doctor_with(&ServiceOptions::default()).await
+}
+
+/// Looks for the local binaries (the redis-server the local backend would run, and where it
+/// comes from) and asks the Docker engine whether it is there and has the images.
+pub async fn doctor_with(opts: &ServiceOptions) -> DoctorReport {
     let found = |path: PathBuf| FoundBinary {
         version: binary_version(&path).unwrap_or_else(|| "unknown version".into()),
         path,
     };
-    let redis_server = find_redis().ok().map(found);
+    let redis = find_redis().ok();
+    let redis_server = redis.as_ref().map(|b| found(b.path.clone()));
     let pg = PgBinaries::find().ok();
     let postgres = pg.as_ref().map(|b| found(b.postgres.clone()));
     let initdb = pg.map(|b| found(b.initdb));
-    let docker_engine = super::docker::engine_answers(Duration::from_millis(500)).await;
+    let engine = Engine::connect(Duration::from_millis(1500)).await.ok();
+    let mut docker_images = Vec::new();
+    if let Some(engine) = &engine {
+        for image in [&opts.redis_image, &opts.pg_image] {
+            docker_images.push((image.clone(), engine.image_present(image).await));
+        }
+    }
     let mut hints = Vec::new();
-    if redis_server.is_none() {
-        hints.push("install Redis: apt-get install -y redis-server (Debian)".to_string());
+    match (&redis, &redis_server) {
+        (None, _) => hints.push("install Redis: apt-get install -y redis-server (Debian)".to_string()),
+        (Some(b), Some(found)) if b.origin == RedisOrigin::System && !is_redis8(&found.version) => hints.push(
+            "the local backend runs the system's Redis, older than 8.4 (no DELEX IFEQ): `just setup` builds Redis 8 once (scripts/build-redis8.sh)".to_string(),
+        ),
+        _ => {}
     }
     if postgres.is_none() || initdb.is_none() {
         hints.push("install PostgreSQL: apt-get install -y postgresql-15 (Debian)".to_string());
     }
-    if !docker_engine {
+    if engine.is_none() {
         hints.push("no Docker engine answers; --backend docker will not work here".to_string());
     }
-    DoctorReport { redis_server, postgres, initdb, docker_engine, hints }
+    for (image, _) in docker_images.iter().filter(|(_, present)| !present) {
+        hints.push(format!("image {image} is not on the engine: docker pull {image} (or build local stand-ins with ../shared/tools/docker-images.sh --default-tags)"));
+    }
+    DoctorReport { redis_server, postgres, initdb, docker_engine: engine.is_some(), docker_images, hints }
+}
+
+fn is_redis8(version_output: &str) -> bool {
+    redis_version_number(version_output).is_some_and(|v| super::probe::version_at_least(&v, REDIS8_MIN))
 }
 
 impl fmt::Display for DoctorReport {
@@ -67,6 +96,9 @@ impl fmt::Display for DoctorReport {
         line(f, "initdb", &self.initdb)?;
         let docker = if self.docker_engine { "answers" } else { "not reachable" };
         writeln!(f, "{:<13} {docker}", "docker engine")?;
+        for (image, present) in &self.docker_images {
+            writeln!(f, "{:<13} {image}: {}", "docker image", if *present { "present" } else { "missing" })?;
+        }
         let local = if self.local_ok() { "yes" } else { "no" };
         write!(f, "{:<13} local: {local}, docker: {docker}, external: always", "backends")?;
         for hint in &self.hints {

@@ -11,7 +11,7 @@ pub enum ServiceError {
     #[error("{what} not found on PATH or in {searched}: {hint}")]
     MissingBinary { what: &'static str, searched: String, hint: String },
     #[error("{what} did not become ready within {timeout:?} ({reason}); last log lines: {log_tail}")]
-    NotReady { what: &'static str, timeout: Duration, reason: String, log_tail: String },
+    NotReady { what: String, timeout: Duration, reason: String, log_tail: String },
     #[error("cannot reach {what} at {url}: {source}; check the URL and that the server is running")]
     Unreachable {
         what: &'static str,
@@ -21,8 +21,18 @@ pub enum ServiceError {
     },
     #[error("external backend needs a {what} URL: pass {flag} or set {env}")]
     MissingUrl { what: &'static str, flag: &'static str, env: &'static str },
-    #[error("docker backend failed: {0}; check that a Docker engine is running, or use --backend local")]
+    #[error("no Docker engine answers at {host} ({reason}): start one, or use --backend local")]
+    DockerUnavailable { host: String, reason: String },
+    #[error("Docker image {image} is not present and cannot be pulled ({reason}): pull or build it, pass another with --redis-image/--pg-image (ORDLAB_REDIS_IMAGE/ORDLAB_PG_IMAGE), or use --backend local")]
+    ImageUnavailable { image: String, reason: String },
+    #[error("docker backend failed: {0}; or use --backend local")]
     Docker(String),
+    #[error("cluster nodes in containers are unreachable from this process at {addr} ({reason}): clients follow MOVED redirections to the address each node announces, its container address, which only a Linux host with a local engine can reach; use --backend local")]
+    ClusterUnreachable { addr: String, reason: String },
+    #[error(
+        "the {backend} backend cannot start Redis servers of a lab's own: use --backend local or --backend docker"
+    )]
+    NodesUnsupported { backend: &'static str },
     #[error("running as root but there is no 'postgres' system user to run PostgreSQL as: install postgresql (Debian: apt-get install -y postgresql-15) or `useradd --system postgres`, or run as a non-root user")]
     NoPostgresUser,
     #[error("{what}: {source}")]

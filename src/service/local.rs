@@ -3,20 +3,21 @@
 //! `initdb` runs once into a cached template that later runs copy.
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use nix::sys::signal::Signal;
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Gid, Uid};
 
 use super::error::ServiceError;
+use super::private_dir::{postgres_owner, private_dir};
 use super::process::{free_port, owned_command, OwnedChild, StopPolicy};
 use super::readiness::{poll_until, Attempt, PollError, Readiness};
-use super::template::{copy_tree, ensure_template, PgBinaries};
+use super::redis_server::{find_redis, RedisBinary};
+use super::template::{copy_tree, ensure_template, run_blocking_to_end, PgBinaries};
 
 /// How often a server start is retried when its port was taken in the meantime.
 const PORT_ATTEMPTS: usize = 3;
-const REDIS_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin"];
 
 /// A running local redis-server, stopped (SIGKILL) when dropped.
 #[derive(Debug)]
@@ -63,17 +64,40 @@ pub async fn start_local_redis(extra_args: &[String]) -> Result<LocalRedis, Serv
 /// Spawns redis-server with its files in `dir` and waits until it answers PING.
 pub(crate) async fn spawn_redis(dir: &Path, extra_args: &[String]) -> Result<(OwnedChild, u16), ServiceError> {
     let bin = find_redis()?;
+    spawn_redis_with(&bin, dir, extra_args).await
+}
+
+/// As [`spawn_redis`], with a given binary.
+pub(crate) async fn spawn_redis_with(
+    bin: &RedisBinary,
+    dir: &Path,
+    extra_args: &[String],
+) -> Result<(OwnedChild, u16), ServiceError> {
     let log = dir.join("redis.log");
-    start_with_port_retry("redis-server", &log, |port| {
-        let mut cmd = owned_command(&bin);
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(dir)
-            .args(extra_args);
-        (cmd, Readiness::redis(&format!("redis://127.0.0.1:{port}/")))
-    })
-    .await
+    start_with_port_retry("redis-server", &log, |port| redis_command(&bin.path, dir, port, extra_args)).await
+}
+
+/// Starts redis-server again on a known port (a restart on the same data and URL).
+pub(crate) async fn respawn_redis(
+    bin: &RedisBinary,
+    dir: &Path,
+    port: u16,
+    extra_args: &[String],
+) -> Result<OwnedChild, ServiceError> {
+    let (mut cmd, readiness) = redis_command(&bin.path, dir, port, extra_args);
+    let log = dir.join("redis.log");
+    let child = spawn_logged(&mut cmd, "redis-server", &log)?;
+    wait_ready("redis-server", child, &readiness).await
+}
+
+fn redis_command(bin: &Path, dir: &Path, port: u16, extra_args: &[String]) -> (std::process::Command, Readiness) {
+    let mut cmd = owned_command(bin);
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .args(extra_args);
+    (cmd, Readiness::redis(&format!("redis://127.0.0.1:{port}/")))
 }
 
 /// Copies the cached PostgreSQL template into `dir` and starts a postmaster there.
@@ -84,9 +108,7 @@ pub(crate) async fn spawn_postgres(dir: &Path) -> Result<(OwnedChild, u16), Serv
     let data = dir.join("pg-data");
     let sock = dir.join("pg-sock");
     let (d, s, o) = (data.clone(), sock.clone(), owner);
-    tokio::task::spawn_blocking(move || prepare_pg_dirs(&template, &d, &s, o))
-        .await
-        .map_err(|e| ServiceError::io("copy postgres template")(std::io::Error::other(e)))??;
+    run_blocking_to_end("copy postgres template", move || prepare_pg_dirs(&template, &d, &s, o)).await??;
     let log = dir.join("postgres.log");
     start_with_port_retry("postgres", &log, |port| {
         let mut cmd = owned_command(&bins.postgres);
@@ -99,6 +121,10 @@ pub(crate) async fn spawn_postgres(dir: &Path) -> Result<(OwnedChild, u16), Serv
             "full_page_writes=off",
             "max_connections=100",
             "shared_buffers=32MB",
+            // Dynamic shared memory as files in the data dir, not /dev/shm/PostgreSQL.*:
+            // a SIGKILLed run then leaves nothing outside its private dir but one small
+            // System V segment, which the reaper finds through postmaster.pid.
+            "dynamic_shared_memory_type=mmap",
         ] {
             cmd.args(["-c", setting]);
         }
@@ -123,39 +149,6 @@ fn prepare_pg_dirs(template: &Path, data: &Path, sock: &Path, owner: Option<(Uid
             .map_err(ServiceError::io("chown postgres socket dir"))?;
     }
     Ok(())
-}
-
-/// `Some(uid, gid)` of the `postgres` user when we are root (postgres refuses root).
-pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
-    if !Uid::effective().is_root() {
-        return Ok(None);
-    }
-    match User::from_name("postgres") {
-        Ok(Some(u)) => Ok(Some((u.uid, u.gid))),
-        _ => Err(ServiceError::NoPostgresUser),
-    }
-}
-
-/// A private temp dir under `$ORDLAB_TMPDIR` if set, else /dev/shm when it exists (RAM,
-/// fast), else the default. When we are root it is handed to the postgres user, who must
-/// reach files inside (so `$ORDLAB_TMPDIR` must be traversable by that user).
-pub(crate) fn private_dir() -> Result<tempfile::TempDir, ServiceError> {
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("ordlab-");
-    let shm = Path::new("/dev/shm");
-    let dir = if let Some(root) = std::env::var_os("ORDLAB_TMPDIR") {
-        builder.tempdir_in(root)
-    } else if shm.is_dir() {
-        builder.tempdir_in(shm)
-    } else {
-        builder.tempdir()
-    }
-    .map_err(ServiceError::io("create temp dir"))?;
-    if let Ok(Some((uid, gid))) = postgres_owner() {
-        std::os::unix::fs::chown(dir.path(), Some(uid.as_raw()), Some(gid.as_raw()))
-            .map_err(ServiceError::io("chown temp dir to postgres"))?;
-    }
-    Ok(dir)
 }
 
 /// Spawns the server built by `build(port)` and waits for readiness. When the server
@@ -221,43 +214,5 @@ pub(crate) async fn wait_ready(
     };
     let log_tail = child.log_tail(5);
     drop(child);
-    Err(ServiceError::NotReady { what, timeout: readiness.timeout, reason, log_tail })
-}
-
-/// Finds `name` on PATH, then in `dirs`.
-pub(crate) fn find_binary(name: &str, dirs: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).chain(dirs.iter().map(PathBuf::from)).map(|d| d.join(name)).find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-}
-
-/// `$ORDLAB_REDIS_SERVER` if set (for example a Redis 8 build), else PATH and the usual dirs.
-pub(crate) fn find_redis() -> Result<PathBuf, ServiceError> {
-    if let Some(p) = std::env::var_os("ORDLAB_REDIS_SERVER") {
-        let p = PathBuf::from(p);
-        return if is_executable(&p) {
-            Ok(p)
-        } else {
-            Err(ServiceError::MissingBinary {
-                what: "redis-server",
-                searched: format!("{} (from ORDLAB_REDIS_SERVER)", p.display()),
-                hint: "point ORDLAB_REDIS_SERVER at an executable redis-server, or unset it and install one (Debian: apt-get install -y redis-server)".into(),
-            })
-        };
-    }
-    find_binary("redis-server", REDIS_DIRS).ok_or_else(|| ServiceError::MissingBinary {
-        what: "redis-server",
-        searched: REDIS_DIRS.join(", "),
-        hint: "install it (Debian: apt-get install -y redis-server) or use --backend external --redis-url ...".into(),
-    })
-}
-
-/// Output of `<bin> --version`, trimmed (e.g. "Redis server v=7.0.15 sha=...").
-pub(crate) fn binary_version(bin: &Path) -> Option<String> {
-    let out = std::process::Command::new(bin).arg("--version").output().ok()?;
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
+    Err(ServiceError::NotReady { what: what.to_string(), timeout: readiness.timeout, reason, log_tail })
 }

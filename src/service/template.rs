@@ -9,8 +9,8 @@ use std::process::Stdio;
 
 use nix::unistd::{Gid, Uid};
 
+use super::binaries::{binary_version, cache_root, find_binary};
 use super::error::ServiceError;
-use super::local::{binary_version, find_binary};
 use super::process::owned_command;
 
 /// The `postgres` and `initdb` binaries of one installation.
@@ -68,15 +68,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
-fn cache_root() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("ordlab")
-}
-
 /// Returns the template dir for `bins`, creating it (once) when missing.
 pub async fn ensure_template(bins: &PgBinaries, owner: Option<(Uid, Gid)>) -> Result<PathBuf, ServiceError> {
     let major = bins.major()?;
@@ -89,7 +80,7 @@ pub async fn ensure_template(bins: &PgBinaries, owner: Option<(Uid, Gid)>) -> Re
     std::fs::create_dir_all(&root).map_err(ServiceError::io(format!("create {}", root.display())))?;
     // initdb runs as the postgres user, who may not be able to enter our cache
     // (e.g. /root/.cache), so it writes into a private scratch dir first.
-    let scratch = super::local::private_dir()?;
+    let scratch = super::private_dir::private_dir()?;
     let data = scratch.path().join("data");
     let mut cmd = owned_command(&bins.initdb);
     cmd.arg("-D").arg(&data);
@@ -113,9 +104,8 @@ pub async fn ensure_template(bins: &PgBinaries, owner: Option<(Uid, Gid)>) -> Re
         .map_err(ServiceError::io("create template staging dir"))?;
     let staged = staging.path().join("data");
     let (from, to) = (data.clone(), staged.clone());
-    tokio::task::spawn_blocking(move || copy_tree(&from, &to, None))
-        .await
-        .map_err(|e| ServiceError::io("copy template")(std::io::Error::other(e)))?
+    run_blocking_to_end("copy template", move || copy_tree(&from, &to, None))
+        .await?
         .map_err(ServiceError::io("copy template"))?;
     // Another process may have won the race; its template is just as good.
     if std::fs::rename(&staged, &template).is_err() && !template.join("PG_VERSION").is_file() {
@@ -125,6 +115,32 @@ pub async fn ensure_template(bins: &PgBinaries, owner: Option<(Uid, Gid)>) -> Re
         });
     }
     Ok(template)
+}
+
+/// Runs `job` on the blocking pool and waits for it. If the caller is dropped first (Ctrl-C),
+/// the drop waits until `job` has ended, so a copy never writes into a dir that its owner is
+/// removing (which would leave the dir behind).
+pub(crate) async fn run_blocking_to_end<T: Send + 'static>(
+    what: &'static str,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ServiceError> {
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let _wait = WaitOnDrop(done_rx);
+    tokio::task::spawn_blocking(move || {
+        let _done = done_tx;
+        job()
+    })
+    .await
+    .map_err(|e| ServiceError::io(what)(std::io::Error::other(e)))
+}
+
+/// Blocks on drop until every sender of its channel is gone (the job ended).
+struct WaitOnDrop(std::sync::mpsc::Receiver<()>);
+
+impl Drop for WaitOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.recv();
+    }
 }
 
 /// Recursively copies `from` to `to`, preserving permission bits and symlinks, and

@@ -1,79 +1,151 @@
-//! Everything the tool starts it stops: servers, consumer processes and temp dirs, after a
-//! run, after a run that fails, and after Ctrl-C in the middle of one.
+//! Everything the tool starts it stops (local backend): servers, consumer processes and temp
+//! dirs, after a run, after a run that fails, after a server that fails to start, and after
+//! Ctrl-C while the servers start (~0.1 s) and while the lab runs (~3 s). Each test first
+//! checks that something was started, then counts what is left (and prints the counts).
 
 use super::support;
 use std::process::{Child, Stdio};
+use std::time::Instant;
 
-/// Start `ordlab` with `args`, record every process below it until it exits (calling `poke`
-/// once some consumer has started), and return the exit code and the processes seen.
-fn watch(args: &[&str], tmp: &std::path::Path, mut poke: impl FnMut(&Child)) -> (Option<i32>, Vec<u32>, String) {
-    let mut child = support::ordlab(tmp).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+/// When to send SIGINT.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    Never,
+    /// As soon as a server process runs under ordlab (the servers are starting).
+    ServerStarting,
+    /// Once a role process (a consumer) runs: the lab is running.
+    LabRunning,
+}
+
+struct Watched {
+    code: Option<i32>,
+    seen: Vec<u32>,
+    /// How many of them were servers (redis-server, postgres) when first seen.
+    servers: usize,
+    stderr: String,
+    /// Seconds after spawning at which SIGINT was sent.
+    interrupted_at: Option<f64>,
+}
+
+/// Starts `ordlab` with `args`, records every process below it until it exits, and interrupts
+/// it as `when` says.
+fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Interrupt) -> Watched {
+    let mut cmd = support::ordlab(tmp);
+    cmd.args(args).envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let spawned = Instant::now();
+    let mut child = cmd.spawn().unwrap();
     let mut seen: Vec<u32> = Vec::new();
-    let mut poked = false;
+    let mut servers = 0;
+    let mut interrupted_at = None;
     let status = loop {
         for pid in support::descendants(child.id()) {
             if !seen.contains(&pid) {
                 seen.push(pid);
+                servers += usize::from(is_server(pid));
             }
         }
-        if !poked && seen.len() >= 3 && is_consumer_running(child.id()) {
-            poke(&child);
-            poked = true;
+        let due = match when {
+            Interrupt::Never => false,
+            Interrupt::ServerStarting => seen.iter().any(|p| is_server(*p)),
+            Interrupt::LabRunning => seen.len() >= 3 && support::is_role_running(child.id()),
+        };
+        if due && interrupted_at.is_none() {
+            sigint(&child);
+            interrupted_at = Some(spawned.elapsed().as_secs_f64());
         }
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(2));
     };
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    (status.code(), seen, stderr)
+    Watched { code: status.code(), seen, servers, stderr, interrupted_at }
 }
 
-fn is_consumer_running(root: u32) -> bool {
-    support::descendants(root)
-        .iter()
-        .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("__role")))
+fn sigint(child: &Child) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
 }
 
-fn assert_nothing_left(seen: &[u32], tmp: &std::path::Path) {
-    assert!(seen.len() >= 2, "expected servers and consumers under ordlab, saw {seen:?}");
-    assert!(
-        support::eventually(10, || seen.iter().all(|p| !support::alive(*p))),
-        "still running: {:?}",
-        seen.iter().filter(|p| support::alive(**p)).collect::<Vec<_>>()
+fn is_server(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|c| c.starts_with("redis-server") || c.starts_with("postgres"))
+}
+
+/// Asserts that at least `min_started` processes ran below ordlab, then that none of them and
+/// no temp dir is left. Prints the counts.
+fn assert_nothing_left(case: &str, w: &Watched, tmp: &std::path::Path, min_started: usize) {
+    assert!(w.seen.len() >= min_started, "{case}: expected ≥ {min_started} processes under ordlab, saw {:?}", w.seen);
+    let cleared = support::eventually(10, || w.seen.iter().all(|p| !support::alive(*p)));
+    let left: Vec<&u32> = w.seen.iter().filter(|p| support::alive(**p)).collect();
+    let dirs = support::entries(tmp);
+    eprintln!(
+        "leak check [{case}]: started {} processes ({} servers), interrupted at {:?} s; left {} processes, {} private dirs",
+        w.seen.len(),
+        w.servers,
+        w.interrupted_at,
+        left.len(),
+        dirs.len()
     );
-    assert!(support::entries(tmp).is_empty(), "temp dirs left: {:?}", support::entries(tmp));
+    assert!(cleared, "{case}: still running: {left:?}");
+    assert!(dirs.is_empty(), "{case}: temp dirs left: {dirs:?}");
 }
 
 #[test]
 fn nothing_is_left_after_a_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, seen, stderr) =
-        watch(&["run", "baseline", "--runs", "2", "--time-scale", "0.25", "--backend", "local"], tmp.path(), |_| {});
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_nothing_left(&seen, tmp.path());
+    let args = ["run", "baseline", "--runs", "2", "--time-scale", "0.25", "--backend", "local"];
+    let w = watch(&args, tmp.path(), &[], Interrupt::Never);
+    assert_eq!(w.code, Some(0), "{}", w.stderr);
+    assert_nothing_left("normal run", &w, tmp.path(), 4);
 }
 
 #[test]
 fn nothing_is_left_after_a_failed_run() {
     let tmp = tempfile::tempdir().unwrap();
-    // The servers start, then the run fails on a variant the lab does not have.
-    let (code, seen, stderr) =
-        watch(&["run", "baseline", "--variant", "nope", "--backend", "local"], tmp.path(), |_| {});
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("has no variant \"nope\""), "{stderr}");
-    assert!(support::eventually(10, || seen.iter().all(|p| !support::alive(*p))));
-    assert!(support::entries(tmp.path()).is_empty(), "temp dirs left: {:?}", support::entries(tmp.path()));
+    // The servers start, then the run fails: this redis-server admits two clients, fewer than
+    // the runner and its consumers need.
+    let wrapper = tmp.path().join("redis-server-2-clients");
+    let redis = ordlab::service::find_redis().unwrap().path;
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {} \"$@\" --maxclients 2\n", redis.display())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = [("ORDLAB_REDIS_SERVER", wrapper.to_str().unwrap())];
+    let args = ["run", "baseline", "--runs", "1", "--time-scale", "0.25", "--backend", "local"];
+    let w = watch(&args, tmp.path(), &env, Interrupt::Never);
+    assert_eq!(w.code, Some(2), "{}", w.stderr);
+    assert_eq!(w.stderr.trim_end().lines().count(), 1, "{}", w.stderr);
+    std::fs::remove_file(&wrapper).unwrap();
+    assert_nothing_left("failed run", &w, tmp.path(), 2);
 }
 
 #[test]
-fn nothing_is_left_after_ctrl_c() {
+fn nothing_is_left_when_one_server_fails_to_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, seen, stderr) = watch(&["run", "baseline", "--runs", "50", "--backend", "local"], tmp.path(), |child| {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
-            .unwrap();
-    });
-    assert_eq!(code, Some(130), "{stderr}");
-    assert_nothing_left(&seen, tmp.path());
+    // redis-server exits at once (`false`) while PostgreSQL starts: PostgreSQL must go too.
+    let env = [("ORDLAB_REDIS_SERVER", "/bin/false")];
+    let w = watch(&["run", "baseline", "--backend", "local"], tmp.path(), &env, Interrupt::Never);
+    assert_eq!(w.code, Some(2), "{}", w.stderr);
+    assert!(w.stderr.contains("redis-server did not become ready"), "{}", w.stderr);
+    assert_eq!(w.stderr.trim_end().lines().count(), 1, "{}", w.stderr);
+    assert_nothing_left("one server fails to start", &w, tmp.path(), 2);
+}
+
+#[test]
+fn nothing_is_left_after_ctrl_c_while_the_servers_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["run", "baseline", "--runs", "50", "--backend", "local"];
+    let w = watch(&args, tmp.path(), &[], Interrupt::ServerStarting);
+    assert!(w.interrupted_at.is_some(), "no server process was ever seen");
+    assert_eq!(w.code, Some(130), "{}", w.stderr);
+    assert_nothing_left("Ctrl-C while the servers start", &w, tmp.path(), 1);
+}
+
+#[test]
+fn nothing_is_left_after_ctrl_c_while_the_lab_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["run", "baseline", "--runs", "50", "--backend", "local"];
+    let w = watch(&args, tmp.path(), &[], Interrupt::LabRunning);
+    assert!(w.interrupted_at.is_some(), "no consumer process was ever seen");
+    assert_eq!(w.code, Some(130), "{}", w.stderr);
+    assert_nothing_left("Ctrl-C while the lab runs", &w, tmp.path(), 3);
 }

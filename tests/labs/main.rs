@@ -3,29 +3,39 @@
 
 mod support;
 
-/// Nothing is left running after a run, a failed run, or Ctrl-C in the middle of one.
+/// Nothing is left running after a run, a failed run, a server that fails to start, or Ctrl-C
+/// while the servers start or while the lab runs.
 mod cleanup;
 /// Bad input: one clear line, exit code 2, nothing started or left behind.
 mod cli;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
+/// The Docker backend on a real engine (run by `just test` when one answers).
+mod docker_backend;
 /// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
 mod failover_lab;
+/// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
+/// server is at hand.
+mod idmp;
 /// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
 /// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
 mod job_labs;
+/// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run
+/// when its server is at hand.
+mod lock_release;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
+mod reaper;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
 /// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
 /// pending).
 mod redelivery_labs;
-/// The Redis ≥ 8.4 lock release (`DELEX IFEQ`) and ≥ 8.6 `XADD … IDMP`, run when a Redis 8
-/// server is at hand.
-mod redis8;
+/// The Redis node API exercised on one backend (used by `services` and `docker_backend`).
+mod redis_nodes;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
 mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::support::local;
-use ordlab::service::{start_local_redis, BackendChoice, ServiceOptions, Services};
+use ordlab::service::{
+    find_redis, start_local_redis, BackendChoice, NodeSpec, Owner, RedisOrigin, ServiceError, ServiceOptions, Services,
+};
 
 /// True when `pid` no longer exists, not even as a zombie (polls up to 5 s).
 fn gone(pid: u32) -> bool {
@@ -43,14 +45,24 @@ fn snapshot(s: &Services) -> (Vec<u32>, PathBuf) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_probe_and_stop() {
     let s = Services::start(&local()).await.unwrap();
-    eprintln!("local start: {:?}", s.start_time);
+    eprintln!("local start: {:?}, {}", s.start_time, s.info.redis_server);
     assert_eq!(s.backend.to_string(), "local");
-    assert!(s.info.redis_version.starts_with("7."), "{:?}", s.info);
+    // The cached Redis 8 build when there is one (`just setup` makes it), else the system's 7.
+    let redis8 = find_redis().unwrap();
+    assert_eq!(s.info.redis_server, redis8.to_string());
+    if redis8.origin == RedisOrigin::Cache {
+        assert!(s.info.redis_version.starts_with("8."), "{:?}", s.info);
+        assert!(s.info.redis.delex && s.info.redis.xackdel);
+    } else {
+        assert!(s.info.redis_version.starts_with("7."), "{:?}", s.info);
+        assert!(!s.info.redis.delex && !s.info.redis.xackdel && !s.info.redis.xadd_idmp);
+    }
     assert!(s.info.postgres_version.starts_with("15"), "{:?}", s.info);
     assert!(s.info.redis.xautoclaim && s.info.redis.blmove && s.info.redis.bzpopmax);
-    assert!(!s.info.redis.delex && !s.info.redis.xackdel && !s.info.redis.xadd_idmp);
     check_servers(&s).await;
     let (pids, dir) = snapshot(&s);
+    // The private dir names its owner, so a later run can reclaim it if this one is killed.
+    assert_eq!(Owner::read_from_dir(&dir).as_ref(), Some(Owner::current()));
     s.stop().await;
     assert!(pids.iter().all(|&p| gone(p)), "{pids:?} still running");
     assert!(!dir.exists());
@@ -120,4 +132,28 @@ async fn early_exit_reports_log_tail() {
     assert!(err.contains("redis-server did not become ready"), "{err}");
     assert!(err.contains("exited early"), "{err}");
     assert!(err.contains("no-such-option"), "{err}");
+}
+
+#[tokio::test]
+async fn external_backend_cannot_start_nodes() {
+    // External servers are reachable without starting anything: use a local pair as "external".
+    let local = Services::start(&local()).await.unwrap();
+    let opts = ServiceOptions {
+        backend: BackendChoice::External,
+        redis_url: Some(local.redis_url.clone()),
+        pg_url: Some(local.pg_config.clone()),
+        ..ServiceOptions::default()
+    };
+    let external = Services::start(&opts).await.unwrap();
+    let err = external.start_redis_node(&NodeSpec::default()).await.err().unwrap();
+    assert!(matches!(err, ServiceError::NodesUnsupported { .. }), "{err}");
+    external.stop().await;
+    local.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_nodes_restart_on_their_data_replicate_and_form_a_cluster() {
+    let services = Services::start(&local()).await.unwrap();
+    super::redis_nodes::exercise(&services).await;
+    services.stop().await;
 }

@@ -139,3 +139,10 @@ pub fn entries(dir: &std::path::Path) -> Vec<String> {
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default()
 }
+
+/// Is some process below `root` a role process (`ordlab __role`, e.g. a consumer)?
+pub fn is_role_running(root: u32) -> bool {
+    descendants(root)
+        .iter()
+        .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("__role")))
+}

@@ -72,6 +72,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             git_commit: "abc".into(),
             backend: "local".into(),
             redis_version: "7".into(),
+            redis_server: String::new(),
             postgres_version: "15".into(),
             lock_release: "Lua".into(),
             command_line: String::new(),

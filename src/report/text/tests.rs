@@ -20,6 +20,7 @@ fn env() -> Environment {
         git_commit: "abc1234".into(),
         backend: "local".into(),
         redis_version: "8.6.3".into(),
+        redis_server: String::new(),
         postgres_version: "15.18".into(),
         lock_release: "DELEX IFEQ".into(),
         command_line: "ordlab run baseline".into(),

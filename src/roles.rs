@@ -15,6 +15,7 @@ pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
 pub mod job_worker;
+pub mod priority_loop;
 pub mod producer;
 pub mod readiness;
 mod role_process;

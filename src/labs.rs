@@ -9,6 +9,7 @@
 mod consumer_group;
 mod context;
 mod procedure;
+mod race_lines;
 mod record;
 
 pub use context::RunContext;
@@ -224,6 +225,31 @@ macro_rules! lab_kinds {
                 } )* }
             }
 
+            pub fn per_process_stable(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
+            }
+
+            pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+                match self { $( Procedure::$kind(p) => p.intended(), )* }
+            }
+
+            /// What became of every intended event in `record`; None where the lab delivers
+            /// nothing through a queue.
+            pub fn fates(&self, record: &RunRecord) -> Option<crate::checker::fates::Fates> {
+                self.intended().map(|i| crate::checker::fates::fates(&i, &record.events))
+            }
+
+            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
+                match self { $( Procedure::$kind(p) => {
+                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
+                        Observed::$kind(o) => Some(view(r, o)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    p.summary_note(&views)
+                } )* }
+            }
+
             pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {
                 match self { $( Procedure::$kind(p) => {
                     let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
@@ -254,4 +280,6 @@ lab_kinds! {
     /// Jobs with side effects under at-least-once delivery: an idempotency technique, crashes
     /// at named points, a partner that fails; effects counted in the side-effect sink.
     Jobs(jobs::JobsSpec) = "jobs",
+    /// One fan-out reader, more and more workers: where the reader becomes the limit.
+    ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
 }

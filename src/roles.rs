@@ -15,6 +15,8 @@ pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
 pub mod job_worker;
+mod keyed_queues;
+pub mod primary;
 pub mod priority_loop;
 pub mod producer;
 pub mod readiness;

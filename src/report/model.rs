@@ -61,6 +61,12 @@ pub struct VariantReport {
     /// Runs the checker could not judge.
     pub unknown: u32,
     pub expected: Expectation,
+    /// Runs in which some intended event never took effect (see `checker::fates`).
+    #[serde(default)]
+    pub dropped: u32,
+    /// How many runs should drop an event.
+    #[serde(default = "Expectation::none")]
+    pub expected_dropped: Expectation,
     pub outcome: Outcome,
     /// The interleaving depends on the OS scheduler (see [`Variant::scheduler_race`]).
     #[serde(default)]
@@ -85,6 +91,8 @@ impl VariantReport {
             wrong: 0,
             unknown: 0,
             expected: variant.expect.clone(),
+            dropped: 0,
+            expected_dropped: variant.expect_dropped.clone(),
             outcome: Outcome::Matched,
             scheduler_race: variant.scheduler_race,
             seed: variant.seed.clone(),
@@ -110,7 +118,16 @@ impl VariantReport {
         self.runs = verdicts.len() as u32;
         self.wrong = count(Verdict::Wrong);
         self.unknown = count(Verdict::Unknown);
-        self.outcome = if self.skipped.is_some() { Outcome::Skipped } else { outcome(&self.expected, &verdicts) };
+        self.dropped = self
+            .run_records
+            .iter()
+            .filter(|r| self.procedure.fates(r).is_some_and(|f| f.counts().not_applied() > 0))
+            .count() as u32;
+        self.outcome = if self.skipped.is_some() {
+            Outcome::Skipped
+        } else {
+            outcome(&self.expected, &verdicts, &self.expected_dropped, self.dropped)
+        };
     }
 
     /// Judge every run again from its record alone (what `ordlab check` does).

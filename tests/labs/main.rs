@@ -12,7 +12,8 @@ mod cli;
 mod core_labs;
 /// The Docker backend on a real engine (run by `just test` when one answers).
 mod docker_backend;
-/// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
+/// `failover`: a promoted asynchronous replica lacks what its link held at the crash
+/// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.
@@ -20,6 +21,8 @@ mod idmp;
 /// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
 /// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
 mod job_labs;
+/// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
+mod load_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run
 /// when its server is at hand.
 mod lock_release;
@@ -31,8 +34,8 @@ mod outbox_labs;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
-/// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
-/// pending).
+/// count 2) and `fanout` (S3: one reader, a queue per order and a few workers; a dead reader's
+/// entries stay pending).
 mod redelivery_labs;
 /// The Redis node API exercised on one backend (used by `services` and `docker_backend`).
 mod redis_nodes;

@@ -11,6 +11,7 @@ mod context;
 mod procedure;
 mod race_lines;
 mod record;
+mod worker_pool;
 
 pub use context::RunContext;
 pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
@@ -280,6 +281,9 @@ lab_kinds! {
     /// Jobs with side effects under at-least-once delivery: an idempotency technique, crashes
     /// at named points, a partner that fails; effects counted in the side-effect sink.
     Jobs(jobs::JobsSpec) = "jobs",
+    /// The seed's production queue end to end: priority streams, several workers, retries, a
+    /// DLQ; every job counted once from the sink's ledger and the DLQ.
+    Pipeline(pipeline::PipelineSpec) = "pipeline",
     /// One fan-out reader, more and more workers: where the reader becomes the limit.
     ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
 }

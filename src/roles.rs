@@ -16,6 +16,7 @@ pub mod dispatcher;
 pub mod fanout;
 pub mod job_worker;
 mod keyed_queues;
+pub mod pipeline_worker;
 pub mod primary;
 pub mod priority_loop;
 pub mod producer;

@@ -12,6 +12,7 @@ mod claim;
 mod counter;
 mod lease;
 mod multistep;
+pub mod pipeline;
 mod state;
 
 pub use state::create_tables_sql;
@@ -258,6 +259,8 @@ pub struct JobRun<'a> {
     pub scale: TimeScale,
     /// This process's lease token.
     pub token: &'a str,
+    /// Leave the commands off the timeline (runs of thousands of jobs).
+    pub quiet: bool,
 }
 
 impl JobRun<'_> {
@@ -268,6 +271,9 @@ impl JobRun<'_> {
 
     /// Put a command and its answer on the timeline.
     pub fn step(&self, command: String, result: impl Into<String>) {
+        if self.quiet {
+            return;
+        }
         self.emit(EventKind::JobStep { job: self.job.to_string(), command, result: result.into() });
     }
 

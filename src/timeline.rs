@@ -204,6 +204,10 @@ pub enum FailReason {
     Unparseable,
     /// The job is refused for good (an unknown job type): not worth a retry.
     Rejected,
+    /// It failed this many times: given up.
+    AttemptsExhausted,
+    /// It was delivered this many times without finishing (workers kept dying on it).
+    DeliveriesExhausted,
 }
 
 /// What the side-effect sink did with one request (see `crate::side_effect`).

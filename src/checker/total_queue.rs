@@ -63,7 +63,11 @@ pub fn effects_per_job(records: &[EffectRecord]) -> BTreeMap<(String, String), u
 }
 
 pub fn total_queue(expected: &[JobExpectation], records: &[EffectRecord], dlq: &[DeadLetter]) -> TotalQueue {
-    let applied = effects_per_job(records);
+    tally(expected, &effects_per_job(records), dlq)
+}
+
+/// [`total_queue`] from applied counts per (job, effect) (what [`effects_per_job`] gives).
+pub fn tally(expected: &[JobExpectation], applied: &BTreeMap<(String, String), u32>, dlq: &[DeadLetter]) -> TotalQueue {
     let mut t = TotalQueue { jobs: expected.len() as u32, ..TotalQueue::default() };
     for exp in expected {
         let dead: Vec<&DeadLetter> = dlq.iter().filter(|d| d.job == exp.job).collect();

@@ -7,12 +7,12 @@
 //! `idempotency`, `idem-antipatterns` and `multistep` are this kind.
 
 mod plan;
-mod pool;
 mod publish;
 
 pub use plan::{Cell, Fate, JobPlan};
 
 use super::consumer_group::drain;
+use super::worker_pool::{Pool, WorkerTemplate};
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
 use crate::checker::health::health;
 use crate::checker::{RunVerdict, Verdict};
@@ -23,6 +23,7 @@ use crate::lang::{pick, Lang};
 use crate::orders::{self, OrderRow};
 use crate::roles::claimer::ReaperSpec;
 use crate::roles::job_worker::JobWorkerConfig;
+use crate::roles::RoleConfig;
 use crate::side_effect::{EffectRecord, SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
 use crate::technique::Technique;
@@ -116,8 +117,8 @@ impl JobsSpec {
         scale.duration(per_job * 3.0 * self.jobs.len() as f64 * 2.0) + Duration::from_secs(10)
     }
 
-    fn worker_template(&self, ctx: &RunContext<'_>, stream: &str, sink: SinkConfig) -> JobWorkerConfig {
-        JobWorkerConfig {
+    fn worker_template(&self, ctx: &RunContext<'_>, stream: &str, sink: SinkConfig) -> JobsTemplate {
+        JobsTemplate { reaper: self.reaper.clone(), cfg: JobWorkerConfig {
             env: ctx.role_env(0),
             actor: Actor::Consumer(0),
             stream: stream.to_string(),
@@ -129,7 +130,7 @@ impl JobsSpec {
             sink,
             crashes: plan::crashes(&self.jobs),
             orders: self.jobs.iter().map(|j| (j.job.clone(), j.order)).collect(),
-        }
+        } }
     }
 
     /// The partner's faults and latency, the worker's tables, the orders row.
@@ -166,6 +167,24 @@ impl JobsSpec {
             }
         }
         Ok(out)
+    }
+}
+
+/// A jobs worker's config, stamped per process by the pool.
+struct JobsTemplate {
+    cfg: JobWorkerConfig,
+    reaper: ReaperSpec,
+}
+
+impl WorkerTemplate for JobsTemplate {
+    fn for_process(&self, ctx: &RunContext<'_>, actor: Actor, index: u32) -> (RoleConfig, String) {
+        let mut cfg = self.cfg.clone();
+        cfg.env = ctx.role_env(index);
+        cfg.actor = actor;
+        cfg.client_name = ctx.client_name(actor);
+        cfg.claim = (actor == Actor::Reaper).then(|| self.reaper.clone());
+        let name = cfg.client_name.clone();
+        (RoleConfig::JobWorker(cfg), name)
     }
 }
 
@@ -213,8 +232,8 @@ struct Seen {
     first_done: HashSet<String>,
     /// The entry each reader holds (one at a time).
     holding: HashMap<Actor, String>,
-    /// Readers that died by a planned crash and are not replaced yet.
-    to_replace: u32,
+    /// Workers that died by a planned crash and are not replaced yet.
+    to_replace: Vec<Actor>,
 }
 
 impl Seen {
@@ -234,7 +253,7 @@ impl Seen {
             EventKind::JobFailed { .. } => self.release(ev.actor),
             EventKind::Crashed { planned: true, .. } if reader => {
                 self.release(ev.actor);
-                self.to_replace += 1;
+                self.to_replace.push(ev.actor);
             }
             _ => {}
         }
@@ -288,7 +307,7 @@ impl LabProcedure for JobsSpec {
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let template = self.worker_template(ctx, &stream, sink_cfg);
-        let mut pool = pool::Pool::start(ctx, template, self.workers, &tx).await?;
+        let mut pool = Pool::start(ctx, template, self.workers, &tx).await?;
         let producer = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
         let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
         let t0_ns = crate::clock::now_ns();
@@ -304,7 +323,7 @@ impl LabProcedure for JobsSpec {
             // timeline's lines would not).
             if !claiming && seen.first_pass_over(published) {
                 claiming = true;
-                pool.start_claimer(ctx, &self.reaper, &tx).await?;
+                pool.start_claimer(ctx, &tx).await?;
             }
             tokio::select! {
                 r = &mut publish, if !published => { r?; published = true; }
@@ -314,9 +333,8 @@ impl LabProcedure for JobsSpec {
                 },
                 _ = tokio::time::sleep_until(deadline) => break false,
             }
-            while seen.to_replace > 0 {
-                seen.to_replace -= 1;
-                pool.replace_reader(ctx, &tx)?;
+            for dead in std::mem::take(&mut seen.to_replace) {
+                pool.replace(ctx, dead, &tx)?;
             }
         };
         pool.stop().await;

@@ -6,6 +6,7 @@ use super::claimer::ClaimerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use super::job_worker::JobWorkerConfig;
+use super::pipeline_worker::PipelineWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::timeline::Actor;
@@ -37,6 +38,8 @@ pub enum RoleConfig {
     Dispatcher(DispatcherConfig),
     /// Handles queue jobs with an idempotency technique (reader or claimer).
     JobWorker(JobWorkerConfig),
+    /// The seed's production worker: priority polling, idempotent handler, retry, DLQ.
+    PipelineWorker(PipelineWorkerConfig),
 }
 
 impl RoleConfig {
@@ -47,6 +50,7 @@ impl RoleConfig {
             RoleConfig::Claimer(_) => Actor::Reaper,
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
             RoleConfig::JobWorker(w) => w.actor,
+            RoleConfig::PipelineWorker(w) => w.actor,
         }
     }
 }
@@ -61,5 +65,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
         RoleConfig::JobWorker(w) => super::job_worker::run(w).await,
+        RoleConfig::PipelineWorker(w) => super::pipeline_worker::run(w).await,
     }
 }

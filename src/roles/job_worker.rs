@@ -104,6 +104,7 @@ impl Worker {
             key_prefix: &self.cfg.env.key_prefix,
             scale: self.cfg.env.scale,
             token: &self.token,
+            quiet: false,
         };
         match self.cfg.technique.handle(&mut run).await? {
             Handled::Done | Handled::Skipped(_) => {
@@ -171,16 +172,25 @@ async fn claim_idle(
     let mut out = Vec::new();
     for entry in reply.claimed {
         let Some(job) = job_id(&entry) else { continue };
-        out.push(Delivered { deliveries: delivery_count(conn, cfg, &entry.id).await?, job, entry_id: entry.id });
+        out.push(Delivered {
+            deliveries: delivery_count(conn, &cfg.stream, &cfg.group, &entry.id).await?,
+            job,
+            entry_id: entry.id,
+        });
     }
     Ok(out)
 }
 
 /// The server's delivery count of one pending entry (`XPENDING <s> <g> <id> <id> 1`).
-pub async fn delivery_count(conn: &mut MultiplexedConnection, cfg: &JobWorkerConfig, id: &str) -> Result<u64, Error> {
+pub async fn delivery_count(
+    conn: &mut MultiplexedConnection,
+    stream: &str,
+    group: &str,
+    id: &str,
+) -> Result<u64, Error> {
     let pending: StreamPendingCountReply = redis::cmd("XPENDING")
-        .arg(&cfg.stream)
-        .arg(&cfg.group)
+        .arg(stream)
+        .arg(group)
         .arg(id)
         .arg(id)
         .arg(1)

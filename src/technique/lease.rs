@@ -14,6 +14,18 @@ use crate::timeline::{FailReason, SkipReason};
 const RELEASE: &str =
     r#"if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end"#;
 
+/// Give the lease back, only if it is still ours.
+pub(super) async fn release(run: &mut JobRun<'_>, key: &str) -> Result<(), Error> {
+    let released: i64 = redis::Script::new(RELEASE)
+        .key(format!("{}{key}", run.key_prefix))
+        .arg(run.token)
+        .invoke_async(run.redis)
+        .await
+        .context("release lease")?;
+    run.step(format!("release {key} if still ours (Lua compare-and-delete)"), released.to_string());
+    Ok(())
+}
+
 pub async fn lease(run: &mut JobRun<'_>, lease_ms: f64, sink_key: bool) -> Result<Handled, Error> {
     let key = format!("lease:{}", run.job);
     let token = run.token.to_string();
@@ -26,13 +38,7 @@ pub async fn lease(run: &mut JobRun<'_>, lease_ms: f64, sink_key: bool) -> Resul
     run.crash_point(HandlerPoint::AfterClaim);
     let idem_key = sink_key.then(|| run.job.to_string());
     if let Err(reason) = run.effect(run.effect, idem_key.as_deref()).await? {
-        let released: i64 = redis::Script::new(RELEASE)
-            .key(format!("{}{key}", run.key_prefix))
-            .arg(&token)
-            .invoke_async(run.redis)
-            .await
-            .context("release lease")?;
-        run.step(format!("release {key} if still ours (Lua compare-and-delete)"), released.to_string());
+        release(run, &key).await?;
         return Ok(Handled::Failed(reason));
     }
     run.crash_point(HandlerPoint::AfterEffect);

@@ -31,6 +31,9 @@ mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// `pipeline`: the seed's production worker and the corrected one under load, faults and
+/// SIGKILLs; every job once or in the DLQ.
+mod pipeline_lab;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery

@@ -83,5 +83,9 @@ pub fn fail_words(reason: FailReason, lang: Lang) -> &'static str {
         FailReason::LeaseHeld => pick(lang, "another worker holds its lease", "worker khác đang giữ lease"),
         FailReason::Unparseable => pick(lang, "the payload does not parse", "payload không parse được"),
         FailReason::Rejected => pick(lang, "rejected: unknown job type", "bị từ chối: loại job không biết"),
+        FailReason::AttemptsExhausted => pick(lang, "it failed too many times", "lỗi quá nhiều lần"),
+        FailReason::DeliveriesExhausted => {
+            pick(lang, "delivered too many times without finishing", "được giao quá nhiều lần mà không xong")
+        }
     }
 }

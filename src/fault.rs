@@ -2,7 +2,8 @@
 //! work (a sleep standing in for an API call), publish failures with their retry schedule,
 //! planned SIGKILLs of role processes (at a consumer's receive, or at a named point of a job
 //! handler), a replication link with a shape (delay, bandwidth, partition, the primary's
-//! machine dying), and the time scale that stretches or shrinks them all.
+//! machine dying), a hash slot moved between cluster masters while workers run, and the time
+//! scale that stretches or shrinks them all.
 //!
 //! A lab that injects nothing gets the no-op versions: zero work, no failing attempt, no
 //! crash, time scale 1.
@@ -11,6 +12,7 @@ mod crash;
 mod job_crash;
 pub mod link;
 mod publish;
+pub mod slot_migration;
 mod time_scale;
 mod work;
 

@@ -14,7 +14,7 @@ mod record;
 mod worker_pool;
 
 pub use context::RunContext;
-pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
+pub use procedure::{Fact, FinalItem, LabProcedure, Line, Needs, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
 pub use record::RunRecord;
 
 use crate::chart::Chart;
@@ -147,12 +147,20 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.missing(server), )* }
             }
 
+            pub fn processes_interleave_freely(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.processes_interleave_freely(), )* }
+            }
+
             pub fn shows_publishing(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
             }
 
             pub fn many_orders(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.many_orders(), )* }
+            }
+
+            pub fn needs(&self) -> Needs {
+                match self { $( Procedure::$kind(p) => p.needs(), )* }
             }
 
             pub fn wrong_means(&self, lang: Lang) -> String {
@@ -284,6 +292,9 @@ lab_kinds! {
     /// The seed's production queue end to end: priority streams, several workers, retries, a
     /// DLQ; every job counted once from the sink's ledger and the DLQ.
     Pipeline(pipeline::PipelineSpec) = "pipeline",
+    /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
+    /// a hash slot moved while workers run.
+    Cluster(cluster::ClusterSpec) = "cluster",
     /// One fan-out reader, more and more workers: where the reader becomes the limit.
     ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
 }

@@ -3,13 +3,15 @@
 //! prints them; the lab book's step-through captions reuse them.
 
 mod jobs;
+mod queue;
 
 pub use jobs::{fail_words, skip_words};
 
 use super::Redactor;
 use crate::labs::stream::job_label;
+use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
-use crate::timeline::{EffectOutcome, Event, EventKind};
+use crate::timeline::{Event, EventKind};
 
 /// How to word a run's events.
 #[derive(Clone, Copy, Debug)]
@@ -23,7 +25,6 @@ pub struct Wording {
 /// One timeline line, or None for events the text report leaves to JSON and SVG.
 pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
     let a = e.actor;
-    let vi = w.lang == Lang::Vi;
     let id = |x: &str| w.redact.entry_id(x);
     Some(match &e.kind {
         EventKind::Ready | EventKind::WorkStarted { .. } | EventKind::Acked { .. } => return None,
@@ -46,26 +47,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
             let entry = id(entry_id);
             crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
         }
-        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
-            let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
-            let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
-            crate::tr!(
-                w.lang,
-                "{a} took {key} (SET NX PX {ttl_ms}) after {n} {unit}",
-                "{a} lấy được {key} (SET NX PX {ttl_ms}) sau {n} lần thử"
-            )
-        }
-        EventKind::LockReleased { method, released, .. } => {
-            let note = match (*released, vi) {
-                (0, false) => " (the lock had expired: no longer ours)",
-                (0, true) => " (lock đã hết hạn, không còn là của mình)",
-                _ => "",
-            };
-            // How a lock is released depends on the server's version (DELEX since 8.4): a
-            // snapshot holds on any supported version.
-            let method = if w.redact.active() { "[release]" } else { method.as_str() };
-            format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
-        }
+        EventKind::LockAcquired { .. } | EventKind::LockReleased { .. } => return lock_line(a, &e.kind, w),
         EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),
         EventKind::Inserted { order, status, version, .. } => {
             let status = status_label(status, *order, w.many_orders);
@@ -99,10 +81,8 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
             )
         }
-        EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
-            effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
-        }
-        EventKind::JobPublished { .. }
+        EventKind::Effect { .. }
+        | EventKind::JobPublished { .. }
         | EventKind::JobReceived { .. }
         | EventKind::JobStep { .. }
         | EventKind::JobSkipped { .. }
@@ -117,36 +97,73 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::ReplicaPromoted { .. }
         | EventKind::Reconnected { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
+        EventKind::JobPushed { .. }
+        | EventKind::JobsPushed { .. }
+        | EventKind::JobTaken { .. }
+        | EventKind::JobApplied { .. }
+        | EventKind::QueueError { .. }
+        | EventKind::WorkerDone { .. }
+        | EventKind::SlotMigrating { .. }
+        | EventKind::SlotKeysMoved { .. }
+        | EventKind::SlotOwned { .. } => return Some(queue::queue_line(e, w)),
     })
 }
 
-/// `sink: email for job-3 from C2 → applied`: what the outside party did with a request.
-fn effect_line(
-    from: crate::timeline::Actor,
-    job: &str,
-    effect: &str,
-    key: Option<&str>,
-    outcome: EffectOutcome,
-    lang: Lang,
-) -> String {
-    let key = match key {
-        Some(k) => crate::tr!(lang, " (idempotency key {k})", " (khoá idempotency {k})"),
-        None => String::new(),
-    };
-    let what = match outcome {
-        EffectOutcome::Applied => pick(lang, "applied", "đã thực hiện"),
-        EffectOutcome::Replayed => pick(
-            lang,
-            "replayed: key seen, first result returned, no second effect",
-            "trả lại kết quả lần đầu: khoá đã có, không thực hiện lần hai",
-        ),
-        EffectOutcome::Refused => pick(lang, "refused (injected partner failure)", "bị từ chối (lỗi đối tác chủ động)"),
-    };
-    crate::tr!(
-        lang,
-        "sink: {effect} for {job} from {from}{key} → {what}",
-        "sink: {effect} cho {job} từ {from}{key} → {what}"
-    )
+/// A lock taken or released; None for any other event.
+fn lock_line(a: crate::timeline::Actor, kind: &EventKind, w: &Wording) -> Option<String> {
+    let vi = w.lang == Lang::Vi;
+    Some(match kind {
+        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
+            let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
+            let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
+            crate::tr!(
+                w.lang,
+                "{a} took {key} (SET NX PX {ttl_ms}) after {n} {unit}",
+                "{a} lấy được {key} (SET NX PX {ttl_ms}) sau {n} lần thử"
+            )
+        }
+        EventKind::LockReleased { method, released, .. } => {
+            let note = match (*released, vi) {
+                (0, false) => " (the lock had expired: no longer ours)",
+                (0, true) => " (lock đã hết hạn, không còn là của mình)",
+                _ => "",
+            };
+            // How a lock is released depends on the server's version (DELEX since 8.4): a
+            // snapshot holds on any supported version.
+            let method = if w.redact.active() { "[release]" } else { method.as_str() };
+            format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
+        }
+        _ => return None,
+    })
+}
+
+/// A run's timeline as the text report prints it and the lab book steps through it: the
+/// events it shows (publishing only where the lab shows it), in print order, each with its
+/// line. Both read this one list, so a step's caption is the text report's line.
+///
+/// `race`: the variant's interleaving across processes is the race it measures; redacted, the
+/// timeline is then listed process by process.
+pub fn timeline_lines<'a>(
+    r: &'a RunRecord,
+    procedure: &Procedure,
+    w: &Wording,
+    race: bool,
+) -> Vec<(&'a Event, String)> {
+    let show_publish = procedure.shows_publishing();
+    // Ordered with every event (a publish orders its receive), then filtered to what is shown.
+    let all: Vec<&Event> = r.events.iter().collect();
+    let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
+    ordered
+        .into_iter()
+        .filter(|e| {
+            show_publish
+                || !matches!(
+                    e.kind,
+                    EventKind::Published { .. } | EventKind::PublishFailed { .. } | EventKind::JobPublished { .. }
+                )
+        })
+        .filter_map(|e| event_line(e, w).map(|line| (e, line)))
+        .collect()
 }
 
 /// Lines of SQL sessions, outbox rounds, servers and crashes.

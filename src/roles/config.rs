@@ -3,6 +3,7 @@
 //! until it is killed (or, for a dispatcher, until its outbox is published).
 
 use super::claimer::ClaimerConfig;
+use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use super::job_worker::JobWorkerConfig;
@@ -40,6 +41,8 @@ pub enum RoleConfig {
     JobWorker(JobWorkerConfig),
     /// The seed's production worker: priority polling, idempotent handler, retry, DLQ.
     PipelineWorker(PipelineWorkerConfig),
+    /// Takes jobs from a list queue on a Redis Cluster.
+    ClusterWorker(ClusterWorkerConfig),
 }
 
 impl RoleConfig {
@@ -51,6 +54,7 @@ impl RoleConfig {
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
             RoleConfig::JobWorker(w) => w.actor,
             RoleConfig::PipelineWorker(w) => w.actor,
+            RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
 }
@@ -66,5 +70,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
         RoleConfig::JobWorker(w) => super::job_worker::run(w).await,
         RoleConfig::PipelineWorker(w) => super::pipeline_worker::run(w).await,
+        RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

@@ -8,6 +8,10 @@ mod support;
 mod cleanup;
 /// Bad input: one clear line, exit code 2, nothing started or left behind.
 mod cli;
+/// `cluster`: a list queue on a Redis Cluster (one key on one master, hash tags, order per
+/// queue, a hash slot moved while workers run), on the lab's own cluster and on one given by
+/// URLs.
+mod cluster;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
 /// The Docker backend on a real engine (run by `just test` when one answers).
@@ -21,6 +25,8 @@ mod idmp;
 /// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
 /// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
 mod job_labs;
+/// The lab book (`results/index.html`) in headless Chromium.
+mod lab_book;
 /// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
 mod load_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run

@@ -75,7 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::Jobs(_) | Observed::Pipeline(_) => Vec::new(),
+        Observed::Jobs(_) | Observed::Pipeline(_) | Observed::Cluster(_) => Vec::new(),
         Observed::ReaderCeiling(_) => Vec::new(),
     }
 }
@@ -91,7 +91,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Failover(_)
         | Observed::ReaderCeiling(_)
         | Observed::Jobs(_)
-        | Observed::Pipeline(_) => Vec::new(),
+        | Observed::Pipeline(_)
+        | Observed::Cluster(_) => Vec::new(),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::Wording;
 use crate::lang::{pick, Lang};
-use crate::timeline::{Actor, EventKind, FailReason, SkipReason};
+use crate::timeline::{Actor, EffectOutcome, EventKind, FailReason, SkipReason};
 
 /// One timeline line for a job event; None for any other event.
 pub(super) fn job_line(a: Actor, kind: &EventKind, w: &Wording) -> Option<String> {
@@ -61,8 +61,40 @@ pub(super) fn job_line(a: Actor, kind: &EventKind, w: &Wording) -> Option<String
             let why = fail_words(*reason, lang);
             crate::tr!(lang, "{a} moved {job} to the DLQ ({why}) → XACK", "{a} chuyển {job} vào DLQ ({why}) → XACK")
         }
+        EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
+            effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, lang)
+        }
         _ => return None,
     })
+}
+
+/// `sink: email for job-3 from C2 → applied`: what the outside party did with a request.
+fn effect_line(
+    from: crate::timeline::Actor,
+    job: &str,
+    effect: &str,
+    key: Option<&str>,
+    outcome: EffectOutcome,
+    lang: Lang,
+) -> String {
+    let key = match key {
+        Some(k) => crate::tr!(lang, " (idempotency key {k})", " (khoá idempotency {k})"),
+        None => String::new(),
+    };
+    let what = match outcome {
+        EffectOutcome::Applied => pick(lang, "applied", "đã thực hiện"),
+        EffectOutcome::Replayed => pick(
+            lang,
+            "replayed: key seen, first result returned, no second effect",
+            "trả lại kết quả lần đầu: khoá đã có, không thực hiện lần hai",
+        ),
+        EffectOutcome::Refused => pick(lang, "refused (injected partner failure)", "bị từ chối (lỗi đối tác chủ động)"),
+    };
+    crate::tr!(
+        lang,
+        "sink: {effect} for {job} from {from}{key} → {what}",
+        "sink: {effect} cho {job} từ {from}{key} → {what}"
+    )
 }
 
 pub fn skip_words(reason: SkipReason, lang: Lang) -> &'static str {

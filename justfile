@@ -32,13 +32,15 @@ test:
     fi
     if r8=$(scripts/find-redis.sh 8); then
       ORDLAB_REDIS8="$r8" cargo test --locked --test labs lock_release::delex -- --ignored
+      ORDLAB_REDIS8="$r8" cargo test --locked --test labs idmp::on_redis8 -- --ignored
     else
-      echo "NOT TESTED: the lock lab on Redis ≥ 8.4 (DELEX IFEQ): $r8"
+      echo "NOT TESTED: the lock lab on Redis ≥ 8.4 (DELEX IFEQ) and XADD IDMP (≥ 8.6): $r8"
     fi
     if r7=$(scripts/find-redis.sh 7); then
       ORDLAB_REDIS7="$r7" cargo test --locked --test labs lock_release::lua -- --ignored
+      ORDLAB_REDIS7="$r7" cargo test --locked --test labs idmp::skipped_on_redis7 -- --ignored
     else
-      echo "NOT TESTED: the lock lab on Redis 7 (Lua compare-and-delete): $r7"
+      echo "NOT TESTED: the lock lab on Redis 7 (Lua compare-and-delete) and the IDMP skip: $r7"
     fi
     if why=$(scripts/docker-ready.sh); then
       cargo test --locked --lib service::engine -- --ignored

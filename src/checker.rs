@@ -10,7 +10,9 @@
 //! side effects applied twice), [`fates`] (what became of every event: applied, dropped,
 //! lost, out of order), [`exclusion`] (no two lock holders at once), [`concurrency`]
 //! (handlers running at once), [`redelivery`] (claimed entries keep their ID), [`failover`]
-//! (what a promoted replica lost), [`limit`] (what bounded a throughput measurement), and
+//! (what a promoted replica lost), [`limit`] (what bounded a throughput measurement),
+//! [`total_queue`] (every job's effects exactly once, or the dead-letter queue, counted from
+//! the side-effect sink's ledger), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
 pub mod concurrency;
@@ -26,6 +28,7 @@ pub mod outcome;
 pub mod priority;
 pub mod redelivery;
 pub mod spread;
+pub mod total_queue;
 mod verdict;
 pub mod zset;
 

@@ -1,13 +1,15 @@
 //! Faults injected on purpose, each one data from the scenario with a no-op default: handler
 //! work (a sleep standing in for an API call), publish failures with their retry schedule,
-//! planned SIGKILLs of role processes, a replication link with a shape (delay, bandwidth,
-//! partition, the primary's machine dying), a hash slot moved between cluster masters while
-//! workers run, and the time scale that stretches or shrinks them all.
+//! planned SIGKILLs of role processes (at a consumer's receive, or at a named point of a job
+//! handler), a replication link with a shape (delay, bandwidth, partition, the primary's
+//! machine dying), a hash slot moved between cluster masters while workers run, and the time
+//! scale that stretches or shrinks them all.
 //!
 //! A lab that injects nothing gets the no-op versions: zero work, no failing attempt, no
 //! crash, time scale 1.
 
 mod crash;
+mod job_crash;
 pub mod link;
 mod publish;
 pub mod slot_migration;
@@ -15,6 +17,7 @@ mod time_scale;
 mod work;
 
 pub use crash::{crash_now, CrashPoint, CrashSpec, PlannedCrashes};
+pub use job_crash::{crash_due, HandlerPoint, JobCrash};
 pub use publish::PublishSchedule;
 pub use time_scale::TimeScale;
 pub use work::HandlerWork;

@@ -12,6 +12,7 @@ mod job_run;
 mod procedure;
 mod race_lines;
 mod record;
+mod worker_pool;
 
 pub use context::RunContext;
 pub use procedure::{Fact, FinalItem, LabProcedure, Line, Needs, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
@@ -143,6 +144,10 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
             }
 
+            pub fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
+                match self { $( Procedure::$kind(p) => p.missing(server), )* }
+            }
+
             pub fn processes_interleave_freely(&self) -> bool {
                 match self { $( Procedure::$kind(p) => p.processes_interleave_freely(), )* }
             }
@@ -195,31 +200,6 @@ macro_rules! lab_kinds {
                 }
             }
 
-            pub fn per_process_stable(&self) -> bool {
-                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
-            }
-
-            pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
-                match self { $( Procedure::$kind(p) => p.intended(), )* }
-            }
-
-            /// What became of every intended event in `record`; None where the lab delivers
-            /// nothing through a queue.
-            pub fn fates(&self, record: &RunRecord) -> Option<crate::checker::fates::Fates> {
-                self.intended().map(|i| crate::checker::fates::fates(&i, &record.events))
-            }
-
-            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
-                match self { $( Procedure::$kind(p) => {
-                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
-                        Observed::$kind(o) => Some(view(r, o)),
-                        #[allow(unreachable_patterns)]
-                        _ => None,
-                    }).collect();
-                    p.summary_note(&views)
-                } )* }
-            }
-
             /// The variant's own charts (see [`LabProcedure::charts`]).
             pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
                 match self { $( Procedure::$kind(p) => {
@@ -255,6 +235,31 @@ macro_rules! lab_kinds {
                 } )* }
             }
 
+            pub fn per_process_stable(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
+            }
+
+            pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+                match self { $( Procedure::$kind(p) => p.intended(), )* }
+            }
+
+            /// What became of every intended event in `record`; None where the lab delivers
+            /// nothing through a queue.
+            pub fn fates(&self, record: &RunRecord) -> Option<crate::checker::fates::Fates> {
+                self.intended().map(|i| crate::checker::fates::fates(&i, &record.events))
+            }
+
+            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
+                match self { $( Procedure::$kind(p) => {
+                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
+                        Observed::$kind(o) => Some(view(r, o)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    p.summary_note(&views)
+                } )* }
+            }
+
             pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {
                 match self { $( Procedure::$kind(p) => {
                     let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
@@ -286,6 +291,12 @@ lab_kinds! {
     Priority(priority::PrioritySpec) = "priority",
     /// One sorted set, the score as the priority, a worker popping the highest.
     Zset(zset::ZsetSpec) = "zset",
+    /// Jobs with side effects under at-least-once delivery: an idempotency technique, crashes
+    /// at named points, a partner that fails; effects counted in the side-effect sink.
+    Jobs(jobs::JobsSpec) = "jobs",
+    /// The seed's production queue end to end: priority streams, several workers, retries, a
+    /// DLQ; every job counted once from the sink's ledger and the DLQ.
+    Pipeline(pipeline::PipelineSpec) = "pipeline",
     /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
     /// a hash slot moved while workers run.
     Cluster(cluster::ClusterSpec) = "cluster",

@@ -28,7 +28,9 @@
 //! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
 //! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
 //! helpers), [`orders`] (the orders table), [`order_document`] (an order as a document, P4),
-//! [`outbox_table`], [`timeline`], [`clock`].
+//! [`outbox_table`], [`timeline`], [`clock`], and [`side_effect`] (the outside party that
+//! receives e-mails, charges and API calls, in its own database, and keeps the ledger the
+//! idempotency labs count from).
 
 pub mod bench;
 pub mod catalog;
@@ -49,9 +51,11 @@ pub mod runner;
 pub mod scenario;
 pub mod schedule;
 pub mod service;
+pub mod side_effect;
 pub mod stats;
 pub mod strategy;
 pub mod streams;
+pub mod technique;
 pub mod timeline;
 
 pub use error::Error;

@@ -124,6 +124,9 @@ impl<'a> Runner<'a> {
         v: &Variant,
         opts: &RunOptions,
     ) -> Result<VariantReport, Error> {
+        if let Some(why) = v.procedure.missing(&self.services.info) {
+            return Ok(VariantReport::skipped(v, why));
+        }
         let runs = opts.runs_of(v.runs);
         let mut records = Vec::new();
         for run in 1..=runs {

@@ -19,6 +19,8 @@ pub enum Actor {
     Reaper,
     /// A SQL session of a two-session race (`A`, `B`), shown as its letter.
     Session(char),
+    /// The side-effect sink: the outside party that receives e-mails, charges, API calls.
+    Sink,
 }
 
 impl fmt::Display for Actor {
@@ -30,6 +32,7 @@ impl fmt::Display for Actor {
             Actor::Dispatcher(n) => write!(f, "D{n}"),
             Actor::Reaper => f.write_str("reaper"),
             Actor::Session(c) => write!(f, "{c}"),
+            Actor::Sink => f.write_str("sink"),
         }
     }
 }
@@ -48,6 +51,7 @@ impl TryFrom<String> for Actor {
             "runner" => Ok(Actor::Runner),
             "producer" => Ok(Actor::Producer),
             "reaper" => Ok(Actor::Reaper),
+            "sink" => Ok(Actor::Sink),
             "A" => Ok(Actor::Session('A')),
             "B" => Ok(Actor::Session('B')),
             _ => numbered("C")
@@ -305,6 +309,76 @@ pub enum EventKind {
     /// A role lost its primary and found the new one (`server`: `replica`, promoted), where
     /// it goes on; a consumer first re-reads its own pending entries there.
     Reconnected { server: String },
+    /// The side-effect sink received a request for `effect` of `job` from `requested_by`
+    /// (placed at the moment the caller sent it) and `outcome` is what it did.
+    Effect {
+        job: String,
+        effect: String,
+        requested_by: Actor,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idem_key: Option<String>,
+        outcome: EffectOutcome,
+    },
+    /// The producer sent `XADD` for job `job` (a queue job with a stable id, not an order
+    /// event). `reply_lost`: the injected fault made the producer act as if the reply never
+    /// came (it will retry). `same_id`: the server answered with an ID it had already given
+    /// this job (`XADD … IDMP`: not added again).
+    JobPublished { entry_id: String, job: String, attempt: u32, reply_lost: bool, same_id: bool },
+    /// A worker got job `job` from the group; `deliveries` is the server's delivery count.
+    JobReceived { entry_id: String, job: String, deliveries: u64 },
+    /// One command a job handler sent (Redis or SQL) and the server's answer, as the seed's
+    /// code sends it: `SET idem:job-1 1 NX EX 86400 → OK`.
+    JobStep { job: String, command: String, result: String },
+    /// The handler decided not to run the job (it is then acknowledged).
+    JobSkipped { job: String, reason: SkipReason },
+    /// XACK sent for the job's entry.
+    JobAcked { entry_id: String, job: String },
+    /// The handler failed; a retryable failure is left pending for a retry.
+    JobFailed { job: String, reason: FailReason, retryable: bool },
+    /// The job was moved to the dead-letter queue (and acknowledged).
+    DeadLettered { job: String, reason: FailReason },
+}
+
+/// Why a job handler skipped a job (and acknowledged it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipReason {
+    /// Its idempotency key (or unique row) exists: `AlreadyProcessed`.
+    AlreadyProcessed,
+    /// The state it checks says the work is done (`sent`, `completed`).
+    AlreadyDone,
+}
+
+/// Why a job handler failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailReason {
+    /// The partner refused the request (injected 503): nothing happened.
+    PartnerRefused,
+    /// The partner's reply was lost (injected timeout): the effect may have happened.
+    ReplyLost,
+    /// Another worker holds the job's lease: leave it pending and look again later.
+    LeaseHeld,
+    /// The payload does not parse.
+    Unparseable,
+    /// The job is refused for good (an unknown job type): not worth a retry.
+    Rejected,
+    /// It failed this many times: given up.
+    AttemptsExhausted,
+    /// It was delivered this many times without finishing (workers kept dying on it).
+    DeliveriesExhausted,
+}
+
+/// What the side-effect sink did with one request (see `crate::side_effect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectOutcome {
+    /// The effect happened (the caller may still have been told it failed: a lost reply).
+    Applied,
+    /// Same idempotency key as an earlier request: its result returned, nothing happened.
+    Replayed,
+    /// Injected failure before anything happened.
+    Refused,
 }
 
 /// The reason of a `publish_failed` when the primary died under the XADD (the `failover` lab).
@@ -422,6 +496,7 @@ mod tests {
             Actor::Dispatcher(1),
             Actor::Reaper,
             Actor::Session('B'),
+            Actor::Sink,
         ] {
             assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
         }

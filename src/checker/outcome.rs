@@ -99,6 +99,8 @@ pub enum Outcome {
     Mismatched,
     /// Some run could not be judged, so the count cannot be trusted.
     Inconclusive,
+    /// Not run: the server lacks what the variant needs (the report says what).
+    Skipped,
 }
 
 /// Both counts against their expectations: `verdicts` of every run, and `dropped`, the runs

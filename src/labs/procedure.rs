@@ -55,6 +55,12 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
         None
     }
 
+    /// What this server lacks to run the lab, in one line naming it and the version that has
+    /// it (`needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15`); None to run (default).
+    fn missing(&self, _server: &crate::service::ServerInfo) -> Option<String> {
+        None
+    }
+
     /// Does the text timeline show publish attempts? Only where publishing has a schedule or
     /// faults worth seeing, as in the seed's output (default: no).
     fn shows_publishing(&self) -> bool {

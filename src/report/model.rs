@@ -74,6 +74,9 @@ pub struct VariantReport {
     /// What the seed published for this experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<SeedFigure>,
+    /// Why the variant did not run on this server (`needs Redis ≥ 8.6 …`), if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     pub run_records: Vec<RunRecord>,
 }
 
@@ -93,9 +96,18 @@ impl VariantReport {
             outcome: Outcome::Matched,
             scheduler_race: variant.scheduler_race,
             seed: variant.seed.clone(),
+            skipped: None,
             run_records,
         };
         v.recount();
+        v
+    }
+
+    /// A variant the server cannot run, and why.
+    pub fn skipped(variant: &Variant, why: String) -> VariantReport {
+        let mut v = VariantReport::tally(variant, Vec::new());
+        v.skipped = Some(why);
+        v.outcome = Outcome::Skipped;
         v
     }
 
@@ -111,7 +123,11 @@ impl VariantReport {
             .iter()
             .filter(|r| self.procedure.fates(r).is_some_and(|f| f.counts().not_applied() > 0))
             .count() as u32;
-        self.outcome = outcome(&self.expected, &verdicts, &self.expected_dropped, self.dropped);
+        self.outcome = if self.skipped.is_some() {
+            Outcome::Skipped
+        } else {
+            outcome(&self.expected, &verdicts, &self.expected_dropped, self.dropped)
+        };
     }
 
     /// Judge every run again from its record alone (what `ordlab check` does).
@@ -128,9 +144,10 @@ impl VariantReport {
 }
 
 impl LabReport {
-    /// Every variant matched its expectation.
+    /// Every variant that ran matched its expectation (a variant the server cannot run is
+    /// skipped, and says so).
     pub fn matched(&self) -> bool {
-        self.variants.iter().all(|v| v.outcome == Outcome::Matched)
+        self.variants.iter().all(|v| matches!(v.outcome, Outcome::Matched | Outcome::Skipped))
     }
 
     /// The same report with every run judged again; nothing stored is trusted.

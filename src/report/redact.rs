@@ -4,7 +4,7 @@
 //! the real order of events. nextest's `redact.rs` is the model.
 
 use crate::labs::{Line, Piece};
-use crate::timeline::{Event, EventKind};
+use crate::timeline::{Actor, Event, EventKind};
 
 /// Events of different processes closer than this are a burst whose order the OS scheduler
 /// picks from run to run: a snapshot lists a burst by process, and keeps the true order of
@@ -129,6 +129,16 @@ impl Redactor {
     }
 }
 
+/// Whose sequence an event belongs to in a burst: its process's, except that what the
+/// side-effect sink did with a request is listed with the process that sent it (the sink
+/// answers requests in the order they come, which is the scheduler's).
+fn lane(e: &Event) -> Actor {
+    match &e.kind {
+        EventKind::Effect { requested_by, .. } => *requested_by,
+        _ => e.actor,
+    }
+}
+
 /// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
 /// process whose causes are already out (its own earlier events; for a receive, the publish
 /// of the same entry).
@@ -137,7 +147,10 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
         burst
             .iter()
             .enumerate()
-            .all(|(i, e)| done[i] || !matches!(&e.kind, EventKind::Published { entry_id, .. } if entry_id == id))
+            .all(|(i, e)| {
+                done[i]
+                    || !matches!(&e.kind, EventKind::Published { entry_id, .. } | EventKind::JobPublished { entry_id, .. } if entry_id == id)
+            })
     };
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
@@ -145,15 +158,17 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
         // The next event of each process is its first not yet out.
         let mut next: Option<usize> = None;
         for (i, e) in burst.iter().enumerate() {
-            let first_of_actor = !burst[..i].iter().enumerate().any(|(j, p)| p.actor == e.actor && !done[j]);
+            let first_of_actor = !burst[..i].iter().enumerate().any(|(j, p)| lane(p) == lane(e) && !done[j]);
             if done[i] || !first_of_actor {
                 continue;
             }
             let ready = match &e.kind {
-                EventKind::Received { entry_id, .. } => published(entry_id, &done),
+                EventKind::Received { entry_id, .. } | EventKind::JobReceived { entry_id, .. } => {
+                    published(entry_id, &done)
+                }
                 _ => true,
             };
-            if ready && next.is_none_or(|n| e.actor < burst[n].actor) {
+            if ready && next.is_none_or(|n| lane(e) < lane(burst[n])) {
                 next = Some(i);
             }
         }
@@ -211,6 +226,29 @@ mod tests {
             let shown: Vec<Actor> = Redactor::SNAPSHOT.order(refs).iter().map(|e| e.actor).collect();
             let expected = if gap < BURST_US { vec![d1, c1, d1] } else { vec![d1, d1, c1] };
             assert_eq!(shown, expected, "gap {gap}");
+        }
+    }
+
+    #[test]
+    fn the_sinks_answers_are_listed_with_the_process_that_asked() {
+        let (c1, c2) = (Actor::Consumer(1), Actor::Consumer(2));
+        let effect = |t, by| Event {
+            t_us: t,
+            actor: Actor::Sink,
+            kind: EventKind::Effect {
+                job: "job-7".into(),
+                effect: "push".into(),
+                requested_by: by,
+                idem_key: None,
+                outcome: crate::timeline::EffectOutcome::Applied,
+            },
+        };
+        // C2's request reaches the sink first this time; the listing does not depend on it.
+        for (first, second) in [(c2, c1), (c1, c2)] {
+            let events = [ev(0, c1), ev(100, c2), effect(200, first), effect(300, second)];
+            let shown: Vec<(Actor, Actor)> =
+                Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| (e.actor, super::lane(e))).collect();
+            assert_eq!(shown, [(c1, c1), (Actor::Sink, c1), (c2, c2), (Actor::Sink, c2)]);
         }
     }
 

@@ -104,6 +104,7 @@ fn outcome(o: Outcome) -> &'static str {
         Outcome::Matched => "matches",
         Outcome::Mismatched => "DOES NOT MATCH",
         Outcome::Inconclusive => "inconclusive",
+        Outcome::Skipped => "skipped (server too old)",
     }
 }
 

@@ -2,7 +2,10 @@
 //! the seed's own lab output (`C1 received 1792591449272-0 created (v=1)`). The text report
 //! prints them; the lab book's step-through captions reuse them.
 
+mod jobs;
 mod queue;
+
+pub use jobs::{fail_words, skip_words};
 
 use super::Redactor;
 use crate::labs::stream::job_label;
@@ -22,7 +25,6 @@ pub struct Wording {
 /// One timeline line, or None for events the text report leaves to JSON and SVG.
 pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
     let a = e.actor;
-    let vi = w.lang == Lang::Vi;
     let id = |x: &str| w.redact.entry_id(x);
     Some(match &e.kind {
         EventKind::Ready | EventKind::WorkStarted { .. } | EventKind::Acked { .. } => return None,
@@ -45,26 +47,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
             let entry = id(entry_id);
             crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
         }
-        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
-            let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
-            let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
-            crate::tr!(
-                w.lang,
-                "{a} took {key} (SET NX PX {ttl_ms}) after {n} {unit}",
-                "{a} lấy được {key} (SET NX PX {ttl_ms}) sau {n} lần thử"
-            )
-        }
-        EventKind::LockReleased { method, released, .. } => {
-            let note = match (*released, vi) {
-                (0, false) => " (the lock had expired: no longer ours)",
-                (0, true) => " (lock đã hết hạn, không còn là của mình)",
-                _ => "",
-            };
-            // How a lock is released depends on the server's version (DELEX since 8.4): a
-            // snapshot holds on any supported version.
-            let method = if w.redact.active() { "[release]" } else { method.as_str() };
-            format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
-        }
+        EventKind::LockAcquired { .. } | EventKind::LockReleased { .. } => return lock_line(a, &e.kind, w),
         EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),
         EventKind::Inserted { order, status, version, .. } => {
             let status = status_label(status, *order, w.many_orders);
@@ -101,6 +84,14 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::JobQueued { .. } | EventKind::JobDone { .. } => return None,
         EventKind::PhaseStarted { .. } | EventKind::PriorityJobTaken { .. } => return priority_line(e, w),
         EventKind::QueueRead { .. } | EventKind::JobRequeued { .. } => return priority_line(e, w),
+        EventKind::Effect { .. }
+        | EventKind::JobPublished { .. }
+        | EventKind::JobReceived { .. }
+        | EventKind::JobStep { .. }
+        | EventKind::JobSkipped { .. }
+        | EventKind::JobAcked { .. }
+        | EventKind::JobFailed { .. }
+        | EventKind::DeadLettered { .. } => return jobs::job_line(a, &e.kind, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -118,6 +109,34 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::SlotMigrating { .. }
         | EventKind::SlotKeysMoved { .. }
         | EventKind::SlotOwned { .. } => return Some(queue::queue_line(e, w)),
+    })
+}
+
+/// A lock taken or released; None for any other event.
+fn lock_line(a: crate::timeline::Actor, kind: &EventKind, w: &Wording) -> Option<String> {
+    let vi = w.lang == Lang::Vi;
+    Some(match kind {
+        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
+            let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
+            let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
+            crate::tr!(
+                w.lang,
+                "{a} took {key} (SET NX PX {ttl_ms}) after {n} {unit}",
+                "{a} lấy được {key} (SET NX PX {ttl_ms}) sau {n} lần thử"
+            )
+        }
+        EventKind::LockReleased { method, released, .. } => {
+            let note = match (*released, vi) {
+                (0, false) => " (the lock had expired: no longer ours)",
+                (0, true) => " (lock đã hết hạn, không còn là của mình)",
+                _ => "",
+            };
+            // How a lock is released depends on the server's version (DELEX since 8.4): a
+            // snapshot holds on any supported version.
+            let method = if w.redact.active() { "[release]" } else { method.as_str() };
+            format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
+        }
+        _ => return None,
     })
 }
 
@@ -139,7 +158,13 @@ pub fn timeline_lines<'a>(
     let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
     ordered
         .into_iter()
-        .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
+        .filter(|e| {
+            show_publish
+                || !matches!(
+                    e.kind,
+                    EventKind::Published { .. } | EventKind::PublishFailed { .. } | EventKind::JobPublished { .. }
+                )
+        })
         .filter_map(|e| event_line(e, w).map(|line| (e, line)))
         .collect()
 }

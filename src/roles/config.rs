@@ -6,6 +6,8 @@ use super::claimer::ClaimerConfig;
 use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
+use super::job_worker::JobWorkerConfig;
+use super::pipeline_worker::PipelineWorkerConfig;
 use super::priority_worker::PriorityWorkerConfig;
 use super::zset_worker::ZsetWorkerConfig;
 use crate::error::Error;
@@ -41,6 +43,10 @@ pub enum RoleConfig {
     PriorityWorker(PriorityWorkerConfig),
     /// Takes jobs from one sorted set (ZPOPMAX, BZPOPMAX or a leased pop).
     ZsetWorker(ZsetWorkerConfig),
+    /// Handles queue jobs with an idempotency technique (reader or claimer).
+    JobWorker(JobWorkerConfig),
+    /// The seed's production worker: priority polling, idempotent handler, retry, DLQ.
+    PipelineWorker(PipelineWorkerConfig),
     /// Takes jobs from a list queue on a Redis Cluster.
     ClusterWorker(ClusterWorkerConfig),
 }
@@ -54,6 +60,8 @@ impl RoleConfig {
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
             RoleConfig::PriorityWorker(w) => w.actor(),
             RoleConfig::ZsetWorker(w) => Actor::Consumer(w.index),
+            RoleConfig::JobWorker(w) => w.actor,
+            RoleConfig::PipelineWorker(w) => w.actor,
             RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
@@ -70,6 +78,8 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
         RoleConfig::PriorityWorker(w) => super::priority_worker::run(w).await,
         RoleConfig::ZsetWorker(w) => super::zset_worker::run(w).await,
+        RoleConfig::JobWorker(w) => super::job_worker::run(w).await,
+        RoleConfig::PipelineWorker(w) => super::pipeline_worker::run(w).await,
         RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

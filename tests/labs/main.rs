@@ -19,6 +19,12 @@ mod docker_backend;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
+/// server is at hand.
+mod idmp;
+/// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
+/// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
+mod job_labs;
 /// The lab book (`results/index.html`) in headless Chromium.
 mod lab_book;
 /// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
@@ -31,6 +37,9 @@ mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key
 /// exclusion) and `outbox-crash` (SIGKILL between XADD and the mark, idempotent consumer).
 mod outbox_labs;
+/// `pipeline`: the seed's production worker and the corrected one under load, faults and
+/// SIGKILLs; every job once or in the DLQ.
+mod pipeline_lab;
 /// The priority family of seed 000: `priority-strict`, `priority-weighted` (one stream per
 /// priority, the seed's loops and corrected ones) and `priority-zset` (one sorted set).
 mod priority;
@@ -46,3 +55,6 @@ mod redis_nodes;
 mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.
 mod services;
+/// The side-effect sink: its ledger, idempotency keys, injected partner failures, requests
+/// that outlive their caller.
+mod side_effect;

@@ -75,7 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::Cluster(_) => Vec::new(),
+        Observed::Jobs(_) | Observed::Pipeline(_) | Observed::Cluster(_) => Vec::new(),
         Observed::ReaderCeiling(_) | Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
     }
 }
@@ -92,6 +92,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::ReaderCeiling(_)
         | Observed::Priority(_)
         | Observed::Zset(_)
+        | Observed::Jobs(_)
+        | Observed::Pipeline(_)
         | Observed::Cluster(_) => Vec::new(),
     }
 }

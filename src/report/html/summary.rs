@@ -93,8 +93,9 @@ fn row(out: &mut String, r: &LabReport, v: &VariantReport) {
         Outcome::Matched => Words::new("matches", "khớp"),
         Outcome::Mismatched => Words::new("DOES NOT MATCH", "KHÔNG KHỚP"),
         Outcome::Inconclusive => Words::new("inconclusive", "chưa kết luận"),
+        Outcome::Skipped => Words::new("skipped", "bỏ qua"),
     };
-    let class = if v.outcome == Outcome::Matched { "" } else { r#" class="mismatch""# };
+    let class = if matches!(v.outcome, Outcome::Matched | Outcome::Skipped) { "" } else { r#" class="mismatch""# };
     let id = esc(&r.lab.id);
     let _ = writeln!(
         out,

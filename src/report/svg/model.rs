@@ -6,7 +6,7 @@ use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
 use crate::report::words::{timeline_lines, Wording};
 use crate::report::Redactor;
-use crate::timeline::{Actor, Event, EventKind, Job};
+use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -91,7 +91,8 @@ fn lane_rank(a: Actor) -> (u8, u32) {
         Actor::Dispatcher(n) => (2, n),
         Actor::Session(c) => (3, c as u32),
         Actor::Reaper => (4, 0),
-        Actor::Runner => (5, 0),
+        Actor::Sink => (5, 0),
+        Actor::Runner => (6, 0),
     }
 }
 
@@ -308,6 +309,9 @@ impl Builder {
         let (lang, many) = (self.lang, self.multi_order);
         let t = |en, vi| pick(lang, en, vi);
         let prefix = |order: i64| if many { format!("#{order} ") } else { String::new() };
+        if let Some(mark) = job_mark(kind, lang).or_else(|| cluster_queue_mark(kind, lang, many)) {
+            return Some(mark);
+        }
         Some(match kind {
             EventKind::Published { job, attempt, .. } if *attempt == 1 => {
                 (Glyph::Published, format!("publish {} OK", job_label(job, many)))
@@ -378,28 +382,6 @@ impl Builder {
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
             ),
-            EventKind::JobPushed { job, queue, .. } => {
-                (Glyph::Published, format!("LPUSH {queue} {}", job_label(job, many)))
-            }
-            EventKind::JobsPushed { jobs, queues } => {
-                (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {}", t("jobs", "job"), t("queues", "hàng đợi")))
-            }
-            EventKind::JobTaken { job, .. } => {
-                (Glyph::Received, format!("{} {}", t("took", "lấy"), job_label(job, many)))
-            }
-            EventKind::QueueError { command, error, .. } => {
-                (Glyph::Failed, format!("{command}: {}", truncate(error, 40)))
-            }
-            EventKind::WorkerDone { jobs, .. } => {
-                (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))
-            }
-            EventKind::SlotMigrating { slot, from, to } => {
-                (Glyph::Failed, format!("slot {slot} {} {from} → {to}", t("migrating", "đang chuyển")))
-            }
-            EventKind::SlotKeysMoved { keys, from, to, .. } => {
-                (Glyph::Published, format!("MIGRATE {keys} {} {from} → {to}", t("keys", "key")))
-            }
-            EventKind::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
             _ => return None,
         })
     }
@@ -510,6 +492,46 @@ impl Builder {
     }
 }
 
+/// Marks of queue-job events and of the side-effect sink: a glyph and its label.
+fn job_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
+    let t = |en, vi| pick(lang, en, vi);
+    Some(match kind {
+        EventKind::JobPublished { job, attempt, reply_lost, .. } => {
+            let lost = if *reply_lost { t(" (reply lost)", " (mất phản hồi)") } else { "" };
+            let what = if *attempt > 1 { format!("retry {job}") } else { format!("publish {job}") };
+            (Glyph::Published, format!("{what}{lost}"))
+        }
+        EventKind::JobReceived { job, deliveries, .. } => {
+            let mut label = format!("{} {job}", t("received", "nhận"));
+            if *deliveries > 1 {
+                label.push_str(&format!(" ({} {deliveries})", t("delivery", "lần giao")));
+            }
+            (Glyph::Received, label)
+        }
+        EventKind::JobStep { command, result, .. } => {
+            (Glyph::SqlSent, format!("{} → {}", truncate(command, 36), truncate(result, 16)))
+        }
+        EventKind::JobSkipped { job, reason } => (
+            Glyph::Stale,
+            format!("{} {job}: {}", t("skip", "bỏ qua"), crate::report::words::skip_words(*reason, lang)),
+        ),
+        EventKind::JobFailed { job, reason, .. } => {
+            (Glyph::Failed, format!("{job}: {}", crate::report::words::fail_words(*reason, lang)))
+        }
+        EventKind::DeadLettered { job, .. } => (Glyph::Failed, format!("{job} → DLQ")),
+        EventKind::JobAcked { job, .. } => (Glyph::Acked, format!("XACK {job}")),
+        EventKind::Effect { job, effect, requested_by, outcome, .. } => {
+            let (glyph, what) = match outcome {
+                EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
+                EffectOutcome::Replayed => (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện")),
+                EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
+            };
+            (glyph, format!("{effect} {job} ({requested_by}): {what}"))
+        }
+        _ => return None,
+    })
+}
+
 fn outbox_mark(round: u32, published: &[i64], failed: &[i64], held_back: &[i64], lang: Lang) -> (Glyph, String) {
     let (r, p, f, h) = match lang {
         Lang::En => ("round", "published", "failed", "held back"),
@@ -523,4 +545,30 @@ fn outbox_mark(round: u32, published: &[i64], failed: &[i64], held_back: &[i64],
         label.push_str(&format!("; {h} {}", order_rows(held_back)));
     }
     (if failed.is_empty() { Glyph::Outbox } else { Glyph::OutboxFailed }, label)
+}
+
+/// Marks of the list queue on a Redis Cluster: pushes, takes, queue errors, resharding.
+fn cluster_queue_mark(kind: &EventKind, lang: Lang, many: bool) -> Option<(Glyph, String)> {
+    let t = |en, vi| pick(lang, en, vi);
+    Some(match kind {
+        EventKind::JobPushed { job, queue, .. } => {
+            (Glyph::Published, format!("LPUSH {queue} {}", job_label(job, many)))
+        }
+        EventKind::JobsPushed { jobs, queues } => {
+            (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {}", t("jobs", "job"), t("queues", "hàng đợi")))
+        }
+        EventKind::JobTaken { job, .. } => (Glyph::Received, format!("{} {}", t("took", "lấy"), job_label(job, many))),
+        EventKind::QueueError { command, error, .. } => (Glyph::Failed, format!("{command}: {}", truncate(error, 40))),
+        EventKind::WorkerDone { jobs, .. } => {
+            (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))
+        }
+        EventKind::SlotMigrating { slot, from, to } => {
+            (Glyph::Failed, format!("slot {slot} {} {from} → {to}", t("migrating", "đang chuyển")))
+        }
+        EventKind::SlotKeysMoved { keys, from, to, .. } => {
+            (Glyph::Published, format!("MIGRATE {keys} {} {from} → {to}", t("keys", "key")))
+        }
+        EventKind::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
+        _ => return None,
+    })
 }

@@ -55,12 +55,18 @@ pub fn side_by_side(out: &mut String, report: &LabReport, opts: &TextOptions) {
     }
     let title = pick(opts.lang, "side by side (run 1 of each variant)", "so sánh (lần 1 của từng biến thể)");
     let _ = writeln!(out, "\n### {title}");
-    let mut header = format!("  {:<16}", pick(opts.lang, "variant", "biến thể"));
-    for (h, _) in &rows[0].1 {
-        let _ = write!(header, " {h:>13}");
-    }
-    let _ = writeln!(out, "{}", header.trim_end());
+    let mut columns: Option<Vec<&str>> = None;
     for (id, cells) in &rows {
+        // Variants whose columns differ get a header of their own.
+        let these: Vec<&str> = cells.iter().map(|(h, _)| h.as_str()).collect();
+        if columns.as_ref() != Some(&these) {
+            let mut header = format!("  {:<16}", pick(opts.lang, "variant", "biến thể"));
+            for h in &these {
+                let _ = write!(header, " {h:>13}");
+            }
+            let _ = writeln!(out, "{}", header.trim_end());
+            columns = Some(these);
+        }
         let mut line = format!("  {id:<16}");
         for (_, c) in cells {
             let _ = write!(line, " {c:>13}");

@@ -252,3 +252,33 @@ fn many_orders_are_summarised_and_a_long_timeline_is_cut() {
     assert!(text.contains("→ wrong final state (not each order's last event): 1/1 runs"), "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("  t=")).count(), 51);
 }
+
+#[test]
+fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
+    let v = Variant {
+        id: "idmp".into(),
+        title: "IDMP".into(),
+        runs: 3,
+        procedure: crate::scenario::setup_from_toml(BASELINE).unwrap(),
+        expect: Expectation::None,
+        expect_dropped: Expectation::None,
+        scheduler_race: false,
+        seed: None,
+    };
+    let skipped = VariantReport::skipped(&v, "needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15".into());
+    let r = report(vec![
+        variant("baseline", BASELINE, Expectation::All, vec![baseline_run(1, Verdict::Wrong, "created")]),
+        skipped,
+    ]);
+    assert_eq!(r.variants[1].outcome, Outcome::Skipped);
+    assert!(r.matched(), "a skipped variant does not fail the lab");
+    let text = render(&r, &TextOptions::default());
+    assert!(
+        text.contains("### idmp: IDMP; ")
+            && text.contains("\n  skipped: needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15\n"),
+        "{text}"
+    );
+    let vi = render(&r, &TextOptions { lang: Lang::Vi, ..TextOptions::default() });
+    assert!(vi.contains("  bỏ qua: needs Redis ≥ 8.6"), "{vi}");
+    assert_eq!(r.rejudged().variants[1].outcome, Outcome::Skipped, "re-judging keeps it skipped");
+}

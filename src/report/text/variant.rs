@@ -14,6 +14,10 @@ const LISTED_ITEMS: usize = 5;
 
 pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let _ = writeln!(out, "### {}: {}; {}", v.id, v.title.get(opts.lang), v.procedure.describe(opts.lang));
+    if let Some(why) = &v.skipped {
+        let _ = writeln!(out, "  {}: {why}", pick(opts.lang, "skipped", "bỏ qua"));
+        return;
+    }
     let hidden = opts.redact.active() && v.scheduler_race && !v.procedure.per_process_stable();
     if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
@@ -157,6 +161,8 @@ fn expectation(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable
         (Outcome::Mismatched, Lang::Vi) => "KHÔNG KHỚP",
         (Outcome::Inconclusive, Lang::En) => "INCONCLUSIVE",
         (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
+        (Outcome::Skipped, Lang::En) => "skipped",
+        (Outcome::Skipped, Lang::Vi) => "bỏ qua",
     };
     let expected = pick(opts.lang, "expected wrong", "kỳ vọng số lần sai");
     let dropped = if v.expected_dropped != crate::checker::Expectation::None || v.dropped > 0 {

@@ -1,0 +1,146 @@
+//! The handler of the seed's production worker (`handle_message`), as written and corrected.
+//!
+//! As written: `payload = json.loads(fields[b"payload"])` comes before the `try`, so a payload
+//! that does not parse raises out of the worker's loop and the process dies; the job stays
+//! pending, the next process that takes it dies too, and it never reaches the dead-letter
+//! queue. Inside, the idempotent wrapper claims `idem:<job>` before `dispatch`, deletes it on
+//! any exception, and the three `except` arms ack a duplicate, leave a retryable failure
+//! pending (the retry with delay is the claimer's XAUTOCLAIM), and dead-letter the rest.
+//!
+//! Corrected: the payload is checked inside the handler (poison goes to the DLQ at once); the
+//! claim is a lease marked done only after the effect, which goes out with the partner's
+//! idempotency key (the job id); failures are counted per job and a job that keeps failing, or
+//! keeps being delivered without finishing, goes to the DLQ with that reason.
+
+use super::lease;
+use super::JobRun;
+use crate::error::{Context, Error};
+use crate::fault::{crash_now, HandlerPoint};
+use crate::timeline::{FailReason, SkipReason, StdoutSink};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `handler = { kind = "seed" }` or `{ kind = "corrected", … }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PipelineHandler {
+    /// The seed's `handle_message` with its `idempotent` wrapper (TTL 1 day).
+    Seed,
+    /// Lease + partner key + failure count + DLQ for poison.
+    Corrected {
+        lease_ms: f64,
+        /// Failures (partner refused, reply lost) before the job goes to the DLQ.
+        max_failures: u32,
+        /// Deliveries before the job goes to the DLQ (workers kept dying on it).
+        max_deliveries: u64,
+    },
+}
+
+/// What the worker does with the entry after the handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    Ack,
+    /// Leave it pending: the claimer retries it.
+    Pending(FailReason),
+    /// XADD it to the DLQ, then ack it.
+    DeadLetter(FailReason),
+}
+
+/// The parts of a payload a handler reads.
+#[derive(Deserialize)]
+struct Payload {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// The job types a handler knows.
+const KNOWN: [&str; 3] = ["charge", "email", "report"];
+
+impl PipelineHandler {
+    /// Handle one delivery of `run.job` whose entry carries `payload`; `work` is the
+    /// dispatch's own work before the effect.
+    pub async fn handle(&self, run: &mut JobRun<'_>, payload: &str, work: Duration) -> Result<Disposition, Error> {
+        match self {
+            PipelineHandler::Seed => seed(run, payload, work).await,
+            PipelineHandler::Corrected { lease_ms, max_failures, max_deliveries } => {
+                corrected(run, payload, work, *lease_ms, *max_failures, *max_deliveries).await
+            }
+        }
+    }
+}
+
+/// The seed's `handle_message`.
+async fn seed(run: &mut JobRun<'_>, payload: &str, work: Duration) -> Result<Disposition, Error> {
+    let Ok(p) = serde_json::from_str::<Payload>(payload) else {
+        let detail = "uncaught JSONDecodeError: json.loads(payload) runs before the try (seed's handle_message)";
+        crash_now(&StdoutSink, run.actor, detail.to_string());
+    };
+    let key = format!("idem:{}", run.job);
+    if !run.set_nx(&key, "1", 86_400_000.0).await? {
+        run.skipped(SkipReason::AlreadyProcessed);
+        return Ok(Disposition::Ack);
+    }
+    run.crash_point(HandlerPoint::AfterClaim);
+    tokio::time::sleep(work).await;
+    if !KNOWN.contains(&p.kind.as_str()) {
+        // dispatch raises ValueError: the wrapper deletes its key, `except Exception` dead-letters.
+        run.del(&key).await?;
+        return Ok(Disposition::DeadLetter(FailReason::Rejected));
+    }
+    if let Err(reason) = run.effect(&p.kind, None).await? {
+        run.del(&key).await?;
+        return Ok(Disposition::Pending(reason));
+    }
+    run.crash_point(HandlerPoint::AfterEffect);
+    Ok(Disposition::Ack)
+}
+
+async fn corrected(
+    run: &mut JobRun<'_>,
+    payload: &str,
+    work: Duration,
+    lease_ms: f64,
+    max_failures: u32,
+    max_deliveries: u64,
+) -> Result<Disposition, Error> {
+    if run.deliveries > max_deliveries {
+        return Ok(Disposition::DeadLetter(FailReason::DeliveriesExhausted));
+    }
+    let Ok(p) = serde_json::from_str::<Payload>(payload) else {
+        return Ok(Disposition::DeadLetter(FailReason::Unparseable));
+    };
+    if !KNOWN.contains(&p.kind.as_str()) {
+        return Ok(Disposition::DeadLetter(FailReason::Rejected));
+    }
+    let key = format!("lease:{}", run.job);
+    let token = run.token.to_string();
+    if !run.set_nx(&key, &token, lease_ms).await? {
+        return Ok(match run.get(&key).await?.as_deref() {
+            Some("done") => {
+                run.skipped(SkipReason::AlreadyProcessed);
+                Disposition::Ack
+            }
+            _ => Disposition::Pending(FailReason::LeaseHeld),
+        });
+    }
+    run.crash_point(HandlerPoint::AfterClaim);
+    tokio::time::sleep(work).await;
+    let job = run.job.to_string();
+    if let Err(reason) = run.effect(&p.kind, Some(&job)).await? {
+        lease::release(run, &key).await?;
+        let failures: u32 = redis::cmd("HINCRBY")
+            .arg(format!("{}failures", run.key_prefix))
+            .arg(&job)
+            .arg(1)
+            .query_async(run.redis)
+            .await
+            .context("HINCRBY failures")?;
+        if failures >= max_failures {
+            return Ok(Disposition::DeadLetter(FailReason::AttemptsExhausted));
+        }
+        return Ok(Disposition::Pending(reason));
+    }
+    run.crash_point(HandlerPoint::AfterEffect);
+    run.set(&key, "done").await?;
+    Ok(Disposition::Ack)
+}

@@ -6,11 +6,13 @@
 //! crash, time scale 1.
 
 mod crash;
+mod list_crash;
 mod publish;
 mod time_scale;
 mod work;
 
 pub use crash::{crash_now, CrashPoint, CrashSpec, PlannedCrashes};
+pub use list_crash::{ListCrash, ListCrashPoint};
 pub use publish::PublishSchedule;
 pub use time_scale::TimeScale;
 pub use work::HandlerWork;

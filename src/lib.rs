@@ -38,6 +38,7 @@ pub mod error;
 pub mod fault;
 pub mod labs;
 pub mod lang;
+pub mod list_queue;
 pub mod orders;
 pub mod outbox_table;
 pub mod report;

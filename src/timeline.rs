@@ -19,6 +19,10 @@ pub enum Actor {
     Reaper,
     /// A SQL session of a two-session race (`A`, `B`), shown as its letter.
     Session(char),
+    /// A list-queue worker process `n` (1-based), shown as `W<n>` (the seed's workers).
+    Worker(u32),
+    /// Moves due retries back to a list queue.
+    Scheduler,
 }
 
 impl fmt::Display for Actor {
@@ -30,6 +34,8 @@ impl fmt::Display for Actor {
             Actor::Dispatcher(n) => write!(f, "D{n}"),
             Actor::Reaper => f.write_str("reaper"),
             Actor::Session(c) => write!(f, "{c}"),
+            Actor::Worker(n) => write!(f, "W{n}"),
+            Actor::Scheduler => f.write_str("scheduler"),
         }
     }
 }
@@ -48,11 +54,13 @@ impl TryFrom<String> for Actor {
             "runner" => Ok(Actor::Runner),
             "producer" => Ok(Actor::Producer),
             "reaper" => Ok(Actor::Reaper),
+            "scheduler" => Ok(Actor::Scheduler),
             "A" => Ok(Actor::Session('A')),
             "B" => Ok(Actor::Session('B')),
             _ => numbered("C")
                 .map(Actor::Consumer)
                 .or_else(|| numbered("D").map(Actor::Dispatcher))
+                .or_else(|| numbered("W").map(Actor::Worker))
                 .ok_or_else(|| format!("unknown actor {s:?}")),
         }
     }
@@ -132,6 +140,28 @@ pub enum EventKind {
     /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
     /// stream short of the dead primary.
     ReplicaPromoted { behind_bytes: i64 },
+    /// A job was pushed to a list (`list`: `queue:default`); `len` is the list's length after
+    /// the push, as the server replied.
+    Pushed { job: String, list: String, len: i64 },
+    /// A worker took a job from a list queue (`via`: the command or script), leased until
+    /// `lease_ms` from now when it has a lease.
+    Taken { job: String, via: String, lease_ms: Option<f64> },
+    /// A worker finished a job; `removed` is what LREM returned for its processing entry
+    /// (0: the entry was already gone; None: nothing to remove, the job was popped).
+    JobDone { job: String, removed: Option<i64> },
+    /// The handler failed on attempt `attempt` (1-based).
+    JobFailed { job: String, attempt: u32, error: String },
+    /// A failed job was put aside for another attempt: pushed to `to` (`queue:retry`), or
+    /// scheduled `delay_ms` later in the delayed set.
+    RetryScheduled { job: String, attempt: u32, to: String, delay_ms: Option<f64> },
+    /// A job went to the dead-letter list (`reason`: `max attempts`, `poison`).
+    DeadLettered { job: String, reason: String },
+    /// A payload that is not a job (it does not parse); the worker then slept `slept_ms`.
+    Poison { payload: String, slept_ms: f64 },
+    /// The reaper put a job whose lease had run out `expired_ms_ago` back in the queue.
+    Requeued { job: String, expired_ms_ago: i64 },
+    /// The scheduler moved a due retry back to the queue, `late_ms` after its due time.
+    MovedDue { job: String, late_ms: i64 },
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
@@ -245,6 +275,8 @@ mod tests {
             Actor::Dispatcher(1),
             Actor::Reaper,
             Actor::Session('B'),
+            Actor::Worker(3),
+            Actor::Scheduler,
         ] {
             assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
         }

@@ -11,6 +11,7 @@ mod draw;
 mod footer;
 mod glyphs;
 mod layout;
+mod list_marks;
 mod model;
 mod window;
 

@@ -2,6 +2,8 @@
 //! the seed's own lab output (`C1 received 1792591449272-0 created (v=1)`). The text report
 //! prints them; the lab book's step-through captions reuse them.
 
+mod list_queue;
+
 use super::Redactor;
 use crate::labs::stream::job_label;
 use crate::lang::{pick, Lang};
@@ -103,6 +105,15 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::ServerKilled { .. }
         | EventKind::ReplicaPromoted { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
+        EventKind::Pushed { .. }
+        | EventKind::Taken { .. }
+        | EventKind::JobDone { .. }
+        | EventKind::JobFailed { .. }
+        | EventKind::RetryScheduled { .. }
+        | EventKind::DeadLettered { .. }
+        | EventKind::Poison { .. }
+        | EventKind::Requeued { .. }
+        | EventKind::MovedDue { .. } => return list_queue::line(e, w),
     })
 }
 

@@ -20,6 +20,8 @@ pub enum ClientState {
     Connected,
     /// Blocked in XREADGROUP: an entry added now goes to it.
     BlockedInXreadgroup,
+    /// Blocked in any blocking command (BRPOP, BLMOVE, BLPOP…): a job pushed now goes to it.
+    Blocked,
 }
 
 impl ClientState {
@@ -27,6 +29,7 @@ impl ClientState {
         match self {
             ClientState::Connected => true,
             ClientState::BlockedInXreadgroup => client_line.contains(" cmd=xreadgroup") && is_blocked(client_line),
+            ClientState::Blocked => is_blocked(client_line),
         }
     }
 
@@ -34,6 +37,7 @@ impl ClientState {
         match self {
             ClientState::Connected => "not connected after 15 s",
             ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP after 15 s",
+            ClientState::Blocked => "not blocked in a blocking command after 15 s",
         }
     }
 }

@@ -17,6 +17,8 @@ mod failover_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run
 /// when its server is at hand.
 mod lock_release;
+/// The list-queue scripts of seed 003's labs on a real server.
+mod list_queue_scripts;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key

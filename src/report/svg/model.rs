@@ -82,7 +82,9 @@ fn lane_rank(a: Actor) -> (u8, u32) {
         Actor::Consumer(n) => (1, n),
         Actor::Dispatcher(n) => (2, n),
         Actor::Session(c) => (3, c as u32),
+        Actor::Worker(n) => (1, n),
         Actor::Reaper => (4, 0),
+        Actor::Scheduler => (4, 1),
         Actor::Runner => (5, 0),
     }
 }
@@ -319,6 +321,15 @@ impl Builder {
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
             ),
+            EventKind::Pushed { .. }
+            | EventKind::Taken { .. }
+            | EventKind::JobDone { .. }
+            | EventKind::JobFailed { .. }
+            | EventKind::RetryScheduled { .. }
+            | EventKind::DeadLettered { .. }
+            | EventKind::Poison { .. }
+            | EventKind::Requeued { .. }
+            | EventKind::MovedDue { .. } => return super::list_marks::mark(kind, lang),
             _ => return None,
         })
     }

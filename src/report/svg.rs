@@ -11,7 +11,6 @@ mod draw;
 mod footer;
 mod glyphs;
 mod layout;
-mod list_marks;
 mod model;
 mod window;
 

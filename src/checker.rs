@@ -3,12 +3,14 @@
 //! and compose as in Jepsen: wrong beats unknown beats right.
 //!
 //! One file per concern; a lab composes the ones it needs in its `judge`:
+//! [`durability`] (acknowledged jobs a crash or eviction took away),
 //! [`health`] (did the run finish and every process die only as planned), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
 //! side effects applied twice), [`redelivery`] (claimed entries keep their ID), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
 pub mod delivery;
+pub mod durability;
 pub mod final_state;
 pub mod health;
 pub mod outcome;

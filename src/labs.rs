@@ -203,4 +203,8 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// A steady producer, redis-server SIGKILLed and restarted on its own files.
+    Persistence(persistence::PersistenceSpec) = "persistence",
+    /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.
+    Eviction(eviction::EvictionSpec) = "eviction",
 }

@@ -41,6 +41,7 @@ pub mod lang;
 pub mod list_queue;
 pub mod orders;
 pub mod outbox_table;
+pub mod redis_info;
 pub mod report;
 pub mod roles;
 pub mod runner;

@@ -79,6 +79,35 @@ impl ListJob {
     }
 }
 
+/// The id of job number `n`: `job-000042` (a working stand-in for the seed's
+/// `generateUniqueId`, which does not parse).
+pub fn job_id(n: u64) -> String {
+    format!("job-{n:06}")
+}
+
+/// The number in an id made by [`job_id`].
+pub fn job_number(id: &str) -> Option<u64> {
+    id.strip_prefix("job-")?.parse().ok()
+}
+
+/// Job number `n` of a steady producer: the seed's welcome e-mail, `data` padded with a note
+/// to about `bytes` bytes of JSON.
+pub fn numbered_job(n: u64, bytes: usize, created_at: u64) -> ListJob {
+    let mut job = ListJob {
+        id: Some(job_id(n)),
+        name: "send_welcome_email".into(),
+        data: serde_json::json!({ "email": format!("user{n}@example.com") }),
+        attempts: 0,
+        max_attempts: 3,
+        created_at,
+    };
+    let short = job.to_json().len();
+    if bytes > short + 12 {
+        job.data["note"] = serde_json::Value::String("x".repeat(bytes - short - 12));
+    }
+    job
+}
+
 /// A payload as the timeline names it: the job's label, or its first bytes when it is poison.
 pub fn payload_label(payload: &str) -> String {
     match ListJob::parse(payload) {
@@ -386,6 +415,17 @@ mod tests {
         assert_eq!(payload_label(&job(None).to_json()), "send_welcome_email");
         assert_eq!(payload_label("{\"id\":\"job-0003\",\"name\":"), "{\"id\":\"job-0003\",\"name\":");
         assert_eq!(payload_label("{\"id\":\"job-0003\",\"name\":\"x"), "{\"id\":\"job-0003\",\"name\"…");
+    }
+
+    #[test]
+    fn numbered_jobs_have_working_ids_and_their_size() {
+        assert_eq!(job_id(42), "job-000042");
+        assert_eq!(job_number("job-000042"), Some(42));
+        assert_eq!(job_number("x-1"), None);
+        let j = numbered_job(7, 200, 1);
+        assert_eq!(j.label(), "job-000007");
+        assert!((195..=205).contains(&j.to_json().len()), "{}", j.to_json().len());
+        assert!(numbered_job(7, 10, 1).data.get("note").is_none());
     }
 
     #[test]

@@ -162,6 +162,13 @@ pub enum EventKind {
     Requeued { job: String, expired_ms_ago: i64 },
     /// The scheduler moved a due retry back to the queue, `late_ms` after its due time.
     MovedDue { job: String, late_ms: i64 },
+    /// A killed server is up again on its own data files, holding `jobs` jobs, after `load_ms`.
+    ServerRestarted { jobs: i64, load_ms: f64 },
+    /// The server evicted the key `key` whole, with `jobs` jobs in it (the producer saw its
+    /// next push answer a length of 1).
+    Evicted { key: String, jobs: i64 },
+    /// The server refused a push (`error`, e.g. OOM); `refusals` counts them so far.
+    Refused { job: String, error: String, refusals: i64 },
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.

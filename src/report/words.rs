@@ -113,7 +113,10 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::DeadLettered { .. }
         | EventKind::Poison { .. }
         | EventKind::Requeued { .. }
-        | EventKind::MovedDue { .. } => return list_queue::line(e, w),
+        | EventKind::MovedDue { .. }
+        | EventKind::ServerRestarted { .. }
+        | EventKind::Evicted { .. }
+        | EventKind::Refused { .. } => return list_queue::line(e, w),
     })
 }
 

@@ -12,6 +12,9 @@ mod cli;
 mod core_labs;
 /// The Docker backend on a real engine (run by `just test` when one answers).
 mod docker_backend;
+/// Seed 003's server advice: `persistence` (SIGKILL and restart per persistence mode) and
+/// `eviction` (a full Redis under each maxmemory policy).
+mod durability_labs;
 /// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
 mod failover_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run

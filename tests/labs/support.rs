@@ -75,6 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
+        Observed::Persistence(_) | Observed::Eviction(_) => Vec::new(),
     }
 }
 
@@ -84,7 +85,11 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         Observed::Stream(o) => o.stream.clone(),
         Observed::Outbox(o) => o.stream.clone(),
         Observed::Failover(o) => o.stream.clone(),
-        Observed::SqlRace(_) | Observed::OutboxRollback(_) | Observed::Load(_) => Vec::new(),
+        Observed::SqlRace(_)
+        | Observed::OutboxRollback(_)
+        | Observed::Load(_)
+        | Observed::Persistence(_)
+        | Observed::Eviction(_) => Vec::new(),
     }
 }
 

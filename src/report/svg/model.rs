@@ -329,7 +329,10 @@ impl Builder {
             | EventKind::DeadLettered { .. }
             | EventKind::Poison { .. }
             | EventKind::Requeued { .. }
-            | EventKind::MovedDue { .. } => return list_mark(kind, lang),
+            | EventKind::MovedDue { .. }
+            | EventKind::ServerRestarted { .. }
+            | EventKind::Evicted { .. }
+            | EventKind::Refused { .. } => return list_mark(kind, lang),
             _ => return None,
         })
     }
@@ -439,8 +442,8 @@ fn outbox_mark(round: u32, published: &[i64], failed: &[i64], held_back: &[i64],
     (if failed.is_empty() { Glyph::Outbox } else { Glyph::OutboxFailed }, label)
 }
 
-/// Marks of list-queue events (seed 003) on a worker's, the reaper's or the producer's lane.
-/// A glyph and its label for a list-queue event; None for events of other labs.
+/// Marks of list-queue events (seed 003) on a worker's, the reaper's, the producer's or the
+/// runner's lane: a glyph and its label; None for events of other labs.
 fn list_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
     let t = |en, vi| pick(lang, en, vi);
     Some(match kind {
@@ -464,6 +467,14 @@ fn list_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
         EventKind::MovedDue { job, .. } => {
             (Glyph::Published, format!("{job} {}", t("due → queue", "đến hạn → hàng đợi")))
         }
+        EventKind::ServerRestarted { jobs, .. } => (
+            Glyph::Published,
+            format!("{} ({jobs} {})", t("restarted", "khởi động lại"), t("jobs back", "job còn lại")),
+        ),
+        EventKind::Evicted { key, jobs } => {
+            (Glyph::Crash, format!("{} {key} ({jobs} {})", t("evicted", "evict"), t("jobs", "job")))
+        }
+        EventKind::Refused { error, .. } => (Glyph::Failed, truncate(error, 40)),
         _ => return None,
     })
 }

@@ -78,6 +78,32 @@ pub fn line(e: &Event, w: &Wording) -> Option<String> {
             let late = w.redact.ms(*late_ms);
             crate::tr!(l, "{a}: {job} due → queue ({late} late)", "{a}: {job} đến hạn → hàng đợi (trễ {late})")
         }
+        EventKind::ServerRestarted { jobs, load_ms } => {
+            let (jobs, load) = (w.redact.count(jobs), w.redact.ms(load_ms.round() as i64));
+            crate::tr!(
+                l,
+                "{a}: redis-server restarted on the same files, answering after {load}: {jobs} jobs in the queue",
+                "{a}: redis-server khởi động lại trên cùng file dữ liệu, trả lời sau {load}: {jobs} job trong hàng đợi"
+            )
+        }
+        EventKind::Evicted { key, jobs } => {
+            let jobs = w.redact.count(jobs);
+            crate::tr!(
+                l,
+                "{a}: the server evicted {key} whole, with {jobs} queued jobs in it (the next push answered length 1)",
+                "{a}: server xoá (evict) nguyên key {key}, cùng {jobs} job đang chờ trong đó (lần đẩy sau trả về độ dài 1)"
+            )
+        }
+        EventKind::Refused { job, error, refusals } => {
+            let n = w.redact.count(refusals);
+            // Which push is the first refused depends on the server's memory accounting.
+            let job = if w.redact.active() { "job-[n]" } else { job.as_str() };
+            crate::tr!(
+                l,
+                "{a}: push {job} refused: {error} (refusal no. {n}; the producer knows)",
+                "{a}: đẩy {job} bị từ chối: {error} (lần từ chối thứ {n}; producer biết điều đó)"
+            )
+        }
         _ => return None,
     })
 }

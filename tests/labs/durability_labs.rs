@@ -10,7 +10,7 @@ use ordlab::labs::Observed;
 use ordlab::report::VariantReport;
 use ordlab::timeline::EventKind;
 
-fn each_run<'a>(v: &'a VariantReport) -> impl Iterator<Item = &'a ordlab::labs::RunRecord> {
+fn each_run(v: &VariantReport) -> impl Iterator<Item = &ordlab::labs::RunRecord> {
     v.run_records.iter()
 }
 

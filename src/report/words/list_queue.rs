@@ -78,6 +78,15 @@ pub fn line(e: &Event, w: &Wording) -> Option<String> {
             let late = w.redact.ms(*late_ms);
             crate::tr!(l, "{a}: {job} due → queue ({late} late)", "{a}: {job} đến hạn → hàng đợi (trễ {late})")
         }
+        _ => return server_line(e, w),
+    })
+}
+
+/// Lines of the labs that own a server: a restart after a kill, an eviction, a refusal.
+fn server_line(e: &Event, w: &Wording) -> Option<String> {
+    let a = e.actor;
+    let l = w.lang;
+    Some(match &e.kind {
         EventKind::ServerRestarted { jobs, load_ms } => {
             let (jobs, load) = (w.redact.count(jobs), w.redact.ms(load_ms.round() as i64));
             crate::tr!(

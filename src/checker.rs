@@ -6,7 +6,9 @@
 //! [`durability`] (acknowledged jobs a crash or eviction took away),
 //! [`health`] (did the run finish and every process die only as planned), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
-//! side effects applied twice), [`redelivery`] (claimed entries keep their ID), and
+//! side effects applied twice), [`redelivery`] (claimed entries keep their ID),
+//! [`total_queue`] (every job's effects exactly once, or the dead-letter queue, counted from
+//! the side-effect sink's ledger), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
 pub mod delivery;
@@ -15,6 +17,7 @@ pub mod final_state;
 pub mod health;
 pub mod outcome;
 pub mod redelivery;
+pub mod total_queue;
 mod verdict;
 
 pub use outcome::{Expectation, Outcome};

@@ -24,6 +24,8 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 pub enum Error {
     #[error(transparent)]
     Service(#[from] ServiceError),
+    #[error(transparent)]
+    Sink(#[from] crate::side_effect::SinkError),
     #[error("redis: {context}: {source}")]
     Redis { context: String, source: redis::RedisError },
     #[error("postgresql: {context}: {source}")]

@@ -27,7 +27,9 @@
 //! (delays, crashes, publish failures), [`checker`] (verdicts), [`report`] (renderers).
 //! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
 //! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
-//! helpers), [`orders`] (the orders table), [`outbox_table`], [`timeline`], [`clock`].
+//! helpers), [`orders`] (the orders table), [`outbox_table`], [`timeline`], [`clock`], and
+//! [`side_effect`] (the outside party that receives e-mails, charges and API calls, in its own
+//! database, and keeps the ledger the idempotency labs count from).
 
 pub mod bench;
 pub mod catalog;
@@ -47,6 +49,7 @@ pub mod roles;
 pub mod runner;
 pub mod scenario;
 pub mod service;
+pub mod side_effect;
 pub mod stats;
 pub mod strategy;
 pub mod streams;

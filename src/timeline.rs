@@ -23,6 +23,8 @@ pub enum Actor {
     Worker(u32),
     /// Moves due retries back to a list queue.
     Scheduler,
+    /// The side-effect sink: the outside party that receives e-mails, charges, API calls.
+    Sink,
 }
 
 impl fmt::Display for Actor {
@@ -36,6 +38,7 @@ impl fmt::Display for Actor {
             Actor::Session(c) => write!(f, "{c}"),
             Actor::Worker(n) => write!(f, "W{n}"),
             Actor::Scheduler => f.write_str("scheduler"),
+            Actor::Sink => f.write_str("sink"),
         }
     }
 }
@@ -55,6 +58,7 @@ impl TryFrom<String> for Actor {
             "producer" => Ok(Actor::Producer),
             "reaper" => Ok(Actor::Reaper),
             "scheduler" => Ok(Actor::Scheduler),
+            "sink" => Ok(Actor::Sink),
             "A" => Ok(Actor::Session('A')),
             "B" => Ok(Actor::Session('B')),
             _ => numbered("C")
@@ -169,6 +173,28 @@ pub enum EventKind {
     Evicted { key: String, jobs: i64 },
     /// The server refused a push (`error`, e.g. OOM); `refusals` counts them so far.
     Refused { job: String, error: String, refusals: i64 },
+    /// The side-effect sink received a request for `effect` of `job` from `requested_by`
+    /// (placed at the moment the caller sent it) and `outcome` is what it did.
+    Effect {
+        job: String,
+        effect: String,
+        requested_by: Actor,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idem_key: Option<String>,
+        outcome: EffectOutcome,
+    },
+}
+
+/// What the side-effect sink did with one request (see `crate::side_effect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectOutcome {
+    /// The effect happened (the caller may still have been told it failed: a lost reply).
+    Applied,
+    /// Same idempotency key as an earlier request: its result returned, nothing happened.
+    Replayed,
+    /// Injected failure before anything happened.
+    Refused,
 }
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
@@ -284,6 +310,7 @@ mod tests {
             Actor::Session('B'),
             Actor::Worker(3),
             Actor::Scheduler,
+            Actor::Sink,
         ] {
             assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);
         }

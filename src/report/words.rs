@@ -7,7 +7,7 @@ mod list_queue;
 use super::Redactor;
 use crate::labs::stream::job_label;
 use crate::lang::{pick, Lang};
-use crate::timeline::{Event, EventKind};
+use crate::timeline::{EffectOutcome, Event, EventKind};
 
 /// How to word a run's events.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +98,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
             )
         }
+        EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
+            effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
+        }
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -118,6 +121,35 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::Evicted { .. }
         | EventKind::Refused { .. } => return list_queue::line(e, w),
     })
+}
+
+/// `sink: email for job-3 from C2 → applied`: what the outside party did with a request.
+fn effect_line(
+    from: crate::timeline::Actor,
+    job: &str,
+    effect: &str,
+    key: Option<&str>,
+    outcome: EffectOutcome,
+    lang: Lang,
+) -> String {
+    let key = match key {
+        Some(k) => crate::tr!(lang, " (idempotency key {k})", " (khoá idempotency {k})"),
+        None => String::new(),
+    };
+    let what = match outcome {
+        EffectOutcome::Applied => pick(lang, "applied", "đã thực hiện"),
+        EffectOutcome::Replayed => pick(
+            lang,
+            "replayed: key seen, first result returned, no second effect",
+            "trả lại kết quả lần đầu: khoá đã có, không thực hiện lần hai",
+        ),
+        EffectOutcome::Refused => pick(lang, "refused (injected partner failure)", "bị từ chối (lỗi đối tác chủ động)"),
+    };
+    crate::tr!(
+        lang,
+        "sink: {effect} for {job} from {from}{key} → {what}",
+        "sink: {effect} cho {job} từ {from}{key} → {what}"
+    )
 }
 
 /// Lines of SQL sessions, outbox rounds, servers and crashes.

@@ -39,3 +39,6 @@ mod redis_nodes;
 mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.
 mod services;
+/// The side-effect sink: its ledger, idempotency keys, injected partner failures, requests
+/// that outlive their caller.
+mod side_effect;

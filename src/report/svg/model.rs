@@ -4,7 +4,7 @@
 use crate::fault::TimeScale;
 use crate::labs::RunRecord;
 use crate::lang::{pick, Lang};
-use crate::timeline::{Actor, Event, EventKind, Job};
+use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,7 +85,8 @@ fn lane_rank(a: Actor) -> (u8, u32) {
         Actor::Worker(n) => (1, n),
         Actor::Reaper => (4, 0),
         Actor::Scheduler => (4, 1),
-        Actor::Runner => (5, 0),
+        Actor::Sink => (5, 0),
+        Actor::Runner => (6, 0),
     }
 }
 
@@ -316,6 +317,16 @@ impl Builder {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
             EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
+            EventKind::Effect { job, effect, requested_by, outcome, .. } => {
+                let (glyph, what) = match outcome {
+                    EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
+                    EffectOutcome::Replayed => {
+                        (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện"))
+                    }
+                    EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
+                };
+                (glyph, format!("{effect} {job} ({requested_by}): {what}"))
+            }
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,

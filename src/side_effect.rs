@@ -1,0 +1,336 @@
+//! The side-effect sink: a separate party that receives every external effect a job causes
+//! (an e-mail sent, a card charged, a partner API called) and keeps the ledger checkers count
+//! from. It is its own PostgreSQL database, `ordlab_sink`, reached over its own connection, so
+//! no effect can ever be part of (or be rolled back with) a worker's transaction.
+//!
+//! All of its logic is one server-side function, `perform_effect`: one round trip, atomic,
+//! and it runs to the end even when the caller dies mid-request, like a remote API. It can
+//! honour an idempotency key the way payment APIs do (same key → the first request's receipt,
+//! no second effect), be slow (`latency`), and fail on purpose (`faults`): refuse a request
+//! (nothing happens) or apply it and fail the reply (the caller cannot tell it happened).
+
+pub use crate::timeline::EffectOutcome;
+use crate::timeline::{Actor, EventKind, RawEvent};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The sink's database on the lab's PostgreSQL server.
+pub const DATABASE: &str = "ordlab_sink";
+
+/// Why the sink could not do what was asked. `Refused` and `ReplyLost` are injected partner
+/// failures a worker must handle; the others are infrastructure errors.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error("the partner refused {effect} for {job} (injected failure; nothing happened)")]
+    Refused { job: String, effect: String },
+    #[error("the partner's reply to {effect} for {job} was lost (injected; the effect did happen)")]
+    ReplyLost { job: String, effect: String },
+    #[error("side-effect sink: cannot create database {DATABASE}: {source} (grant CREATEDB to the lab's user, or create it)")]
+    Create { source: tokio_postgres::Error },
+    #[error("side-effect sink: {context}: {source}")]
+    Postgres { context: &'static str, source: tokio_postgres::Error },
+    #[error("side-effect sink: bad config {0:?}")]
+    Config(String),
+}
+
+impl SinkError {
+    /// An injected partner failure (the worker should retry), not a broken harness.
+    pub fn is_partner_failure(&self) -> bool {
+        matches!(self, SinkError::Refused { .. } | SinkError::ReplyLost { .. })
+    }
+}
+
+fn pg(context: &'static str) -> impl FnOnce(tokio_postgres::Error) -> SinkError {
+    move |source| SinkError::Postgres { context, source }
+}
+
+/// Where the sink is and which run its rows belong to. Travels inside a role's JSON config.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkConfig {
+    /// tokio-postgres config string of database [`DATABASE`].
+    pub pg_config: String,
+    /// Scope of every row: `<nonce>:<lab>:<variant>:<run>`.
+    pub run: String,
+}
+
+impl SinkConfig {
+    /// Once per invocation: create the database if missing (a concurrent creator is fine),
+    /// then its tables and function. Returns the sink's config with an empty run scope.
+    pub async fn prepare(main_pg_config: &str) -> Result<SinkConfig, SinkError> {
+        let admin = crate::connect::postgres(main_pg_config).await.map_err(pg("connect"))?;
+        let exists = admin
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&DATABASE])
+            .await
+            .map_err(pg("look up database"))?
+            .is_some();
+        if !exists {
+            if let Err(e) = admin.batch_execute(&format!("CREATE DATABASE {DATABASE}")).await {
+                if e.code() != Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) {
+                    return Err(SinkError::Create { source: e });
+                }
+            }
+        }
+        let pg_config = with_dbname(main_pg_config, DATABASE)?;
+        let sink = crate::connect::postgres(&pg_config).await.map_err(pg("connect"))?;
+        // Two invocations may create the schema at once; serialise them.
+        sink.batch_execute(&format!("SELECT pg_advisory_lock(7411); {SCHEMA_SQL} SELECT pg_advisory_unlock(7411);"))
+            .await
+            .map_err(pg("create tables"))?;
+        Ok(SinkConfig { pg_config, run: String::new() })
+    }
+
+    /// The same sink scoped to one run.
+    pub fn for_run(&self, run: impl Into<String>) -> SinkConfig {
+        SinkConfig { pg_config: self.pg_config.clone(), run: run.into() }
+    }
+}
+
+/// `main` with its `dbname=` replaced (tokio-postgres key=value form, as the services give).
+fn with_dbname(main: &str, db: &str) -> Result<String, SinkError> {
+    if main.starts_with("postgres://") || main.starts_with("postgresql://") {
+        let mut url = url_without_path(main).ok_or_else(|| SinkError::Config(main.to_string()))?;
+        url.push('/');
+        url.push_str(db);
+        return Ok(url);
+    }
+    let mut parts: Vec<String> =
+        main.split_whitespace().filter(|kv| !kv.starts_with("dbname=")).map(str::to_string).collect();
+    parts.push(format!("dbname={db}"));
+    Ok(parts.join(" "))
+}
+
+/// `postgres://user@host:port/db?x` → `postgres://user@host:port` (query dropped).
+fn url_without_path(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?']).next()?;
+    Some(format!("{scheme}://{authority}"))
+}
+
+const SCHEMA_SQL: &str = r#"
+CREATE TABLE IF NOT EXISTS requests (
+  id bigint PRIMARY KEY, run text NOT NULL, job text NOT NULL, effect text NOT NULL,
+  idem_key text, actor text NOT NULL, delivery int, mono_ns bigint NOT NULL,
+  outcome text NOT NULL, replay_of bigint, recorded_at timestamptz NOT NULL DEFAULT clock_timestamp());
+CREATE INDEX IF NOT EXISTS requests_run ON requests (run, id);
+CREATE SEQUENCE IF NOT EXISTS request_ids;
+CREATE TABLE IF NOT EXISTS idem_keys (run text NOT NULL, idem_key text NOT NULL, request_id bigint NOT NULL,
+  PRIMARY KEY (run, idem_key));
+CREATE TABLE IF NOT EXISTS faults (id bigserial PRIMARY KEY, run text NOT NULL, job text, effect text,
+  kind text NOT NULL, remaining int NOT NULL);
+CREATE TABLE IF NOT EXISTS latency (run text NOT NULL, effect text NOT NULL, seconds double precision NOT NULL,
+  PRIMARY KEY (run, effect));
+CREATE OR REPLACE FUNCTION perform_effect(p_run text, p_job text, p_effect text, p_key text, p_actor text,
+  p_delivery int, p_mono bigint, OUT request_id bigint, OUT outcome text, OUT first_request bigint) AS $$
+DECLARE lat double precision; fault text;
+BEGIN
+  SELECT l.seconds INTO lat FROM latency l WHERE l.run = p_run AND l.effect = p_effect;
+  IF lat IS NOT NULL THEN PERFORM pg_sleep(lat); END IF;
+  request_id := nextval('request_ids');
+  UPDATE faults f SET remaining = f.remaining - 1 WHERE f.id = (SELECT f2.id FROM faults f2 WHERE f2.run = p_run
+    AND (f2.job IS NULL OR f2.job = p_job) AND (f2.effect IS NULL OR f2.effect = p_effect) AND f2.remaining > 0
+    ORDER BY f2.id LIMIT 1 FOR UPDATE) RETURNING f.kind INTO fault;
+  IF fault = 'refuse' THEN
+    outcome := 'refused';
+  ELSIF p_key IS NOT NULL THEN
+    INSERT INTO idem_keys VALUES (p_run, p_key, request_id) ON CONFLICT DO NOTHING;
+    IF FOUND THEN
+      outcome := 'applied'; first_request := request_id;
+    ELSE
+      outcome := 'replayed';
+      SELECT k.request_id INTO first_request FROM idem_keys k WHERE k.run = p_run AND k.idem_key = p_key;
+    END IF;
+  ELSE
+    outcome := 'applied'; first_request := request_id;
+  END IF;
+  INSERT INTO requests (id, run, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of)
+    VALUES (request_id, p_run, p_job, p_effect, p_key, p_actor, p_delivery, p_mono, outcome,
+            CASE WHEN outcome = 'replayed' THEN first_request END);
+  IF fault = 'apply-then-fail' THEN outcome := 'reply-lost'; END IF;
+END $$ LANGUAGE plpgsql;
+"#;
+
+/// One effect a worker asks the partner for.
+#[derive(Clone, Copy, Debug)]
+pub struct EffectRequest<'a> {
+    /// Stable job id from the payload (never the stream entry ID).
+    pub job: &'a str,
+    /// What the partner does: `email`, `charge`, `partner_api`, …
+    pub effect: &'a str,
+    /// The partner deduplicates requests with the same key (None: it cannot).
+    pub idem_key: Option<&'a str>,
+    pub actor: Actor,
+    /// The delivery count the caller saw, if it knows it.
+    pub delivery: Option<u32>,
+}
+
+/// The partner's answer to a request that did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EffectReceipt {
+    pub request_id: i64,
+    /// The key was seen before: this is the first request's receipt, and no new effect.
+    pub replayed: bool,
+    pub first_request: i64,
+}
+
+/// One request as the sink recorded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EffectRecord {
+    pub request_id: i64,
+    pub job: String,
+    pub effect: String,
+    pub idem_key: Option<String>,
+    pub actor: Actor,
+    pub delivery: Option<u32>,
+    /// The caller's monotonic clock when it sent the request.
+    pub mono_ns: u64,
+    pub outcome: EffectOutcome,
+    pub replay_of: Option<i64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SinkFaultKind {
+    /// Nothing happens; the caller gets [`SinkError::Refused`] (a 503).
+    Refuse,
+    /// The effect happens; the caller gets [`SinkError::ReplyLost`] (a timeout after success).
+    ApplyThenFail,
+}
+
+/// The partner fails the first `times` matching requests (None matches any job/effect).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkFault {
+    pub job: Option<String>,
+    pub effect: Option<String>,
+    pub kind: SinkFaultKind,
+    pub times: u32,
+}
+
+/// A connection to the sink: one per process that talks to it, never a worker's own client.
+pub struct SideEffectSink {
+    client: tokio_postgres::Client,
+    run: String,
+}
+
+impl SideEffectSink {
+    pub async fn connect(cfg: &SinkConfig) -> Result<SideEffectSink, SinkError> {
+        let client = crate::connect::postgres(&cfg.pg_config).await.map_err(pg("connect"))?;
+        Ok(SideEffectSink { client, run: cfg.run.clone() })
+    }
+
+    /// Ask the partner for one effect (see the module doc for what each answer means).
+    pub async fn perform(&self, req: &EffectRequest<'_>) -> Result<EffectReceipt, SinkError> {
+        let delivery = req.delivery.map(|d| d as i32);
+        let mono = crate::clock::now_ns() as i64;
+        let row = self
+            .client
+            .query_one(
+                "SELECT request_id, outcome, first_request FROM perform_effect($1, $2, $3, $4, $5, $6, $7)",
+                &[&self.run, &req.job, &req.effect, &req.idem_key, &req.actor.to_string(), &delivery, &mono],
+            )
+            .await
+            .map_err(pg("perform_effect"))?;
+        let (request_id, outcome): (i64, String) = (row.get(0), row.get(1));
+        let first_request: Option<i64> = row.get(2);
+        let (job, effect) = (req.job.to_string(), req.effect.to_string());
+        match outcome.as_str() {
+            "refused" => Err(SinkError::Refused { job, effect }),
+            "reply-lost" => Err(SinkError::ReplyLost { job, effect }),
+            o => Ok(EffectReceipt {
+                request_id,
+                replayed: o == "replayed",
+                first_request: first_request.unwrap_or(request_id),
+            }),
+        }
+    }
+
+    /// Start of a run: forget this run's requests, keys, faults and latencies.
+    pub async fn reset(&self) -> Result<(), SinkError> {
+        for table in ["requests", "idem_keys", "faults", "latency"] {
+            self.client
+                .execute(&format!("DELETE FROM {table} WHERE run = $1"), &[&self.run])
+                .await
+                .map_err(pg("reset"))?;
+        }
+        Ok(())
+    }
+
+    pub async fn add_fault(&self, fault: &SinkFault) -> Result<(), SinkError> {
+        let kind = match fault.kind {
+            SinkFaultKind::Refuse => "refuse",
+            SinkFaultKind::ApplyThenFail => "apply-then-fail",
+        };
+        self.client
+            .execute(
+                "INSERT INTO faults (run, job, effect, kind, remaining) VALUES ($1, $2, $3, $4, $5)",
+                &[&self.run, &fault.job, &fault.effect, &kind, &(fault.times as i32)],
+            )
+            .await
+            .map_err(pg("add fault"))?;
+        Ok(())
+    }
+
+    /// Every request for `effect` takes `latency` (already time-scaled) before it happens.
+    pub async fn set_latency(&self, effect: &str, latency: Duration) -> Result<(), SinkError> {
+        self.client
+            .execute(
+                "INSERT INTO latency (run, effect, seconds) VALUES ($1, $2, $3)
+                 ON CONFLICT (run, effect) DO UPDATE SET seconds = EXCLUDED.seconds",
+                &[&self.run, &effect, &latency.as_secs_f64()],
+            )
+            .await
+            .map_err(pg("set latency"))?;
+        Ok(())
+    }
+
+    /// Every request of this run, in the sink's order.
+    pub async fn records(&self) -> Result<Vec<EffectRecord>, SinkError> {
+        let rows = self
+            .client
+            .query(
+                "SELECT id, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of
+                 FROM requests WHERE run = $1 ORDER BY id",
+                &[&self.run],
+            )
+            .await
+            .map_err(pg("read ledger"))?;
+        rows.iter()
+            .map(|r| {
+                let actor: String = r.get(4);
+                let outcome: String = r.get(7);
+                Ok(EffectRecord {
+                    request_id: r.get(0),
+                    job: r.get(1),
+                    effect: r.get(2),
+                    idem_key: r.get(3),
+                    actor: Actor::try_from(actor.clone()).map_err(|_| SinkError::Config(actor))?,
+                    delivery: r.get::<_, Option<i32>>(5).map(|d| d as u32),
+                    mono_ns: r.get::<_, i64>(6) as u64,
+                    outcome: match outcome.as_str() {
+                        "applied" => EffectOutcome::Applied,
+                        "replayed" => EffectOutcome::Replayed,
+                        _ => EffectOutcome::Refused,
+                    },
+                    replay_of: r.get(8),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The ledger as timeline events (actor `sink`), at each request's send time.
+pub fn timeline_events(records: &[EffectRecord]) -> Vec<RawEvent> {
+    records
+        .iter()
+        .map(|r| RawEvent {
+            mono_ns: r.mono_ns,
+            actor: Actor::Sink,
+            kind: EventKind::Effect {
+                job: r.job.clone(),
+                effect: r.effect.clone(),
+                requested_by: r.actor,
+                idem_key: r.idem_key.clone(),
+                outcome: r.outcome,
+            },
+        })
+        .collect()
+}

@@ -1,0 +1,122 @@
+//! The side-effect sink on a real PostgreSQL server: every request is in its ledger with what
+//! it did; an idempotency key makes a second request a replay; injected failures refuse or
+//! apply-then-fail; a request whose caller dies still completes; concurrent requests with one
+//! key make one effect.
+
+use super::support;
+use ordlab::service::readiness::{poll_until, Attempt};
+use ordlab::service::Services;
+use ordlab::side_effect::{
+    EffectOutcome, EffectRequest, SideEffectSink, SinkConfig, SinkError, SinkFault, SinkFaultKind,
+};
+use ordlab::timeline::Actor;
+use std::time::Duration;
+
+fn req<'a>(job: &'a str, effect: &'a str, key: Option<&'a str>) -> EffectRequest<'a> {
+    EffectRequest { job, effect, idem_key: key, actor: Actor::Consumer(1), delivery: Some(1) }
+}
+
+fn outcomes(records: &[ordlab::side_effect::EffectRecord]) -> Vec<(String, EffectOutcome)> {
+    records.iter().map(|r| (r.job.clone(), r.outcome)).collect()
+}
+
+#[tokio::test]
+async fn the_ledger_records_every_request_and_a_key_makes_one_effect() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let root = SinkConfig::prepare(&services.pg_config).await.expect("sink prepared");
+    assert_eq!(SinkConfig::prepare(&services.pg_config).await.expect("prepared twice"), root);
+    let sink = SideEffectSink::connect(&root.for_run("t:1")).await.unwrap();
+    sink.reset().await.unwrap();
+    // No key: the partner cannot tell a retry from a new request.
+    sink.perform(&req("job-1", "email", None)).await.unwrap();
+    sink.perform(&req("job-1", "email", None)).await.unwrap();
+    // A key: the second request gets the first one's receipt, and nothing happens.
+    let first = sink.perform(&req("job-2", "charge", Some("job-2"))).await.unwrap();
+    let again = sink.perform(&req("job-2", "charge", Some("job-2"))).await.unwrap();
+    assert!(!first.replayed && again.replayed);
+    assert_eq!(again.first_request, first.request_id);
+    // Refused once: nothing happens and the key is not used up.
+    let fault = |job: &str, kind| SinkFault { job: Some(job.into()), effect: None, kind, times: 1 };
+    sink.add_fault(&fault("job-3", SinkFaultKind::Refuse)).await.unwrap();
+    let refused = sink.perform(&req("job-3", "charge", Some("job-3"))).await;
+    assert!(matches!(refused, Err(SinkError::Refused { .. })), "{refused:?}");
+    assert!(!sink.perform(&req("job-3", "charge", Some("job-3"))).await.unwrap().replayed);
+    // Applied, then the reply is lost: the caller sees an error, the ledger an effect.
+    sink.add_fault(&fault("job-4", SinkFaultKind::ApplyThenFail)).await.unwrap();
+    let lost = sink.perform(&req("job-4", "charge", None)).await;
+    assert!(matches!(lost, Err(SinkError::ReplyLost { .. })), "{lost:?}");
+    // Another run's scope sees none of it.
+    let other = SideEffectSink::connect(&root.for_run("t:2")).await.unwrap();
+    other.reset().await.unwrap();
+    other.perform(&req("job-1", "email", None)).await.unwrap();
+    let records = sink.records().await.unwrap();
+    use EffectOutcome::*;
+    let want = [
+        ("job-1", Applied),
+        ("job-1", Applied),
+        ("job-2", Applied),
+        ("job-2", Replayed),
+        ("job-3", Refused),
+        ("job-3", Applied),
+        ("job-4", Applied),
+    ];
+    assert_eq!(outcomes(&records), want.map(|(j, o)| (j.to_string(), o)));
+    assert_eq!(records[3].replay_of, Some(first.request_id));
+    assert_eq!(records[0].actor, Actor::Consumer(1));
+    assert!(records.windows(2).all(|w| w[0].mono_ns <= w[1].mono_ns), "stamped at send time, in order");
+    sink.reset().await.unwrap();
+    assert!(sink.records().await.unwrap().is_empty());
+    assert_eq!(other.records().await.unwrap().len(), 1);
+    services.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_one_key_make_one_effect() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let cfg = SinkConfig::prepare(&services.pg_config).await.unwrap().for_run("t:race");
+    let (a, b) = (SideEffectSink::connect(&cfg).await.unwrap(), SideEffectSink::connect(&cfg).await.unwrap());
+    a.reset().await.unwrap();
+    // Slow enough that the two requests overlap however the scheduler runs them.
+    a.set_latency("charge", Duration::from_millis(300)).await.unwrap();
+    let r = req("job-1", "charge", Some("k"));
+    let (ra, rb) = tokio::join!(a.perform(&r), b.perform(&r));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_ne!(ra.replayed, rb.replayed, "exactly one of the two is the effect: {ra:?} {rb:?}");
+    let applied = a.records().await.unwrap().iter().filter(|r| r.outcome == EffectOutcome::Applied).count();
+    assert_eq!(applied, 1);
+    services.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_whose_caller_dies_still_happens() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let cfg = SinkConfig::prepare(&services.pg_config).await.unwrap().for_run("t:inflight");
+    let ledger = SideEffectSink::connect(&cfg).await.unwrap();
+    ledger.reset().await.unwrap();
+    ledger.set_latency("charge", Duration::from_millis(500)).await.unwrap();
+    let caller = SideEffectSink::connect(&cfg).await.unwrap();
+    let request = tokio::spawn(async move { caller.perform(&req("job-1", "charge", None)).await });
+    // Wait until the sink is working on it, then drop the caller and its connection.
+    let watcher = ordlab::connect::postgres(&cfg.pg_config).await.unwrap();
+    let running = poll_until(Duration::from_secs(10), Duration::from_millis(5), || async {
+        let n: i64 = watcher
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FROM perform_effect%' AND state = 'active' AND pid <> pg_backend_pid()", &[])
+            .await
+            .map(|r| r.get(0))
+            .unwrap_or(0);
+        if n > 0 { Attempt::Ready(()) } else { Attempt::Retry("not running yet".into()) }
+    })
+    .await;
+    assert!(running.is_ok(), "{running:?}");
+    request.abort();
+    assert!(request.await.unwrap_err().is_cancelled());
+    let applied = poll_until(Duration::from_secs(10), Duration::from_millis(20), || async {
+        match ledger.records().await {
+            Ok(r) if r.iter().any(|r| r.outcome == EffectOutcome::Applied) => Attempt::Ready(r.len()),
+            _ => Attempt::Retry("not in the ledger yet".into()),
+        }
+    })
+    .await;
+    assert_eq!(applied, Ok(1), "the partner finished the request its caller abandoned");
+    services.stop().await;
+}

@@ -12,12 +12,13 @@ mod procedure;
 mod record;
 
 pub use context::RunContext;
-pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView};
+pub use procedure::{Fact, FinalItem, LabProcedure, Line, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
 pub use record::RunRecord;
 
+use crate::chart::Chart;
 use crate::checker::{RunVerdict, Verdict};
 use crate::error::Error;
-use crate::lang::Lang;
+use crate::lang::{Lang, Words};
 use serde::{Deserialize, Serialize};
 
 /// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
@@ -42,6 +43,14 @@ fn parse_spec<P: LabProcedure>(setup: toml::Value) -> Result<P, SetupError> {
             .collect(),
         message: e.inner().message().trim().replace('\n', " "),
     })
+}
+
+/// One variant of a lab as the charts that compare variants read it.
+pub struct VariantOf<'a> {
+    pub id: &'a str,
+    pub title: &'a Words,
+    pub procedure: &'a Procedure,
+    pub records: &'a [RunRecord],
 }
 
 fn view<'a, O>(record: &'a RunRecord, observed: &'a O) -> RunView<'a, O> {
@@ -174,6 +183,41 @@ macro_rules! lab_kinds {
                     #[allow(unreachable_patterns)]
                     _ => RunNotes::default(),
                 }
+            }
+
+            /// The variant's own charts (see [`LabProcedure::charts`]).
+            pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
+                match self { $( Procedure::$kind(p) => {
+                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
+                        Observed::$kind(o) => Some(view(r, o)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    p.charts(&views)
+                } )* }
+            }
+
+            /// Charts comparing the variants of one lab, by the kind of its first variant
+            /// (see [`LabProcedure::compare`]); variants of another kind are left out.
+            pub fn compare_charts(variants: &[VariantOf<'_>]) -> Vec<Chart> {
+                let Some(first) = variants.first() else { return Vec::new() };
+                match first.procedure { $( Procedure::$kind(_) => {
+                    let views: Vec<VariantRuns<'_, $module::$spec>> = variants.iter().filter_map(|v| match v.procedure {
+                        Procedure::$kind(spec) => Some(VariantRuns {
+                            id: v.id,
+                            title: v.title,
+                            spec,
+                            runs: v.records.iter().filter_map(|r| match &r.observed {
+                                Observed::$kind(o) => Some(view(r, o)),
+                                #[allow(unreachable_patterns)]
+                                _ => None,
+                            }).collect(),
+                        }),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    <$module::$spec as LabProcedure>::compare(&views)
+                } )* }
             }
 
             pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {

@@ -32,6 +32,10 @@ pub struct Words {
 }
 
 impl Words {
+    pub fn new(en: impl Into<String>, vi: impl Into<String>) -> Words {
+        Words { en: en.into(), vi: vi.into() }
+    }
+
     /// The same words in both languages.
     pub fn same(text: &str) -> Words {
         Words { en: text.to_string(), vi: text.to_string() }
@@ -87,6 +91,15 @@ macro_rules! tr {
             $crate::lang::Lang::En => format!($en $(, $arg)*),
             $crate::lang::Lang::Vi => format!($vi $(, $arg)*),
         }
+    };
+}
+
+/// Words with values, in both languages at once: `words!("{n} runs", "{n} lần")` is a
+/// [`Words`]. Both strings are format strings over the same arguments.
+#[macro_export]
+macro_rules! words {
+    ($en:literal, $vi:literal $(, $arg:expr)* $(,)?) => {
+        $crate::lang::Words { en: format!($en $(, $arg)*), vi: format!($vi $(, $arg)*) }
     };
 }
 

@@ -33,6 +33,7 @@
 
 pub mod bench;
 pub mod catalog;
+pub mod chart;
 pub mod checker;
 pub mod clock;
 pub mod connect;

@@ -6,6 +6,9 @@
 //! Words come from one place per language ([`crate::lang`], [`words`]); values that vary
 //! between runs are printed through one [`Redactor`].
 
+pub mod chart;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod json;
 mod model;
 pub mod redact;

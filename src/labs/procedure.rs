@@ -6,9 +6,10 @@
 //! `lab_kinds!` in `labs.rs` then wires it in with one line.
 
 use super::RunContext;
+use crate::chart::Chart;
 use crate::checker::RunVerdict;
 use crate::error::Error;
-use crate::lang::Lang;
+use crate::lang::{Lang, Words};
 use crate::timeline::{Event, RawEvent};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -79,6 +80,21 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     fn table_row(&self, _run: &RunView<'_, Self::Observed>, _lang: Lang) -> Option<Vec<(String, Line)>> {
         None
     }
+
+    /// Charts of this variant's runs, where numbers are easier seen than read (default:
+    /// none). A pure function of the runs, so saved runs are drawn again without servers.
+    fn charts(&self, _runs: &[RunView<'_, Self::Observed>]) -> Vec<Chart> {
+        Vec::new()
+    }
+
+    /// Charts that compare the lab's variants of this kind side by side, for example
+    /// throughput per strategy (default: none).
+    fn compare(_variants: &[VariantRuns<'_, Self>]) -> Vec<Chart>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
 }
 
 /// What a procedure's run returns, before the runner judges it.
@@ -98,6 +114,14 @@ pub struct RunView<'a, O> {
     pub events: &'a [Event],
     pub timed_out: bool,
     pub observed: &'a O,
+}
+
+/// A variant's spec and runs, for charts that compare variants.
+pub struct VariantRuns<'a, P: LabProcedure> {
+    pub id: &'a str,
+    pub title: &'a Words,
+    pub spec: &'a P,
+    pub runs: Vec<RunView<'a, P::Observed>>,
 }
 
 /// One item of a run's final state.

@@ -19,7 +19,7 @@ use crate::checker::{health::health, RunVerdict};
 use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
 use crate::list_queue::{job_id, job_number, numbered_job, ListJob};
-use crate::service::{start_local_redis, LocalRedis};
+use crate::service::{Backend, NodeSpec, RedisNode};
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
@@ -185,19 +185,20 @@ impl LabProcedure for PersistenceSpec {
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<PersistenceObserved>, Error> {
         let key = format!("{}queue:default", ctx.key_prefix());
-        let (dir, args) = self.server_args()?;
+        let (dir, spec) = self.node_spec(ctx.services.backend)?;
         let kill_at_ms = ctx.rng().random_range(self.kill_between_ms[0]..=self.kill_between_ms[1]);
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-        let server = start_local_redis(&args).await?;
+        let mut server = ctx.services.start_redis_node(&spec).await?;
         let t0_ns = crate::clock::now_ns();
-        let steady = self.until_killed(server, &key, ctx.scale.duration(kill_at_ms), t0_ns, &tx).await?;
+        let steady = self.until_killed(&mut server, &key, ctx.scale.duration(kill_at_ms), t0_ns, &tx).await?;
         let restarted = std::time::Instant::now();
-        let server = start_local_redis(&args).await?;
+        server.restart().await?;
         let restart_ms = restarted.elapsed().as_secs_f64() * 1000.0;
         let mut conn = crate::connect::redis(&server.url).await.context("connect to the restarted server")?;
         let held = held_jobs(&mut conn, &key).await?;
         tx.emit(Actor::Runner, EventKind::ServerRestarted { jobs: held.len() as i64, load_ms: restart_ms });
         server.stop().await;
+        let data_fs = dir.as_ref().map_or_else(|| "container".to_string(), |d| fs_name(d.path()));
         drop(tx);
         let mut raw = Vec::new();
         while let Some(ev) = rx.recv().await {
@@ -205,13 +206,13 @@ impl LabProcedure for PersistenceSpec {
         }
         // The price of the mode, on a fresh server of its own (the killed one's counters stay
         // about the kill).
-        let (rates_dir, rates_args) = self.server_args()?;
-        let rates_server = start_local_redis(&rates_args).await?;
+        let (rates_dir, rates_spec) = self.node_spec(ctx.services.backend)?;
+        let rates_server = ctx.services.start_redis_node(&rates_spec).await?;
         let push_per_s = self.push_rates(&rates_server.url, &key, ctx).await?;
         rates_server.stop().await;
         drop(rates_dir);
         let observed = PersistenceObserved {
-            data_fs: fs_name(dir.path()),
+            data_fs,
             kill_at_ms: kill_at_ms * ctx.scale.0,
             acked: steady.acked,
             held,
@@ -324,12 +325,19 @@ struct Steady {
 }
 
 impl PersistenceSpec {
-    /// A data dir on disk and the server's arguments: the mode's, then `--dir`.
-    fn server_args(&self) -> Result<(tempfile::TempDir, Vec<String>), Error> {
-        let dir = disk_dir()?;
+    /// The server's arguments: the mode's, and on the local backend `--dir` on a real disk (a
+    /// local node's own dir is on tmpfs, where fsync costs nothing). A container keeps its
+    /// files in its own filesystem, which a restart of the container keeps.
+    fn node_spec(&self, backend: Backend) -> Result<(Option<tempfile::TempDir>, NodeSpec), Error> {
         let mut args = self.mode.args();
-        args.extend(["--dir".to_string(), dir.path().display().to_string()]);
-        Ok((dir, args))
+        let dir = match backend {
+            Backend::Local => Some(disk_dir()?),
+            Backend::Docker | Backend::External => None,
+        };
+        if let Some(d) = &dir {
+            args.extend(["--dir".to_string(), d.path().display().to_string()]);
+        }
+        Ok((dir, NodeSpec { args }))
     }
 
     /// Push rate with one producer, then with `concurrent_producers`, each for `throughput_ms`
@@ -368,7 +376,7 @@ impl PersistenceSpec {
     /// From t=0: the steady producer and the INFO sampler, until the kill; then the kill.
     async fn until_killed(
         &self,
-        server: LocalRedis,
+        server: &mut RedisNode,
         key: &str,
         kill_after: Duration,
         t0_ns: u64,
@@ -380,8 +388,9 @@ impl PersistenceSpec {
         let last = std::sync::Arc::new(std::sync::Mutex::new(None));
         let sampling = tokio::spawn(sample_persistence(sampler, t0_ns, last.clone()));
         tokio::time::sleep(kill_after).await;
-        // The whole process group: a snapshot child must not finish its file after the kill.
-        server.stop().await;
+        // SIGKILL (locally to the whole process group: a snapshot child must not finish its
+        // file after the kill; a container dies with everything in it).
+        server.kill().await?;
         sink.emit(Actor::Runner, EventKind::ServerKilled { server: "redis-server".into(), signal: "SIGKILL".into() });
         let (acked, in_flight) = pushing.await.expect("producer task does not panic");
         sampling.abort();

@@ -70,12 +70,13 @@ async fn eviction_deletes_queued_jobs_under_allkeys_and_refuses_under_the_others
             })
             .collect()
     };
-    // allkeys-*: never an error, and the memory cannot hold 20000 jobs (~4.6 MB in a 2 MiB
-    // budget): acknowledged jobs are gone, by arithmetic.
+    // allkeys-*: the memory cannot hold 20000 jobs (~4.6 MB in a 2 MiB budget) and almost
+    // every push is acknowledged (Redis 7.0 refuses none; 8.6 a few around an eviction):
+    // acknowledged jobs are gone, by arithmetic.
     for id in ["allkeys-lru", "allkeys-lru-job-keys"] {
         for o in observed(variant(&report, id)) {
             let d = o.durability();
-            assert_eq!((d.acked, d.refused), (20000, 0), "{id}");
+            assert!(d.acked > 15000 && d.acked + d.refused == 20000, "{id}: {} acked, {} refused", d.acked, d.refused);
             assert!(!d.lost_acked.is_empty(), "{id}");
         }
     }

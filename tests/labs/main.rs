@@ -17,11 +17,11 @@ mod docker_backend;
 mod durability_labs;
 /// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
 mod failover_lab;
+/// The list-queue scripts of seed 003's labs on a real server.
+mod list_queue_scripts;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run
 /// when its server is at hand.
 mod lock_release;
-/// The list-queue scripts of seed 003's labs on a real server.
-mod list_queue_scripts;
 /// Labs the seed named but never ran: `shard`, `upsert`, `state-event`, `reorder-buffer`.
 mod new_labs;
 /// Outbox follow-ups: `outbox-multi` (several dispatchers, with and without per-key

@@ -197,6 +197,26 @@ pub enum EffectOutcome {
     Refused,
 }
 
+/// The events of list-queue labs (seed 003) as one pattern, for the places that word or draw
+/// them in a file of their own: `list_queue_events!() => …`.
+#[macro_export]
+macro_rules! list_queue_events {
+    () => {
+        $crate::timeline::EventKind::Pushed { .. }
+            | $crate::timeline::EventKind::Taken { .. }
+            | $crate::timeline::EventKind::JobDone { .. }
+            | $crate::timeline::EventKind::JobFailed { .. }
+            | $crate::timeline::EventKind::RetryScheduled { .. }
+            | $crate::timeline::EventKind::DeadLettered { .. }
+            | $crate::timeline::EventKind::Poison { .. }
+            | $crate::timeline::EventKind::Requeued { .. }
+            | $crate::timeline::EventKind::MovedDue { .. }
+            | $crate::timeline::EventKind::ServerRestarted { .. }
+            | $crate::timeline::EventKind::Evicted { .. }
+            | $crate::timeline::EventKind::Refused { .. }
+    };
+}
+
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RawEvent {

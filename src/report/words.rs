@@ -108,18 +108,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::ServerKilled { .. }
         | EventKind::ReplicaPromoted { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
-        EventKind::Pushed { .. }
-        | EventKind::Taken { .. }
-        | EventKind::JobDone { .. }
-        | EventKind::JobFailed { .. }
-        | EventKind::RetryScheduled { .. }
-        | EventKind::DeadLettered { .. }
-        | EventKind::Poison { .. }
-        | EventKind::Requeued { .. }
-        | EventKind::MovedDue { .. }
-        | EventKind::ServerRestarted { .. }
-        | EventKind::Evicted { .. }
-        | EventKind::Refused { .. } => return list_queue::line(e, w),
+        crate::list_queue_events!() => return list_queue::line(e, w),
     })
 }
 

@@ -332,18 +332,7 @@ impl Builder {
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
             ),
-            EventKind::Pushed { .. }
-            | EventKind::Taken { .. }
-            | EventKind::JobDone { .. }
-            | EventKind::JobFailed { .. }
-            | EventKind::RetryScheduled { .. }
-            | EventKind::DeadLettered { .. }
-            | EventKind::Poison { .. }
-            | EventKind::Requeued { .. }
-            | EventKind::MovedDue { .. }
-            | EventKind::ServerRestarted { .. }
-            | EventKind::Evicted { .. }
-            | EventKind::Refused { .. } => return list_mark(kind, lang),
+            crate::list_queue_events!() => return list_mark(kind, lang),
             _ => return None,
         })
     }

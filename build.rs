@@ -24,19 +24,45 @@ fn main() {
     let out_dir = std::env::var("OUT_DIR").unwrap();
     std::fs::write(Path::new(&out_dir).join("built_in_scenarios.rs"), out).unwrap();
 
+    record_commit();
+}
+
+/// The files the binary is built from: an edit to any of them makes the build's commit dirty.
+const INPUTS: &[&str] = &["src", "scenarios", "build.rs", "Cargo.toml", "Cargo.lock"];
+
+/// `ORDLAB_GIT_COMMIT` for report headers: the short hash of HEAD, `-dirty` when an input of
+/// the binary differs from it (staged or not, or a new file under one of them).
+///
+/// Cargo re-runs this script only when a watched path changes, so every input is watched, and
+/// so are HEAD, the branch it points to, `packed-refs` and the index: an unstaged edit changes
+/// none of git's files, and a commit moves the branch, not `HEAD`. Git runs with
+/// `--no-optional-locks` so that `git status` never rewrites the index (which would re-run
+/// this script on every build).
+fn record_commit() {
     let git = |args: &[&str]| {
         Command::new("git")
+            .arg("--no-optional-locks")
             .args(args)
             .output()
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
+    for input in INPUTS {
+        println!("cargo:rerun-if-changed={input}");
+    }
     let commit = git(&["rev-parse", "--short=10", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    let mut status = vec!["status", "--porcelain", "--"];
+    status.extend(INPUTS);
+    let dirty = git(&status).is_some_and(|s| !s.is_empty());
     println!("cargo:rustc-env=ORDLAB_GIT_COMMIT={commit}{}", if dirty { "-dirty" } else { "" });
-    if let Some(head) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={head}/HEAD");
-        println!("cargo:rerun-if-changed={head}/index");
+    let mut watched = vec!["HEAD".to_string(), "index".to_string(), "packed-refs".to_string()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        // Only paths that exist: cargo re-runs the script on every build for a missing one.
+        match git(&["rev-parse", "--git-path", &name]) {
+            Some(path) if Path::new(&path).exists() => println!("cargo:rerun-if-changed={path}"),
+            _ => {}
+        }
     }
 }

@@ -6,15 +6,23 @@
 //! [`durability`] (acknowledged jobs a crash or eviction took away),
 //! [`health`] (did the run finish and every process die only as planned), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
-//! side effects applied twice), [`redelivery`] (claimed entries keep their ID),
+//! side effects applied twice), [`fates`] (what became of every event: applied, dropped,
+//! lost, out of order), [`exclusion`] (no two lock holders at once), [`concurrency`]
+//! (handlers running at once), [`redelivery`] (claimed entries keep their ID), [`failover`]
+//! (what a promoted replica lost), [`limit`] (what bounded a throughput measurement),
 //! [`total_queue`] (every job's effects exactly once, or the dead-letter queue, counted from
 //! the side-effect sink's ledger), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
+pub mod concurrency;
 pub mod delivery;
 pub mod durability;
+pub mod exclusion;
+pub mod failover;
+pub mod fates;
 pub mod final_state;
 pub mod health;
+pub mod limit;
 pub mod outcome;
 pub mod redelivery;
 pub mod total_queue;

@@ -9,6 +9,7 @@
 mod consumer_group;
 mod context;
 mod procedure;
+mod race_lines;
 mod record;
 
 pub use context::RunContext;
@@ -185,6 +186,31 @@ macro_rules! lab_kinds {
                 }
             }
 
+            pub fn per_process_stable(&self) -> bool {
+                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
+            }
+
+            pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+                match self { $( Procedure::$kind(p) => p.intended(), )* }
+            }
+
+            /// What became of every intended event in `record`; None where the lab delivers
+            /// nothing through a queue.
+            pub fn fates(&self, record: &RunRecord) -> Option<crate::checker::fates::Fates> {
+                self.intended().map(|i| crate::checker::fates::fates(&i, &record.events))
+            }
+
+            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
+                match self { $( Procedure::$kind(p) => {
+                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
+                        Observed::$kind(o) => Some(view(r, o)),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }).collect();
+                    p.summary_note(&views)
+                } )* }
+            }
+
             /// The variant's own charts (see [`LabProcedure::charts`]).
             pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
                 match self { $( Procedure::$kind(p) => {
@@ -247,6 +273,8 @@ lab_kinds! {
     Failover(failover::FailoverSpec) = "failover",
     /// Many orders, every strategy side by side: throughput, latency, wrong orders.
     Load(load::LoadSpec) = "load",
+    /// One fan-out reader, more and more workers: where the reader becomes the limit.
+    ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
     /// A steady producer, redis-server SIGKILLed and restarted on its own files.
     Persistence(persistence::PersistenceSpec) = "persistence",
     /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.

@@ -27,9 +27,10 @@
 //! (delays, crashes, publish failures), [`checker`] (verdicts), [`report`] (renderers).
 //! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
 //! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
-//! helpers), [`orders`] (the orders table), [`outbox_table`], [`timeline`], [`clock`], and
-//! [`side_effect`] (the outside party that receives e-mails, charges and API calls, in its own
-//! database, and keeps the ledger the idempotency labs count from).
+//! helpers), [`orders`] (the orders table), [`order_document`] (an order as a document, P4),
+//! [`outbox_table`], [`timeline`], [`clock`], and [`side_effect`] (the outside party that
+//! receives e-mails, charges and API calls, in its own database, and keeps the ledger the
+//! idempotency labs count from).
 
 pub mod bench;
 pub mod catalog;
@@ -42,6 +43,7 @@ pub mod fault;
 pub mod labs;
 pub mod lang;
 pub mod list_queue;
+pub mod order_document;
 pub mod orders;
 pub mod outbox_table;
 pub mod redis_info;

@@ -249,7 +249,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
 /// Which backends work here; versions and capabilities come from running servers, so the
 /// chosen backend is started once.
 async fn doctor(services: &ServiceArgs) -> anyhow::Result<i32> {
-    let report = ordlab::service::doctor().await;
+    let report = ordlab::service::doctor_with(&services.options()).await;
     println!("{}", report.to_string().trim_end());
     check_services(services)?;
     match Services::start(&services.options()).await {

@@ -4,6 +4,7 @@
 
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
+use crate::order_document::{self, Document, Item};
 use crate::timeline::Job;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,6 +31,9 @@ pub struct EventSpec {
     /// Handler work for this event only, overriding `cost_ms` of its type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_ms: Option<f64>,
+    /// The item an `item-added` event adds to the order's document (P4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<Item>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -55,6 +59,7 @@ impl EventSpec {
             retry_ms: Self::default_retry(),
             backoff: Self::default_backoff(),
             cost_ms: None,
+            item: None,
         }
     }
 
@@ -111,7 +116,8 @@ pub async fn create_table(pg: &tokio_postgres::Client) -> Result<(), Error> {
     pg.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
          CREATE TABLE IF NOT EXISTS {SCHEMA}.orders (id bigint PRIMARY KEY, status text NOT NULL,
-             version bigint NOT NULL, state text);"
+             version bigint NOT NULL);
+         ALTER TABLE {SCHEMA}.orders ADD COLUMN IF NOT EXISTS doc jsonb;"
     ))
     .await
     .context("create the orders table")
@@ -122,7 +128,10 @@ pub async fn reset(pg: &tokio_postgres::Client, rows: &[OrderRow]) -> Result<(),
     pg.execute(&format!("TRUNCATE {SCHEMA}.orders"), &[]).await.context("reset rows")?;
     for r in rows {
         pg.execute(
-            &format!("INSERT INTO {SCHEMA}.orders (id, status, version) VALUES ($1, $2, $3)"),
+            &format!(
+                "INSERT INTO {SCHEMA}.orders (id, status, version, doc)
+                 VALUES ($1, $2, $3, jsonb_build_object('status', $2::text, 'items', '{{}}'::jsonb, 'total', 0))"
+            ),
             &[&r.order, &r.status, &r.version],
         )
         .await
@@ -138,6 +147,43 @@ pub async fn final_rows(pg: &tokio_postgres::Client, orders: &[i64]) -> Result<V
         .await
         .context("read final state")?;
     Ok(rows.iter().map(|r| OrderRow { order: r.get(0), status: r.get(1), version: r.get(2) }).collect())
+}
+
+/// The document of `order` after its events up to `version`: what a state event of that version
+/// carries, and, with `i64::MAX`, what the order must end as.
+pub fn document_after(events: &[EventSpec], order: i64, version: i64) -> Document {
+    order_document::fold(
+        events
+            .iter()
+            .filter(|e| e.order == order && e.version <= version)
+            .map(|e| (e.event_type.as_str(), e.version, e.item.as_ref())),
+    )
+}
+
+/// Each order's final document where the lab's events change documents (some event adds an
+/// item); None for labs about status alone.
+pub fn expected_documents(events: &[EventSpec]) -> Option<BTreeMap<i64, Document>> {
+    if !events.iter().any(|e| e.item.is_some()) {
+        return None;
+    }
+    let orders: std::collections::BTreeSet<i64> = events.iter().map(|e| e.order).collect();
+    Some(orders.into_iter().map(|o| (o, document_after(events, o, i64::MAX))).collect())
+}
+
+/// Each order's stored document (`orders.doc`) after a run; an order whose document is not
+/// one (never written as such) is left out, and the checker says so.
+pub async fn final_documents(pg: &tokio_postgres::Client, orders: &[i64]) -> Result<BTreeMap<i64, Document>, Error> {
+    let rows = pg
+        .query(&format!("SELECT id, doc::text FROM {SCHEMA}.orders WHERE id = ANY($1) ORDER BY id"), &[&orders])
+        .await
+        .context("read final documents")?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let doc: Option<String> = r.get(1);
+            Some((r.get(0), serde_json::from_str(&doc?).ok()?))
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -156,5 +202,20 @@ mod tests {
         assert_eq!((want[&42].as_str(), want[&43].as_str()), ("paid", "paid"));
         assert_eq!(orders_of(&[], &events), vec![43, 42]);
         assert_eq!(default_initial(&events)[0], OrderRow { order: 43, status: "new".into(), version: 0 });
+    }
+
+    #[test]
+    fn a_state_event_carries_the_document_after_it_and_the_last_one_is_expected() {
+        let item = |name: &str, cents| Some(Item { name: name.into(), cents });
+        let events = [
+            EventSpec::new(42, "created", 1),
+            EventSpec { item: item("book", 2500), ..EventSpec::new(42, order_document::ITEM_ADDED, 2) },
+            EventSpec { item: item("pen", 500), ..EventSpec::new(42, order_document::ITEM_ADDED, 3) },
+            EventSpec::new(42, "paid", 4),
+        ];
+        assert_eq!(document_after(&events, 42, 2).total, 2500);
+        let end = &expected_documents(&events).unwrap()[&42];
+        assert_eq!((end.status.as_str(), end.total, end.items.len()), ("paid", 3000, 2));
+        assert_eq!(expected_documents(&events[..1]), None);
     }
 }

@@ -13,6 +13,8 @@ mod config;
 pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
+mod keyed_queues;
+pub mod primary;
 pub mod producer;
 pub mod readiness;
 mod role_process;

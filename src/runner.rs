@@ -88,6 +88,7 @@ impl<'a> Runner<'a> {
             git_commit: env!("ORDLAB_GIT_COMMIT").to_string(),
             backend: self.services.backend.to_string(),
             redis_version: info.redis_version.clone(),
+            redis_server: info.redis_server.clone(),
             postgres_version: info.postgres_version.clone(),
             lock_release: if info.redis.delex {
                 "DELEX IFEQ"

@@ -100,6 +100,10 @@ struct VariantFile {
 #[serde(deny_unknown_fields)]
 struct ExpectPatch {
     wrong: Expectation,
+    /// Runs in which some event never takes effect (skipped as stale, refused, lost); none
+    /// unless the scenario says so.
+    #[serde(default)]
+    dropped: Option<Expectation>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -132,6 +136,8 @@ pub struct Variant {
     pub runs: u32,
     pub procedure: Procedure,
     pub expect: Expectation,
+    /// How many runs drop an event (never apply it).
+    pub expect_dropped: Expectation,
     /// Who goes first is decided by the OS scheduler (e.g. two consumers racing for a lock):
     /// the timeline differs from run to run, so snapshots leave it out.
     pub scheduler_race: bool,
@@ -213,7 +219,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             SetupFailure::At(err) => err,
             SetupFailure::Message(m) => invalid(format!("variant {}: {m}", v.id)),
         })?;
-        let expect = v.expect.or_else(|| file.expect.clone()).map(|e| e.wrong).ok_or_else(|| {
+        let patch = v.expect.or_else(|| file.expect.clone()).ok_or_else(|| {
             invalid(format!(
                 "variant {}: no expected outcome: add [expect] wrong = \"all\" | \"none\" | \"some\" | \"any\"",
                 v.id
@@ -225,7 +231,17 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
         }
         let seed = v.seed.or_else(|| if single { file.seed.clone() } else { None });
         let title = v.title.unwrap_or_else(|| file.title.clone());
-        variants.push(Variant { title, id: v.id, runs, procedure, expect, scheduler_race: v.scheduler_race, seed });
+        let (expect, expect_dropped) = (patch.wrong, patch.dropped.unwrap_or(Expectation::None));
+        variants.push(Variant {
+            title,
+            id: v.id,
+            runs,
+            procedure,
+            expect,
+            expect_dropped,
+            scheduler_race: v.scheduler_race,
+            seed,
+        });
     }
     if !single && file.seed.is_some() {
         return Err(invalid("a file with [[variant]] tables gives each variant its own seed = { … }".into()));

@@ -90,6 +90,8 @@ strategies! {
     UpdateThenInsert(update_then_insert::UpdateThenInsertSpec) = "update-then-insert",
     /// Events carry the whole state; keep the newest.
     State(state::KeepNewestState) = "state",
+    /// Events carry a change; apply it to the stored document, optionally only if newer.
+    Delta(delta::Delta) = "delta",
     /// Hold an order's events until the next expected version arrives.
     ReorderBuffer(reorder_buffer::ReorderBufferSpec) = "reorder-buffer",
     /// Remember applied events in a table in the same transaction.
@@ -157,8 +159,22 @@ pub struct Delivery<'a> {
     pub job: &'a Job,
     /// Injected handler work in unscaled ms.
     pub cost_ms: f64,
-    /// The state document the event carries, if the lab sends one.
-    pub state: Option<&'a str>,
+    /// What the entry carries beyond order, type and version.
+    pub payload: &'a Payload,
+}
+
+/// What an entry carries beyond order, type and version: a state event's whole document
+/// (field `state`), or a delta event's change (field `change`, an item as JSON).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Payload {
+    pub state: Option<String>,
+    pub change: Option<String>,
+}
+
+impl Payload {
+    pub fn of(entry: &redis::streams::StreamId) -> Payload {
+        Payload { state: entry.get("state"), change: entry.get("change") }
+    }
 }
 
 impl Handler<'_> {

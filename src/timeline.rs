@@ -107,9 +107,20 @@ pub enum EventKind {
     Received { entry_id: String, job: Job, deliveries: Option<u64> },
     /// Handler work (an injected sleep standing in for an API call or a DB write) begins.
     WorkStarted { entry_id: String, ms: f64 },
-    /// Lock taken after `tries` attempts of `SET key token NX PX ttl`.
-    LockAcquired { key: String, tries: u32, ttl_ms: u64 },
-    /// Lock release; `released` is the server's answer (1 ours and deleted, 0 expired or not ours).
+    /// Lock taken after `tries` attempts of `SET key token NX PX ttl`, stamped when the reply
+    /// arrived; `ttl_ms` as the scenario gives it, `px_ms` as sent (time-scaled), and the
+    /// successful SET's round trip (it was sent `round_trip_us` before the stamp).
+    LockAcquired {
+        key: String,
+        tries: u32,
+        ttl_ms: u64,
+        #[serde(default)]
+        px_ms: u64,
+        #[serde(default)]
+        round_trip_us: i64,
+    },
+    /// Lock release, stamped when it was sent; `released` is the server's answer (1 ours and
+    /// deleted, 0 expired or not ours).
     LockReleased { key: String, method: String, released: i64 },
     /// The handler wrote the row. `version` is shown for strategies that write one conditionally.
     Wrote { entry_id: String, order: i64, status: String, version: Option<i64>, rows: u64 },
@@ -144,6 +155,9 @@ pub enum EventKind {
     /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
     /// stream short of the dead primary.
     ReplicaPromoted { behind_bytes: i64 },
+    /// A role lost its primary and found the new one (`server`: `replica`, promoted), where
+    /// it goes on; a consumer first re-reads its own pending entries there.
+    Reconnected { server: String },
     /// A job was pushed to a list (`list`: `queue:default`); `len` is the list's length after
     /// the push, as the server replied.
     Pushed { job: String, list: String, len: i64 },
@@ -216,6 +230,9 @@ macro_rules! list_queue_events {
             | $crate::timeline::EventKind::Refused { .. }
     };
 }
+
+/// The reason of a `publish_failed` when the primary died under the XADD (the `failover` lab).
+pub const PRIMARY_GONE: &str = "the primary is gone";
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]

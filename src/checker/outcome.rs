@@ -1,5 +1,6 @@
-//! A variant's runs against what its scenario file expects: how many runs should be wrong, and
-//! whether the count can be trusted (a run that could not be judged makes it inconclusive).
+//! A variant's runs against what its scenario file expects: how many runs should be wrong, how
+//! many should drop an event (never apply it: skipped as stale, refused, lost), and whether the
+//! counts can be trusted (a run that could not be judged makes them inconclusive).
 
 use super::Verdict;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,11 @@ pub enum Expectation {
 }
 
 impl Expectation {
+    /// `none`: the default of `expect.dropped`.
+    pub fn none() -> Expectation {
+        Expectation::None
+    }
+
     /// Does `wrong` out of `runs` meet the expectation?
     pub fn holds(&self, wrong: u32, runs: u32) -> bool {
         match self {
@@ -54,7 +60,7 @@ impl<'de> Deserialize<'de> for Expectation {
                 "some" => Ok(Expectation::Some),
                 "any" => Ok(Expectation::Any),
                 _ => Err(serde::de::Error::custom(format!(
-                    "expect.wrong = {w:?}: use \"all\", \"none\", \"some\", \"any\" or a number"
+                    "expected {w:?} runs: use \"all\", \"none\", \"some\", \"any\" or a number"
                 ))),
             },
         }
@@ -95,11 +101,16 @@ pub enum Outcome {
     Inconclusive,
 }
 
-pub fn outcome(expect: &Expectation, verdicts: &[Verdict]) -> Outcome {
+/// Both counts against their expectations: `verdicts` of every run, and `dropped`, the runs
+/// in which some intended event never took effect. A drop does not make a run wrong (a CAS
+/// consumer drops a stale event by design), but one the scenario does not declare makes the
+/// variant mismatch: nothing is dropped silently.
+pub fn outcome(expect: &Expectation, verdicts: &[Verdict], expect_dropped: &Expectation, dropped: u32) -> Outcome {
     let wrong = verdicts.iter().filter(|v| **v == Verdict::Wrong).count() as u32;
+    let runs = verdicts.len() as u32;
     if verdicts.contains(&Verdict::Unknown) {
         Outcome::Inconclusive
-    } else if expect.holds(wrong, verdicts.len() as u32) {
+    } else if expect.holds(wrong, runs) && expect_dropped.holds(dropped, runs) {
         Outcome::Matched
     } else {
         Outcome::Mismatched
@@ -121,8 +132,12 @@ mod tests {
     #[test]
     fn outcome_compares_counts_with_the_expectation() {
         use Verdict::*;
-        assert_eq!(outcome(&Expectation::All, &[Wrong, Wrong]), Outcome::Matched);
-        assert_eq!(outcome(&Expectation::All, &[Wrong, Right]), Outcome::Mismatched);
-        assert_eq!(outcome(&Expectation::None, &[Right, Unknown]), Outcome::Inconclusive);
+        let none = Expectation::None;
+        assert_eq!(outcome(&Expectation::All, &[Wrong, Wrong], &none, 0), Outcome::Matched);
+        assert_eq!(outcome(&Expectation::All, &[Wrong, Right], &none, 0), Outcome::Mismatched);
+        assert_eq!(outcome(&Expectation::None, &[Right, Unknown], &none, 0), Outcome::Inconclusive);
+        // Right final states with a drop nobody declared: not a match.
+        assert_eq!(outcome(&Expectation::None, &[Right, Right], &none, 2), Outcome::Mismatched);
+        assert_eq!(outcome(&Expectation::None, &[Right, Right], &Expectation::All, 2), Outcome::Matched);
     }
 }

@@ -6,13 +6,16 @@ use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
-/// Consumer `consumer` kills itself right after receiving an entry, before applying or
-/// acknowledging it: the first entry of type `event` (any type if absent) that is at least its
-/// `entries`-th entry received (1 if absent).
+/// A consumer kills itself right after receiving an entry, before applying or acknowledging
+/// it: the first entry of type `event` (any type if absent) that is at least its
+/// `entries`-th entry received (1 if absent). `consumer` names which one; without it, the
+/// crash follows the event: whichever consumer receives it dies (which consumer that is
+/// depends on the order in which they wait, drawn per run).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrashSpec {
-    pub consumer: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<u32>,
     /// Where in the loop: only `receive` (after XREADGROUP returned it, before XACK).
     pub after: CrashPoint,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,7 +33,7 @@ pub enum CrashPoint {
 impl CrashSpec {
     /// Does consumer `index`, which has just received its `received`-th entry `job`, crash now?
     pub fn fires(&self, index: u32, received: u32, job: &Job) -> bool {
-        index == self.consumer
+        self.consumer.is_none_or(|c| c == index)
             && self.event.as_ref().is_none_or(|t| *t == job.event_type)
             && received >= self.entries.unwrap_or(1)
     }
@@ -88,12 +91,17 @@ mod tests {
 
     #[test]
     fn a_crash_fires_at_its_event_and_count_only() {
-        let c = CrashSpec { consumer: 1, after: CrashPoint::Receive, event: Some("created".into()), entries: None };
+        let c =
+            CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: Some("created".into()), entries: None };
         let job = |t: &str| Job::new(42, t, 1);
         assert!(c.fires(1, 1, &job("created")));
         assert!(!c.fires(2, 1, &job("created")) && !c.fires(1, 1, &job("paid")));
-        let n = CrashSpec { consumer: 1, after: CrashPoint::Receive, event: None, entries: Some(3) };
+        let n = CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: None, entries: Some(3) };
         assert!(!n.fires(1, 2, &job("paid")) && n.fires(1, 3, &job("paid")));
+        // Without a consumer the crash follows the event: whoever receives created dies.
+        let any =
+            CrashSpec { consumer: None, after: CrashPoint::Receive, event: Some("created".into()), entries: None };
+        assert!(any.fires(1, 1, &job("created")) && any.fires(2, 1, &job("created")) && !any.fires(2, 1, &job("paid")));
     }
 
     #[test]

@@ -28,11 +28,16 @@ pub struct GroupSpec<'a> {
     pub work: HandlerWork,
     pub crash: Option<&'a CrashSpec>,
     pub reaper: Option<&'a ReaperSpec>,
+    /// Nodes a consumer looks for a new primary among when its primary fails (`failover`);
+    /// empty: none.
+    pub follow_primary: &'a [String],
 }
 
 /// The consumer processes of one run (and its claimer), reading the run's streams.
 pub struct ConsumerGroup {
     pub streams: Vec<String>,
+    /// Consumer indices in the order they started waiting in XREADGROUP (longest first).
+    pub waiting_order: Vec<u32>,
     processes: Vec<RoleProcess>,
 }
 
@@ -70,8 +75,9 @@ impl ConsumerGroup {
     }
 
     /// Start consumers `first..` on `server` (whose streams and group exist), one at a time,
-    /// each blocked in XREADGROUP before the next (Redis serves blocked readers first come,
-    /// first served), then the claimer if there is one, once it is connected.
+    /// each blocked in XREADGROUP before the next, in the run's drawn waiting order (Redis
+    /// serves blocked readers first come, first served: the first to wait gets the first
+    /// entry), then the claimer if there is one, once it is connected.
     pub async fn start_on(
         ctx: &RunContext<'_>,
         server: Server<'_>,
@@ -80,8 +86,9 @@ impl ConsumerGroup {
         first: u32,
         tx: &mpsc::UnboundedSender<RawEvent>,
     ) -> Result<ConsumerGroup, Error> {
-        let mut group = ConsumerGroup { streams, processes: Vec::new() };
-        for index in first..first + spec.consumers {
+        let waiting_order = ctx.waiting_order(first, spec.consumers);
+        let mut group = ConsumerGroup { streams, waiting_order: waiting_order.clone(), processes: Vec::new() };
+        for index in waiting_order {
             let cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
             let name = cfg.client_name.clone();
             group
@@ -116,6 +123,8 @@ impl ConsumerGroup {
             strategy: spec.strategy.clone(),
             work: spec.work.clone(),
             crash: spec.crash.cloned(),
+            follow_primary: spec.follow_primary.to_vec(),
+            handler: Default::default(),
         }
     }
 

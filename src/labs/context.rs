@@ -52,6 +52,18 @@ impl RunContext<'_> {
         rand_chacha::ChaCha8Rng::seed_from_u64(self.seed_for(0))
     }
 
+    /// The order in which consumers `first..first + n` start waiting in XREADGROUP, drawn
+    /// from the seed: Redis hands a new entry to the longest waiter, so this order, not the
+    /// harness, must decide who receives what. Real consumers start and finish their jobs at
+    /// unrelated moments, so any order is as likely as any other.
+    pub fn waiting_order(&self, first: u32, n: u32) -> Vec<u32> {
+        use rand::seq::SliceRandom;
+        let mut order: Vec<u32> = (first..first + n).collect();
+        let seed = mix(self.seed, &[self.lab, self.variant, "waiting-order"], self.run, 0);
+        order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+        order
+    }
+
     /// What every role process of this run shares; `index` picks its seed.
     pub fn role_env(&self, index: u32) -> RoleEnv {
         RoleEnv {

@@ -1,47 +1,50 @@
 //! Failover: a primary with an asynchronous replica confirms writes and acknowledgements the
-//! replica does not have yet, so when the primary dies and the replica is promoted, entries
-//! that were added and acknowledged are gone and acknowledgements are undone (applied entries
-//! are delivered again).
+//! replica does not have yet; when the primary dies and the replica is promoted, what the
+//! replica had not received is gone — entries, deliveries, acknowledgements. How much is
+//! decided by the replication link and the moment of the crash, and measured here.
 //!
 //! One run, on two redis-servers of its own (PostgreSQL is the shared one and survives):
 //!
-//! 1. the replica (`--replicaof`) syncs; consumer processes `C1..Cn` read the group on the
-//!    primary; the producer publishes every `created`, faster than the consumers apply them;
-//! 2. after `cut_after` events the replica's link is cut: `REPLICAOF 127.0.0.1 <closed port>`
-//!    on the replica, standing in for a partition or a stalled link. The replica keeps its
-//!    data but receives nothing more; the primary carries on (asynchronous replication never
-//!    waits), so every XADD, XREADGROUP and XACK from then on exists on the primary only.
-//!    `DEBUG SLEEP` or `CLIENT PAUSE` on the replica do not make a gap on one machine: the
-//!    primary's stream waits in the replica's socket buffer, even after the primary is killed,
-//!    and is applied when the replica wakes up (tried on Redis 7.0: 21 of 21 entries arrived);
-//! 3. the producer publishes up to `kill_after`; once the consumers have acknowledged
-//!    everything, they are stopped and the primary is killed with SIGKILL;
-//! 4. the replica is promoted (`REPLICAOF NO ONE`), new consumers `Cn+1..C2n` read the same
-//!    group on it, and the producer publishes the remaining events there.
+//! 1. the replica replicates through a link of the harness ([`crate::fault::link`]: a delay,
+//!    a bandwidth, a partition) or directly on loopback; consumer processes read the group on
+//!    the primary, each ready to follow the primary elsewhere;
+//! 2. a steady producer publishes each order's `created`, then its `paid` a little later;
+//! 3. at a moment drawn per run from `--seed`, the primary's machine dies: the link drops what
+//!    it had not sent yet and the redis-server gets SIGKILL; the replica is promoted
+//!    (`REPLICAOF NO ONE`) right away or after `promote_after_ms`;
+//! 4. the producer and the consumers find the new primary by themselves (`ROLE` on each
+//!    node); a consumer re-reads its own pending entries there first, then new ones; the run
+//!    ends when everything on the new primary is acknowledged.
 //!
-//! The counts come from the promoted replica's stream, group and pending list, compared with
-//! the timeline (what the old primary confirmed).
+//! Counted from the promoted replica's stream, group and pending list right after the
+//! promotion, against what the old primary had confirmed to each role
+//! ([`crate::checker::failover`]). A run is wrong when an order's stored state is older than
+//! one a consumer had written (a stale event re-applied over a newer one).
 
 use super::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
 use super::stream::{self, order_items};
-use super::{Fact, FinalItem, LabProcedure, RunContext, RunOutcome, RunView};
-use crate::checker::{final_state::final_state, health::health, RunVerdict};
+use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
+use crate::checker::failover::{self as counting, FailoverCounts, Promoted};
+use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::{Context as _, Error};
+use crate::fault::link::{Link, LinkShape};
 use crate::fault::{HandlerWork, TimeScale};
+use crate::lang::{pick, Lang};
 use crate::orders::{self, EventSpec, OrderRow};
-use crate::lang::Lang;
-use crate::roles::producer::Producer;
+use crate::roles::producer::{sleep_until, Producer};
 use crate::roles::readiness;
 use crate::service::{start_local_redis, LocalRedis};
+use crate::stats::quantile;
 use crate::strategy::Strategy;
-use crate::streams::{self, id_order, StreamEntry, GROUP};
-use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::streams::{self, GROUP};
+use crate::timeline::{Actor, Event, EventKind, RawEvent, Sink};
+use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// `kind = "failover"`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -54,108 +57,173 @@ pub struct FailoverSpec {
     pub strategy: Strategy,
     #[serde(default)]
     pub cost_ms: BTreeMap<String, f64>,
-    /// Generated from `failover` unless listed.
-    #[serde(default)]
-    pub events: Vec<EventSpec>,
 }
 
-/// `failover = { … }`: `orders` orders, every `created` (v=1) first, then every `paid` (v=2),
-/// one every `publish_every_ms`. The replica's link is cut after `cut_after` published
-/// events; the primary is killed after `kill_after`, once its consumers have acknowledged
-/// everything; the rest is published to the promoted replica.
+/// `failover = { … }`: a steady stream of orders (order k's `created` at k × `order_every_ms`,
+/// its `paid` `paid_after_ms` later), the primary killed at a moment drawn in
+/// `kill_between_ms`, the replica promoted `promote_after_ms` after the kill.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailoverPlan {
     #[serde(default = "FailoverPlan::default_orders")]
     pub orders: u32,
     #[serde(default = "FailoverPlan::default_every")]
-    pub publish_every_ms: f64,
-    pub cut_after: u32,
-    pub kill_after: u32,
+    pub order_every_ms: f64,
+    #[serde(default = "FailoverPlan::default_paid_after")]
+    pub paid_after_ms: f64,
+    pub kill_between_ms: [f64; 2],
+    #[serde(default)]
+    pub promote_after_ms: f64,
+    #[serde(default)]
+    pub link: LinkPlan,
 }
 
-/// What the promoted replica held, against what the old primary confirmed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FailoverObserved {
-    /// The promoted replica's stream after the run.
-    pub stream: Vec<StreamEntry>,
-    pub final_rows: Vec<OrderRow>,
-    pub counts: FailoverCounts,
+/// `link = { … }`: how the replica reaches the primary. `proxy = false`: directly, on
+/// loopback (no injected lag). Otherwise through the harness's link: `delay_ms` one way,
+/// `kb_per_s` (1000 bytes) primary → replica, and a partition `partition_ms` before the kill.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkPlan {
+    #[serde(default = "LinkPlan::yes")]
+    pub proxy: bool,
+    #[serde(default)]
+    pub delay_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kb_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_ms: Option<f64>,
 }
 
-/// The figures of one failover, read from the servers and the timeline.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FailoverCounts {
-    /// Entries sent to the primary after the cut (never replicated).
-    pub in_flight_entries: i64,
-    /// Acks sent to the primary after the cut.
-    pub in_flight_acks: i64,
-    /// Entries the old primary confirmed that the promoted replica does not have.
-    pub lost_entries: i64,
-    /// Of those, entries that had been applied and acknowledged.
-    pub lost_acked_entries: i64,
-    /// Acked on the primary, pending or undelivered on the replica.
-    pub acks_lost: i64,
-    /// Acked entries received again by the new consumers.
-    pub redelivered: i64,
-    /// Acked entries left in the dead consumers' pending lists (never redelivered to `>`).
-    pub stuck_pending: i64,
-    /// Replication stream the replica lacked when promoted.
-    pub behind_bytes: i64,
+impl Default for LinkPlan {
+    fn default() -> Self {
+        LinkPlan { proxy: true, delay_ms: 0.0, kb_per_s: None, partition_ms: None }
+    }
+}
+
+impl LinkPlan {
+    fn yes() -> bool {
+        true
+    }
+
+    /// The shape under `--time-scale`: delays shrink with it, and the bandwidth grows, as the
+    /// publish rate does, so the same run loses the same entries at any scale.
+    fn shape(&self, scale: TimeScale) -> LinkShape {
+        LinkShape {
+            delay: scale.duration(self.delay_ms),
+            bytes_per_s: self.kb_per_s.map(|kb| (kb * 1000.0 / scale.0.max(1e-6)) as u64),
+        }
+    }
 }
 
 impl FailoverPlan {
     fn default_orders() -> u32 {
-        50
+        300
     }
     fn default_every() -> f64 {
-        2.0
+        5.0
+    }
+    fn default_paid_after() -> f64 {
+        80.0
     }
 
-    /// `created` for every order, then `paid` for every order, evenly paced.
+    /// Order k's `created` at (k-1) × `order_every_ms`, its `paid` `paid_after_ms` later, in
+    /// time order.
     pub fn events(&self) -> Vec<EventSpec> {
-        let jobs = ["created", "paid"]
-            .iter()
-            .enumerate()
-            .flat_map(|(i, t)| (1..=self.orders as i64).map(move |o| (o, *t, i as i64 + 1)));
-        jobs.enumerate()
-            .map(|(n, (order, t, version))| EventSpec {
-                at_ms: Some(n as f64 * self.publish_every_ms),
-                ..EventSpec::new(order, t, version)
+        let mut out: Vec<EventSpec> = (1..=self.orders as i64)
+            .flat_map(|k| {
+                let at = (k - 1) as f64 * self.order_every_ms;
+                [
+                    EventSpec { at_ms: Some(at), ..EventSpec::new(k, "created", 1) },
+                    EventSpec { at_ms: Some(at + self.paid_after_ms), ..EventSpec::new(k, "paid", 2) },
+                ]
             })
-            .collect()
+            .collect();
+        out.sort_by(|a, b| a.at_ms.unwrap_or(0.0).total_cmp(&b.at_ms.unwrap_or(0.0)));
+        out
+    }
+
+    /// The run's kill moment, in ms after t=0 before time scale, from the run's own seed.
+    fn kill_at_ms(&self, rng: &mut impl Rng) -> f64 {
+        let [from, to] = self.kill_between_ms;
+        (rng.random_range(from..=to) * 10.0).round() / 10.0
     }
 }
 
-/// The two servers of a run and the orchestrator's connections to them.
-struct Pair {
+/// What a run left and measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailoverObserved {
+    pub final_rows: Vec<OrderRow>,
+    /// The drawn kill moment (ms after t=0, before time scale).
+    pub kill_at_ms: f64,
+    /// From the kill to `REPLICAOF NO ONE` answered (ms, as it ran).
+    pub promoted_after_ms: f64,
+    pub counts: FailoverCounts,
+    pub lag: LagSummary,
+    /// Replication stream the replica lacked when promoted (the primary's offset just before
+    /// the kill minus the replica's at promotion).
+    pub behind_bytes: i64,
+    /// Events that are twice in the new primary's stream (a producer retry of an XADD whose
+    /// reply was lost but which had landed and replicated).
+    pub duplicates: i64,
+    /// Entries still pending on the new primary after the run (nobody came back for them).
+    pub stuck_pending: i64,
+    /// Orders whose stored state is older than one a consumer wrote.
+    pub stale_orders: Vec<i64>,
+}
+
+/// The replica's lag, sampled on the replica until the kill: the age of the oldest entry the
+/// primary had confirmed and the replica did not have yet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LagSummary {
+    pub p50_ms: f64,
+    pub max_ms: f64,
+    pub at_kill_ms: f64,
+    /// (ms since t=0, lag ms), thinned to at most [`LAG_POINTS`] points, for charts.
+    pub samples: Vec<(f64, f64)>,
+}
+
+/// At most this many lag samples are kept per run.
+const LAG_POINTS: usize = 120;
+/// How often the replica's newest entry is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(2);
+
+/// The servers of one run and the link between them.
+struct Nodes {
     primary: LocalRedis,
     replica: LocalRedis,
+    link: Option<Link>,
     p: MultiplexedConnection,
     r: MultiplexedConnection,
 }
 
+impl Nodes {
+    /// Where the roles may find a primary: the primary first, then the replica.
+    fn urls(&self) -> Vec<String> {
+        vec![self.primary.url.clone(), self.replica.url.clone()]
+    }
+}
+
 impl FailoverSpec {
-    fn group_spec(&self) -> GroupSpec<'_> {
-        GroupSpec {
-            consumers: self.consumers,
-            shards: 1,
-            strategy: &self.strategy,
-            work: HandlerWork::new(&self.cost_ms, &self.events),
-            crash: None,
-            reaper: None,
-        }
+    fn events(&self) -> Vec<EventSpec> {
+        self.failover.events()
     }
 
+    fn work(&self) -> HandlerWork {
+        HandlerWork::new(&self.cost_ms, &self.events())
+    }
+
+    /// A generous bound: the publish span, every job's work, tripled, plus 15 s.
     fn bound(&self, scale: TimeScale) -> Duration {
-        let work = HandlerWork::new(&self.cost_ms, &self.events);
-        let total: f64 = self.events.iter().map(|e| work.cost_ms(&e.job())).sum();
-        let publish_ms = self.events.last().and_then(|e| e.at_ms).unwrap_or(0.0);
-        scale.duration((total + publish_ms) * 3.0) + Duration::from_secs(10)
+        let events = self.events();
+        let work = self.work();
+        let total: f64 = events.iter().map(|e| work.cost_ms(&e.job())).sum();
+        let span = events.last().and_then(|e| e.at_ms).unwrap_or(0.0) + self.failover.promote_after_ms;
+        scale.duration((total + span) * 3.0) + Duration::from_secs(15)
     }
 
-    fn producer(&self, conn: MultiplexedConnection, stream: &str, scale: TimeScale, tx: &mpsc::UnboundedSender<RawEvent>) -> Producer {
-        Producer { redis: conn, streams: vec![stream.to_string()], state_bytes: 0, scale, sink: Arc::new(tx.clone()) }
+    /// Business version of each event type (`created` 1, `paid` 2).
+    fn versions(&self) -> HashMap<String, i64> {
+        self.events().into_iter().map(|e| (e.event_type, e.version)).collect()
     }
 }
 
@@ -165,63 +233,115 @@ impl LabProcedure for FailoverSpec {
     fn validate(&mut self) -> Result<(), String> {
         stream::check_consumers(self.consumers)?;
         stream::check_costs(&self.cost_ms)?;
-        if self.events.is_empty() {
-            self.events = self.failover.events();
+        let f = &self.failover;
+        let span = f.orders.saturating_sub(1) as f64 * f.order_every_ms + f.paid_after_ms;
+        let [from, to] = f.kill_between_ms;
+        if f.orders == 0 || f.order_every_ms <= 0.0 || f.paid_after_ms < 0.0 || f.promote_after_ms < 0.0 {
+            return Err("setup.failover: use orders ≥ 1, order_every_ms > 0, paid_after_ms ≥ 0, promote_after_ms ≥ 0".into());
         }
-        let (cut, kill, n) = (self.failover.cut_after, self.failover.kill_after, self.events.len() as u32);
-        if !(1..=n).contains(&cut) || !(cut + 1..=n).contains(&kill) {
+        if !(0.0 < from && from <= to && to < span) {
+            return Err(format!("setup.failover.kill_between_ms = [{from}, {to}]: use 0 < from ≤ to < {span} (the publish span)"));
+        }
+        let l = &f.link;
+        if !l.proxy && (l.delay_ms != 0.0 || l.kb_per_s.is_some() || l.partition_ms.is_some()) {
+            return Err("setup.failover.link: proxy = false is a direct link; drop delay_ms, kb_per_s, partition_ms".into());
+        }
+        if l.delay_ms < 0.0 || l.kb_per_s.is_some_and(|b| b <= 0.0) || l.partition_ms.is_some_and(|p| p <= 0.0 || p >= from) {
             return Err(format!(
-                "setup.failover: use 1 ≤ cut_after ({cut}) < kill_after ({kill}) ≤ the number of events ({n})"
+                "setup.failover.link: use delay_ms ≥ 0, kb_per_s > 0, 0 < partition_ms < kill_between_ms[0] ({from})"
             ));
         }
         Ok(())
     }
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<FailoverObserved>, Error> {
-        orders::reset(ctx.pg, &orders::default_initial(&self.events)).await?;
+        let events = self.events();
+        orders::reset(ctx.pg, &orders::default_initial(&events)).await?;
         let stream = format!("{}orders", ctx.key_prefix());
-        let mut pair = start_pair(&stream).await?;
+        let mut nodes = start_nodes(&self.failover.link, ctx.scale, &stream).await?;
+        let urls = nodes.urls();
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-        let mut raw = Vec::new();
+        let group_spec = GroupSpec {
+            consumers: self.consumers,
+            shards: 1,
+            strategy: &self.strategy,
+            work: self.work(),
+            crash: None,
+            reaper: None,
+            follow_primary: &urls,
+        };
+        let server = Server { url: &urls[0], conn: &mut nodes.p.clone() };
+        let group = ConsumerGroup::start_on(ctx, server, vec![stream.clone()], &group_spec, 1, &tx).await?;
+        let kill_at_ms = self.failover.kill_at_ms(&mut ctx.rng());
+        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
+        let (stop_sampling, sampling) = watch::channel(false);
+        let sampler = tokio::spawn(sample_replica(nodes.r.clone(), stream.clone(), sampling));
         let t0_ns = crate::clock::now_ns();
-        let before = self.on_primary(ctx, &mut pair, &stream, &tx, &mut rx, &mut raw, t0_ns).await?;
-        let replica = promote(&mut pair, &stream, &tx).await?;
-        let mut counts = before.counts(&replica);
-        let after = self.on_replica(ctx, &mut pair, &stream, &tx, &mut rx, &mut raw, &replica).await?;
+        let mut producer =
+            Producer { redis: nodes.p.clone(), streams: vec![stream.clone()], state_bytes: 0, scale: ctx.scale, sink: Arc::new(tx.clone()) };
+        let crash = Crash { plan: &self.failover, scale: ctx.scale, t0_ns, kill_at_ms, stop_sampling };
+        let run = async {
+            let (published, promoted) =
+                tokio::join!(producer.publish_following_primary(&events, t0_ns, &urls), crash.run(&mut nodes, &stream, &tx));
+            published?;
+            promoted
+        };
+        let mut raw = Vec::new();
+        let promoted = drive(run, &mut rx, &mut raw, deadline, |_, done| done).await?;
+        let settled = promoted.is_some() && settle(&mut nodes.r, &stream, &mut rx, &mut raw, deadline).await?;
+        group.stop().await;
         drop(tx);
         drain(rx, &mut raw);
-        counts.redelivered = after.received.iter().filter(|id| before.acked.contains(*id)).count() as i64;
-        counts.in_flight_entries = raw
-            .iter()
-            .filter(|e| e.mono_ns >= before.cut_ns && matches!(e.kind, EventKind::Published { .. }))
-            .count() as i64
-            - after.published as i64;
-        counts.in_flight_acks = raw
-            .iter()
-            .filter(|e| e.mono_ns >= before.cut_ns && matches!(e.actor, Actor::Consumer(n) if n <= self.consumers))
-            .filter(|e| matches!(e.kind, EventKind::Acked { .. }))
-            .count() as i64;
-        let final_stream = streams::read_entries(&mut pair.r, &stream, 0).await?;
-        pair.replica.stop().await;
-        let final_rows = orders::final_rows(ctx.pg, &orders::orders_of(&[], &self.events)).await?;
-        let observed = FailoverObserved { stream: final_stream, final_rows, counts };
-        Ok(RunOutcome { t0_ns, raw, timed_out: before.timed_out || after.timed_out, observed })
+        let samples = sampler.await.expect("sampler does not panic");
+        raw.sort_by_key(|e| e.mono_ns);
+        let observed = self.observe(ctx, &mut nodes, &stream, &raw, promoted, samples, (t0_ns, kill_at_ms)).await?;
+        nodes.replica.stop().await;
+        nodes.primary.stop().await;
+        Ok(RunOutcome { t0_ns, raw, timed_out: !settled, observed })
     }
 
     fn judge(&self, run: &RunView<'_, FailoverObserved>) -> RunVerdict {
-        let expected = orders::expected_statuses(&self.events);
-        health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows))
+        let mut verdict = health(run.events, run.timed_out);
+        for (order, stored, newest) in stale(&self.versions(), run.events, &run.observed.final_rows) {
+            verdict.add(
+                Verdict::Wrong,
+                format!("order {order} ended at v={stored} though v={newest} had been written: a stale event re-applied over it"),
+            );
+        }
+        verdict
     }
 
     fn describe(&self, lang: Lang) -> String {
         let f = &self.failover;
-        let (orders, every, cut, kill, n) = (f.orders, f.publish_every_ms, f.cut_after, f.kill_after, self.consumers);
-        let strategy = self.strategy.describe(lang);
-        crate::tr!(
+        let (orders, every, paid, n) = (f.orders, f.order_every_ms, f.paid_after_ms, self.consumers);
+        let [from, to] = f.kill_between_ms;
+        let mut parts = vec![
+            crate::tr!(lang, "primary + 1 async replica, {}", "primary + 1 replica bất đồng bộ, {}", link_phrase(&f.link, lang)),
+            crate::tr!(
+                lang,
+                "{orders} orders, one every {every} ms, paid {paid} ms after created",
+                "{orders} đơn, mỗi {every} ms một đơn, paid sau created {paid} ms"
+            ),
+        ];
+        parts.extend(stream::costs_phrase(&self.cost_ms, &self.events()));
+        let promote = match (f.promote_after_ms, lang) {
+            (p, Lang::En) if p > 0.0 => format!("the replica promoted {p} ms after"),
+            (p, Lang::Vi) if p > 0.0 => format!("replica lên primary sau {p} ms"),
+            (_, Lang::En) => "the replica promoted at once".to_string(),
+            (_, Lang::Vi) => "replica lên primary ngay".to_string(),
+        };
+        parts.push(crate::tr!(
             lang,
-            "primary + 1 async replica, {orders} orders × created/paid every {every} ms, replica link cut after {cut} events, primary SIGKILLed after {kill}, {n} consumers, {strategy}",
-            "primary + 1 replica bất đồng bộ, {orders} order × created/paid mỗi {every} ms, cắt link replica sau {cut} event, kill -9 primary sau {kill}, {n} consumer, {strategy}"
-        )
+            "the primary's machine dies at a random moment in {from}–{to} ms (SIGKILL), {promote}",
+            "máy primary chết vào một lúc ngẫu nhiên trong {from}–{to} ms (SIGKILL), {promote}"
+        ));
+        parts.push(crate::tr!(
+            lang,
+            "{n} consumers that follow the primary, {}",
+            "{n} consumer đi theo primary, {}",
+            self.strategy.describe(lang)
+        ));
+        parts.join("; ")
     }
 
     fn approach(&self) -> String {
@@ -229,12 +349,54 @@ impl LabProcedure for FailoverSpec {
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
-        let expected = stream::expected_label(&self.events, lang);
-        crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
+        pick(
+            lang,
+            "an order's state older than one already written (a stale event re-applied)",
+            "trạng thái đơn cũ hơn trạng thái đã ghi (sự kiện cũ bị áp dụng lại)",
+        )
+        .to_string()
     }
 
     fn final_state(&self, observed: &FailoverObserved) -> Vec<FinalItem> {
-        order_items(&orders::expected_statuses(&self.events), &observed.final_rows)
+        // Only an order that went back is wrong here; one whose last event was lost with the
+        // old primary is counted apart (`orders_last_event_lost`).
+        let expected = orders::expected_statuses(&self.events());
+        order_items(&expected, &observed.final_rows)
+            .into_iter()
+            .map(|mut item| {
+                let lost_only = item.should_be.is_some() && !item.order.is_some_and(|o| observed.stale_orders.contains(&o));
+                if lost_only {
+                    item.should_be = None;
+                }
+                item
+            })
+            .collect()
+    }
+
+    fn facts(&self, run: &RunView<'_, FailoverObserved>) -> Vec<Fact> {
+        let o = run.observed;
+        let c = &o.counts;
+        let stale = stale(&self.versions(), run.events, &o.final_rows).len() as i64;
+        // CAS never lowers a version: 0 in every run, a figure a snapshot keeps.
+        let stale_fact = if matches!(self.strategy, Strategy::Cas(_)) { Fact::stable } else { Fact::measured };
+        vec![
+            Fact::stable("kill_at_ms", o.kill_at_ms.round() as i64),
+            Fact::measured("promoted_after_ms", o.promoted_after_ms.round() as i64),
+            Fact::measured("lag_at_kill_ms", o.lag.at_kill_ms.round() as i64),
+            Fact::measured("lag_max_ms", o.lag.max_ms.round() as i64),
+            Fact::measured("behind_bytes", o.behind_bytes),
+            Fact::measured("confirmed", c.confirmed as i64),
+            Fact::measured("lost_entries", c.lost() as i64),
+            Fact::measured("lost_applied", c.lost_applied as i64),
+            Fact::measured("lost_never_applied", c.lost_never_applied as i64),
+            Fact::measured("acks_lost", c.acks_lost as i64),
+            Fact::measured("redelivered_acked", c.redelivered_acked as i64),
+            Fact::measured("redelivered_in_flight", c.redelivered_in_flight as i64),
+            Fact::measured("duplicates", o.duplicates),
+            Fact::stable("stuck_pending", o.stuck_pending),
+            stale_fact("wrong_stale", stale),
+            Fact::measured("orders_last_event_lost", o.last_event_lost(&self.events()) as i64),
+        ]
     }
 
     fn shows_publishing(&self) -> bool {
@@ -245,28 +407,86 @@ impl LabProcedure for FailoverSpec {
         true
     }
 
-    fn facts(&self, run: &RunView<'_, FailoverObserved>) -> Vec<Fact> {
-        let c = &run.observed.counts;
-        let wrong = self.final_state(run.observed).iter().filter(|i| i.is_wrong()).count() as i64;
-        vec![
-            Fact::measured("acks_lost", c.acks_lost),
-            Fact::measured("behind_bytes", c.behind_bytes),
-            Fact::measured("in_flight_acks", c.in_flight_acks),
-            Fact::measured("in_flight_entries", c.in_flight_entries),
-            Fact::measured("lost_acked_entries", c.lost_acked_entries),
-            Fact::measured("lost_entries", c.lost_entries),
-            Fact::measured("redelivered", c.redelivered),
-            Fact::measured("stuck_pending", c.stuck_pending),
-            Fact::measured("wrong_orders", wrong),
-        ]
+    fn per_run_lines(&self, runs: &[RunView<'_, FailoverObserved>], lang: Lang) -> Vec<Line> {
+        let rows: Vec<RunFigures> = runs.iter().map(|r| RunFigures::of(self, r)).collect();
+        let mut lines = distribution(&rows, lang);
+        lines.extend(rows.iter().map(|f| f.line(lang)));
+        lines
     }
 }
 
-/// A primary, its replica synced, and the group on the primary (seen on the replica too).
-async fn start_pair(stream: &str) -> Result<Pair, Error> {
+impl FailoverObserved {
+    /// Orders whose last event (the newest version published for it) never reached their row:
+    /// lost with the old primary before any consumer applied it (not a stale overwrite).
+    fn last_event_lost(&self, events: &[EventSpec]) -> usize {
+        let newest: BTreeMap<i64, i64> = events.iter().fold(BTreeMap::new(), |mut m, e| {
+            let v = m.entry(e.order).or_insert(e.version);
+            *v = (*v).max(e.version);
+            m
+        });
+        self.final_rows
+            .iter()
+            .filter(|r| newest.get(&r.order).is_some_and(|v| r.version < *v) && !self.stale_orders.contains(&r.order))
+            .count()
+    }
+}
+
+/// (order, stored version, newest written version) of every order that went back.
+fn stale(versions: &HashMap<String, i64>, events: &[Event], rows: &[OrderRow]) -> Vec<(i64, i64, i64)> {
+    stale_in(versions, events.iter().map(|e| &e.kind), rows)
+}
+
+fn stale_in<'a>(
+    versions: &HashMap<String, i64>,
+    kinds: impl Iterator<Item = &'a EventKind>,
+    rows: &[OrderRow],
+) -> Vec<(i64, i64, i64)> {
+    let written: Vec<(i64, i64)> = kinds
+        .filter_map(|k| match k {
+            EventKind::Wrote { order, status, rows, .. } if *rows > 0 => versions.get(status).map(|v| (*order, *v)),
+            _ => None,
+        })
+        .collect();
+    let stored: BTreeMap<i64, i64> = rows.iter().map(|r| (r.order, r.version)).collect();
+    counting::stale_orders(&written, &stored)
+}
+
+/// The link in words.
+fn link_phrase(l: &LinkPlan, lang: Lang) -> String {
+    if !l.proxy {
+        return pick(lang, "replicating directly on loopback (no injected lag)", "replicate trực tiếp qua loopback (không thêm trễ)").into();
+    }
+    let mut parts = Vec::new();
+    if l.delay_ms > 0.0 {
+        let d = l.delay_ms;
+        parts.push(crate::tr!(lang, "{d} ms one way", "trễ {d} ms mỗi chiều"));
+    }
+    if let Some(kb) = l.kb_per_s {
+        parts.push(crate::tr!(lang, "{kb} KB/s primary → replica", "{kb} KB/s primary → replica"));
+    }
+    if let Some(p) = l.partition_ms {
+        parts.push(crate::tr!(lang, "a partition {p} ms before the kill", "mất kết nối (partition) {p} ms trước khi kill"));
+    }
+    if parts.is_empty() {
+        parts.push(pick(lang, "no delay", "không trễ").into());
+    }
+    crate::tr!(lang, "replicating through a link: {}", "replicate qua một link: {}", parts.join(", "))
+}
+
+/// Primary, link, replica synced, the group on the primary and seen on the replica.
+async fn start_nodes(link: &LinkPlan, scale: TimeScale, stream: &str) -> Result<Nodes, Error> {
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     // Both servers are killed when dropped, on every path out of here.
-    let primary = start_local_redis(&["--repl-diskless-sync-delay".into(), "0".into()]).await?;
-    let replica = start_local_redis(&["--replicaof".into(), "127.0.0.1".into(), primary.port.to_string()]).await?;
+    let primary = start_local_redis(&args(&["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"])).await?;
+    let link = match link.proxy {
+        true => {
+            let to = std::net::SocketAddr::from(([127, 0, 0, 1], primary.port));
+            Some(Link::start(to, link.shape(scale)).await.map_err(|source| Error::Io { context: "start the replication link".into(), source })?)
+        }
+        false => None,
+    };
+    let upstream = link.as_ref().map_or(primary.port, |l| l.addr().port());
+    let replica = start_local_redis(&args(&["--replicaof", "127.0.0.1", &upstream.to_string()])).await?;
     let mut p = crate::connect::redis(&primary.url).await.context("connect to the primary")?;
     let r = crate::connect::redis(&replica.url).await.context("connect to the replica")?;
     readiness::until("the replica's link to the primary", || {
@@ -281,186 +501,253 @@ async fn start_pair(stream: &str) -> Result<Pair, Error> {
         async move { Ok(redis::cmd("EXISTS").arg(&key).query_async::<i64>(&mut r).await.context("EXISTS")? == 1) }
     })
     .await?;
-    Ok(Pair { primary, replica, p, r })
+    Ok(Nodes { primary, replica, link, p, r })
 }
 
-/// What phase 1 confirmed on the old primary.
-struct BeforeKill {
-    published: Vec<String>,
-    acked: HashSet<String>,
-    /// When the link was cut (monotonic ns).
-    cut_ns: u64,
-    timed_out: bool,
+/// The crash of one run: when, and how the replica takes over.
+struct Crash<'a> {
+    plan: &'a FailoverPlan,
+    scale: TimeScale,
+    t0_ns: u64,
+    kill_at_ms: f64,
+    stop_sampling: watch::Sender<bool>,
 }
 
-/// What the promoted replica knows of the stream and its group.
-struct ReplicaView {
-    entries: HashSet<String>,
-    last_delivered: String,
-    pending: HashSet<String>,
+/// What the promoted replica held, and the crash's own figures.
+struct Takeover {
+    view: Promoted,
+    promoted_after_ms: f64,
     behind_bytes: i64,
 }
 
-impl ReplicaView {
-    /// Past the group's last-delivered ID: new readers (`>`) get it.
-    fn undelivered(&self, id: &str) -> bool {
-        id_order(id) > id_order(&self.last_delivered)
+impl Crash<'_> {
+    /// At the drawn moment (after the partition, if any): the primary's machine dies, then
+    /// the replica is promoted; what it holds then.
+    async fn run(&self, nodes: &mut Nodes, stream: &str, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<Takeover, Error> {
+        if let (Some(p), Some(link)) = (self.plan.link.partition_ms, &nodes.link) {
+            sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms - p)).await;
+            link.partition();
+            let how = "a partition: the link drops everything both ways; each side still sees the connection up".to_string();
+            tx.emit(Actor::Runner, EventKind::LagWindow { how });
+        }
+        sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms)).await;
+        let _ = self.stop_sampling.send(true);
+        let primary_offset = repl_offset(&mut nodes.p).await?;
+        if let Some(link) = &nodes.link {
+            link.crash(self.scale.duration(self.plan.promote_after_ms));
+        }
+        nodes.primary.kill(nix::sys::signal::Signal::SIGKILL)?;
+        let killed_ns = crate::clock::now_ns();
+        tx.emit(Actor::Runner, EventKind::ServerKilled { server: "primary".into(), signal: "SIGKILL".into() });
+        self.scale.sleep(self.plan.promote_after_ms).await;
+        let replica_offset = repl_offset(&mut nodes.r).await?;
+        redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async::<()>(&mut nodes.r).await.context("REPLICAOF NO ONE")?;
+        let promoted_after_ms = (crate::clock::now_ns() - killed_ns) as f64 / 1e6;
+        let behind_bytes = (primary_offset - replica_offset).max(0);
+        tx.emit(Actor::Runner, EventKind::ReplicaPromoted { behind_bytes });
+        let view = promoted_view(&mut nodes.r, stream).await?;
+        Ok(Takeover { view, promoted_after_ms, behind_bytes })
     }
 }
 
-impl BeforeKill {
-    fn counts(&self, replica: &ReplicaView) -> FailoverCounts {
-        let lost: Vec<&String> = self.published.iter().filter(|id| !replica.entries.contains(*id)).collect();
-        let acks_lost = self
-            .acked
-            .iter()
-            .filter(|id| replica.entries.contains(*id) && (replica.pending.contains(*id) || replica.undelivered(id)));
-        FailoverCounts {
-            lost_entries: lost.len() as i64,
-            lost_acked_entries: lost.iter().filter(|id| self.acked.contains(**id)).count() as i64,
-            acks_lost: acks_lost.count() as i64,
-            stuck_pending: self.acked.iter().filter(|id| replica.pending.contains(*id)).count() as i64,
-            behind_bytes: replica.behind_bytes,
-            ..FailoverCounts::default()
+/// The promoted replica's entries, group position and pending list.
+async fn promoted_view(r: &mut MultiplexedConnection, stream: &str) -> Result<Promoted, Error> {
+    let entries = streams::read_entries(r, stream, 0).await?.into_iter().map(|e| e.entry_id).collect();
+    let groups: redis::streams::StreamInfoGroupsReply =
+        redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(r).await.context("XINFO GROUPS")?;
+    let last_delivered = groups.groups.iter().find(|g| g.name == GROUP).map(|g| g.last_delivered_id.clone()).unwrap_or_default();
+    let pending: redis::streams::StreamPendingCountReply =
+        redis::cmd("XPENDING").arg(stream).arg(GROUP).arg("-").arg("+").arg(1_000_000).query_async(r).await.context("XPENDING")?;
+    Ok(Promoted { entries, last_delivered, pending: pending.ids.into_iter().map(|p| p.id).collect() })
+}
+
+/// The replica's newest entry ID every few ms, until told to stop: (monotonic ns, ID).
+async fn sample_replica(mut r: MultiplexedConnection, stream: String, mut stop: watch::Receiver<bool>) -> Vec<(u64, Option<String>)> {
+    let mut samples = Vec::new();
+    while !*stop.borrow() {
+        let newest: Result<redis::streams::StreamRangeReply, _> =
+            redis::cmd("XREVRANGE").arg(&stream).arg("+").arg("-").arg("COUNT").arg(1).query_async(&mut r).await;
+        let Ok(newest) = newest else { break };
+        samples.push((crate::clock::now_ns(), newest.ids.first().map(|e| e.id.clone())));
+        tokio::select! {
+            _ = tokio::time::sleep(SAMPLE_EVERY) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    samples
+}
+
+/// Record events until the new primary has delivered and acknowledged everything it holds
+/// (XPENDING empty, the group's last-delivered ID its newest entry); false at the deadline.
+async fn settle(
+    r: &mut MultiplexedConnection,
+    stream: &str,
+    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
+    raw: &mut Vec<RawEvent>,
+    deadline: tokio::time::Instant,
+) -> Result<bool, Error> {
+    loop {
+        let pending = streams::pending_count(r, stream, GROUP).await?;
+        let groups: redis::streams::StreamInfoGroupsReply =
+            redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(r).await.context("XINFO GROUPS")?;
+        let newest = streams::read_entries(r, stream, 0).await?.last().map(|e| e.entry_id.clone());
+        let delivered = groups.groups.iter().find(|g| g.name == GROUP).map(|g| g.last_delivered_id.clone());
+        if pending == 0 && newest == delivered {
+            return Ok(true);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Ok(false);
+        }
+        let until = tokio::time::Instant::now() + Duration::from_millis(10);
+        while let Ok(Some(ev)) = tokio::time::timeout_at(until, rx.recv()).await {
+            raw.push(ev);
         }
     }
 }
 
-/// What phase 2 saw on the promoted replica.
-struct AfterKill {
-    /// Entries the new consumers received.
-    received: Vec<String>,
-    published: usize,
-    timed_out: bool,
-}
-
 impl FailoverSpec {
-    /// Phase 1: consumers on the primary; publish, cut the link after `cut_after` events,
-    /// publish up to `kill_after`, until everything is acknowledged; then stop the consumers.
+    /// Counts, lag, and what the new primary holds after the run.
     #[allow(clippy::too_many_arguments)]
-    async fn on_primary(
+    async fn observe(
         &self,
         ctx: &RunContext<'_>,
-        pair: &mut Pair,
+        nodes: &mut Nodes,
         stream: &str,
-        tx: &mpsc::UnboundedSender<RawEvent>,
-        rx: &mut mpsc::UnboundedReceiver<RawEvent>,
-        raw: &mut Vec<RawEvent>,
-        t0_ns: u64,
-    ) -> Result<BeforeKill, Error> {
-        let (cut, kill) = (self.failover.cut_after as usize, self.failover.kill_after as usize);
-        let server = Server { url: &pair.primary.url.clone(), conn: &mut pair.p.clone() };
-        let group = ConsumerGroup::start_on(ctx, server, vec![stream.to_string()], &self.group_spec(), 1, tx).await?;
-        let producer = self.producer(pair.p.clone(), stream, ctx.scale, tx);
-        let cut_port = crate::service::process::free_port().context("pick a closed port")?;
-        let mut r_cut = pair.r.clone();
-        let publish = async {
-            producer.publish_all(&self.events[..cut], t0_ns).await?;
-            redis::cmd("REPLICAOF")
-                .arg("127.0.0.1")
-                .arg(cut_port)
-                .query_async::<()>(&mut r_cut)
-                .await
-                .context("REPLICAOF <closed port> on the replica")?;
-            let at = crate::clock::now_ns();
-            let how = format!("REPLICAOF 127.0.0.1 {cut_port}, a closed port");
-            tx.record(RawEvent { mono_ns: at, actor: Actor::Runner, kind: EventKind::LagWindow { how } });
-            producer.publish_all(&self.events[cut..kill], t0_ns).await?;
-            Ok::<u64, Error>(at)
-        };
-        let (mut published, mut acked) = (Vec::<String>::new(), HashSet::<String>::new());
-        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
-        let cut_at = drive(publish, rx, raw, deadline, |ev, done| {
-            match ev.map(|e| &e.kind) {
-                Some(EventKind::Published { entry_id, .. }) => published.push(entry_id.clone()),
-                Some(EventKind::Acked { entry_id }) => {
-                    acked.insert(entry_id.clone());
-                }
-                _ => {}
-            }
-            // Every entry applied and acknowledged on the primary.
-            done && published.iter().all(|id| acked.contains(id))
+        raw: &[RawEvent],
+        takeover: Option<Takeover>,
+        samples: Vec<(u64, Option<String>)>,
+        (t0_ns, kill_at_ms): (u64, f64),
+    ) -> Result<FailoverObserved, Error> {
+        let old = counting::split(raw.iter().map(|e| (e.actor, &e.kind)));
+        let counts = takeover.as_ref().map(|t| counting::count(&old, &t.view)).unwrap_or_default();
+        let final_stream = streams::read_entries(&mut nodes.r, stream, 0).await?;
+        let mut seen = HashSet::new();
+        let duplicates = final_stream.iter().filter(|e| !seen.insert((e.job.order, e.job.version))).count() as i64;
+        let stuck_pending = streams::pending_count(&mut nodes.r, stream, GROUP).await?;
+        let final_rows = orders::final_rows(ctx.pg, &orders::orders_of(&[], &self.events())).await?;
+        let stale_orders = stale_in(&self.versions(), raw.iter().map(|e| &e.kind), &final_rows).iter().map(|s| s.0).collect();
+        Ok(FailoverObserved {
+            stale_orders,
+            final_rows,
+            kill_at_ms,
+            promoted_after_ms: takeover.as_ref().map_or(0.0, |t| t.promoted_after_ms),
+            counts,
+            lag: lag_summary(raw, &samples, t0_ns),
+            behind_bytes: takeover.as_ref().map_or(0, |t| t.behind_bytes),
+            duplicates,
+            stuck_pending,
         })
-        .await?;
-        // The consumers stop with the primary (idle, all acknowledged).
-        group.stop().await;
-        Ok(BeforeKill { published, acked, cut_ns: cut_at.unwrap_or(u64::MAX), timed_out: cut_at.is_none() })
-    }
-
-    /// Phase 2: new consumers on the promoted replica; publish the rest there, until
-    /// everything it holds is acknowledged.
-    #[allow(clippy::too_many_arguments)]
-    async fn on_replica(
-        &self,
-        ctx: &RunContext<'_>,
-        pair: &mut Pair,
-        stream: &str,
-        tx: &mpsc::UnboundedSender<RawEvent>,
-        rx: &mut mpsc::UnboundedReceiver<RawEvent>,
-        raw: &mut Vec<RawEvent>,
-        replica: &ReplicaView,
-    ) -> Result<AfterKill, Error> {
-        let kill = self.failover.kill_after as usize;
-        let first_new = self.consumers + 1;
-        let server = Server { url: &pair.replica.url.clone(), conn: &mut pair.r.clone() };
-        let spec = self.group_spec();
-        let group = ConsumerGroup::start_on(ctx, server, vec![stream.to_string()], &spec, first_new, tx).await?;
-        let producer = self.producer(pair.r.clone(), stream, ctx.scale, tx);
-        let resume_at = self.events.get(kill).and_then(|e| e.at_ms).unwrap_or(0.0);
-        let resume = crate::clock::now_ns().saturating_sub(ctx.scale.duration(resume_at).as_nanos() as u64);
-        let rest = &self.events[kill..];
-        // New readers (`>`) get the entries past the group's last-delivered ID, and the rest.
-        let mut expect: HashSet<String> = replica.entries.iter().filter(|id| replica.undelivered(id)).cloned().collect();
-        let (mut acked, mut published, mut received) = (HashSet::<String>::new(), 0, Vec::<String>::new());
-        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
-        let finished = drive(producer.publish_all(rest, resume), rx, raw, deadline, |ev, done| {
-            if let Some(ev) = ev {
-                let new = matches!(ev.actor, Actor::Consumer(n) if n >= first_new);
-                match &ev.kind {
-                    EventKind::Published { entry_id, .. } => {
-                        expect.insert(entry_id.clone());
-                        published += 1;
-                    }
-                    EventKind::Received { entry_id, .. } if new => received.push(entry_id.clone()),
-                    EventKind::Acked { entry_id } if new => {
-                        acked.insert(entry_id.clone());
-                    }
-                    _ => {}
-                }
-            }
-            done && published == rest.len() && acked.is_superset(&expect)
-        })
-        .await?;
-        group.stop().await;
-        Ok(AfterKill { received, published, timed_out: finished.is_none() })
     }
 }
 
-/// SIGKILL the primary and promote the replica (`REPLICAOF NO ONE`); what it holds then.
-async fn promote(pair: &mut Pair, stream: &str, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<ReplicaView, Error> {
-    let primary_offset = repl_offset(&mut pair.p).await?;
-    pair.primary.kill(nix::sys::signal::Signal::SIGKILL)?;
-    tx.emit(Actor::Runner, EventKind::ServerKilled { server: "primary".into(), signal: "SIGKILL".into() });
-    let replica_offset = repl_offset(&mut pair.r).await?;
-    redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async::<()>(&mut pair.r).await.context("REPLICAOF NO ONE")?;
-    let behind_bytes = primary_offset - replica_offset;
-    tx.emit(Actor::Runner, EventKind::ReplicaPromoted { behind_bytes });
-    let entries = streams::read_entries(&mut pair.r, stream, 0).await?.into_iter().map(|e| e.entry_id).collect();
-    let groups: redis::streams::StreamInfoGroupsReply =
-        redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(&mut pair.r).await.context("XINFO GROUPS")?;
-    let last_delivered =
-        groups.groups.iter().find(|g| g.name == GROUP).map(|g| g.last_delivered_id.clone()).unwrap_or_default();
-    let pending: redis::streams::StreamPendingCountReply = redis::cmd("XPENDING")
-        .arg(stream)
-        .arg(GROUP)
-        .arg("-")
-        .arg("+")
-        .arg(100_000)
-        .query_async(&mut pair.r)
-        .await
-        .context("XPENDING")?;
-    let pending = pending.ids.into_iter().map(|p| p.id).collect();
-    Ok(ReplicaView { entries, last_delivered, pending, behind_bytes })
+/// Lag at each sample: the age of the oldest entry the old primary had confirmed (publish
+/// started before the sample) that is newer than the replica's newest.
+fn lag_summary(raw: &[RawEvent], samples: &[(u64, Option<String>)], t0_ns: u64) -> LagSummary {
+    let mut confirmed: Vec<((u64, u64), u64)> = Vec::new();
+    for e in raw {
+        match &e.kind {
+            EventKind::Reconnected { .. } if e.actor == Actor::Producer => break,
+            EventKind::Published { entry_id, .. } => confirmed.push((streams::id_order(entry_id), e.mono_ns)),
+            _ => {}
+        }
+    }
+    confirmed.sort();
+    let lags: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|(at, newest)| {
+            let have = newest.as_deref().map(streams::id_order).unwrap_or((0, 0));
+            let oldest_missing = confirmed.iter().find(|(id, published)| *id > have && *published <= *at);
+            let lag = oldest_missing.map_or(0.0, |(_, published)| (at - published) as f64 / 1e6);
+            ((*at as f64 - t0_ns as f64) / 1e6, lag)
+        })
+        .collect();
+    let values: Vec<f64> = lags.iter().map(|(_, l)| *l).collect();
+    let step = lags.len().div_ceil(LAG_POINTS).max(1);
+    LagSummary {
+        p50_ms: quantile(&values, 0.5).unwrap_or(0.0),
+        max_ms: values.iter().copied().fold(0.0, f64::max),
+        at_kill_ms: values.last().copied().unwrap_or(0.0),
+        samples: lags.iter().step_by(step).copied().collect(),
+    }
+}
+
+/// One run's figures for the report.
+struct RunFigures {
+    run: u32,
+    kill_at_ms: f64,
+    lag_ms: f64,
+    counts: FailoverCounts,
+    stale: usize,
+    last_lost: usize,
+}
+
+impl RunFigures {
+    fn of(spec: &FailoverSpec, r: &RunView<'_, FailoverObserved>) -> RunFigures {
+        let o = r.observed;
+        RunFigures {
+            run: r.run,
+            kill_at_ms: o.kill_at_ms,
+            lag_ms: o.lag.at_kill_ms,
+            counts: o.counts,
+            stale: stale(&spec.versions(), r.events, &o.final_rows).len(),
+            last_lost: o.last_event_lost(&spec.events()),
+        }
+    }
+
+    /// `run 3: kill at 734 ms, lag 101 ms → lost 38 (38 applied), acks lost 5, …`.
+    fn line(&self, lang: Lang) -> Line {
+        let c = &self.counts;
+        let n = |x: u32| Piece::Count(x as i64);
+        let kill = self.kill_at_ms.round();
+        let head = crate::tr!(lang, "run {}: kill at {kill} ms, lag ", "lần {}: kill lúc {kill} ms, trễ ", self.run);
+        Line::text(head)
+            .and(Piece::Count(self.lag_ms.round() as i64))
+            .and_text(pick(lang, " ms → lost ", " ms → mất "))
+            .and(n(c.lost()))
+            .and_text(pick(lang, " (applied ", " (đã áp dụng "))
+            .and(n(c.lost_applied))
+            .and_text(pick(lang, "), acks lost ", "), mất ack "))
+            .and(n(c.acks_lost))
+            .and_text(pick(lang, ", redelivered ", ", giao lại "))
+            .and(n(c.redelivered_acked))
+            .and_text(" + ")
+            .and(n(c.redelivered_in_flight))
+            .and_text(pick(lang, " in flight, stale ", " đang xử lý, bị ghi đè cũ "))
+            .and(Piece::Count(self.stale as i64))
+            .and_text(pick(lang, ", last event lost ", ", mất sự kiện cuối "))
+            .and(Piece::Count(self.last_lost as i64))
+    }
+}
+
+/// A figure of the distribution table: its words (en, vi) and how to read it off a run.
+type Figure = (&'static str, &'static str, fn(&RunFigures) -> f64);
+
+/// Min / median / max over the runs of each figure.
+fn distribution(rows: &[RunFigures], lang: Lang) -> Vec<Line> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let figures: [Figure; 7] = [
+        ("replica lag at the kill (ms)", "độ trễ replica lúc kill (ms)", |f| f.lag_ms),
+        ("entries lost (confirmed, missing on the new primary)", "entry mất (đã xác nhận, không có ở primary mới)", |f| f.counts.lost() as f64),
+        ("  … never applied", "  … chưa từng được áp dụng", |f| f.counts.lost_never_applied as f64),
+        ("acks lost", "ack bị mất", |f| f.counts.acks_lost as f64),
+        ("redelivered (acked + in flight)", "giao lại (đã ack + đang xử lý)", |f| f.counts.redelivered() as f64),
+        ("orders wrong: stale state", "đơn sai: trạng thái cũ", |f| f.stale as f64),
+        ("orders whose last event was lost", "đơn mất sự kiện cuối", |f| f.last_lost as f64),
+    ];
+    let runs = rows.len();
+    let mut lines = vec![Line::text(crate::tr!(
+        lang,
+        "over {runs} runs (min / median / max):",
+        "qua {runs} lần (min / trung vị / max):"
+    ))];
+    for (en, vi, get) in figures {
+        let values: Vec<f64> = rows.iter().map(get).collect();
+        let q = |p: f64| Piece::Count(quantile(&values, p).unwrap_or(0.0).round() as i64);
+        lines.push(Line::text(format!("  {:<54} ", pick(lang, en, vi))).and(q(0.0)).and_text(" / ").and(q(0.5)).and_text(" / ").and(q(1.0)));
+    }
+    lines
 }
 
 async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String, Error> {
@@ -470,9 +757,61 @@ async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String,
 /// `master_repl_offset` from INFO replication: how much replication stream this server has.
 async fn repl_offset(conn: &mut MultiplexedConnection) -> Result<i64, Error> {
     let text = info(conn, "replication").await?;
-    Ok(text
-        .lines()
-        .find_map(|l| l.strip_prefix("master_repl_offset:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0))
+    Ok(text.lines().find_map(|l| l.strip_prefix("master_repl_offset:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> FailoverPlan {
+        FailoverPlan {
+            orders: 3,
+            order_every_ms: 5.0,
+            paid_after_ms: 8.0,
+            kill_between_ms: [4.0, 6.0],
+            promote_after_ms: 0.0,
+            link: LinkPlan::default(),
+        }
+    }
+
+    #[test]
+    fn a_steady_stream_publishes_each_paid_after_its_created_in_time_order() {
+        let at: Vec<(i64, &str, f64)> =
+            plan().events().iter().map(|e| (e.order, if e.version == 1 { "c" } else { "p" }, e.at_ms.unwrap())).collect();
+        assert_eq!(at, [(1, "c", 0.0), (2, "c", 5.0), (1, "p", 8.0), (3, "c", 10.0), (2, "p", 13.0), (3, "p", 18.0)]);
+    }
+
+    #[test]
+    fn the_kill_moment_is_drawn_in_its_window_and_repeats_per_seed() {
+        use rand::SeedableRng;
+        let p = FailoverPlan { kill_between_ms: [400.0, 1200.0], ..plan() };
+        let draw = |seed| p.kill_at_ms(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+        assert_eq!(draw(7), draw(7));
+        let moments: Vec<f64> = (0..20).map(draw).collect();
+        assert!(moments.iter().all(|m| (400.0..=1200.0).contains(m)));
+        assert!(moments.iter().any(|m| *m != moments[0]));
+    }
+
+    #[test]
+    fn bandwidth_scales_with_the_publish_rate() {
+        let l = LinkPlan { kb_per_s: Some(100.0), delay_ms: 100.0, ..LinkPlan::default() };
+        let s = l.shape(TimeScale(0.5));
+        assert_eq!((s.delay, s.bytes_per_s), (Duration::from_millis(50), Some(200_000)));
+    }
+
+    #[test]
+    fn lag_is_the_age_of_the_oldest_confirmed_entry_the_replica_lacks() {
+        let published = |id: &str, at: u64| RawEvent {
+            mono_ns: at,
+            actor: Actor::Producer,
+            kind: EventKind::Published { entry_id: id.into(), job: crate::timeline::Job::new(1, "created", 1), attempt: 1 },
+        };
+        let raw = vec![published("1-0", 1_000_000), published("2-0", 2_000_000), published("3-0", 3_000_000)];
+        // At 3.5 ms the replica has 1-0: 2-0 (published at 2 ms) is 1.5 ms old.
+        let samples = vec![(3_500_000, Some("1-0".to_string())), (4_000_000, Some("3-0".to_string()))];
+        let lag = lag_summary(&raw, &samples, 0);
+        assert_eq!(lag.samples, [(3.5, 1.5), (4.0, 0.0)]);
+        assert_eq!((lag.max_ms, lag.at_kill_ms), (1.5, 0.0));
+    }
 }

@@ -10,13 +10,12 @@ use crate::connect;
 use crate::error::{Context, Error};
 use crate::orders::{EventSpec, OrderRow};
 use crate::lang::{pick, Lang};
-use crate::roles::producer::Producer;
 use crate::stats::quantile;
 use crate::strategy::Strategy;
-use crate::timeline::{Actor, Event, EventKind, NullSink};
+use crate::checker::concurrency::max_concurrent_handlers;
+use crate::timeline::{Actor, Event, EventKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// `kind = "load"`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -51,10 +50,25 @@ pub struct GenerateSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadObserved {
     pub final_rows: Vec<OrderRow>,
-    pub producer_alone_xadd_per_s: i64,
+    /// The producer's XADD alone on the quiet server (median of the rounds).
+    pub producer_alone: XaddRate,
+    /// redis-benchmark's XADD, one client, no pipelining (median of the rounds); None when the
+    /// tool is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub benchmark_xadd_per_s: Option<i64>,
+    pub benchmark: Option<XaddRate>,
 }
+
+/// One client sending XADD one at a time: requests per second and the median request time.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct XaddRate {
+    pub per_s: i64,
+    pub p50_us: i64,
+}
+
+/// Requests per round of the producer-against-benchmark comparison (both sides the same).
+const PROBE_REQUESTS: u32 = 5000;
+/// Alternating rounds; the median of each side is reported.
+const PROBE_ROUNDS: usize = 3;
 
 impl GenerateSpec {
     fn default_types() -> Vec<String> {
@@ -96,31 +110,55 @@ impl LoadSpec {
         }
     }
 
-    /// The producer's own XADD rate on the quiet server against redis-benchmark's (one
-    /// client, no pipelining): three alternating rounds, the best of each, so a passing
-    /// hiccup does not decide the comparison.
-    async fn producer_against_benchmark(&self, ctx: &RunContext<'_>, events: &[EventSpec]) -> Result<(i64, Option<i64>), Error> {
-        let (mut ours, mut theirs) = (0i64, None::<i64>);
+    /// The producer's own XADD on the quiet server against redis-benchmark's, like for like:
+    /// one connection, one request at a time, the same number of requests, alternating rounds,
+    /// the median of each side (a rate is at the mercy of a scheduler stall; the median
+    /// request time much less so).
+    async fn producer_against_benchmark(&self, ctx: &RunContext<'_>) -> Result<(XaddRate, Option<XaddRate>), Error> {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         let prefix = ctx.key_prefix();
-        for round in 0..3 {
-            let probe = Producer {
-                redis: connect::redis(&ctx.services.redis_url).await.context("producer connect")?,
-                streams: vec![format!("{prefix}probe{round}")],
-                state_bytes: 0,
-                scale: ctx.scale,
-                sink: Arc::new(NullSink),
-            };
-            let started = crate::clock::now_ns();
-            probe.publish_all(events, started).await?;
-            let secs = (crate::clock::now_ns() - started) as f64 / 1e9;
-            ours = ours.max((events.len() as f64 / secs) as i64);
+        for round in 0..PROBE_ROUNDS {
+            let conn = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
+            ours.push(xadd_one_at_a_time(conn, &format!("{prefix}probe{round}"), PROBE_REQUESTS).await?);
             let (url, key) = (ctx.services.redis_url.clone(), format!("{prefix}bench"));
-            let bench = tokio::task::spawn_blocking(move || redis_benchmark_xadd(&url, &key, 5000))
+            let bench = tokio::task::spawn_blocking(move || redis_benchmark_xadd(&url, &key, PROBE_REQUESTS))
                 .await
                 .expect("benchmark task does not panic");
-            theirs = theirs.max(bench);
+            theirs.extend(bench);
         }
-        Ok((ours, theirs))
+        Ok((median_rate(&ours), (theirs.len() == PROBE_ROUNDS).then(|| median_rate(&theirs))))
+    }
+
+    /// Handlers that may run at once: consumers, or a fan-out reader's workers.
+    pub fn handler_budget(&self) -> u32 {
+        match &self.strategy {
+            Strategy::Fanout(f) => self.consumers * f.workers,
+            _ => self.consumers,
+        }
+    }
+}
+
+/// `n` XADDs of the producer's own command, each awaited before the next, timed one by one.
+async fn xadd_one_at_a_time(mut conn: redis::aio::MultiplexedConnection, stream: &str, n: u32) -> Result<XaddRate, Error> {
+    let job = crate::timeline::Job::new(42, "paid", 2);
+    let mut times = Vec::with_capacity(n as usize);
+    let started = crate::clock::now_ns();
+    for _ in 0..n {
+        let at = crate::clock::now_ns();
+        let _: String = crate::streams::xadd(stream, &job).query_async(&mut conn).await.context("XADD")?;
+        times.push((crate::clock::now_ns() - at) as f64 / 1000.0);
+    }
+    let secs = (crate::clock::now_ns() - started) as f64 / 1e9;
+    Ok(XaddRate { per_s: (n as f64 / secs) as i64, p50_us: quantile(&times, 0.5).unwrap_or(0.0) as i64 })
+}
+
+/// The median rate and the median of the median request times.
+fn median_rate(rounds: &[XaddRate]) -> XaddRate {
+    let per_s: Vec<f64> = rounds.iter().map(|r| r.per_s as f64).collect();
+    let p50: Vec<f64> = rounds.iter().map(|r| r.p50_us as f64).collect();
+    XaddRate {
+        per_s: quantile(&per_s, 0.5).unwrap_or(0.0) as i64,
+        p50_us: quantile(&p50, 0.5).unwrap_or(0.0) as i64,
     }
 }
 
@@ -133,6 +171,9 @@ impl LabProcedure for LoadSpec {
             return Err("setup.generate: use orders ≥ 1, at least one type, 0 ≤ slow_share ≤ 1".into());
         }
         stream::check_consumers(self.consumers)?;
+        if let Strategy::Fanout(f) = &self.strategy {
+            f.check()?;
+        }
         if self.shards == 0 {
             return Err("setup.shards = 0: use at least 1".into());
         }
@@ -142,13 +183,9 @@ impl LabProcedure for LoadSpec {
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<LoadObserved>, Error> {
         let spec = self.stream();
         let out = spec.run(ctx).await?;
-        let (ours, theirs) = self.producer_against_benchmark(ctx, &spec.events).await?;
+        let (ours, theirs) = self.producer_against_benchmark(ctx).await?;
         ctx.delete_run_keys().await?;
-        let observed = LoadObserved {
-            final_rows: out.observed.final_rows,
-            producer_alone_xadd_per_s: ours,
-            benchmark_xadd_per_s: theirs,
-        };
+        let observed = LoadObserved { final_rows: out.observed.final_rows, producer_alone: ours, benchmark: theirs };
         Ok(RunOutcome { t0_ns: out.t0_ns, raw: out.raw, timed_out: out.timed_out, observed })
     }
 
@@ -159,6 +196,8 @@ impl LabProcedure for LoadSpec {
             final_rows: run.observed.final_rows.clone(),
             entry_bytes: None,
             pending_after_run: None,
+            documents: None,
+            waiting_order: vec![],
         };
         spec.judge(&RunView { run: run.run, events: run.events, timed_out: run.timed_out, observed: &observed })
     }
@@ -196,19 +235,22 @@ impl LabProcedure for LoadSpec {
     fn facts(&self, run: &RunView<'_, LoadObserved>) -> Vec<Fact> {
         let m = measure(self.shards, run.events);
         let wrong = self.final_state(run.observed).iter().filter(|i| i.is_wrong()).count() as i64;
+        let (ours, theirs) = (run.observed.producer_alone, run.observed.benchmark);
         let mut facts = vec![
+            Fact::stable("handlers", self.handler_budget() as i64),
+            Fact::measured("most_handlers_at_once", max_concurrent_handlers(run.events) as i64),
             Fact::stable("events", m.acked),
             Fact::measured("throughput_eps", m.throughput_eps),
             Fact::measured("latency_p50_us", m.p50_us),
             Fact::measured("latency_p99_us", m.p99_us),
             Fact::measured("producer_xadd_per_s", m.producer_xadd_per_s),
             Fact::measured("wrong_orders", wrong),
-            Fact::measured("producer_alone_xadd_per_s", run.observed.producer_alone_xadd_per_s),
+            Fact::measured("producer_alone_xadd_per_s", ours.per_s),
+            Fact::measured("producer_alone_p50_us", ours.p50_us),
         ];
-        if let Some(rps) = run.observed.benchmark_xadd_per_s {
-            facts.push(Fact::measured("benchmark_xadd_per_s", rps));
-            let pct = run.observed.producer_alone_xadd_per_s * 100 / rps.max(1);
-            facts.push(Fact::measured("producer_vs_benchmark_pct", pct));
+        if let Some(b) = theirs {
+            facts.push(Fact::measured("benchmark_xadd_per_s", b.per_s));
+            facts.push(Fact::measured("benchmark_p50_us", b.p50_us));
         }
         facts
     }
@@ -223,13 +265,14 @@ impl LabProcedure for LoadSpec {
         let ms = |us: i64| Line(vec![Piece::MsFromUs(us)]);
         let items = self.final_state(run.observed);
         let wrong = items.iter().filter(|i| i.is_wrong()).count() as i64;
-        let bench = run.observed.benchmark_xadd_per_s.map_or(Line::text("-"), n);
+        let bench = run.observed.benchmark.map_or(Line::text("-"), |b| n(b.per_s));
         Some(vec![
+            (pick(lang, "handlers", "handler").to_string(), Line::text(self.handler_budget().to_string())),
             (pick(lang, "events/s", "event/s").to_string(), n(m.throughput_eps)),
             ("p50 ms".to_string(), ms(m.p50_us)),
             ("p99 ms".to_string(), ms(m.p99_us)),
             (pick(lang, "wrong", "sai").to_string(), n(wrong).and_text(format!("/{}", items.len()))),
-            ("producer/s".to_string(), n(run.observed.producer_alone_xadd_per_s)),
+            ("producer/s".to_string(), n(run.observed.producer_alone.per_s)),
             ("redis-bench/s".to_string(), bench),
         ])
     }
@@ -276,8 +319,9 @@ fn measure(shards: u32, events: &[Event]) -> LoadMeasures {
 }
 
 /// `redis-benchmark` XADD with one client and no pipelining (how our producer publishes),
-/// against the same server: requests per second, or None if the tool is missing or fails.
-pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option<i64> {
+/// against the same server: requests per second and its median request time, or None if the
+/// tool is missing or fails.
+pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option<XaddRate> {
     let url = redis::parse_redis_url(redis_url)?;
     let (host, port) = (url.host_str()?.to_string(), url.port().unwrap_or(6379));
     let out = std::process::Command::new("redis-benchmark")
@@ -285,11 +329,15 @@ pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option
         .args(["XADD", key, "*", "order", "42", "type", "paid", "version", "2"])
         .output()
         .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    // CSV: a header line, then `"XADD ...","<rps>",...`.
+    benchmark_csv(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `"XADD …","<rps>","<avg ms>","<min ms>","<p50 ms>",…` (redis-benchmark ≥ 6.2 `--csv`).
+fn benchmark_csv(text: &str) -> Option<XaddRate> {
     let row = text.lines().find(|l| l.starts_with("\"XADD"))?;
-    let rps = row.split("\",\"").nth(1)?.trim_matches('"');
-    rps.parse::<f64>().ok().map(|x| x as i64)
+    let cells: Vec<f64> = row.split("\",\"").skip(1).filter_map(|c| c.trim_matches('"').parse().ok()).collect();
+    let (rps, p50_ms) = (*cells.first()?, *cells.get(3)?);
+    Some(XaddRate { per_s: rps as i64, p50_us: (p50_ms * 1000.0).round() as i64 })
 }
 
 #[cfg(test)]
@@ -314,6 +362,14 @@ mod tests {
         let m = measure(1, &events);
         assert_eq!((m.acked, m.throughput_eps), (2, 2));
         assert_eq!((m.p50_us, m.p99_us), (805_000, 857_600));
+    }
+
+    #[test]
+    fn redis_benchmark_csv_gives_rate_and_median() {
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\"\n\
+                   \"XADD bench * order 42 type paid version 2\",\"29629.63\",\"0.031\",\"0.008\",\"0.015\",\"0.031\"\n";
+        assert_eq!(benchmark_csv(csv), Some(XaddRate { per_s: 29629, p50_us: 15 }));
+        assert_eq!(benchmark_csv("ERROR"), None);
     }
 
     #[test]

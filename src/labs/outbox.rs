@@ -140,7 +140,7 @@ impl LabProcedure for OutboxSpec {
         }
         outbox_table::fill(ctx.pg, &self.events).await?;
         let work = HandlerWork::new(&self.cost_ms, &self.events);
-        let spec = GroupSpec { consumers: self.consumers, shards: 1, strategy: &self.strategy, work, crash: None, reaper: None };
+        let spec = GroupSpec { consumers: self.consumers, shards: 1, strategy: &self.strategy, work, crash: None, reaper: None, follow_primary: &[] };
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &spec, &tx).await?;
         let stream = group.streams[0].clone();
@@ -180,6 +180,10 @@ impl LabProcedure for OutboxSpec {
         } else {
             v
         }
+    }
+
+    fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+        Some(stream::intended_of(&self.events))
     }
 
     fn describe(&self, lang: Lang) -> String {

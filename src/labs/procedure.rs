@@ -7,6 +7,7 @@
 
 use super::RunContext;
 use crate::chart::Chart;
+use crate::checker::fates::Intended;
 use crate::checker::RunVerdict;
 use crate::error::Error;
 use crate::lang::{Lang, Words};
@@ -73,6 +74,24 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     /// Lines about every run of the variant, printed after the final states (default: none).
     fn per_run_lines(&self, _runs: &[RunView<'_, Self::Observed>], _lang: Lang) -> Vec<Line> {
         Vec::new()
+    }
+
+    /// In a scheduler-race variant, is each process's own sequence of lines the same in every
+    /// run (only the interleaving across processes varies)? A snapshot then lists the timeline
+    /// process by process instead of leaving it out (default: no).
+    fn per_process_stable(&self) -> bool {
+        false
+    }
+
+    /// The events the lab means to deliver, for the fates checker (`checker::fates`: applied,
+    /// dropped, lost, out of order). None where nothing is delivered through a queue (default).
+    fn intended(&self) -> Option<Vec<Intended>> {
+        None
+    }
+
+    /// A sentence about the variant's runs for the SUMMARY table (English; default none).
+    fn summary_note(&self, _runs: &[RunView<'_, Self::Observed>]) -> Option<String> {
+        None
     }
 
     /// Run 1's row in a table that compares the lab's variants side by side: (column, cell)
@@ -188,6 +207,15 @@ pub enum Piece {
     MsFromUs(i64),
     /// A measured count that differs between runs.
     Count(i64),
+    /// Words a measurement chooses (a classification such as "limit: handlers"), which can
+    /// differ between runs; a snapshot shows `[measured]`.
+    Measured(String),
+    /// Words drawn from the seed (who waited first, so who received what): the same in every
+    /// run of the variant with the same `--seed`, even where the scheduler decides the
+    /// interleaving, so a snapshot keeps them.
+    Seeded(String),
+    /// Words the scheduler decides (who won a race): `[x]` in a snapshot.
+    Raced(String),
 }
 
 impl Line {

@@ -6,7 +6,11 @@
 
 use super::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
-use crate::checker::{final_state::final_state, health::health, redelivery, RunVerdict};
+use super::race_lines::{self, LockFirst, RaceRun, TakenBy};
+use crate::checker::fates::{self, Intended};
+use crate::checker::final_state::{documents, final_state};
+use crate::checker::{exclusion, health::health, redelivery, RunVerdict};
+use crate::order_document::Document;
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{CrashSpec, HandlerWork, PublishSchedule, TimeScale};
@@ -73,6 +77,13 @@ pub struct StreamObserved {
     /// Entries delivered and never acknowledged (XPENDING), when a consumer crashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_after_run: Option<i64>,
+    /// Each order's stored document, where the events change documents (P4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<BTreeMap<i64, Document>>,
+    /// Consumer indices in the order they started waiting in XREADGROUP (longest first),
+    /// drawn from the seed: Redis gives the first entry to the first of them.
+    #[serde(default)]
+    pub waiting_order: Vec<u32>,
 }
 
 impl StreamSpec {
@@ -96,6 +107,7 @@ impl StreamSpec {
             work: self.work(),
             crash: self.crash.as_ref(),
             reaper: self.reaper.as_ref(),
+            follow_primary: &[],
         }
     }
 
@@ -114,6 +126,25 @@ impl StreamSpec {
             _ => 0.0,
         };
         scale.duration((total_work + publish + lock_waits) * 3.0) + Duration::from_secs(10)
+    }
+
+    /// The event whose receiver the report names per run (the set-up's first, `#42 created`
+    /// with several orders): where two or more consumers wait for a few orders.
+    fn raced_event(&self) -> Option<(&EventSpec, String)> {
+        let first = self.events.first().filter(|_| self.consumers > 1 && self.orders().len() <= LISTED_ORDERS)?;
+        let label = if self.many_orders() { format!("#{} {}", first.order, first.event_type) } else { first.event_type.clone() };
+        Some((first, label))
+    }
+
+    /// The set-up's newest event (highest version): `paid`.
+    fn newest_event(&self) -> Option<&EventSpec> {
+        self.events.iter().max_by_key(|e| e.version)
+    }
+
+    /// Can a lock of `ttl_ms` run out while a job holds it?
+    fn lock_may_expire(&self, ttl_ms: u64) -> bool {
+        let work = self.work();
+        self.events.iter().any(|e| work.cost_ms(&e.job()) >= ttl_ms as f64)
     }
 
     /// What the servers say after the run, before its keys are deleted.
@@ -146,9 +177,12 @@ impl LabProcedure for StreamSpec {
         }
         check_costs(&self.cost_ms)?;
         check_events(&self.events)?;
-        if let Some(c) = &self.crash {
-            if !(1..=self.consumers).contains(&c.consumer) {
-                return Err(format!("setup.crash.consumer = {}: use 1 to {}", c.consumer, self.consumers));
+        if let Strategy::Fanout(f) = &self.strategy {
+            f.check()?;
+        }
+        if let Some(i) = self.crash.as_ref().and_then(|c| c.consumer) {
+            if !(1..=self.consumers).contains(&i) {
+                return Err(format!("setup.crash.consumer = {i}: use 1 to {}", self.consumers));
             }
         }
         self.initial = Some(self.initial());
@@ -162,7 +196,7 @@ impl LabProcedure for StreamSpec {
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &self.group_spec(), &tx).await?;
-        let streams = group.streams.clone();
+        let (streams, waiting_order) = (group.streams.clone(), group.waiting_order.clone());
         let producer = Producer {
             redis: connect::redis(&ctx.services.redis_url).await.context("producer connect")?,
             streams: streams.clone(),
@@ -189,13 +223,24 @@ impl LabProcedure for StreamSpec {
         let (entry_bytes, pending_after_run) = self.server_facts(ctx, &streams).await?;
         ctx.delete_run_keys().await?;
         let final_rows = orders::final_rows(ctx.pg, &self.orders()).await?;
-        let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run };
+        let documents = match orders::expected_documents(&self.events) {
+            Some(_) => Some(orders::final_documents(ctx.pg, &self.orders()).await?),
+            None => None,
+        };
+        let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, documents, waiting_order };
         Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
     }
 
     fn judge(&self, run: &RunView<'_, StreamObserved>) -> RunVerdict {
         let expected = orders::expected_statuses(&self.events);
-        health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows))
+        let mut v = health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows));
+        if matches!(self.strategy, Strategy::Lock(_)) {
+            v = v.and(exclusion::check(run.events).verdict());
+        }
+        if let Some(want) = orders::expected_documents(&self.events) {
+            v = v.and(documents(&want, run.observed.documents.as_ref().unwrap_or(&BTreeMap::new())));
+        }
+        v.and(fates::unexpected_verdict(&fates::fates(&intended_of(&self.events), run.events)))
     }
 
     fn describe(&self, lang: Lang) -> String {
@@ -227,6 +272,11 @@ impl LabProcedure for StreamSpec {
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
+        if let Some(docs) = orders::expected_documents(&self.events) {
+            let want: Vec<String> = docs.iter().map(|(o, d)| format!("#{o} {}", document_summary(d))).collect();
+            let want = want.join("; ");
+            return crate::tr!(lang, "wrong final document (not {want})", "SAI tài liệu cuối (không phải {want})");
+        }
         let expected = expected_label(&self.events, lang);
         crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
     }
@@ -250,6 +300,42 @@ impl LabProcedure for StreamSpec {
         facts
     }
 
+    /// With a lock, each consumer's lines are fixed by the seed (it received its event, took
+    /// the lock, wrote, released); who goes first is the race.
+    fn per_process_stable(&self) -> bool {
+        matches!(self.strategy, Strategy::Lock(_))
+    }
+
+    fn intended(&self) -> Option<Vec<Intended>> {
+        Some(intended_of(&self.events))
+    }
+
+    fn per_run_lines(&self, runs: &[RunView<'_, StreamObserved>], lang: Lang) -> Vec<Line> {
+        let runs = race_runs(runs);
+        let mut lines = Vec::new();
+        if let Some((first, label)) = self.raced_event() {
+            lines.push(TakenBy::new(&runs, first.order, first.version, &label).line(lang));
+        }
+        if let (Strategy::Lock(lock), Some(last)) = (&self.strategy, self.newest_event()) {
+            lines.push(LockFirst::new(&runs, &last.event_type).line(lang));
+            lines.push(race_lines::exclusion_line(&runs, self.lock_may_expire(lock.ttl_ms), lang));
+        }
+        lines
+    }
+
+    fn summary_note(&self, runs: &[RunView<'_, StreamObserved>]) -> Option<String> {
+        let runs = race_runs(runs);
+        let (first, label) = self.raced_event()?;
+        let mut note = TakenBy::new(&runs, first.order, first.version, &label).sentence(Lang::En);
+        if note.is_empty() {
+            return None;
+        }
+        if let (Strategy::Lock(_), Some(last)) = (&self.strategy, self.newest_event()) {
+            note = format!("{note}; {}", LockFirst::new(&runs, &last.event_type).sentence(Lang::En));
+        }
+        Some(note)
+    }
+
     fn critical_path_ms(&self, events: &[Event], scale: f64) -> Option<f64> {
         let ms = critical_path_ms(&self.events, &self.work(), events, scale);
         (ms > 0.0).then_some(ms)
@@ -266,12 +352,40 @@ impl LabProcedure for StreamSpec {
     fn notes(&self, run: &RunView<'_, StreamObserved>, lang: Lang) -> RunNotes {
         let many = self.orders().len() > 1;
         let mut after = Vec::new();
+        if run.observed.waiting_order.len() > 1 {
+            after.push(race_lines::waiting_line(&run.observed.waiting_order, lang));
+        }
+        for (order, doc) in run.observed.documents.iter().flatten() {
+            after.push(document_line(*order, doc, lang));
+        }
         after.extend(publish_delays(run.events, lang));
         if many && self.orders().len() <= LISTED_ORDERS {
             after.push(last_writes(run.events, lang));
         }
         RunNotes { heading: Some(stream_heading(&run.observed.stream, self.shards, many)), after }
     }
+}
+
+/// The set-up's events as the fates checker reads them.
+pub(crate) fn intended_of(events: &[EventSpec]) -> Vec<Intended> {
+    events.iter().map(|e| Intended { order: e.order, version: e.version, event_type: e.event_type.clone() }).collect()
+}
+
+fn race_runs<'a>(runs: &[RunView<'a, StreamObserved>]) -> Vec<RaceRun<'a>> {
+    runs.iter().map(|r| r.events).collect()
+}
+
+/// `paid, book 2500 + pen 500 = 3000`.
+fn document_summary(doc: &Document) -> String {
+    let items: Vec<String> = doc.items.iter().map(|(name, cents)| format!("{name} {cents}")).collect();
+    let items = if items.is_empty() { "-".to_string() } else { items.join(" + ") };
+    format!("{}, {items} = {}", doc.status, doc.total)
+}
+
+/// `stored document #42: paid, book 2500 + pen 500 = 3000`.
+fn document_line(order: i64, doc: &Document, lang: Lang) -> Line {
+    let label = pick(lang, "stored document", "tài liệu đã lưu");
+    Line::text(format!("{label} #{order}: {}", document_summary(doc)))
 }
 
 /// Many orders are summarised: listing fifty statuses helps nobody.
@@ -340,12 +454,18 @@ fn crash_phrase(c: &CrashSpec, lang: Lang) -> String {
         (None, n, Lang::Vi) => format!("entry thứ {}", n.unwrap_or(1)),
         (None, n, Lang::En) => format!("entry no. {}", n.unwrap_or(1)),
     };
-    let i = c.consumer;
-    crate::tr!(
-        lang,
-        "C{i} SIGKILLed right after receiving {at}, before XACK",
-        "C{i} bị SIGKILL ngay sau khi nhận {at}, trước XACK"
-    )
+    match c.consumer {
+        Some(i) => crate::tr!(
+            lang,
+            "C{i} SIGKILLed right after receiving {at}, before XACK",
+            "C{i} bị SIGKILL ngay sau khi nhận {at}, trước XACK"
+        ),
+        None => crate::tr!(
+            lang,
+            "the consumer that receives {at} is SIGKILLed right after, before XACK",
+            "consumer nhận {at} bị SIGKILL ngay sau đó, trước XACK"
+        ),
+    }
 }
 
 fn reaper_phrase(r: &ReaperSpec, lang: Lang) -> String {

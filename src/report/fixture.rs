@@ -26,7 +26,13 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
     )
     .unwrap();
     let (c1, c2, p) = (Actor::Consumer(1), Actor::Consumer(2), Actor::Producer);
-    let lock = |tries| EventKind::LockAcquired { key: "lock:order:42".into(), tries, ttl_ms: 1000 };
+    let lock = |tries| EventKind::LockAcquired {
+        key: "lock:order:42".into(),
+        tries,
+        ttl_ms: 1000,
+        px_ms: 1000,
+        round_trip_us: 100,
+    };
     let release = |released| EventKind::LockReleased { key: "lock:order:42".into(), method: "Lua".into(), released };
     let wrote = |id: &str, status: &str| EventKind::Wrote {
         entry_id: id.into(),
@@ -61,6 +67,8 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
         final_rows: vec![OrderRow { order: 42, status: "created".into(), version: 1 }],
         entry_bytes: None,
         pending_after_run: None,
+        documents: None,
+        waiting_order: vec![],
     });
     let run =
         RunRecord { run: 1, events, timed_out: false, observed, verdict: RunVerdict { verdict, reasons: vec![] } };
@@ -71,6 +79,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             git_commit: "abc".into(),
             backend: "local".into(),
             redis_version: "7".into(),
+            redis_server: String::new(),
             postgres_version: "15".into(),
             lock_release: "Lua".into(),
             command_line: String::new(),
@@ -95,6 +104,8 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             wrong: u32::from(verdict == Verdict::Wrong),
             unknown: 0,
             expected: Expectation::All,
+            dropped: 0,
+            expected_dropped: Expectation::None,
             outcome: Outcome::Matched,
             scheduler_race: false,
             seed: None,

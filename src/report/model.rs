@@ -13,6 +13,9 @@ pub struct Environment {
     pub git_commit: String,
     pub backend: String,
     pub redis_version: String,
+    /// Which Redis ran: the binary and where it came from, or the image, or `external`.
+    #[serde(default)]
+    pub redis_server: String,
     pub postgres_version: String,
     /// How a lock is released on this server: `DELEX IFEQ` (Redis ≥ 8.4) or a Lua compare-and-delete.
     pub lock_release: String,
@@ -58,6 +61,12 @@ pub struct VariantReport {
     /// Runs the checker could not judge.
     pub unknown: u32,
     pub expected: Expectation,
+    /// Runs in which some intended event never took effect (see `checker::fates`).
+    #[serde(default)]
+    pub dropped: u32,
+    /// How many runs should drop an event.
+    #[serde(default = "Expectation::none")]
+    pub expected_dropped: Expectation,
     pub outcome: Outcome,
     /// The interleaving depends on the OS scheduler (see [`Variant::scheduler_race`]).
     #[serde(default)]
@@ -79,6 +88,8 @@ impl VariantReport {
             wrong: 0,
             unknown: 0,
             expected: variant.expect.clone(),
+            dropped: 0,
+            expected_dropped: variant.expect_dropped.clone(),
             outcome: Outcome::Matched,
             scheduler_race: variant.scheduler_race,
             seed: variant.seed.clone(),
@@ -95,7 +106,12 @@ impl VariantReport {
         self.runs = verdicts.len() as u32;
         self.wrong = count(Verdict::Wrong);
         self.unknown = count(Verdict::Unknown);
-        self.outcome = outcome(&self.expected, &verdicts);
+        self.dropped = self
+            .run_records
+            .iter()
+            .filter(|r| self.procedure.fates(r).is_some_and(|f| f.counts().not_applied() > 0))
+            .count() as u32;
+        self.outcome = outcome(&self.expected, &verdicts, &self.expected_dropped, self.dropped);
     }
 
     /// Judge every run again from its record alone (what `ordlab check` does).

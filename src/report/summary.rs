@@ -16,8 +16,10 @@ pub fn render(reports: &[LabReport]) -> String {
         return out;
     };
     environment(&mut out, reports, &first.environment);
-    out.push_str("\n| lab | variant | strategy | runs | wrong | expected | outcome | seed's figure | agrees |\n");
-    out.push_str("|---|---|---|---:|---|---|---|---|---|\n");
+    out.push_str(
+        "\n| lab | variant | strategy | runs | wrong | dropped | expected | outcome | seed's figure | agrees | notes |\n",
+    );
+    out.push_str("|---|---|---|---:|---|---|---|---|---|---|---|\n");
     for report in reports {
         for v in &report.variants {
             row(&mut out, &report.lab.id, v);
@@ -26,8 +28,11 @@ pub fn render(reports: &[LabReport]) -> String {
     out.push_str(
         "\n*wrong*: runs that ended in a wrong final state, out of all runs; for a measured or \
          at-least-one expectation also the 95 % Wilson interval over the judged runs. \
-         *agrees*: the measured count against the seed's figure; \"see report\" where the figure \
-         is not a count of wrong runs.\n",
+         *dropped*: runs in which some event never took effect (skipped as stale, refused, never \
+         delivered), which the expectation must declare; — where the lab delivers nothing \
+         through a queue. *agrees*: the measured count against the seed's figure; \"see report\" \
+         where the figure is not a count of wrong runs. *notes*: who received the first event \
+         (the order consumers wait in is drawn per run) and, for locks, whose holder locked first.\n",
     );
     out
 }
@@ -134,18 +139,29 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
         Some(seed) => (seed.figure.as_str(), agreement(seed.agrees, v)),
         None => ("—", "—"),
     };
+    let dropped = match v.procedure.intended() {
+        Some(_) => format!("{}/{}", v.dropped, v.runs),
+        None => "—".to_string(),
+    };
+    let mut expected = v.expected.to_string();
+    if v.expected_dropped != crate::checker::Expectation::None {
+        expected.push_str(&format!("; dropped {}", v.expected_dropped));
+    }
+    let notes = v.procedure.summary_note(&v.run_records).unwrap_or_else(|| "—".into());
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         cell(lab),
         cell(&v.id),
         cell(&v.procedure.approach()),
         v.runs,
         wrong_cell(v),
-        cell(&v.expected.to_string()),
+        dropped,
+        cell(&expected),
         outcome(v.outcome),
         cell(figure),
-        agrees
+        agrees,
+        cell(&notes)
     );
 }
 
@@ -164,6 +180,7 @@ mod tests {
             git_commit: "c89f085".into(),
             backend: "local".into(),
             redis_version: "7.0.15".into(),
+            redis_server: String::new(),
             postgres_version: "15.18".into(),
             lock_release: "Lua".into(),
             command_line: String::new(),
@@ -197,6 +214,8 @@ mod tests {
                     final_rows: vec![],
                     entry_bytes: None,
                     pending_after_run: None,
+                    documents: None,
+                    waiting_order: vec![],
                 });
                 RunRecord {
                     run: i + 1,
@@ -213,6 +232,7 @@ mod tests {
             runs,
             procedure,
             expect: expected,
+            expect_dropped: Expectation::Any,
             scheduler_race: false,
             seed: None,
         };
@@ -303,22 +323,27 @@ mod tests {
         assert_eq!(md.matches("| lab | variant |").count(), 1, "one table");
         assert_eq!(
             line_of(&md, "| baseline |"),
-            "| baseline | baseline | plain UPDATE | 10 | 10/10 | all | matches | wrong 10/10 | agrees |"
+            "| baseline | baseline | plain UPDATE | 10 | 10/10 | 10/10 | all; dropped any (measured only) | matches \
+             | wrong 10/10 | agrees | — |"
         );
         assert_eq!(
             line_of(&md, "| lock | s4a |"),
-            "| lock | s4a | lock TTL 5000 ms | 20 | 4/20 (95 % CI 8–42 %) | any (measured only) | matches \
-             | 3/20, 4/20, 8/20 (varies) | agrees |"
+            "| lock | s4a | lock TTL 5000 ms | 20 | 4/20 (95 % CI 8–42 %) | 20/20 | any (measured only); dropped any \
+             (measured only) | matches | 3/20, 4/20, 8/20 (varies) | agrees | — |"
         );
         // 2/20: the interval (3–30 %) leaves out the seed's ~50 %.
-        assert!(line_of(&md, "| lock | s4b |").ends_with("| 10/20, 11/20, 11/20 | differs |"));
+        assert!(line_of(&md, "| lock | s4b |").ends_with("| 10/20, 11/20, 11/20 | differs | — |"));
         assert!(line_of(&md, "| lock | s4b |").contains("lock TTL 5000 ms, 0–30 ms pre-work"));
         assert_eq!(
             line_of(&md, "| lock | s4c |"),
-            "| lock | s4c | lock TTL 500 ms | 10 | 9/10 | all | DOES NOT MATCH | 10/10 | differs |"
+            "| lock | s4c | lock TTL 500 ms | 10 | 9/10 | 10/10 | all; dropped any (measured only) | DOES NOT MATCH \
+             | 10/10 | differs | — |"
         );
-        assert!(line_of(&md, "| p2 |").contains("| CAS (business version) | 5 | 0/5 | none | matches | 0/5 | agrees |"));
-        assert!(line_of(&md, "| new |").ends_with("| CAS (entry ID) | 3 | 1/3 | exactly 1 | matches | — | — |"));
+        let p2 =
+            "| CAS (business version) | 5 | 0/5 | 5/5 | none; dropped any (measured only) | matches | 0/5 | agrees |";
+        assert!(line_of(&md, "| p2 |").contains(p2));
+        let new = "| CAS (entry ID) | 3 | 1/3 | 3/3 | exactly 1; dropped any (measured only) | matches | — | — | — |";
+        assert!(line_of(&md, "| new |").ends_with(new));
     }
 
     #[test]
@@ -331,10 +356,10 @@ mod tests {
             ],
         )];
         let md = render(&reports);
-        assert!(line_of(&md, "| lock | s4b |").ends_with("| agrees |"));
+        assert!(line_of(&md, "| lock | s4b |").ends_with("| agrees | — |"));
         let s4c = line_of(&md, "| lock | s4c |");
-        assert!(s4c.contains("| 8/10, 2 unknown | all | inconclusive |"), "{s4c}");
-        assert!(s4c.ends_with("| agrees |"), "all judged runs wrong: {s4c}");
+        assert!(s4c.contains("| 8/10, 2 unknown | 10/10 | all; dropped any (measured only) | inconclusive |"), "{s4c}");
+        assert!(s4c.ends_with("| agrees | — |"), "all judged runs wrong: {s4c}");
         assert!(md.contains("- one report: lock"));
     }
 
@@ -343,7 +368,7 @@ mod tests {
         let naive = variant("naive", "\"plain\"", Expectation::All, 1, 1, 0);
         let reports = vec![lab("outbox", vec![seeded(naive, "#42 created (wrong), #43 paid", SeedCheck::SeeReport)])];
         let md = render(&reports);
-        assert!(line_of(&md, "| outbox |").ends_with("| #42 created (wrong), #43 paid | see report |"));
+        assert!(line_of(&md, "| outbox |").ends_with("| #42 created (wrong), #43 paid | see report | — |"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! of wrong runs against the expectation. English by default; Vietnamese follows the wording
 //! of the seed's own lab output.
 
+mod fates;
 mod header;
 mod timeline;
 mod variant;

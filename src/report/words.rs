@@ -28,8 +28,8 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::Published { entry_id, job, attempt } => {
             format!("{a}: {} OK → {}", attempt_label(job, *attempt), id(entry_id))
         }
-        EventKind::PublishFailed { job, attempt, retry_in_ms, .. } => {
-            publish_failed(a, job, *attempt, *retry_in_ms, w.lang)
+        EventKind::PublishFailed { job, attempt, retry_in_ms, reason } => {
+            publish_failed(a, job, *attempt, *retry_in_ms, reason, w.lang)
         }
         EventKind::Received { entry_id, job: j, deliveries } => {
             let mut line =
@@ -42,13 +42,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         }
         EventKind::Queued { entry_id, worker } => {
             let entry = id(entry_id);
-            crate::tr!(
-                w.lang,
-                "{a} queued {entry} for worker {worker}",
-                "{a} xếp {entry} vào hàng đợi của worker {worker}"
-            )
+            crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
         }
-        EventKind::LockAcquired { key, tries, ttl_ms } => {
+        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
             let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
             let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
             crate::tr!(
@@ -63,6 +59,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 (0, true) => " (lock đã hết hạn, không còn là của mình)",
                 _ => "",
             };
+            // How a lock is released depends on the server's version (DELEX since 8.4): a
+            // snapshot holds on any supported version.
+            let method = if w.redact.active() { "[release]" } else { method.as_str() };
             format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
         }
         EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),
@@ -107,6 +106,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::LagWindow { .. }
         | EventKind::ServerKilled { .. }
         | EventKind::ReplicaPromoted { .. }
+        | EventKind::Reconnected { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
         crate::list_queue_events!() => return list_queue::line(e, w),
     })
@@ -174,6 +174,18 @@ fn session_line(e: &Event, w: &Wording) -> String {
                 "{a}: REPLICAOF NO ONE → replica lên làm primary, thiếu {b} byte luồng replication"
             )
         }
+        EventKind::Reconnected { server } => match a {
+            crate::timeline::Actor::Producer => crate::tr!(
+                w.lang,
+                "{a}: the primary is gone; goes on at the {server}, the new primary",
+                "{a}: primary mất; chuyển sang {server}, primary mới"
+            ),
+            _ => crate::tr!(
+                w.lang,
+                "{a}: the primary is gone; goes on at the {server}, the new primary, reading its own pending entries first",
+                "{a}: primary mất; chuyển sang {server}, primary mới, đọc lại các entry đang chờ của mình trước"
+            ),
+        },
         EventKind::Crashed { planned, detail } => match (planned, vi) {
             (true, false) => format!("{a} CRASHED (injected: {detail})"),
             (true, true) => format!("{a} CRASH (chủ động: {detail})"),
@@ -198,9 +210,17 @@ fn publish_failed(
     job: &crate::timeline::Job,
     attempt: u32,
     retry_in_ms: Option<f64>,
+    reason: &str,
     lang: Lang,
 ) -> String {
     let what = attempt_label(job, attempt);
+    if reason == crate::timeline::PRIMARY_GONE {
+        return crate::tr!(
+            lang,
+            "{a}: {what} FAILED: the primary is gone (no reply); retried on the new primary",
+            "{a}: {what} LỖI: primary mất (không có trả lời); gửi lại ở primary mới"
+        );
+    }
     let retry = match (retry_in_ms, attempt) {
         (Some(ms), 1) => crate::tr!(lang, " → retry in {ms} ms", " → hẹn retry sau {ms} ms"),
         (Some(ms), _) => {
@@ -232,7 +252,12 @@ fn wrote(a: crate::timeline::Actor, order: i64, status: &str, version: Option<i6
         (0, true, Lang::Vi) => " (bỏ qua: bản cũ)",
         _ => "",
     };
-    format!("{a} {} status={status}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
+    // A delta that adds an item (`+book`) writes the item, not a status.
+    let what = match status.strip_prefix('+') {
+        Some(item) => format!("item {item}"),
+        None => format!("status={status}"),
+    };
+    format!("{a} {} {what}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
 }
 
 fn outbox_round(

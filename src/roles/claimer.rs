@@ -5,6 +5,7 @@
 
 use super::consumer::{named_connection, Applier, ConsumerConfig};
 use crate::error::{Context, Error};
+use crate::strategy::Payload;
 use crate::streams::job_of;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply};
@@ -72,8 +73,7 @@ pub async fn run(cfg: ClaimerConfig) -> Result<(), Error> {
             let deliveries = pending.ids.first().map(|p| p.times_delivered as u64);
             StdoutSink
                 .emit(Actor::Reaper, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries });
-            let state: Option<String> = entry.get("state");
-            applier.apply_and_ack(&entry.id, &job, state.as_deref()).await?;
+            applier.apply_and_ack(&entry.id, &job, &Payload::of(entry)).await?;
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, CrashSpec, HandlerWork};
 use crate::strategy::reorder_buffer::{Offer, ReorderBuffer};
-use crate::strategy::{Delivery, Handler, Strategy};
+use crate::strategy::{Delivery, Handler, Payload, Strategy};
 use crate::streams::job_of;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
 use rand::SeedableRng;
@@ -35,6 +35,33 @@ pub struct ConsumerConfig {
     /// A planned SIGKILL of this or another consumer (each checks whether it is meant).
     #[serde(default)]
     pub crash: Option<CrashSpec>,
+    /// Nodes to look for a new primary among when a Redis command fails (the `failover`
+    /// lab); empty: a failing command ends the process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follow_primary: Vec<String>,
+    /// What a fan-out worker does with an entry (a measurement of the reader may replace the
+    /// strategy by a wait or by nothing; then no per-entry timeline either).
+    #[serde(default, skip_serializing_if = "HandlerMode::is_strategy")]
+    pub handler: HandlerMode,
+}
+
+/// What a handler does with an entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HandlerMode {
+    /// The lab's strategy: its work, its write, then XACK.
+    #[default]
+    Strategy,
+    /// Only the injected work (a wait standing in for an external call), then XACK.
+    Wait,
+    /// Nothing but XACK: what the reader alone can dispatch.
+    AckOnly,
+}
+
+impl HandlerMode {
+    pub fn is_strategy(&self) -> bool {
+        *self == HandlerMode::Strategy
+    }
 }
 
 impl ConsumerConfig {
@@ -47,7 +74,7 @@ impl ConsumerConfig {
 struct Pending {
     entry_id: String,
     job: Job,
-    state: Option<String>,
+    payload: Payload,
 }
 
 /// What one consumer process holds while it runs.
@@ -56,6 +83,8 @@ struct Consumer {
     applier: Applier,
     buffer: ReorderBuffer<Pending>,
     received: u32,
+    /// Re-reading its own pending entries (`XREADGROUP … 0`) after finding a new primary.
+    history: bool,
 }
 
 /// The consumer loop; returns only on error.
@@ -63,7 +92,7 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
     let cfg = Arc::new(cfg);
     let applier = Applier::connect(cfg.actor(), cfg.clone(), cfg.env.seed).await?;
-    let mut c = Consumer { cfg, applier, buffer: ReorderBuffer::default(), received: 0 };
+    let mut c = Consumer { cfg, applier, buffer: ReorderBuffer::default(), received: 0, history: false };
     // A reorder buffer holds entries across reads; other strategies apply each as it comes.
     let gap_ns = match &c.cfg.strategy {
         Strategy::ReorderBuffer(spec) => Some(c.cfg.env.scale.duration(spec.gap_timeout_ms).as_nanos() as u64),
@@ -74,7 +103,17 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
         // While something is held, poll (the gap timeout must fire on time, and Redis answers
         // a BLOCK timeout only at its next cron tick, up to 100 ms late); otherwise block.
         let holding = !c.buffer.is_empty();
-        let entries = read(&mut reader, &c.cfg, holding).await?;
+        let entries = match read(&mut reader, &c.cfg, holding, c.history).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                reader = c.follow_primary(e).await?;
+                continue;
+            }
+        };
+        if c.history && entries.is_empty() {
+            c.history = false;
+            continue;
+        }
         if holding && entries.is_empty() {
             c.cfg.env.scale.sleep(5.0).await;
         }
@@ -86,24 +125,52 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
             ready.extend(c.expired(gap));
         }
         for p in ready {
-            c.apply_and_ack(&p).await?;
+            if let Err(e) = c.apply_and_ack(&p).await {
+                // The entry stays pending where the primary is now: it comes back.
+                reader = c.follow_primary(e).await?;
+                break;
+            }
         }
     }
 }
 
-/// One `XREADGROUP … COUNT 1 [BLOCK 0]` of new entries.
-async fn read(reader: &mut MultiplexedConnection, cfg: &ConsumerConfig, poll: bool) -> Result<Vec<StreamId>, Error> {
+/// One `XREADGROUP … COUNT 1 [BLOCK 0]` of new entries, or of its own pending entries
+/// (`history`: ID 0, the restart pattern of the Redis docs).
+async fn read(
+    reader: &mut MultiplexedConnection,
+    cfg: &ConsumerConfig,
+    poll: bool,
+    history: bool,
+) -> Result<Vec<StreamId>, Error> {
     let mut read = redis::cmd("XREADGROUP");
     read.arg("GROUP").arg(&cfg.group).arg(cfg.actor().to_string()).arg("COUNT").arg(1);
-    if !poll {
+    if !poll && !history {
         read.arg("BLOCK").arg(0);
     }
+    let from = if history { "0" } else { ">" };
     let reply: Option<StreamReadReply> =
-        read.arg("STREAMS").arg(&cfg.stream).arg(">").query_async(reader).await.context("XREADGROUP")?;
+        read.arg("STREAMS").arg(&cfg.stream).arg(from).query_async(reader).await.context("XREADGROUP")?;
     Ok(reply.unwrap_or_default().keys.into_iter().flat_map(|k| k.ids).collect())
 }
 
 impl Consumer {
+    /// A Redis command failed. Where the lab lets it follow the primary, find the node that is
+    /// primary now, go on there (a new reading connection, a new one for the strategy) and
+    /// re-read its own pending entries first; else, or for any other error, give up.
+    async fn follow_primary(&mut self, error: Error) -> Result<MultiplexedConnection, Error> {
+        if self.cfg.follow_primary.is_empty() || !matches!(error, Error::Redis { .. }) {
+            return Err(error);
+        }
+        let nodes = &self.cfg.follow_primary;
+        let (url, conn) = super::primary::find(nodes).await?;
+        self.applier.conn = conn;
+        let reader = named_connection(&url, &self.cfg.client_name).await?;
+        let server = super::primary::node_name(nodes, &url).to_string();
+        StdoutSink.emit(self.cfg.actor(), EventKind::Reconnected { server });
+        self.history = true;
+        Ok(reader)
+    }
+
     /// A received entry: announced, maybe the planned crash, then ready or held.
     async fn take(&mut self, entry: &StreamId, buffered: bool) -> Result<Vec<Pending>, Error> {
         let actor = self.cfg.actor();
@@ -115,7 +182,7 @@ impl Consumer {
         StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
         self.received += 1;
         maybe_crash(&self.cfg, self.received, &job);
-        let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), state: entry.get("state") };
+        let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), payload: Payload::of(entry) };
         if !buffered {
             return Ok(vec![pending]);
         }
@@ -155,7 +222,7 @@ impl Consumer {
     }
 
     async fn apply_and_ack(&mut self, p: &Pending) -> Result<(), Error> {
-        self.applier.apply_and_ack(&p.entry_id, &p.job, p.state.as_deref()).await
+        self.applier.apply_and_ack(&p.entry_id, &p.job, &p.payload).await
     }
 }
 
@@ -198,8 +265,8 @@ impl Applier {
     }
 
     /// Apply one entry with the lab's strategy, then XACK it.
-    pub async fn apply_and_ack(&mut self, entry_id: &str, job: &Job, state: Option<&str>) -> Result<(), Error> {
-        let delivery = Delivery { entry_id, job, cost_ms: self.cfg.work.cost_ms(job), state };
+    pub async fn apply_and_ack(&mut self, entry_id: &str, job: &Job, payload: &Payload) -> Result<(), Error> {
+        let delivery = Delivery { entry_id, job, cost_ms: self.cfg.work.cost_ms(job), payload };
         let env = &self.cfg.env;
         let mut handler = Handler {
             actor: self.actor,

@@ -31,8 +31,9 @@ impl Producer {
             if let Some(at) = spec.at_ms {
                 sleep_until(t0_ns, self.scale.duration(at)).await;
             }
+            let fields = payload_fields(events, spec, self.state_bytes);
             let first_ns = crate::clock::now_ns();
-            if self.attempt(spec, 1).await? {
+            if self.attempt(spec, &fields, 1).await? {
                 continue;
             }
             let me = self.clone_for_task();
@@ -42,7 +43,7 @@ impl Producer {
                 let mut attempt = 2;
                 loop {
                     sleep_until(first_ns, me.scale.duration(schedule.retry_offset_ms(attempt))).await;
-                    if me.attempt(&spec, attempt).await? {
+                    if me.attempt(&spec, &fields, attempt).await? {
                         return Ok::<(), Error>(());
                     }
                     attempt += 1;
@@ -56,7 +57,7 @@ impl Producer {
     }
 
     /// One publish attempt; Ok(true) when the entry is in the stream.
-    async fn attempt(&self, spec: &EventSpec, attempt: u32) -> Result<bool, Error> {
+    async fn attempt(&self, spec: &EventSpec, fields: &[(&'static str, String)], attempt: u32) -> Result<bool, Error> {
         let job = spec.job();
         let schedule = PublishSchedule(spec);
         let started = crate::clock::now_ns();
@@ -76,8 +77,8 @@ impl Producer {
         let mut conn = self.redis.clone();
         let stream = &self.streams[job.order.rem_euclid(self.streams.len() as i64) as usize];
         let mut xadd = xadd(stream, &job);
-        if self.state_bytes > 0 {
-            xadd.arg("state").arg(state_document(&job, self.state_bytes));
+        for (field, value) in fields {
+            xadd.arg(*field).arg(value);
         }
         let entry_id: String = xadd.query_async(&mut conn).await.context("XADD")?;
         self.sink.record(RawEvent {
@@ -86,6 +87,49 @@ impl Producer {
             kind: EventKind::Published { entry_id, job, attempt },
         });
         Ok(true)
+    }
+
+    /// Publish every event on its schedule, following the primary across a failover: an XADD
+    /// that fails (the primary died under it: no reply, so the producer cannot know whether it
+    /// landed) is recorded as failed, the producer finds the node that is primary now among
+    /// `nodes`, says so (`reconnected`), and sends the same event again there — a retry that
+    /// can add a second copy if the first had landed and replicated. Later events keep their
+    /// schedule.
+    pub async fn publish_following_primary(
+        &mut self,
+        events: &[EventSpec],
+        t0_ns: u64,
+        nodes: &[String],
+    ) -> Result<(), Error> {
+        for spec in events {
+            if let Some(at) = spec.at_ms {
+                sleep_until(t0_ns, self.scale.duration(at)).await;
+            }
+            let job = spec.job();
+            let mut attempt = 1;
+            loop {
+                let started = crate::clock::now_ns();
+                let stream = &self.streams[job.order.rem_euclid(self.streams.len() as i64) as usize];
+                match xadd(stream, &job).query_async::<String>(&mut self.redis).await {
+                    Ok(entry_id) => {
+                        let kind = EventKind::Published { entry_id, job: job.clone(), attempt };
+                        self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind });
+                        break;
+                    }
+                    Err(_) => {
+                        let reason = crate::timeline::PRIMARY_GONE.to_string();
+                        let kind = EventKind::PublishFailed { job: job.clone(), attempt, retry_in_ms: None, reason };
+                        self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind });
+                        let (url, conn) = super::primary::find(nodes).await?;
+                        self.redis = conn;
+                        let server = super::primary::node_name(nodes, &url).to_string();
+                        self.sink.emit(Actor::Producer, EventKind::Reconnected { server });
+                        attempt += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn clone_for_task(&self) -> Producer {
@@ -99,13 +143,19 @@ impl Producer {
     }
 }
 
-/// The whole state of the order after `job`, padded to about `bytes` bytes: what an event
-/// that carries state (instead of a delta) puts in every entry.
-pub fn state_document(job: &crate::timeline::Job, bytes: usize) -> String {
-    let head =
-        format!("{{\"order\":{},\"status\":\"{}\",\"version\":{},\"doc\":\"", job.order, job.event_type, job.version);
-    let pad = bytes.saturating_sub(head.len() + 2);
-    format!("{head}{}\"}}", "x".repeat(pad))
+/// What an entry carries beyond order, type and version: the change of a delta event
+/// (`change`, its item as JSON) and, when events carry state (`state_bytes` > 0), the order's
+/// whole document after the event (`state`), padded to about `state_bytes` bytes.
+pub fn payload_fields(events: &[EventSpec], spec: &EventSpec, state_bytes: usize) -> Vec<(&'static str, String)> {
+    let mut fields = Vec::new();
+    if let Some(item) = &spec.item {
+        fields.push(("change", serde_json::to_string(item).expect("items serialize")));
+    }
+    if state_bytes > 0 {
+        let doc = crate::orders::document_after(events, spec.order, spec.version);
+        fields.push(("state", crate::order_document::payload(&doc, state_bytes)));
+    }
+    fields
 }
 
 /// Sleep until `offset` after `base_ns` on the monotonic clock.
@@ -119,12 +169,19 @@ pub async fn sleep_until(base_ns: u64, offset: Duration) {
 
 #[cfg(test)]
 mod tests {
+    use crate::orders::EventSpec;
+
     #[test]
-    fn a_state_document_has_the_asked_size_and_the_state() {
-        let job = crate::timeline::Job { order: 42, event_type: "paid".into(), version: 2 };
-        let doc = super::state_document(&job, 512);
-        assert_eq!(doc.len(), 512);
-        let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
-        assert_eq!((v["status"].as_str(), v["version"].as_i64()), (Some("paid"), Some(2)));
+    fn a_state_event_carries_its_document_and_a_delta_its_change() {
+        let item = crate::order_document::Item { name: "book".into(), cents: 2500 };
+        let events =
+            [EventSpec::new(42, "created", 1), EventSpec { item: Some(item), ..EventSpec::new(42, "item-added", 2) }];
+        let delta = super::payload_fields(&events, &events[1], 0);
+        assert_eq!(delta, [("change", r#"{"name":"book","cents":2500}"#.to_string())]);
+        let state = super::payload_fields(&events, &events[1], 512);
+        assert_eq!(state[1].0, "state");
+        assert_eq!(state[1].1.len(), 512);
+        let doc: crate::order_document::Document = serde_json::from_str(&state[1].1).unwrap();
+        assert_eq!((doc.status.as_str(), doc.total), ("created", 2500));
     }
 }

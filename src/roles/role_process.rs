@@ -23,6 +23,7 @@ struct Exit {
 
 pub struct RoleProcess {
     actor: Actor,
+    pid: Option<u32>,
     stop: Option<oneshot::Sender<()>>,
     watcher: tokio::task::JoinHandle<()>,
     exit: Arc<Mutex<Option<Exit>>>,
@@ -37,6 +38,7 @@ impl RoleProcess {
         // The config goes in on stdin: a generated workload is larger than an argument may be.
         cmd.arg("__role").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = cmd.spawn().context(&format!("start role {actor} ({})", exe.display()))?;
+        let pid = child.id();
         let mut stdin = child.stdin.take().expect("piped");
         tokio::spawn(async move {
             // A child that dies before reading its config is reported by the watcher.
@@ -73,11 +75,16 @@ impl RoleProcess {
                 }
             }
         });
-        Ok(RoleProcess { actor, stop: Some(stop_tx), watcher, exit })
+        Ok(RoleProcess { actor, pid, stop: Some(stop_tx), watcher, exit })
     }
 
     pub fn actor(&self) -> Actor {
         self.actor
+    }
+
+    /// The process id (what `/proc/<pid>/stat` measures CPU by).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// Wait until the process exits on its own, its output drained: `Some(true)` after a

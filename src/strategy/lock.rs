@@ -1,6 +1,6 @@
 //! Per-key lock: `SET lock:order:<id> <token> NX PX <ttl>`, retried until taken, released
-//! only if still ours. A lock gives mutual exclusion, not order: whoever asks first wins,
-//! and the OS scheduler, not the stream, decides who asks first.
+//! only if still ours. A lock gives mutual exclusion, not order: whoever asks first wins, and
+//! that is decided by who received what first and by the scheduler, not by the events' order.
 //!
 //! Release uses `DELEX key IFEQ token` where the server has it (Redis ≥ 8.4) and otherwise
 //! the classic atomic Lua compare-and-delete; the timeline says which one ran.
@@ -8,7 +8,7 @@
 use super::{plain, Delivery, Handler, StrategyKind};
 use crate::error::{Context, Error};
 use crate::lang::Lang;
-use crate::timeline::EventKind;
+use crate::timeline::{EventKind, RawEvent};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +91,7 @@ impl LockSpec {
         let mut tries = 0u32;
         loop {
             tries += 1;
+            let sent_ns = crate::clock::now_ns();
             let taken: Option<String> = redis::cmd("SET")
                 .arg(format!("{}{key}", h.key_prefix))
                 .arg(&token)
@@ -101,7 +102,10 @@ impl LockSpec {
                 .await
                 .context("SET NX PX")?;
             if taken.is_some() {
-                h.emit(EventKind::LockAcquired { key: key.clone(), tries, ttl_ms: self.ttl_ms });
+                // Stamped at the reply; the send time goes with it, so the exclusion checker
+                // can tell when the lock could have expired at the earliest.
+                let round_trip_us = (crate::clock::now_ns().saturating_sub(sent_ns) / 1000) as i64;
+                h.emit(EventKind::LockAcquired { key: key.clone(), tries, ttl_ms: self.ttl_ms, px_ms: ttl, round_trip_us });
                 return Ok(Held { key, token });
             }
             h.scale.sleep(self.retry_ms as f64).await;
@@ -112,6 +116,9 @@ impl LockSpec {
 /// Release only if the lock is still ours; the server's answer goes into the timeline.
 async fn release(h: &mut Handler<'_>, held: Held) -> Result<(), Error> {
     let full_key = format!("{}{}", h.key_prefix, held.key);
+    // Stamped when sent, before the server deletes the key: with the acquisition stamped at its
+    // reply, two holders' intervals can then never overlap under a correct lock.
+    let sent_ns = crate::clock::now_ns();
     let (method, released): (&str, i64) = if h.has_delex {
         let n = redis::cmd("DELEX")
             .arg(&full_key)
@@ -130,6 +137,7 @@ async fn release(h: &mut Handler<'_>, held: Held) -> Result<(), Error> {
             .context("Lua compare-and-delete")?;
         ("Lua compare-and-delete", n)
     };
-    h.emit(EventKind::LockReleased { key: held.key, method: method.to_string(), released });
+    let kind = EventKind::LockReleased { key: held.key, method: method.to_string(), released };
+    h.sink.record(RawEvent { mono_ns: sent_ns, actor: h.actor, kind });
     Ok(())
 }

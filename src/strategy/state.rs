@@ -1,6 +1,7 @@
-//! Events that carry state (P4): each event holds the order's whole state and its version,
-//! so the consumer can keep the newest and drop the rest, correct under any order. The price
-//! is in the event's size: every entry carries a full document instead of a delta.
+//! Events that carry state (P4): each event holds the order's whole document and its version,
+//! so the consumer keeps the newest and drops the rest. An older event is skipped, and nothing
+//! is lost with it: the newer document already contains it. Right under any order; the price
+//! is in every entry's size (a full document instead of a change).
 
 use super::{Delivery, Handler, StrategyKind};
 use crate::connect::SCHEMA;
@@ -8,15 +9,19 @@ use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
 use serde::{Deserialize, Serialize};
 
-/// `strategy = "state"` (no options; what events carry is the lab's `state_bytes`).
+/// `strategy = "state"` (no options; the document's padding is the lab's `state_bytes`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeepNewestState {}
 
 impl StrategyKind for KeepNewestState {
     fn describe(&self, lang: Lang) -> String {
-        pick(lang, "keep the newest state (UPDATE … WHERE version <)", "giữ trạng thái mới nhất (UPDATE … WHERE version <)")
-            .to_string()
+        pick(
+            lang,
+            "keep the newest document (UPDATE … SET doc = $doc WHERE version <)",
+            "giữ tài liệu mới nhất (UPDATE … SET doc = $doc WHERE version <)",
+        )
+        .to_string()
     }
 
     fn short(&self) -> String {
@@ -24,18 +29,17 @@ impl StrategyKind for KeepNewestState {
     }
 
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
-        keep_newest(h, d).await
+        h.work(d).await;
+        let sql = format!(
+            "UPDATE {SCHEMA}.orders SET status = $1, version = $2, doc = $3::text::jsonb WHERE id = $4 AND version < $2"
+        );
+        let doc = d.payload.state.as_deref();
+        // The status is the document's (an `item-added` event leaves it as it was).
+        let status = doc
+            .and_then(|s| serde_json::from_str::<crate::order_document::Document>(s).ok())
+            .map_or_else(|| d.job.event_type.clone(), |doc| doc.status);
+        let rows = h.pg.execute(&sql, &[&status, &d.job.version, &doc, &d.job.order]).await.context("state UPDATE")?;
+        h.wrote(d, Some(d.job.version), rows);
+        Ok(())
     }
-}
-
-async fn keep_newest(h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
-    h.work(d).await;
-    let sql =
-        format!("UPDATE {SCHEMA}.orders SET status = $1, version = $2, state = $3 WHERE id = $4 AND version < $2");
-    let rows =
-        h.pg.execute(&sql, &[&d.job.event_type, &d.job.version, &d.state, &d.job.order])
-            .await
-            .context("state UPDATE")?;
-    h.wrote(d, Some(d.job.version), rows);
-    Ok(())
 }

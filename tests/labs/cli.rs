@@ -94,7 +94,7 @@ fn a_saved_run_is_checked_without_servers() {
     let (code, stdout, stderr) =
         run(&["run", "s1", "--runs", "1", "--time-scale", "0.25", "--out", dir.path().to_str().unwrap()], &[]);
     assert_eq!(code, Some(0), "{stderr}");
-    let saved = dir.path().join("s1.json");
+    let saved = dir.path().join("s1.json.gz");
     let (code, checked, _) = run(&["check", saved.to_str().unwrap()], &[]);
     assert_eq!(code, Some(0));
     let verdict = |s: &str| s.lines().find(|l| l.contains("→ wrong")).map(str::to_string);

@@ -15,10 +15,13 @@ mod docker_backend;
 /// Seed 003's server advice: `persistence` (SIGKILL and restart per persistence mode) and
 /// `eviction` (a full Redis under each maxmemory policy).
 mod durability_labs;
-/// `failover`: a promoted asynchronous replica loses acknowledged entries and undoes acks.
+/// `failover`: a promoted asynchronous replica lacks what its link held at the crash
+/// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
 /// The list-queue scripts of seed 003's labs on a real server.
 mod list_queue_scripts;
+/// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
+mod load_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run
 /// when its server is at hand.
 mod lock_release;
@@ -30,8 +33,8 @@ mod outbox_labs;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
-/// count 2) and `fanout` (S3: one reader, a worker per order; a dead reader's entries stay
-/// pending).
+/// count 2) and `fanout` (S3: one reader, a queue per order and a few workers; a dead reader's
+/// entries stay pending).
 mod redelivery_labs;
 /// The Redis node API exercised on one backend (used by `services` and `docker_backend`).
 mod redis_nodes;

@@ -4,6 +4,7 @@
 
 use super::core_labs::assert_snapshots;
 use super::support::{self, facts, variant};
+use ordlab::checker::fates::first_receiver;
 use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
 use ordlab::timeline::{Actor, EventKind};
@@ -15,13 +16,20 @@ async fn a_claimed_entry_keeps_its_id_and_its_delivery_count_rises() {
     for v in &report.variants {
         for r in &v.run_records {
             assert!(!r.timed_out && r.verdict.verdict != Verdict::Unknown, "{}: {:?}", v.id, r.verdict);
-            // C1 received created, died; the reaper got that very entry ID, second delivery.
+            // The consumer that received created died; the reaper got that very entry ID, second
+            // delivery. Which consumer that is follows the drawn waiting order.
+            let took = first_receiver(&r.events, 42, 1).expect("someone received created");
             let again = redelivered(&r.events);
             assert!(
-                matches!(again.as_slice(), [Redelivered { first: Actor::Consumer(1), deliveries: Some(2), .. }]),
+                matches!(again.as_slice(), [Redelivered { first, deliveries: Some(2), .. }] if *first == took),
                 "{}: {again:?}",
                 v.id
             );
+            let died = r
+                .events
+                .iter()
+                .find_map(|e| matches!(e.kind, EventKind::Crashed { planned: true, .. }).then_some(e.actor));
+            assert_eq!(died, Some(took), "{}", v.id);
             let acked_by_reaper = r.events.iter().any(|e| {
                 e.actor == Actor::Reaper
                     && matches!(&e.kind, EventKind::Acked { entry_id } if *entry_id == again[0].entry_id)

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::support::local;
 use ordlab::service::{
-    find_redis, start_local_redis, BackendChoice, NodeSpec, Owner, RedisOrigin, ServiceError, ServiceOptions, Services,
+    find_redis, start_local_redis, BackendChoice, NodeSpec, Owner, ServiceError, ServiceOptions, Services,
 };
 
 /// True when `pid` no longer exists, not even as a zombie (polls up to 5 s).
@@ -19,6 +19,12 @@ fn gone(pid: u32) -> bool {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// `(major, minor)` of "7.0.15" or "15.18 (Debian 15.18-0+deb12u1)".
+fn version(v: &str) -> (u32, u32) {
+    let mut parts = v.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
 async fn check_servers(s: &Services) {
@@ -47,18 +53,18 @@ async fn start_probe_and_stop() {
     let s = Services::start(&local()).await.unwrap();
     eprintln!("local start: {:?}, {}", s.start_time, s.info.redis_server);
     assert_eq!(s.backend.to_string(), "local");
-    // The cached Redis 8 build when there is one (`just setup` makes it), else the system's 7.
-    let redis8 = find_redis().unwrap();
-    assert_eq!(s.info.redis_server, redis8.to_string());
-    if redis8.origin == RedisOrigin::Cache {
-        assert!(s.info.redis_version.starts_with("8."), "{:?}", s.info);
-        assert!(s.info.redis.delex && s.info.redis.xackdel);
-    } else {
-        assert!(s.info.redis_version.starts_with("7."), "{:?}", s.info);
-        assert!(!s.info.redis.delex && !s.info.redis.xackdel && !s.info.redis.xadd_idmp);
-    }
-    assert!(s.info.postgres_version.starts_with("15"), "{:?}", s.info);
-    assert!(s.info.redis.xautoclaim && s.info.redis.blmove && s.info.redis.bzpopmax);
+    // The cached Redis 8 build when there is one (`just setup` makes it), else the system's.
+    assert_eq!(s.info.redis_server, find_redis().unwrap().to_string());
+    // Any supported version (Redis ≥ 7, PostgreSQL ≥ 13); each capability the probe found by
+    // asking the server (COMMAND INFO) must agree with the version that introduced it.
+    let redis = version(&s.info.redis_version);
+    assert!(redis >= (7, 0), "{:?}", s.info);
+    assert!(version(&s.info.postgres_version).0 >= 13, "{:?}", s.info);
+    let caps = &s.info.redis;
+    assert!(caps.xautoclaim && caps.blmove && caps.bzpopmax, "{caps:?}");
+    assert_eq!(caps.xackdel, redis >= (8, 2), "{caps:?} on {redis:?}");
+    assert_eq!(caps.delex, redis >= (8, 4), "{caps:?} on {redis:?}");
+    assert_eq!(caps.xadd_idmp, redis >= (8, 6), "{caps:?} on {redis:?}");
     check_servers(&s).await;
     let (pids, dir) = snapshot(&s);
     // The private dir names its owner, so a later run can reclaim it if this one is killed.

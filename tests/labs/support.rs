@@ -75,7 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::Persistence(_) | Observed::Eviction(_) => Vec::new(),
+        Observed::ReaderCeiling(_) | Observed::Persistence(_) | Observed::Eviction(_) => Vec::new(),
     }
 }
 
@@ -84,12 +84,21 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
     match &r.observed {
         Observed::Stream(o) => o.stream.clone(),
         Observed::Outbox(o) => o.stream.clone(),
-        Observed::Failover(o) => o.stream.clone(),
         Observed::SqlRace(_)
         | Observed::OutboxRollback(_)
         | Observed::Load(_)
+        | Observed::Failover(_)
+        | Observed::ReaderCeiling(_)
         | Observed::Persistence(_)
         | Observed::Eviction(_) => Vec::new(),
+    }
+}
+
+/// The order in which a stream run's consumers started waiting (empty for other kinds).
+pub fn waiting_order(r: &RunRecord) -> Vec<u32> {
+    match &r.observed {
+        Observed::Stream(o) => o.waiting_order.clone(),
+        _ => Vec::new(),
     }
 }
 

@@ -2,7 +2,7 @@
 //! and its footer (a key to the marks, the final state and the verdict badge).
 
 use super::glyphs::{glyph, GRID, INK, LOCK, LOCK_H, MUTED, RED, SQL, WORK, WORK_H};
-use super::layout::{place_labels, text_width, tick_step, Placed};
+use super::layout::{esc, place_labels, text_width, tick_step, Placed};
 use super::model::{fmt_ms, BarKind, Glyph, Lane, Mark, Timeline};
 use super::{LABEL_PX, MARGIN, PLOT_LEFT, PLOT_RIGHT, WIDTH};
 use crate::labs::{FinalItem, RunRecord};
@@ -13,22 +13,6 @@ const FONT: &str =
     "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, 'Noto Sans', 'DejaVu Sans', sans-serif";
 /// Vertical distance between stacked label rows.
 const ROW_H: f64 = 19.0;
-
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn document(height: f64, title: &str, body: &str) -> String {
     let mut out = String::new();

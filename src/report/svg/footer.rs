@@ -1,9 +1,8 @@
 //! The page's footer: a key to the bars and marks present in this run, and the run's final
 //! state with its verdict badge.
 
-use super::draw::esc;
 use super::glyphs::{glyph, GREEN, GREY, INK, LOCK, LOCK_H, MUTED, RED, SQL, WORK};
-use super::layout::text_width;
+use super::layout::{esc, text_width};
 use super::model::{BarKind, Glyph, Timeline};
 use super::{MARGIN, WIDTH};
 use crate::checker::Verdict;

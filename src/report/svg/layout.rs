@@ -91,3 +91,20 @@ pub fn place_labels(marks: &[Mark], x: &dyn Fn(f64) -> f64) -> Vec<Placed> {
     }
     placed
 }
+
+/// Text as SVG character data or an attribute value.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}

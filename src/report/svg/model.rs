@@ -316,7 +316,7 @@ impl Builder {
             EventKind::LagWindow { how } => {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
-            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ worker {worker}")),
+            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::Effect { job, effect, requested_by, outcome, .. } => {
                 let (glyph, what) = match outcome {
                     EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
@@ -328,6 +328,9 @@ impl Builder {
                 (glyph, format!("{effect} {job} ({requested_by}): {what}"))
             }
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
+            EventKind::Reconnected { server } => {
+                (Glyph::Published, format!("{} {server}", t("→ new primary:", "→ primary mới:")))
+            }
             EventKind::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),

@@ -17,9 +17,10 @@ pub fn environment(out: &mut String, env: &Environment, opts: &TextOptions) {
         );
         return;
     }
+    let server = if env.redis_server.is_empty() { String::new() } else { format!(" ({})", env.redis_server) };
     let _ = writeln!(
         out,
-        "ordlab {} (commit {}) · backend {} · Redis {} · PostgreSQL {} · {}: {}",
+        "ordlab {} (commit {}) · backend {} · Redis {}{server} · PostgreSQL {} · {}: {}",
         env.ordlab_version,
         env.git_commit,
         env.backend,

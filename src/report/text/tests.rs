@@ -20,6 +20,7 @@ fn env() -> Environment {
         git_commit: "abc1234".into(),
         backend: "local".into(),
         redis_version: "8.6.3".into(),
+        redis_server: String::new(),
         postgres_version: "15.18".into(),
         lock_release: "DELEX IFEQ".into(),
         command_line: "ordlab run baseline".into(),
@@ -63,6 +64,8 @@ fn baseline_run(run: u32, verdict: Verdict, final_status: &str) -> RunRecord {
         final_rows: vec![OrderRow { order: 42, status: final_status.into(), version: 1 }],
         entry_bytes: None,
         pending_after_run: None,
+        documents: None,
+        waiting_order: vec![1, 2],
     });
     let reasons =
         if verdict == Verdict::Wrong { vec!["order 42 ended created (v=1), expected paid".into()] } else { vec![] };
@@ -76,6 +79,7 @@ fn variant(id: &str, setup: &str, expect: Expectation, runs: Vec<RunRecord>) -> 
         runs: runs.len() as u32,
         procedure: crate::scenario::setup_from_toml(setup).unwrap(),
         expect,
+        expect_dropped: Expectation::None,
         scheduler_race: false,
         seed: None,
     };
@@ -123,7 +127,10 @@ run 1 — stream: 1-0 created (v=1), 1-1 paid (v=2)
   t=   2 ms  C1 received 1-0 created (v=1)
   t=  53 ms  C2 wrote status=paid → UPDATE 1
   t= 803 ms  C1 wrote status=created → UPDATE 1
+  consumers waiting in XREADGROUP, longest first (Redis hands a new entry to the longest waiter): C1, C2
   final status per run: created✕ created✕
+  created taken by, per run: C1 C1 → C1 took created in 2 of 2 runs
+  events per run (dropped / lost / applied twice / applied out of order): 0/0/0/1 0/0/0/1
   → wrong final state (not paid): 2/2 runs
   why (run 1): order 42 ended created (v=1), expected paid
   expected wrong: all → matches
@@ -232,6 +239,8 @@ fn many_orders_are_summarised_and_a_long_timeline_is_cut() {
         final_rows: rows,
         entry_bytes: None,
         pending_after_run: None,
+        documents: None,
+        waiting_order: vec![],
     });
     let verdict = RunVerdict { verdict: Verdict::Wrong, reasons: vec![] };
     let run = RunRecord { run: 1, events: timeline, timed_out: false, observed, verdict };

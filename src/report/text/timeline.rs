@@ -12,7 +12,9 @@ use std::fmt::Write;
 const HEAD: usize = 40;
 const TAIL: usize = 10;
 
-pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &TextOptions) {
+/// `race`: the variant's interleaving across processes is the race it measures; redacted, the
+/// timeline is then listed process by process.
+pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &TextOptions, race: bool) {
     let notes = procedure.notes(r, opts.lang);
     let run = pick(opts.lang, "run", "lần");
     match &notes.heading {
@@ -23,9 +25,9 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
     let wording = Wording { lang: opts.lang, many_orders: procedure.many_orders(), redact: opts.redact };
     let show_publish = procedure.shows_publishing();
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
-    let events: Vec<&Event> = opts
-        .redact
-        .order(r.events.iter().collect())
+    let all: Vec<&Event> = r.events.iter().collect();
+    let ordered = if race { opts.redact.order_by_process(all) } else { opts.redact.order(all) };
+    let events: Vec<&Event> = ordered
         .into_iter()
         .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
         .filter(|e| event_line(e, &wording).is_some())

@@ -1,7 +1,7 @@
 //! One variant's section: title and set-up, a run's timeline, every run's final state, what
 //! was measured, and the count of wrong runs against the expectation.
 
-use super::{timeline, TextOptions};
+use super::{fates, timeline, TextOptions};
 use crate::checker::{Outcome, Verdict};
 use crate::labs::{FinalItem, RunRecord};
 use crate::lang::{pick, Lang};
@@ -14,10 +14,19 @@ const LISTED_ITEMS: usize = 5;
 
 pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let _ = writeln!(out, "### {}: {}; {}", v.id, v.title.get(opts.lang), v.procedure.describe(opts.lang));
-    if opts.redact.active() && v.scheduler_race {
+    let hidden = opts.redact.active() && v.scheduler_race && !v.procedure.per_process_stable();
+    if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
     } else if let Some(r) = v.record(opts.timeline_run) {
-        timeline::render(out, r, &v.procedure, opts);
+        timeline::render(out, r, &v.procedure, opts, v.scheduler_race);
+        if opts.redact.active() && v.scheduler_race {
+            let note = pick(
+                opts.lang,
+                "[timeline listed process by process: the order between processes is the race this variant measures]",
+                "[dòng thời gian liệt kê theo từng process: thứ tự giữa các process là cuộc đua mà biến thể này đo]",
+            );
+            let _ = writeln!(out, "  {note}");
+        }
     }
     // A measured-only or at-least-one count differs between runs of the lab: redact it.
     let unstable = opts.redact.active() && v.expected.is_probabilistic();
@@ -26,9 +35,13 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let finals: Vec<String> = v
         .run_records
         .iter()
-        .map(
-            |r| if per_run_varies { "[status]".to_string() } else { final_label(&v.procedure.final_state(r), r, opts) },
-        )
+        .map(|r| {
+            if per_run_varies {
+                "[status]".to_string()
+            } else {
+                final_label(&v.procedure.final_state(r), r, |r| fates::not_applied(v, r), opts)
+            }
+        })
         .collect();
     let label = pick(opts.lang, "final status per run", "status cuối từng lần");
     let _ = writeln!(out, "  {label}: {}", finals.join(" "));
@@ -36,16 +49,25 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
         let line = if per_run_varies { line.redacting_numbers() } else { line };
         let _ = writeln!(out, "  {}", opts.redact.line(&line));
     }
+    fates::per_run(out, v, opts, per_run_varies);
     facts(out, v, opts);
     verdict(out, v, opts, unstable);
+    fates::dropped_example(out, v, opts, per_run_varies);
+    expectation(out, v, opts, unstable);
 }
 
-/// A run's final state in one token: `created✕`, `#42:created/#43:paid`, or `3/1000-wrong`.
-fn final_label(items: &[FinalItem], r: &RunRecord, opts: &TextOptions) -> String {
+/// A run's final state in one token: `created✕`, `paid−1` (one event dropped),
+/// `#42:created/#43:paid`, or `3/1000-wrong`.
+fn final_label(items: &[FinalItem], r: &RunRecord, fates_of: impl Fn(&RunRecord) -> u32, opts: &TextOptions) -> String {
     let mark = match r.verdict.verdict {
         Verdict::Wrong => "✕",
         Verdict::Unknown => "?",
         Verdict::Right => "",
+    };
+    // `paid−1`: right final state, one event dropped (never applied).
+    let mark = match fates_of(r) {
+        0 => mark.to_string(),
+        k => format!("{mark}−{k}"),
     };
     match items {
         [one] => format!("{}{mark}", one.value),
@@ -88,7 +110,8 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
         String::new()
     };
     let runs = pick(opts.lang, "runs", "lần");
-    let _ = writeln!(out, "  → {}: {k}/{} {runs}{interval}", v.procedure.wrong_means(opts.lang), v.runs);
+    let drops = fates::verdict_part(v, opts, unstable);
+    let _ = writeln!(out, "  → {}: {k}/{} {runs}{interval}{drops}", v.procedure.wrong_means(opts.lang), v.runs);
     // Why the first wrong run is wrong, in the checker's words (they name entry IDs, so the
     // snapshot leaves them out).
     if let Some(r) =
@@ -105,6 +128,10 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
             crate::tr!(opts.lang, "→ could not judge: {u}/{n} runs", "→ không kết luận được: {u}/{n} lần")
         );
     }
+}
+
+/// The expectation and whether the runs meet it.
+fn expectation(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bool) {
     let outcome = match (v.outcome, opts.lang) {
         // With a snapshot's few runs, an at-least-one count can miss by chance: the outcome is
         // only meaningful over the lab's full runs.
@@ -117,5 +144,10 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
         (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
     };
     let expected = pick(opts.lang, "expected wrong", "kỳ vọng số lần sai");
-    let _ = writeln!(out, "  {expected}: {} → {outcome}", v.expected);
+    let dropped = if v.expected_dropped != crate::checker::Expectation::None || v.dropped > 0 {
+        format!(", {}: {}", pick(opts.lang, "dropped", "bỏ sót"), v.expected_dropped)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "  {expected}: {}{dropped} → {outcome}", v.expected);
 }

@@ -1,0 +1,431 @@
+//! The single-reader ceiling of S3: one fan-out reader process, more and more workers, on a
+//! stream filled in advance (the producer is never the limit). Per point the throughput is
+//! read from the server (the group's entries read minus its pending ones, over a window after
+//! a warm-up), and CPU from `/proc`: the reader process's share of one core and the machine's
+//! share of all. A point is reader-bound when the reader process saturates its core; adding
+//! workers then adds nothing. Handlers are the lab's job times without the database write
+//! (`wait`: an external call, no local resource), or nothing at all (`ack-only`: what the
+//! reader alone dispatches). The per-entry timeline is off (a line costs more than the
+//! hand-over it would record).
+
+use super::load::GenerateSpec;
+use super::stream;
+use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
+use crate::checker::limit::{classify, CpuReading, Limit};
+use crate::checker::{health::health, RunVerdict};
+use crate::error::{Context as _, Error};
+use crate::fault::HandlerWork;
+use crate::lang::{pick, Lang};
+use crate::roles::consumer::{ConsumerConfig, HandlerMode};
+use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::RoleConfig;
+use crate::stats::quantile;
+use crate::strategy::fanout::Fanout;
+use crate::strategy::Strategy;
+use crate::timeline::{Actor, RawEvent};
+use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tokio::sync::mpsc;
+
+/// `kind = "reader-ceiling"` (a variant of `load`: its `generate` is the workload).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReaderCeilingSpec {
+    pub generate: GenerateSpec,
+    /// One reader process (the point of the lab).
+    #[serde(default = "stream::one")]
+    pub consumers: u32,
+    /// `fanout`: its `read_count` and `max_in_flight` apply; `workers` is swept.
+    #[serde(default)]
+    pub strategy: Strategy,
+    pub ceiling: CeilingPlan,
+}
+
+/// `ceiling = { … }`: the workers to try per handler kind, the window and warm-up of each
+/// point, and how many entries to fill the stream with.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CeilingPlan {
+    pub workers: Vec<u32>,
+    #[serde(default = "CeilingPlan::default_handlers")]
+    pub handlers: Vec<HandlerMode>,
+    #[serde(default = "CeilingPlan::default_window")]
+    pub window_ms: f64,
+    #[serde(default = "CeilingPlan::default_warmup")]
+    pub warmup_ms: f64,
+    #[serde(default = "CeilingPlan::default_entries")]
+    pub entries: u32,
+}
+
+impl CeilingPlan {
+    fn default_handlers() -> Vec<HandlerMode> {
+        vec![HandlerMode::Wait, HandlerMode::AckOnly]
+    }
+    fn default_window() -> f64 {
+        1000.0
+    }
+    fn default_warmup() -> f64 {
+        300.0
+    }
+    fn default_entries() -> u32 {
+        100_000
+    }
+}
+
+/// One point of the sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CeilingPoint {
+    pub handler: HandlerMode,
+    pub workers: u32,
+    /// Entries acknowledged per second over the window (from the server).
+    pub events_per_s: f64,
+    /// Workers × the rate of the series' fewest workers, scaled: what the handlers alone would
+    /// allow. None for `ack-only` (no handler time to scale).
+    pub ideal_per_s: Option<f64>,
+    pub cpu: CpuReading,
+    /// The reader's CPU time per entry acknowledged, in µs.
+    pub reader_cpu_us_per_entry: f64,
+    /// The stream ran out during the window: the rate is a lower bound.
+    pub ran_dry: bool,
+    pub limit: Limit,
+}
+
+/// What the sweep measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CeilingObserved {
+    pub points: Vec<CeilingPoint>,
+}
+
+impl CeilingObserved {
+    /// The reader's CPU per entry when it does nothing else (median of the ack-only points).
+    pub fn reader_cpu_us_per_entry(&self) -> Option<f64> {
+        let v: Vec<f64> =
+            self.points.iter().filter(|p| p.handler == HandlerMode::AckOnly).map(|p| p.reader_cpu_us_per_entry).collect();
+        quantile(&v, 0.5)
+    }
+
+    /// The first point of a handler kind where the reader is the limit.
+    pub fn reader_bound_from(&self, handler: HandlerMode) -> Option<&CeilingPoint> {
+        self.points.iter().find(|p| p.handler == handler && p.limit == Limit::Reader)
+    }
+}
+
+impl ReaderCeilingSpec {
+    fn options(&self) -> Fanout {
+        match &self.strategy {
+            Strategy::Fanout(f) => f.clone(),
+            _ => Fanout::default(),
+        }
+    }
+
+    fn work(&self) -> HandlerWork {
+        HandlerWork::new(&BTreeMap::new(), &self.generate.events())
+    }
+
+    /// One point: a reader with `workers` workers on its own group from the stream's start.
+    async fn point(&self, ctx: &mut RunContext<'_>, stream: &str, handler: HandlerMode, workers: u32) -> Result<(CeilingPoint, Vec<RawEvent>), Error> {
+        let group = format!("ceiling-{}-{workers}", handler_name(handler));
+        redis::cmd("XGROUP").arg("CREATE").arg(stream).arg(&group).arg("0").query_async::<()>(&mut ctx.redis).await.context("XGROUP CREATE")?;
+        let options = Fanout { workers, max_in_flight: Some((16 * workers).max(100)), ..self.options() };
+        let cfg = ConsumerConfig {
+            env: ctx.role_env(1),
+            index: 1,
+            stream: stream.to_string(),
+            group: group.clone(),
+            client_name: ctx.client_name(Actor::Consumer(1)),
+            strategy: Strategy::Fanout(options),
+            work: self.work(),
+            crash: None,
+            follow_primary: Vec::new(),
+            handler,
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+        let role = ctx.spawn(&RoleConfig::Consumer(cfg.clone()), tx)?;
+        let mut conn = ctx.redis.clone();
+        wait_for_client(&mut conn, &cfg.client_name, ClientState::Connected, &role).await?;
+        ctx.scale.sleep(self.ceiling.warmup_ms).await;
+        let a = Sample::take(&mut conn, stream, &group, role.pid()).await?;
+        ctx.scale.sleep(self.ceiling.window_ms).await;
+        let b = Sample::take(&mut conn, stream, &group, role.pid()).await?;
+        role.stop().await;
+        let mut raw = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            raw.push(ev);
+        }
+        Ok((b.since(&a, handler, workers), raw))
+    }
+}
+
+/// What the server and `/proc` say at one moment.
+struct Sample {
+    at_ns: u64,
+    acked: i64,
+    /// Entries not yet read by the group.
+    lag: i64,
+    reader_cpu_s: f64,
+    machine: (u64, u64),
+}
+
+impl Sample {
+    async fn take(conn: &mut MultiplexedConnection, stream: &str, group: &str, pid: Option<u32>) -> Result<Sample, Error> {
+        let (read, pending, lag) = group_progress(conn, stream, group).await?;
+        Ok(Sample {
+            at_ns: crate::clock::now_ns(),
+            acked: read - pending,
+            lag,
+            reader_cpu_s: pid.and_then(cpu::process_seconds).unwrap_or(0.0),
+            machine: cpu::machine().unwrap_or((0, 0)),
+        })
+    }
+
+    /// The point measured between `earlier` and this sample.
+    fn since(&self, earlier: &Sample, handler: HandlerMode, workers: u32) -> CeilingPoint {
+        let secs = (self.at_ns - earlier.at_ns) as f64 / 1e9;
+        let acked = (self.acked - earlier.acked).max(0) as f64;
+        let reader = self.reader_cpu_s - earlier.reader_cpu_s;
+        let (total, idle) = (self.machine.0.saturating_sub(earlier.machine.0), self.machine.1.saturating_sub(earlier.machine.1));
+        let machine_pct = if total > 0 { 100.0 * (1.0 - idle as f64 / total as f64) } else { 0.0 };
+        let cpu = CpuReading { reader_pct: 100.0 * reader / secs, redis_pct: None, machine_pct };
+        CeilingPoint {
+            handler,
+            workers,
+            events_per_s: acked / secs,
+            ideal_per_s: None,
+            cpu,
+            reader_cpu_us_per_entry: if acked > 0.0 { reader * 1e6 / acked } else { 0.0 },
+            ran_dry: self.lag == 0,
+            limit: classify(&cpu),
+        }
+    }
+}
+
+/// `XINFO GROUPS`: the group's entries read, pending, and lag (Redis ≥ 7.0).
+async fn group_progress(conn: &mut MultiplexedConnection, stream: &str, group: &str) -> Result<(i64, i64, i64), Error> {
+    let groups: Vec<BTreeMap<String, redis::Value>> =
+        redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(conn).await.context("XINFO GROUPS")?;
+    let int = |g: &BTreeMap<String, redis::Value>, k: &str| match g.get(k) {
+        Some(redis::Value::Int(n)) => *n,
+        _ => 0,
+    };
+    let named = |g: &&BTreeMap<String, redis::Value>| {
+        matches!(g.get("name"), Some(redis::Value::BulkString(b)) if b == group.as_bytes())
+    };
+    let g = groups.iter().find(named).ok_or_else(|| Error::NotReady { what: format!("group {group}"), detail: "not in XINFO GROUPS".into() })?;
+    Ok((int(g, "entries-read"), int(g, "pending"), int(g, "lag")))
+}
+
+fn handler_name(h: HandlerMode) -> &'static str {
+    match h {
+        HandlerMode::Strategy => "lab",
+        HandlerMode::Wait => "wait",
+        HandlerMode::AckOnly => "ack-only",
+    }
+}
+
+/// Fill `stream` with `n` entries: the workload's events, over and over.
+async fn fill(conn: &mut MultiplexedConnection, stream: &str, events: &[crate::orders::EventSpec], n: u32) -> Result<(), Error> {
+    let mut pipe = redis::pipe();
+    for (i, e) in events.iter().cycle().take(n as usize).enumerate() {
+        pipe.add_command(crate::streams::xadd(stream, &e.job())).ignore();
+        if (i + 1) % 1000 == 0 || i + 1 == n as usize {
+            pipe.query_async::<()>(conn).await.context("XADD (fill)")?;
+            pipe = redis::pipe();
+        }
+    }
+    Ok(())
+}
+
+/// The ideal of each point: workers × the rate of its series' fewest workers, scaled.
+fn with_ideals(mut points: Vec<CeilingPoint>) -> Vec<CeilingPoint> {
+    let base: BTreeMap<&'static str, (u32, f64)> = points.iter().fold(BTreeMap::new(), |mut m, p| {
+        let e = m.entry(handler_name(p.handler)).or_insert((p.workers, p.events_per_s));
+        if p.workers < e.0 {
+            *e = (p.workers, p.events_per_s);
+        }
+        m
+    });
+    for p in &mut points {
+        if p.handler == HandlerMode::Wait {
+            p.ideal_per_s = base.get(handler_name(p.handler)).map(|(w, rate)| rate * p.workers as f64 / *w as f64);
+        }
+    }
+    points
+}
+
+impl LabProcedure for ReaderCeilingSpec {
+    type Observed = CeilingObserved;
+
+    fn validate(&mut self) -> Result<(), String> {
+        if self.consumers != 1 {
+            return Err(format!("setup.consumers = {}: the reader ceiling is one reader; use 1", self.consumers));
+        }
+        if !matches!(self.strategy, Strategy::Fanout(_)) {
+            return Err("setup.strategy: the reader ceiling measures the fan-out reader; use strategy = \"fanout\"".into());
+        }
+        let c = &self.ceiling;
+        if c.workers.is_empty() || c.workers.contains(&0) || c.handlers.is_empty() || c.window_ms <= 0.0 || c.entries == 0 {
+            return Err("setup.ceiling: use workers ≥ 1 (at least one), a handler, window_ms > 0, entries ≥ 1".into());
+        }
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<CeilingObserved>, Error> {
+        let stream = format!("{}ceiling", ctx.key_prefix());
+        let mut conn = ctx.redis.clone();
+        fill(&mut conn, &stream, &self.generate.events(), self.ceiling.entries).await?;
+        let t0_ns = crate::clock::now_ns();
+        let (mut points, mut raw) = (Vec::new(), Vec::new());
+        for &handler in &self.ceiling.handlers {
+            for &workers in &self.ceiling.workers {
+                let (point, events) = self.point(ctx, &stream, handler, workers).await?;
+                points.push(point);
+                raw.extend(events);
+            }
+        }
+        ctx.delete_run_keys().await?;
+        Ok(RunOutcome { t0_ns, raw, timed_out: false, observed: CeilingObserved { points: with_ideals(points) } })
+    }
+
+    fn judge(&self, run: &RunView<'_, CeilingObserved>) -> RunVerdict {
+        health(run.events, run.timed_out)
+    }
+
+    fn describe(&self, lang: Lang) -> String {
+        let c = &self.ceiling;
+        let workers: Vec<String> = c.workers.iter().map(u32::to_string).collect();
+        let (w, n, warm, win) = (workers.join(", "), c.entries, c.warmup_ms, c.window_ms);
+        crate::tr!(
+            lang,
+            "one fan-out reader process, workers {w}; handlers: the lab's job times without the database write (wait), and nothing but XACK (ack only); a stream filled with {n} entries beforehand; per point {warm} ms warm-up, then {win} ms measured from the server; per-entry timeline off",
+            "một process reader fan-out, số worker {w}; handler: thời gian job của lab, không ghi DB (wait), và chỉ XACK (ack only); stream nạp sẵn {n} entry; mỗi điểm khởi động {warm} ms rồi đo {win} ms từ server; tắt timeline từng entry"
+        )
+    }
+
+    fn approach(&self) -> String {
+        "fan-out reader ceiling (S3)".into()
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        pick(lang, "a point that could not be measured", "điểm đo không lấy được").into()
+    }
+
+    fn final_state(&self, _observed: &CeilingObserved) -> Vec<FinalItem> {
+        Vec::new()
+    }
+
+    fn facts(&self, run: &RunView<'_, CeilingObserved>) -> Vec<Fact> {
+        let o = run.observed;
+        let mut facts = vec![Fact::stable("points", o.points.len() as i64)];
+        if let Some(us) = o.reader_cpu_us_per_entry() {
+            facts.push(Fact::measured("reader_cpu_ns_per_entry", (us * 1000.0).round() as i64));
+        }
+        let best = o.points.iter().filter(|p| p.handler == HandlerMode::AckOnly).map(|p| p.events_per_s).fold(0.0, f64::max);
+        facts.push(Fact::measured("ack_only_max_per_s", best.round() as i64));
+        facts
+    }
+
+    fn per_run_lines(&self, runs: &[RunView<'_, CeilingObserved>], lang: Lang) -> Vec<Line> {
+        let Some(run) = runs.first() else { return Vec::new() };
+        let o = run.observed;
+        let mut lines = Vec::new();
+        for p in &o.points {
+            let n = |x: f64| Piece::Count(x.round() as i64);
+            let ideal = p.ideal_per_s.map_or(Line::default(), |i| {
+                Line::text(pick(lang, " (ideal ", " (lý tưởng ")).and(n(i)).and_text("/s)")
+            });
+            let dry = if p.ran_dry { pick(lang, " (ran dry: at least)", " (hết entry: ít nhất)") } else { "" };
+            lines.push(
+                Line::text(format!("{:<8} W={:<4} ", handler_name(p.handler), p.workers))
+                    .and(n(p.events_per_s))
+                    .and_text("/s")
+                    .and_line(ideal)
+                    .and_text(pick(lang, " · reader CPU ", " · CPU reader "))
+                    .and(n(p.cpu.reader_pct))
+                    .and_text(pick(lang, " % of a core · machine ", " % một core · máy "))
+                    .and(n(p.cpu.machine_pct))
+                    .and_text(pick(lang, " % → limit: ", " % → giới hạn: "))
+                    .and(Piece::Measured(format!("{}{dry}", limit_word(p.limit, lang)))),
+            );
+        }
+        lines.push(conclusion(o, lang));
+        lines
+    }
+}
+
+fn limit_word(l: Limit, lang: Lang) -> &'static str {
+    match l {
+        Limit::Handlers => pick(lang, "handlers", "handler"),
+        Limit::Reader => pick(lang, "READER", "READER"),
+        Limit::Redis => "Redis",
+        Limit::Machine => pick(lang, "machine", "máy"),
+    }
+}
+
+/// Where the reader, not the workers, became the limit (or that it never did here).
+fn conclusion(o: &CeilingObserved, lang: Lang) -> Line {
+    let us = o.reader_cpu_us_per_entry().unwrap_or(0.0);
+    let per_core = if us > 0.0 { 1e6 / us } else { 0.0 };
+    let n = |x: f64| Piece::Count(x.round() as i64);
+    let head = match o.reader_bound_from(HandlerMode::Wait) {
+        Some(p) => Line::text("→ ")
+            .and(Piece::Measured(crate::tr!(lang, "the reader is the limit from {} workers on", "reader là giới hạn từ {} worker trở lên", p.workers)))
+            .and_text(" (")
+            .and(n(p.events_per_s))
+            .and_text(pick(lang, " events/s); ", " event/s); ")),
+        None => Line::text("→ ").and(Piece::Measured(
+            pick(lang, "the reader was not the limit at any worker count tried here", "reader chưa là giới hạn ở số worker nào đã thử").into(),
+        )).and_text("; "),
+    };
+    head.and_text(pick(lang, "alone it needs ", "riêng nó cần "))
+        .and(Piece::Count((us * 1000.0).round() as i64))
+        .and_text(pick(lang, " ns of CPU per entry (read, parse, route, hand over, account, XACK): one core ≈ ", " ns CPU mỗi entry (đọc, parse, định tuyến, giao, đếm, XACK): một core ≈ "))
+        .and(n(per_core))
+        .and_text(pick(lang, " entries/s", " entry/s"))
+}
+
+/// CPU time from `/proc`: a process's (user + system) and the machine's (busy, idle).
+mod cpu {
+    /// Seconds of CPU a process has used so far.
+    pub fn process_seconds(pid: u32) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = stat.rsplit_once(") ")?.1;
+        let fields: Vec<&str> = rest.split(' ').collect();
+        // After the name: state(0) ppid(1) … utime(11) stime(12), in clock ticks.
+        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        Some(ticks as f64 / hz)
+    }
+
+    /// (all jiffies, idle + iowait jiffies) of the machine so far.
+    pub fn machine() -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let v: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+        Some((v.iter().sum(), v.get(3)? + v.get(4).copied().unwrap_or(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(handler: HandlerMode, workers: u32, rate: f64) -> CeilingPoint {
+        let cpu = CpuReading { reader_pct: 10.0, redis_pct: None, machine_pct: 20.0 };
+        CeilingPoint { handler, workers, events_per_s: rate, ideal_per_s: None, cpu, reader_cpu_us_per_entry: 8.0, ran_dry: false, limit: Limit::Handlers }
+    }
+
+    #[test]
+    fn the_ideal_scales_the_fewest_workers_rate() {
+        let pts = with_ideals(vec![point(HandlerMode::Wait, 1, 250.0), point(HandlerMode::Wait, 4, 900.0), point(HandlerMode::AckOnly, 4, 30_000.0)]);
+        assert_eq!(pts[1].ideal_per_s, Some(1000.0));
+        assert_eq!(pts[2].ideal_per_s, None);
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu_and_the_machine_has_ticks() {
+        assert!(cpu::process_seconds(std::process::id()).is_some());
+        let (all, idle) = cpu::machine().unwrap();
+        assert!(all >= idle && all > 0);
+    }
+}

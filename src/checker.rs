@@ -3,7 +3,8 @@
 //! and compose as in Jepsen: wrong beats unknown beats right.
 //!
 //! One file per concern; a lab composes the ones it needs in its `judge`:
-//! [`durability`] (acknowledged jobs a crash or eviction took away),
+//! [`durability`] (acknowledged jobs a crash or eviction took away), [`effect_counts`] (effects
+//! wanted per job against the sink's ledger), [`retry_schedule`] (retries against a backoff),
 //! [`health`] (did the run finish and every process die only as planned), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
 //! side effects applied twice), [`fates`] (what became of every event: applied, dropped,
@@ -17,6 +18,7 @@
 pub mod concurrency;
 pub mod delivery;
 pub mod durability;
+pub mod effect_counts;
 pub mod exclusion;
 pub mod failover;
 pub mod fates;
@@ -25,6 +27,7 @@ pub mod health;
 pub mod limit;
 pub mod outcome;
 pub mod redelivery;
+pub mod retry_schedule;
 pub mod total_queue;
 mod verdict;
 

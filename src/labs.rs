@@ -279,4 +279,6 @@ lab_kinds! {
     Persistence(persistence::PersistenceSpec) = "persistence",
     /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.
     Eviction(eviction::EvictionSpec) = "eviction",
+    /// Seed 003's list queue: workers, a processing list, leases, retries, poison payloads.
+    ListQueue(list_jobs::ListQueueSpec) = "list-queue",
 }

@@ -1,7 +1,8 @@
 //! The processes a lab starts besides the servers: the producer (a task of the orchestrator),
 //! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
 //! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
-//! claimer, the fan-out reader and outbox dispatchers.
+//! claimer, the fan-out reader, outbox dispatchers, and seed 003's list-queue workers and
+//! their supervisor (reaper and scheduler).
 //!
 //! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
 //! timeline events, reports an unplanned death with its stderr, and kills it on drop.
@@ -14,6 +15,8 @@ pub mod consumer;
 pub mod dispatcher;
 pub mod fanout;
 mod keyed_queues;
+pub mod list_supervisor;
+pub mod list_worker;
 pub mod primary;
 pub mod producer;
 pub mod readiness;

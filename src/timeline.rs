@@ -234,6 +234,10 @@ macro_rules! list_queue_events {
 /// The reason of a `publish_failed` when the primary died under the XADD (the `failover` lab).
 pub const PRIMARY_GONE: &str = "the primary is gone";
 
+/// The `crashed` detail of a worker the runner SIGKILLs when it sees another event (a list
+/// lab's planned kill): the kill follows what the runner saw, and a snapshot lists it so.
+pub const KILLED_BY_RUNNER: &str = "SIGKILL from the runner, mid-job";
+
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RawEvent {

@@ -1,6 +1,8 @@
-//! Planned crashes of list-queue workers: worker `worker` SIGKILLs itself when it reaches a
-//! named point with job `job` (right after taking it, or right after its side effect and
-//! before removing it from the processing list).
+//! Planned crashes of list-queue workers: a worker SIGKILLs itself when it reaches a named
+//! point with job `job` (right after taking it, or right after its side effect and before
+//! removing it from the processing list) — worker `worker`, or whichever worker gets there
+//! first. A crash fires once per job and point in a run (the worker claims it with SET NX
+//! before it dies), so the worker that takes the job again does not die too.
 
 use serde::{Deserialize, Serialize};
 
@@ -8,7 +10,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListCrash {
-    pub worker: u32,
+    /// Only this worker (None: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u32>,
     pub job: String,
     pub at: ListCrashPoint,
 }
@@ -25,7 +29,7 @@ pub enum ListCrashPoint {
 impl ListCrash {
     /// Does worker `worker` crash now, at `at` with job `job`?
     pub fn fires(&self, worker: u32, job: &str, at: ListCrashPoint) -> bool {
-        self.worker == worker && self.job == job && self.at == at
+        self.worker.is_none_or(|w| w == worker) && self.job == job && self.at == at
     }
 }
 
@@ -35,10 +39,12 @@ mod tests {
 
     #[test]
     fn a_crash_fires_for_its_worker_job_and_point_only() {
-        let c = ListCrash { worker: 1, job: "job-0001".into(), at: ListCrashPoint::AfterTake };
+        let c = ListCrash { worker: Some(1), job: "job-0001".into(), at: ListCrashPoint::AfterTake };
         assert!(c.fires(1, "job-0001", ListCrashPoint::AfterTake));
         assert!(!c.fires(2, "job-0001", ListCrashPoint::AfterTake));
         assert!(!c.fires(1, "job-0002", ListCrashPoint::AfterTake));
         assert!(!c.fires(1, "job-0001", ListCrashPoint::AfterEffect));
+        let any = ListCrash { worker: None, ..c };
+        assert!(any.fires(2, "job-0001", ListCrashPoint::AfterTake));
     }
 }

@@ -129,9 +129,20 @@ impl Redactor {
     }
 }
 
+/// The process an event belongs to when a burst is listed by process: its actor, except a
+/// side effect the sink recorded, which is a step of the worker that asked for it (a slow
+/// sink reply moves it across a burst boundary; its place among the worker's steps stays).
+fn lane(e: &Event) -> crate::timeline::Actor {
+    match &e.kind {
+        EventKind::Effect { requested_by, .. } => *requested_by,
+        _ => e.actor,
+    }
+}
+
 /// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
 /// process whose causes are already out (its own earlier events; for a receive, the publish
-/// of the same entry).
+/// of the same entry; for a list job taken, its push or put-back; for a worker the runner
+/// kills, everything before it: the runner reacted to it).
 fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
     let published = |id: &str, done: &[bool]| {
         burst
@@ -139,21 +150,34 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
             .enumerate()
             .all(|(i, e)| done[i] || !matches!(&e.kind, EventKind::Published { entry_id, .. } if entry_id == id))
     };
+    // A list job is taken after it was pushed or put back (by the reaper or the scheduler)
+    // earlier in the burst.
+    let put_back = |i: usize, job: &str, done: &[bool]| {
+        burst[..i].iter().enumerate().all(|(j, e)| {
+            done[j]
+                || !matches!(&e.kind, EventKind::Pushed { job: p, .. } | EventKind::Requeued { job: p, .. }
+                    | EventKind::MovedDue { job: p, .. } if p == job)
+        })
+    };
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
     while out.len() < burst.len() {
         // The next event of each process is its first not yet out.
         let mut next: Option<usize> = None;
         for (i, e) in burst.iter().enumerate() {
-            let first_of_actor = !burst[..i].iter().enumerate().any(|(j, p)| p.actor == e.actor && !done[j]);
+            let first_of_actor = !burst[..i].iter().enumerate().any(|(j, p)| lane(p) == lane(e) && !done[j]);
             if done[i] || !first_of_actor {
                 continue;
             }
             let ready = match &e.kind {
                 EventKind::Received { entry_id, .. } => published(entry_id, &done),
+                EventKind::Taken { job, .. } => put_back(i, job, &done),
+                EventKind::Crashed { detail, .. } if detail == crate::timeline::KILLED_BY_RUNNER => {
+                    done[..i].iter().all(|d| *d)
+                }
                 _ => true,
             };
-            if ready && next.is_none_or(|n| e.actor < burst[n].actor) {
+            if ready && next.is_none_or(|n| lane(e) < lane(burst[n])) {
                 next = Some(i);
             }
         }
@@ -212,6 +236,57 @@ mod tests {
             let expected = if gap < BURST_US { vec![d1, c1, d1] } else { vec![d1, d1, c1] };
             assert_eq!(shown, expected, "gap {gap}");
         }
+    }
+
+    #[test]
+    fn a_side_effect_keeps_its_place_among_the_steps_of_the_worker_that_asked_for_it() {
+        use crate::timeline::EffectOutcome;
+        let (w1, w2) = (Actor::Worker(1), Actor::Worker(2));
+        let effect = |t| Event {
+            t_us: t,
+            actor: Actor::Sink,
+            kind: EventKind::Effect {
+                job: "job-2".into(),
+                effect: "email".into(),
+                requested_by: w2,
+                idem_key: None,
+                outcome: EffectOutcome::Applied,
+            },
+        };
+        // W2 asks for the e-mail, then reports done and takes the next job (W1 long before).
+        // Whether the sink's reply took 1 ms or 30 ms, the e-mail stays before done.
+        for gap in [1_000, 30_000] {
+            let events = [ev(-100_000, w1), effect(0), ev(gap, w2), ev(gap + 200, w2)];
+            let refs: Vec<&Event> = events.iter().collect();
+            let shown: Vec<(i64, Actor)> = Redactor::SNAPSHOT.order(refs).iter().map(|e| (e.t_us, e.actor)).collect();
+            assert_eq!(shown[1], (0, Actor::Sink), "gap {gap}: {shown:?}");
+        }
+    }
+
+    #[test]
+    fn a_list_job_is_taken_after_the_scheduler_put_it_back() {
+        let moved =
+            Event { t_us: 0, actor: Actor::Scheduler, kind: EventKind::MovedDue { job: "j1".into(), late_ms: 3 } };
+        let taken = Event {
+            t_us: 2_000,
+            actor: Actor::Worker(1),
+            kind: EventKind::Taken { job: "j1".into(), via: "lease script".into(), lease_ms: None },
+        };
+        let events = [moved, taken];
+        let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(shown, vec![Actor::Scheduler, Actor::Worker(1)]);
+    }
+
+    #[test]
+    fn a_kill_by_the_runner_comes_after_what_the_runner_saw() {
+        let kill = Event {
+            t_us: 3_000,
+            actor: Actor::Worker(1),
+            kind: EventKind::Crashed { planned: true, detail: crate::timeline::KILLED_BY_RUNNER.into() },
+        };
+        let events = [ev(0, Actor::Worker(2)), ev(1_000, Actor::Worker(2)), kill];
+        let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(shown, vec![Actor::Worker(2), Actor::Worker(2), Actor::Worker(1)]);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use super::claimer::ClaimerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
+use super::list_supervisor::ListSupervisorConfig;
+use super::list_worker::ListWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::timeline::Actor;
@@ -34,6 +36,10 @@ pub enum RoleConfig {
     Claimer(ClaimerConfig),
     /// Publishes outbox rows to the stream.
     Dispatcher(DispatcherConfig),
+    /// Takes jobs from a Redis list queue (seed 003).
+    ListWorker(ListWorkerConfig),
+    /// Puts back jobs whose lease ran out and moves due retries to a list queue.
+    ListSupervisor(ListSupervisorConfig),
 }
 
 impl RoleConfig {
@@ -43,6 +49,8 @@ impl RoleConfig {
             RoleConfig::Consumer(c) => c.actor(),
             RoleConfig::Claimer(_) => Actor::Reaper,
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
+            RoleConfig::ListWorker(w) => w.actor(),
+            RoleConfig::ListSupervisor(s) => s.actor(),
         }
     }
 }
@@ -56,5 +64,7 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Consumer(c) => super::consumer::run(c).await,
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
+        RoleConfig::ListWorker(w) => super::list_worker::run(w).await,
+        RoleConfig::ListSupervisor(s) => super::list_supervisor::run(s).await,
     }
 }

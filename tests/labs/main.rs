@@ -18,6 +18,9 @@ mod durability_labs;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`
+/// (failures, backoff, dead letters, poison).
+mod list_labs;
 /// The list-queue scripts of seed 003's labs on a real server.
 mod list_queue_scripts;
 /// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.

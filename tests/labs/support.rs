@@ -75,7 +75,9 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::ReaderCeiling(_) | Observed::Persistence(_) | Observed::Eviction(_) => Vec::new(),
+        Observed::ReaderCeiling(_) | Observed::Persistence(_) | Observed::Eviction(_) | Observed::ListQueue(_) => {
+            Vec::new()
+        }
     }
 }
 
@@ -90,7 +92,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Failover(_)
         | Observed::ReaderCeiling(_)
         | Observed::Persistence(_)
-        | Observed::Eviction(_) => Vec::new(),
+        | Observed::Eviction(_)
+        | Observed::ListQueue(_) => Vec::new(),
     }
 }
 

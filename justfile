@@ -6,11 +6,11 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @cargo run --release -q -- list
 
-# Install redis-server and PostgreSQL where missing (apt-get on Debian/Ubuntu; otherwise says what to install), and build Redis 8 once when the system's is older than 8.4.
-setup:
-    @scripts/setup.sh
+# Install redis-server, PostgreSQL and the DejaVu fonts where missing (apt-get on Debian/Ubuntu; otherwise says what to install), and build Redis 8 once when the system's is older than 8.4; `just setup --browser` adds Chromium for the lab book's test.
+setup *flags:
+    @scripts/setup.sh {{flags}}
 
-# Run a lab (or `all`) at full scale and write results/<id>.txt, results/<id>.json.gz and SVGs.
+# Run a lab (or `all`, independent variants `--jobs N` at a time) at full scale: results/<id>.txt, <id>.json.gz, SVG and PNG pictures, SUMMARY.md and the lab book results/index.html.
 lab id *args: setup
     cargo build --release -q
     ./target/release/ordlab run {{id}} --out results {{args}}
@@ -20,12 +20,16 @@ diff id: setup
     cargo build --release -q
     ./target/release/ordlab diff {{id}}
 
-# Run every test against real servers; also the lock lab on Redis 8 and on Redis 7 where both exist, and the Docker backend when an engine answers. Says NOT TESTED for what could not run.
-test: setup
+# Run every test against real servers; also the lock lab on Redis 8 and on Redis 7 where both exist, the lab book in Chromium when it can be installed, and the Docker backend when an engine answers. Says NOT TESTED for what could not run.
+test:
     #!/usr/bin/env bash
     set -euo pipefail
+    scripts/setup.sh --browser
     python3 scripts/check-structure.py src
     cargo test --locked
+    if ! { command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; } || ! command -v chromedriver >/dev/null; then
+      echo "NOT TESTED: lab book in a browser (no chromium/chromedriver: apt-get install chromium chromium-driver)"
+    fi
     if r8=$(scripts/find-redis.sh 8); then
       ORDLAB_REDIS8="$r8" cargo test --locked --test labs lock_release::delex -- --ignored
     else
@@ -43,7 +47,7 @@ test: setup
       echo "NOT TESTED: docker backend ($why)"
     fi
 
-# Measure the harness: server start time of each backend, wall time / injected delay, XADD→receive latency.
+# Measure the harness: server start time of each backend, wall time / injected delay, XADD→receive latency beside a PING round trip; `just bench --lab-all` also times every lab as `just lab all` runs them, --jobs 1 against --jobs N.
 bench *labs: setup
     cargo build --release -q
     ./target/release/ordlab bench {{labs}}

@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Make sure redis-server and PostgreSQL (postgres + initdb) are installed; install them with
-# apt-get where possible, otherwise say exactly what to install. Then, when the system's Redis
-# is older than 8.4 (no DELEX IFEQ), build Redis 8 once into the user's cache
-# (scripts/build-redis8.sh, about 90 s on 2 cores); the local backend uses that build. If it
-# cannot be built, one line says so and labs run on the system's Redis. Quiet when all is there.
+# Make sure what ordlab needs is installed: redis-server, PostgreSQL (postgres + initdb) and a
+# font with Vietnamese glyphs for the PNG pictures (DejaVu Sans); with --browser also Chromium
+# and its WebDriver (the lab book's browser test). Installs with apt-get where possible,
+# otherwise says exactly what to install. Then, when the system's Redis is older than 8.4 (no
+# DELEX IFEQ), build Redis 8 once into the user's cache (scripts/build-redis8.sh, about 90 s on
+# 2 cores); the local backend uses that build. If it cannot be built, one line says so and labs
+# run on the system's Redis. Quiet when all is there.
+#
+# A browser that cannot be installed is a warning (the test then says NOT TESTED), except
+# where one must be there (CI set): then it is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 
+browser=0
+[ "${1:-}" = "--browser" ] && browser=1
+
 have_pg() {
   command -v postgres >/dev/null 2>&1 && command -v initdb >/dev/null 2>&1 && return 0
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1
+}
+have_font() {
+  ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1 && return 0
+  command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -q "DejaVu Sans"
 }
 
 # The system's redis-server version, e.g. "7.0.15" (empty when there is none).
@@ -47,30 +59,44 @@ ensure_redis8() {
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 have_pg || missing+=(postgresql)
-if [ ${#missing[@]} -eq 0 ]; then
+have_font || missing+=(fonts-dejavu-core)
+browser_missing=()
+if [ $browser -eq 1 ]; then
+  { command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; } || browser_missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || browser_missing+=(chromium-driver)
+fi
+if [ ${#missing[@]} -eq 0 ] && [ ${#browser_missing[@]} -eq 0 ]; then
   ensure_redis8
   exit 0
 fi
 
 if command -v apt-get >/dev/null 2>&1; then
-  echo "setup: installing ${missing[*]} with apt-get" >&2
+  echo "setup: installing ${missing[*]} ${browser_missing[*]} with apt-get" >&2
   $sudo apt-get update -qq
-  pkgs=()
-  for m in "${missing[@]}"; do
-    case $m in
-      redis-server) pkgs+=(redis-server) ;;
-      postgresql) pkgs+=(postgresql) ;;
-    esac
-  done
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
-  # The packages start system services we do not use: ordlab starts its own servers.
-  for svc in redis-server postgresql; do
-    if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
-    $sudo service "$svc" stop >/dev/null 2>&1 || true
-  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # The packages start system services we do not use: ordlab starts its own servers.
+    for svc in redis-server postgresql; do
+      if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
+      $sudo service "$svc" stop >/dev/null 2>&1 || true
+    done
+  fi
+  if [ ${#browser_missing[@]} -gt 0 ]; then
+    if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; then
+      if [ -n "${CI:-}" ]; then
+        echo "setup: chromium and chromium-driver could not be installed, and CI needs them for the lab book's browser test" >&2
+        exit 2
+      fi
+      echo "setup: chromium and chromium-driver could not be installed: the lab book's browser test will say NOT TESTED" >&2
+    fi
+  fi
   ensure_redis8
   exit 0
 fi
 
-echo "setup: missing ${missing[*]}: install Redis ≥ 7 (redis-server) and PostgreSQL ≥ 13 (postgres, initdb) with your package manager (macOS: brew install redis postgresql), or run labs with --backend docker or --backend external" >&2
-exit 2
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: missing ${missing[*]}: install Redis ≥ 7 (redis-server), PostgreSQL ≥ 13 (postgres, initdb) and the DejaVu fonts with your package manager (macOS: brew install redis postgresql font-dejavu), or run labs with --backend docker or --backend external" >&2
+  exit 2
+fi
+echo "setup: no chromium/chromedriver here and no apt-get to install them: the lab book's browser test will say NOT TESTED" >&2
+ensure_redis8

@@ -3,7 +3,7 @@
 //! start the servers, and the XADD→receive latency of idle consumers (p50, p99). Nothing in
 //! the library depends on it.
 
-use crate::error::Error;
+use crate::error::{Context, Error};
 use crate::runner::{RunOptions, Runner};
 use crate::scenario::Scenario;
 use crate::service::{ServiceOptions, Services};
@@ -57,17 +57,23 @@ pub fn idle_latencies_ms(events: &[Event]) -> Vec<f64> {
 pub async fn run(labs: &[Scenario], runs: u32, svc: &ServiceOptions, exe: PathBuf) -> Result<(), Error> {
     println!("{}", crate::service::start_times_line(svc).await);
     println!(
-        "{:<16} {:>5} {:>14} {:>9} {:>16} {:>16}",
-        "lab", "runs", "wall/critical", "start s", "xadd→recv p50", "xadd→recv p99"
+        "{:<16} {:>5} {:>14} {:>9} {:>16} {:>16} {:>12} {:>10}",
+        "lab", "runs", "wall/critical", "start s", "xadd→recv p50", "xadd→recv p99", "PING p50", "recv/PING"
     );
     for lab in labs {
         let services = Services::start(svc).await?;
         let start_s = services.start_time.as_secs_f64();
         let mut opts = RunOptions::new(1.0, 1);
         opts.runs = Some(runs);
-        let report = async { Runner::new(&services, exe.clone()).await?.run_lab(lab, &opts).await }.await;
+        let measured = async {
+            // The same server, just before the lab's runs: the floor an XADD→receive cannot beat.
+            let ping = ping_round_trips_ms(&services.redis_url, PINGS).await?;
+            let report = Runner::new(&services, exe.clone()).await?.run_lab(lab, &opts).await?;
+            Ok::<_, Error>((ping, report))
+        }
+        .await;
         services.stop().await;
-        let report = report?;
+        let (ping, report) = measured?;
         let (mut ratios, mut lat) = (Vec::new(), Vec::new());
         for v in &report.variants {
             for r in &v.run_records {
@@ -79,9 +85,84 @@ pub async fn run(labs: &[Scenario], runs: u32, svc: &ServiceOptions, exe: PathBu
         }
         let mean = if ratios.is_empty() { f64::NAN } else { ratios.iter().sum::<f64>() / ratios.len() as f64 };
         let ms = |q| quantile(&lat, q).map(|x| format!("{x:.2} ms")).unwrap_or_else(|| "-".into());
-        println!("{:<16} {:>5} {:>14.3} {:>9.3} {:>16} {:>16}", lab.id, ratios.len(), mean, start_s, ms(0.5), ms(0.99));
+        let ping_p50 = quantile(&ping, 0.5).unwrap_or(f64::NAN);
+        let ratio = quantile(&lat, 0.5).map(|l| format!("{:.1}×", l / ping_p50)).unwrap_or_else(|| "-".into());
+        println!(
+            "{:<16} {:>5} {:>14.3} {:>9.3} {:>16} {:>16} {:>9.3} ms {:>10}",
+            lab.id,
+            ratios.len(),
+            mean,
+            start_s,
+            ms(0.5),
+            ms(0.99),
+            ping_p50,
+            ratio
+        );
     }
     Ok(())
+}
+
+/// PINGs per round-trip measurement.
+const PINGS: usize = 1000;
+
+/// `n` PING round trips, one after the other on one connection, in ms: what loopback and
+/// the server cost before any harness is involved.
+pub async fn ping_round_trips_ms(redis_url: &str, n: usize) -> Result<Vec<f64>, Error> {
+    let mut conn = crate::connect::redis(redis_url).await.context("connect for PING")?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = std::time::Instant::now();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await.context("PING")?;
+        out.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(out)
+}
+
+/// Every lab as `just lab all` runs it (full runs, time scale 1), once per `jobs` value: the
+/// wall time against the sum of the runs' injected critical paths.
+pub async fn lab_all(labs: &[Scenario], jobs: &[usize], svc: &ServiceOptions, exe: PathBuf) -> Result<(), Error> {
+    println!("\nevery lab as `just lab all` runs them (time scale 1, full runs, results not kept):");
+    for &n in jobs {
+        let opts = RunOptions::new(1.0, 1);
+        let start = std::time::Instant::now();
+        let reports = crate::schedule::run_labs(labs, &opts, svc, n, exe.clone(), &mut |_| {}).await?;
+        let wall = start.elapsed().as_secs_f64();
+        let totals = LabAllTotals::of(&reports);
+        println!(
+            "  --jobs {n}: wall {wall:.1} s · Σ critical paths {:.1} s · wall/critical {:.2} · scheduler races alone {:.1} s of runs · {} runs",
+            totals.critical_s,
+            wall / totals.critical_s,
+            totals.race_s,
+            totals.runs
+        );
+    }
+    Ok(())
+}
+
+/// What the runs of many labs add up to.
+#[derive(Debug, Default, PartialEq)]
+pub struct LabAllTotals {
+    pub runs: usize,
+    /// Σ of every run's injected critical path, where the lab injects handler work.
+    pub critical_s: f64,
+    /// Σ of the wall time of the runs of scheduler-race variants (run alone).
+    pub race_s: f64,
+}
+
+impl LabAllTotals {
+    pub fn of(reports: &[crate::report::LabReport]) -> LabAllTotals {
+        let mut t = LabAllTotals::default();
+        for v in reports.iter().flat_map(|r| &r.variants) {
+            for r in &v.run_records {
+                t.runs += 1;
+                t.critical_s += v.procedure.critical_path_ms(r, 1.0).unwrap_or(0.0) / 1000.0;
+                if v.scheduler_race {
+                    t.race_s += wall_ms(&r.events) / 1000.0;
+                }
+            }
+        }
+        t
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! One file per concern; a lab composes the ones it needs in its `judge`:
 //! [`durability`] (acknowledged jobs a crash or eviction took away), [`effect_counts`] (effects
 //! wanted per job against the sink's ledger), [`retry_schedule`] (retries against a backoff),
-//! [`health`] (did the run finish and every process die only as planned), [`final_state`]
+//! [`health`] (did the run finish and every process die only as planned), [`job_effects`]
+//! (every list-queue job took effect once, each order's steps in order), [`spread`] (a queue's
+//! load over a cluster's masters), [`final_state`]
 //! (each order ends in its last event's status), [`delivery`] (duplicates, reordering and
 //! side effects applied twice), [`fates`] (what became of every event: applied, dropped,
 //! lost, out of order), [`exclusion`] (no two lock holders at once), [`concurrency`]
@@ -24,10 +26,12 @@ pub mod failover;
 pub mod fates;
 pub mod final_state;
 pub mod health;
+pub mod job_effects;
 pub mod limit;
 pub mod outcome;
 pub mod redelivery;
 pub mod retry_schedule;
+pub mod spread;
 pub mod total_queue;
 mod verdict;
 

@@ -1,7 +1,8 @@
 //! Faults injected on purpose, each one data from the scenario with a no-op default: handler
 //! work (a sleep standing in for an API call), publish failures with their retry schedule,
 //! planned SIGKILLs of role processes, a replication link with a shape (delay, bandwidth,
-//! partition, the primary's machine dying), and the time scale that stretches or shrinks them.
+//! partition, the primary's machine dying), a hash slot moved between cluster masters while
+//! workers run, and the time scale that stretches or shrinks them all.
 //!
 //! A lab that injects nothing gets the no-op versions: zero work, no failing attempt, no
 //! crash, time scale 1.
@@ -10,6 +11,7 @@ mod crash;
 pub mod link;
 mod list_crash;
 mod publish;
+pub mod slot_migration;
 mod time_scale;
 mod work;
 

@@ -51,6 +51,7 @@ pub mod report;
 pub mod roles;
 pub mod runner;
 pub mod scenario;
+pub mod schedule;
 pub mod service;
 pub mod side_effect;
 pub mod stats;

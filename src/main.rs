@@ -6,8 +6,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ordlab::error::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MATCHED, EXIT_MISMATCH};
 use ordlab::lang::Lang;
 use ordlab::report::text::TextOptions;
-use ordlab::report::{json, snapshot, summary, svg, text, LabReport};
-use ordlab::runner::{RunOptions, Runner};
+use ordlab::report::{files, json, snapshot, summary, text, LabReport};
+use ordlab::runner::RunOptions;
 use ordlab::scenario::Scenario;
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
 use ordlab::{bench, catalog, roles};
@@ -72,6 +72,13 @@ enum Command {
         labs: Vec<String>,
         #[arg(long, default_value_t = 5)]
         runs: u32,
+        /// Also time every lab as `just lab all` runs them (full runs, time scale 1), with
+        /// --jobs 1 and with --jobs N, against the sum of their injected critical paths.
+        #[arg(long)]
+        lab_all: bool,
+        /// N for --lab-all (default: the number of cores).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+        jobs: Option<u32>,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -98,6 +105,11 @@ struct RunArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Variants run at a time, each on servers of its own (default: the number of cores; 1 with
+    /// --backend external, whose servers are shared).
+    /// Variants whose outcome depends on the OS scheduler always run alone, first.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    jobs: Option<u32>,
 }
 
 #[derive(clap::Args, Clone)]
@@ -111,6 +123,10 @@ struct ServiceArgs {
     /// PostgreSQL URL or key=value string for --backend external.
     #[arg(long, env = "ORDLAB_PG_URL", hide_env_values = true)]
     pg_url: Option<String>,
+    /// Nodes of your Redis Cluster for --backend external, for labs past one node (`cluster`):
+    /// comma-separated or the flag repeated (redis://h1:7000,redis://h2:7001).
+    #[arg(long = "redis-cluster-url", env = "ORDLAB_REDIS_CLUSTER_URL", value_delimiter = ',', hide_env_values = true)]
+    redis_cluster_url: Vec<String>,
     /// Redis image for --backend docker (and auto).
     #[arg(long, env = "ORDLAB_REDIS_IMAGE", default_value = "redis:8")]
     redis_image: String,
@@ -153,6 +169,7 @@ impl ServiceArgs {
             pg_image: self.pg_image.clone(),
             redis_url: self.redis_url.clone(),
             pg_url: self.pg_url.clone(),
+            redis_cluster_urls: self.redis_cluster_url.clone(),
             ..ServiceOptions::default()
         }
     }
@@ -236,10 +253,16 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             run_labs(&labs, &run, &services, &write).await
         }
         Command::Diff { lab, snapshots, services } => diff(&lab, &snapshots, &services).await,
-        Command::Bench { labs, runs, services } => {
+        Command::Bench { labs, runs, lab_all, jobs, services } => {
             let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
             check_services(&services)?;
             bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
+            if lab_all {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let n = jobs.map_or(cores, |j| j as usize);
+                let jobs: Vec<usize> = if n == 1 { vec![1] } else { vec![1, n] };
+                bench::lab_all(&labs, &jobs, &services.options(), std::env::current_exe()?).await?;
+            }
             Ok(EXIT_MATCHED)
         }
         Command::Role => unreachable!("handled before the runtime starts"),
@@ -289,14 +312,21 @@ struct Output {
 /// `ordlab run`: everything that can be checked without servers first (labs, variant,
 /// backend and URLs), then the servers, then the labs one by one.
 async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output: &Output) -> anyhow::Result<i32> {
-    let labs = resolve_labs(ids)?;
+    let mut labs = resolve_labs(ids)?;
     if let Some(v) = &run.variant {
         if let Some(lab) = labs.iter().find(|l| l.variant(v).is_none()) {
             anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, lab.variant_ids().join(", "));
         }
     }
     check_services(services)?;
-    let services = Services::start(&services.options()).await?;
+    check_needs(&mut labs, run, services)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let external = matches!(services.backend, BackendArg::External);
+    // An external server is shared, so by default its labs run one at a time.
+    let jobs = run.jobs.map_or(if external { 1 } else { cores }, |j| j as usize);
+    if jobs > 1 && external {
+        anyhow::bail!("--jobs {jobs} needs servers of its own per job, and an external server is shared: use --jobs 1");
+    }
     let mut opts = RunOptions::new(run.time_scale, run.seed.unwrap_or_else(rand::random));
     opts.runs = run.runs;
     opts.variant = run.variant.clone();
@@ -308,14 +338,28 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
             bar.inc(1);
         }));
     }
-    let reports = run_each(&services, &labs, &opts, output, progress.as_ref()).await;
-    services.stop().await;
+    // Each lab's files as soon as its last variant is done; its text on stdout in lab order.
+    let mut written: Vec<anyhow::Result<Vec<PathBuf>>> = Vec::new();
+    let mut printed = PrintInOrder::new(labs.iter().map(|l| l.id.clone()).collect());
+    let mut on_lab = |report: &LabReport| {
+        let text_report = text::render(report, &TextOptions { lang: output.lang, ..TextOptions::default() });
+        if let Some(dir) = &output.dir {
+            written.push(write_results(dir, report, &text_report, output.lang, output.svg_run));
+        }
+        if output.format == Format::Text {
+            printed.ready(&report.lab.id, text_report);
+        }
+    };
+    let exe = std::env::current_exe()?;
+    let reports = ordlab::schedule::run_labs(&labs, &opts, &services.options(), jobs, exe, &mut on_lab).await;
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
     let reports = reports?;
+    let pictures: Vec<PathBuf> = written.into_iter().collect::<anyhow::Result<Vec<_>>>()?.concat();
     if let Some(dir) = &output.dir {
-        write_summary(dir)?;
+        let saved = write_summary(dir)?;
+        write_book_and_pngs(dir, &saved, &pictures)?;
     }
     if output.format == Format::Json {
         println!("{}", if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) });
@@ -323,30 +367,26 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
     Ok(if reports.iter().all(LabReport::matched) { EXIT_MATCHED } else { EXIT_MISMATCH })
 }
 
-async fn run_each(
-    services: &Services,
-    labs: &[Scenario],
-    opts: &RunOptions,
-    output: &Output,
-    progress: Option<&indicatif::ProgressBar>,
-) -> anyhow::Result<Vec<LabReport>> {
-    let mut runner = Runner::new(services, std::env::current_exe()?).await?;
-    let mut reports = Vec::new();
-    for lab in labs {
-        if let Some(bar) = progress {
-            bar.set_prefix(lab.id.clone());
-        }
-        let report = runner.run_lab(lab, opts).await?;
-        let text_report = text::render(&report, &TextOptions { lang: output.lang, ..TextOptions::default() });
-        if let Some(dir) = &output.dir {
-            write_results(dir, &report, &text_report, output.lang, output.svg_run)?;
-        }
-        if output.format == Format::Text {
-            print!("{text_report}");
-        }
-        reports.push(report);
+/// Text reports printed in the order the labs were asked for, each as soon as it and every
+/// lab before it are done.
+struct PrintInOrder {
+    order: Vec<String>,
+    next: usize,
+    waiting: std::collections::HashMap<String, String>,
+}
+
+impl PrintInOrder {
+    fn new(order: Vec<String>) -> PrintInOrder {
+        PrintInOrder { order, next: 0, waiting: Default::default() }
     }
-    Ok(reports)
+
+    fn ready(&mut self, lab: &str, text: String) {
+        self.waiting.insert(lab.to_string(), text);
+        while let Some(text) = self.order.get(self.next).and_then(|id| self.waiting.remove(id)) {
+            print!("{text}");
+            self.next += 1;
+        }
+    }
 }
 
 /// `ordlab diff`: run the lab as its snapshot test does and compare with the stored snapshots.
@@ -378,12 +418,53 @@ fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
             "--redis-url is not a Redis URL: use redis://host:port/ (or ORDLAB_REDIS_URL)".to_string()
         })?;
     }
+    for (i, url) in services.redis_cluster_url.iter().enumerate() {
+        redis::parse_redis_url(url).with_context(|| {
+            format!(
+                "--redis-cluster-url entry {} is not a Redis URL: use redis://host:port/, comma-separated for several nodes (or ORDLAB_REDIS_CLUSTER_URL)",
+                i + 1
+            )
+        })?;
+    }
     if let Some(pg) = &services.pg_url {
         pg.parse::<tokio_postgres::Config>().map_err(|e| {
             anyhow::anyhow!(
                 "--pg-url is not a PostgreSQL URL or key=value string ({e}): use postgres://user@host:port/db"
             )
         })?;
+    }
+    Ok(())
+}
+
+/// What the labs need from an external backend, before any server starts: a lab that needs a
+/// Redis Cluster needs `--redis-cluster-url`; a variant that would change the user's servers is
+/// refused when named with --variant, else left out with one line on stderr saying why.
+fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
+    if !matches!(services.backend, BackendArg::External) {
+        return Ok(());
+    }
+    for lab in labs.iter_mut() {
+        let mut kept = Vec::new();
+        for v in std::mem::take(&mut lab.variants) {
+            let needs = v.procedure.needs();
+            let chosen = run.variant.as_ref().is_none_or(|only| *only == v.id);
+            if chosen && needs.cluster && services.redis_cluster_url.is_empty() {
+                anyhow::bail!(
+                    "lab {} needs a Redis Cluster: with --backend external name its nodes with --redis-cluster-url redis://host:port,redis://host:port (or ORDLAB_REDIS_CLUSTER_URL), or use --backend local and the lab starts its own",
+                    lab.id
+                );
+            }
+            match needs.not_external {
+                Some(why) if run.variant.is_some() && chosen => {
+                    anyhow::bail!("{}/{} does not run against your servers: {why}; use --backend local", lab.id, v.id)
+                }
+                Some(why) if chosen => {
+                    eprintln!("ordlab: {}/{} left out: {why} (it runs with --backend local)", lab.id, v.id)
+                }
+                _ => kept.push(v),
+            }
+        }
+        lab.variants = kept;
     }
     Ok(())
 }
@@ -403,6 +484,7 @@ fn progress_bar(labs: &[Scenario], run: &RunArgs) -> indicatif::ProgressBar {
         )
         .expect("valid template"),
     );
+    bar.set_prefix("ordlab");
     bar
 }
 
@@ -419,8 +501,14 @@ fn command_line() -> String {
     args.join(" ")
 }
 
-/// `<id>.txt`, `<id>.json.gz` and one `<id>-<variant>.svg` per variant.
-fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, svg_run: u32) -> anyhow::Result<()> {
+/// `<id>.txt`, `<id>.json.gz` and one `<id>-<variant>.svg` per variant (and the lab's charts).
+fn write_results(
+    dir: &Path,
+    report: &LabReport,
+    text_report: &str,
+    lang: Lang,
+    svg_run: u32,
+) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let id = &report.lab.id;
     let write = |name: String, body: String| {
@@ -430,16 +518,22 @@ fn write_results(dir: &Path, report: &LabReport, text_report: &str, lang: Lang, 
     // Compressed: a lab over many orders records tens of thousands of events.
     let gz = dir.join(format!("{id}.json.gz"));
     std::fs::write(&gz, json::gzip(report)).with_context(|| format!("write {}", gz.display()))?;
-    for v in &report.variants {
-        let name = if v.id == *id { format!("{id}.svg") } else { format!("{id}-{}.svg", v.id) };
-        write(name, svg::render(report, v, svg_run, lang))?;
-    }
+    files::write_pictures(dir, report, lang, svg_run)
+        .with_context(|| format!("write {id}'s pictures in {}", dir.display()))
+}
+
+/// The lab book over every saved lab, then a PNG of each picture written by this run: after
+/// every run is over, so drawing them disturbs no race.
+fn write_book_and_pngs(dir: &Path, saved: &[LabReport], pictures: &[PathBuf]) -> anyhow::Result<()> {
+    files::write_book(dir, saved).with_context(|| format!("write {}/index.html", dir.display()))?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    files::write_pngs(pictures, cores)?;
     Ok(())
 }
 
 /// `SUMMARY.md` over every lab whose JSON is in `dir`, so a single lab's run keeps the
 /// others' rows.
-fn write_summary(dir: &Path) -> anyhow::Result<()> {
+fn write_summary(dir: &Path) -> anyhow::Result<Vec<LabReport>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -456,5 +550,5 @@ fn write_summary(dir: &Path) -> anyhow::Result<()> {
     }
     std::fs::write(dir.join("SUMMARY.md"), summary::render(&reports))
         .with_context(|| format!("write {}/SUMMARY.md", dir.display()))?;
-    Ok(())
+    Ok(reports)
 }

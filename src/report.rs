@@ -7,10 +7,13 @@
 //! between runs are printed through one [`Redactor`].
 
 pub mod chart;
+pub mod files;
 #[cfg(test)]
 pub(crate) mod fixture;
+pub mod html;
 pub mod json;
 mod model;
+pub mod png;
 pub mod redact;
 pub mod snapshot;
 pub mod summary;

@@ -1,8 +1,8 @@
 //! The processes a lab starts besides the servers: the producer (a task of the orchestrator),
 //! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
 //! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
-//! claimer, the fan-out reader, outbox dispatchers, and seed 003's list-queue workers and
-//! their supervisor (reaper and scheduler).
+//! claimer, the fan-out reader, outbox dispatchers, seed 003's list-queue workers and their
+//! supervisor (reaper and scheduler), and list-queue workers on a Redis Cluster.
 //!
 //! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
 //! timeline events, reports an unplanned death with its stderr, and kills it on drop.
@@ -10,6 +10,7 @@
 //! connected), as data over CLIENT LIST.
 
 pub mod claimer;
+pub mod cluster_worker;
 mod config;
 pub mod consumer;
 pub mod dispatcher;

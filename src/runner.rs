@@ -7,7 +7,7 @@ use crate::error::{Context, Error};
 use crate::fault::TimeScale;
 use crate::labs::RunContext;
 use crate::report::{snapshot, Environment, LabInfo, LabReport, VariantReport};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Variant};
 use crate::service::{ServiceOptions, Services};
 use redis::aio::MultiplexedConnection;
 use std::path::PathBuf;
@@ -52,6 +52,11 @@ impl RunOptions {
         let mut opts = RunOptions::new(snapshot::TIME_SCALE, snapshot::SEED);
         opts.max_runs = Some(snapshot::RUNS);
         opts
+    }
+
+    /// Does this invocation run variant `v` (all, or the one `--variant` names)?
+    pub fn wants(&self, v: &Variant) -> bool {
+        self.variant.as_ref().is_none_or(|only| *only == v.id)
     }
 
     fn runs_of(&self, asked: u32) -> u32 {
@@ -106,30 +111,45 @@ impl<'a> Runner<'a> {
     /// Run every variant of a lab (or the one `opts.variant` names).
     pub async fn run_lab(&mut self, lab: &Scenario, opts: &RunOptions) -> Result<LabReport, Error> {
         let mut variants = Vec::new();
-        for v in lab.variants.iter().filter(|v| opts.variant.as_ref().is_none_or(|only| *only == v.id)) {
-            let runs = opts.runs_of(v.runs);
-            let mut records = Vec::new();
-            for run in 1..=runs {
-                let mut ctx = RunContext {
-                    services: self.services,
-                    exe: &self.exe,
-                    redis: self.redis.clone(),
-                    pg: &self.pg,
-                    scale: opts.scale,
-                    lab: &lab.id,
-                    variant: &v.id,
-                    run,
-                    seed: opts.seed,
-                    nonce: &self.nonce,
-                };
-                records.push(v.procedure.run_once(&mut ctx).await?);
-                if let Some(cb) = &opts.on_run {
-                    cb(&v.id, run, runs);
-                }
-            }
-            variants.push(VariantReport::tally(v, records));
+        for v in lab.variants.iter().filter(|v| opts.wants(v)) {
+            variants.push(self.run_variant(lab, v, opts).await?);
         }
-        Ok(LabReport {
+        Ok(self.lab_report(lab, variants, opts))
+    }
+
+    /// Run one variant of `lab` its number of runs, one after the other.
+    pub async fn run_variant(
+        &mut self,
+        lab: &Scenario,
+        v: &Variant,
+        opts: &RunOptions,
+    ) -> Result<VariantReport, Error> {
+        let runs = opts.runs_of(v.runs);
+        let mut records = Vec::new();
+        for run in 1..=runs {
+            let mut ctx = RunContext {
+                services: self.services,
+                exe: &self.exe,
+                redis: self.redis.clone(),
+                pg: &self.pg,
+                scale: opts.scale,
+                lab: &lab.id,
+                variant: &v.id,
+                run,
+                seed: opts.seed,
+                nonce: &self.nonce,
+            };
+            records.push(v.procedure.run_once(&mut ctx).await?);
+            if let Some(cb) = &opts.on_run {
+                cb(&v.id, run, runs);
+            }
+        }
+        Ok(VariantReport::tally(v, records))
+    }
+
+    /// The lab's report over its variants' reports, with this runner's environment.
+    pub fn lab_report(&self, lab: &Scenario, variants: Vec<VariantReport>, opts: &RunOptions) -> LabReport {
+        LabReport {
             schema_version: crate::SCHEMA_VERSION,
             environment: self.environment(opts),
             lab: LabInfo {
@@ -141,7 +161,7 @@ impl<'a> Runner<'a> {
                 family: lab.family.clone(),
             },
             variants,
-        })
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod binaries;
+pub mod cluster;
 mod docker;
 mod doctor;
 mod engine;
@@ -92,6 +93,8 @@ pub struct ServiceOptions {
     pub pg_image: String,
     pub redis_url: Option<String>,
     pub pg_url: Option<String>,
+    /// Nodes of the user's Redis Cluster, for labs that need one (external backend only).
+    pub redis_cluster_urls: Vec<String>,
     pub redis_args: Vec<String>,
 }
 
@@ -103,6 +106,7 @@ impl Default for ServiceOptions {
             pg_image: "postgres:18".into(),
             redis_url: None,
             pg_url: None,
+            redis_cluster_urls: Vec::new(),
             redis_args: Vec::new(),
         }
     }
@@ -135,6 +139,12 @@ pub struct Services {
     pub backend: Backend,
     pub redis_url: String,
     pub pg_config: String,
+    /// The user's Redis Cluster (external backend with `--redis-cluster-url`; checked to be
+    /// a cluster whose state is ok when the services start). Empty otherwise: a lab that
+    /// needs a cluster starts its own.
+    pub redis_cluster_urls: Vec<String>,
+    /// The Redis Cluster labs past one node run on, started or connected to on first use.
+    pub cluster: cluster::SharedCluster,
     pub info: ServerInfo,
     pub start_time: Duration,
     /// Why `--backend auto` did not choose Docker, when it did not (also printed on stderr).
@@ -181,10 +191,18 @@ impl Services {
         // On error below, `guard` drops here and stops whatever was started.
         let ((redis_version, redis), postgres_version) =
             tokio::try_join!(probe_redis(&redis_url), probe_postgres(&pg_config))?;
+        let redis_cluster_urls =
+            if backend == Backend::External { opts.redis_cluster_urls.clone() } else { Vec::new() };
+        if !redis_cluster_urls.is_empty() {
+            // A cluster that is not one, or not ok, is reported now, before any lab runs.
+            cluster::RedisCluster::external(&redis_cluster_urls).await?;
+        }
         Ok(Services {
             backend,
             redis_url,
             pg_config,
+            redis_cluster_urls,
+            cluster: cluster::SharedCluster::default(),
             info: ServerInfo { redis_version, postgres_version, redis, redis_server },
             start_time: started.elapsed(),
             backend_note,
@@ -204,6 +222,7 @@ impl Services {
 
     /// Stops the servers without blocking the runtime, then removes their files.
     pub async fn stop(mut self) {
+        self.cluster.stop().await;
         match std::mem::replace(&mut self.guard, Guard::External) {
             Guard::Local(LocalGuard { redis, pg, dir }) => {
                 tokio::join!(redis.stop(), pg.stop());

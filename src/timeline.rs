@@ -155,6 +155,26 @@ pub enum EventKind {
     /// The replica became the primary (`REPLICAOF NO ONE`), `behind_bytes` of replication
     /// stream short of the dead primary.
     ReplicaPromoted { behind_bytes: i64 },
+    /// The producer pushed a job onto a list queue (`LPUSH`); `queue` is the queue's hash tag.
+    JobPushed { job_id: String, job: Job, queue: String },
+    /// The producer pushed `jobs` jobs onto `queues` list queues at once (one LPUSH each).
+    JobsPushed { jobs: u64, queues: u32 },
+    /// A worker moved a job from its list queue to its processing list (`BLMOVE`).
+    JobTaken { job_id: String, job: Job, queue: String },
+    /// A worker recorded the job's effect (`RPUSH` onto its queue's applied list).
+    JobApplied { job_id: String, job: Job, queue: String },
+    /// A queue command failed; the worker sleeps `sleep_ms`, then tries again (the seed's
+    /// `catch`). A job it held stays in its processing list.
+    QueueError { command: String, error: String, sleep_ms: f64 },
+    /// A worker took its stop marker: `jobs` done, `cpu_ms` of its own CPU time. Stamped at
+    /// its last job.
+    WorkerDone { jobs: u64, cpu_ms: f64 },
+    /// Resharding: hash slot `slot` set IMPORTING on master `to`, MIGRATING on `from`.
+    SlotMigrating { slot: u16, from: String, to: String },
+    /// The slot's `keys` keys moved from `from` to `to` with MIGRATE.
+    SlotKeysMoved { slot: u16, keys: u64, from: String, to: String },
+    /// `CLUSTER SETSLOT <slot> NODE` on every master: `node` owns the slot.
+    SlotOwned { slot: u16, node: String },
     /// A role lost its primary and found the new one (`server`: `replica`, promoted), where
     /// it goes on; a consumer first re-reads its own pending entries there.
     Reconnected { server: String },
@@ -293,6 +313,7 @@ impl EventKind {
             K::Held { job, .. } | K::Dropped { job, .. } => Some(job.order),
             K::Wrote { order, .. } | K::Inserted { order, .. } | K::WriteFailed { order, .. } => Some(*order),
             K::GapTimeout { order, .. } | K::SqlSent { order, .. } | K::SqlDone { order, .. } => Some(*order),
+            K::JobPushed { job, .. } | K::JobTaken { job, .. } | K::JobApplied { job, .. } => Some(job.order),
             _ => None,
         }
     }

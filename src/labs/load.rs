@@ -4,7 +4,8 @@
 //! on the same server in the same run.
 
 use super::stream::{self, StreamSpec};
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
+use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView, VariantRuns};
+use crate::chart::Chart;
 use crate::checker::RunVerdict;
 use crate::connect;
 use crate::error::{Context, Error};
@@ -16,6 +17,8 @@ use crate::checker::concurrency::max_concurrent_handlers;
 use crate::timeline::{Actor, Event, EventKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+mod charts;
 
 /// `kind = "load"`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -259,6 +262,11 @@ impl LabProcedure for LoadSpec {
         true
     }
 
+    /// Throughput, wrong orders and the publish → ack latency distribution per strategy.
+    fn compare(variants: &[VariantRuns<'_, Self>]) -> Vec<Chart> {
+        charts::compare(variants)
+    }
+
     fn table_row(&self, run: &RunView<'_, LoadObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
         let m = measure(self.shards, run.events);
         let n = |x: i64| Line(vec![Piece::Count(x)]);
@@ -290,32 +298,50 @@ struct LoadMeasures {
 }
 
 fn measure(shards: u32, events: &[Event]) -> LoadMeasures {
-    let mut published: HashMap<(u32, &str), i64> = HashMap::new();
-    let mut acked: Vec<(i64, (u32, &str))> = Vec::new();
+    let pairs = publish_and_ack(shards, events);
+    let first_publish = pairs.published.values().copied().min().unwrap_or(0);
+    let last_publish = pairs.published.values().copied().max().unwrap_or(0);
+    let last_ack = pairs.acked.iter().map(|(t, _)| *t).max().unwrap_or(0);
+    let latencies = pairs.latencies_us();
+    let per_second = |n: usize, span_us: i64| if span_us > 0 { (n as f64 * 1e6 / span_us as f64) as i64 } else { 0 };
+    LoadMeasures {
+        acked: pairs.acked.len() as i64,
+        throughput_eps: per_second(pairs.acked.len(), last_ack - first_publish),
+        p50_us: quantile(&latencies, 0.5).unwrap_or(0.0) as i64,
+        p99_us: quantile(&latencies, 0.99).unwrap_or(0.0) as i64,
+        producer_xadd_per_s: per_second(pairs.published.len().saturating_sub(1), last_publish - first_publish),
+    }
+}
+
+/// When each entry was published and acknowledged (keyed by shard and entry ID: an ID is
+/// unique within its stream only).
+struct PublishAndAck<'a> {
+    published: HashMap<(u32, &'a str), i64>,
+    acked: Vec<(i64, (u32, &'a str))>,
+}
+
+impl PublishAndAck<'_> {
+    /// Publish → ack of every acknowledged entry, in µs.
+    fn latencies_us(&self) -> Vec<f64> {
+        self.acked.iter().filter_map(|(t, key)| self.published.get(key).map(|p| (t - p) as f64)).collect()
+    }
+}
+
+fn publish_and_ack(shards: u32, events: &[Event]) -> PublishAndAck<'_> {
+    let mut pairs = PublishAndAck { published: HashMap::new(), acked: Vec::new() };
     for e in events {
         match &e.kind {
             EventKind::Published { entry_id, job, .. } => {
-                published.entry((stream::shard_of(job.order, shards), entry_id.as_str())).or_insert(e.t_us);
+                pairs.published.entry((stream::shard_of(job.order, shards), entry_id.as_str())).or_insert(e.t_us);
             }
             EventKind::Acked { entry_id } => {
                 let shard = if let Actor::Consumer(_) = e.actor { stream::shard_of_actor(e.actor, shards) } else { 0 };
-                acked.push((e.t_us, (shard, entry_id.as_str())));
+                pairs.acked.push((e.t_us, (shard, entry_id.as_str())));
             }
             _ => {}
         }
     }
-    let first_publish = published.values().copied().min().unwrap_or(0);
-    let last_publish = published.values().copied().max().unwrap_or(0);
-    let last_ack = acked.iter().map(|(t, _)| *t).max().unwrap_or(0);
-    let latencies: Vec<f64> = acked.iter().filter_map(|(t, key)| published.get(key).map(|p| (t - p) as f64)).collect();
-    let per_second = |n: usize, span_us: i64| if span_us > 0 { (n as f64 * 1e6 / span_us as f64) as i64 } else { 0 };
-    LoadMeasures {
-        acked: acked.len() as i64,
-        throughput_eps: per_second(acked.len(), last_ack - first_publish),
-        p50_us: quantile(&latencies, 0.5).unwrap_or(0.0) as i64,
-        p99_us: quantile(&latencies, 0.99).unwrap_or(0.0) as i64,
-        producer_xadd_per_s: per_second(published.len().saturating_sub(1), last_publish - first_publish),
-    }
+    pairs
 }
 
 /// `redis-benchmark` XADD with one client and no pipelining (how our producer publishes),

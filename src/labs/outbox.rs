@@ -117,6 +117,12 @@ impl OutboxSpec {
 }
 
 impl LabProcedure for OutboxSpec {
+    /// A dispatcher killed while the consumer applies what it published: where the kill falls
+    /// among the consumer's writes is the scheduler's.
+    fn processes_interleave_freely(&self) -> bool {
+        self.outbox.crash_after_xadd_of_row.is_some()
+    }
+
     type Observed = OutboxObserved;
 
     fn validate(&mut self) -> Result<(), String> {

@@ -76,6 +76,20 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
         Vec::new()
     }
 
+    /// What the lab needs from the servers beyond the shared Redis and PostgreSQL, checked
+    /// before anything starts (default: nothing more).
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+
+    /// Do the lab's processes run side by side with no order between them beyond publish →
+    /// receive (a dispatcher crashing while a consumer applies what it published)? A
+    /// snapshot then lists the timeline process by process, as for a scheduler race, since
+    /// the interleaving across processes differs from run to run (default: no).
+    fn processes_interleave_freely(&self) -> bool {
+        false
+    }
+
     /// In a scheduler-race variant, is each process's own sequence of lines the same in every
     /// run (only the interleaving across processes varies)? A snapshot then lists the timeline
     /// process by process instead of leaving it out (default: no).
@@ -114,6 +128,17 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     {
         Vec::new()
     }
+}
+
+/// What a lab needs beyond the shared Redis and PostgreSQL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// A Redis Cluster: the lab's own, or with `--backend external` the user's
+    /// (`--redis-cluster-url`).
+    pub cluster: bool,
+    /// Why it cannot run against the user's servers (`--backend external`), if it cannot:
+    /// it would change them.
+    pub not_external: Option<&'static str>,
 }
 
 /// What a procedure's run returns, before the runner judges it.

@@ -87,7 +87,7 @@ fn environment(out: &mut String, reports: &[LabReport], env: &Environment) {
     }
 }
 
-fn wrong_cell(v: &VariantReport) -> String {
+pub(crate) fn wrong_cell(v: &VariantReport) -> String {
     let mut s = format!("{}/{}", v.wrong, v.runs);
     if v.expected.is_probabilistic() {
         let (lo, hi) = wilson_95(v.wrong, v.runs - v.unknown);
@@ -108,7 +108,7 @@ fn outcome(o: Outcome) -> &'static str {
 }
 
 /// Does the measured count agree with the seed's figure?
-fn agreement(check: SeedCheck, v: &VariantReport) -> &'static str {
+pub(crate) fn agreement(check: SeedCheck, v: &VariantReport) -> &'static str {
     let judged = v.runs.saturating_sub(v.unknown);
     if judged == 0 && check != SeedCheck::SeeReport {
         return "see report";

@@ -32,6 +32,47 @@ const LABEL_PX: f64 = 14.0;
 /// Render run `run` (1-based) of `variant` as a standalone SVG document; a run over many
 /// orders is drawn for a few of them ([`readable_window`]).
 pub fn render(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang) -> String {
+    render_as(report, variant, run, lang, &Flavour::FILE)
+}
+
+/// The same picture for the lab book's walk-through: every element drawn for an event carries
+/// `data-step="k"` (k = the number of the text report's timeline line that shows it, or of the
+/// last line before it), marks can take the keyboard focus, the final state and verdict come
+/// at the last step, and the hatch pattern's id ends in `id` so several SVGs fit one page.
+pub fn render_steps(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, id: &str) -> String {
+    render_as(report, variant, run, lang, &Flavour { steps: true, pattern: format!("hatch-{id}") })
+}
+
+/// How a picture is written: for a file, or for the lab book.
+pub struct Flavour {
+    /// Tag elements with the step that shows them.
+    pub steps: bool,
+    /// The id of the lock hatch pattern.
+    pub pattern: String,
+}
+
+impl Flavour {
+    const FILE: Flavour = Flavour { steps: false, pattern: String::new() };
+
+    /// ` data-step="k"` (and focusable for a mark), or nothing.
+    fn step_attr(&self, step: u32, focusable: bool) -> String {
+        match (self.steps && step > 0, focusable) {
+            (false, _) => String::new(),
+            (true, false) => format!(r#" data-step="{step}""#),
+            (true, true) => format!(r#" data-step="{step}" tabindex="0""#),
+        }
+    }
+
+    fn pattern_id(&self) -> &str {
+        if self.pattern.is_empty() {
+            "hatch"
+        } else {
+            &self.pattern
+        }
+    }
+}
+
+fn render_as(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, flavour: &Flavour) -> String {
     let (variant, shown) = readable_window(variant, run);
     let variant = &variant;
     let title = format!(
@@ -58,12 +99,12 @@ pub fn render(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang)
         return draw::missing_run(&title_lines, &msg);
     };
     let scale = TimeScale(report.environment.time_scale);
-    let timeline = model::Timeline::build(record, scale, variant.procedure.many_orders(), lang);
+    let timeline = model::Timeline::build(record, scale, &variant.procedure, lang);
     let mut final_items = variant.procedure.final_state(record);
     if let Some(shown) = shown {
         final_items.retain(|i| i.order.is_some_and(|o| shown.contains(&o)));
     }
-    draw::page(&title_lines, &timeline, record, &final_items, lang)
+    draw::page(&title_lines, &timeline, record, &final_items, lang, flavour)
 }
 
 #[cfg(test)]

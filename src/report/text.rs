@@ -9,6 +9,9 @@ mod header;
 mod timeline;
 mod variant;
 
+pub use header::environment;
+pub use variant::outcome as variant_outcome;
+
 use super::{LabReport, Lang, Redactor};
 use std::fmt::Write;
 
@@ -41,6 +44,19 @@ pub fn render(report: &LabReport, opts: &TextOptions) -> String {
         out.push('\n');
         variant::render(&mut out, v, opts);
     }
+    header::side_by_side(&mut out, report, opts);
+    // Charts as numbers; a snapshot leaves them out (every value in them is measured).
+    if !opts.redact.active() {
+        for chart in crate::report::chart::lab_charts(report) {
+            let _ = write!(out, "\n{}", crate::report::chart::table(&chart, opts.lang));
+        }
+    }
+    out
+}
+
+/// The side-by-side table of the lab's variants (run 1 of each), if the lab has one.
+pub fn side_by_side(report: &LabReport, opts: &TextOptions) -> String {
+    let mut out = String::new();
     header::side_by_side(&mut out, report, opts);
     out
 }

@@ -3,9 +3,11 @@
 //! prints them; the lab book's step-through captions reuse them.
 
 mod list_queue;
+mod queue;
 
 use super::Redactor;
 use crate::labs::stream::job_label;
+use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
 use crate::timeline::{EffectOutcome, Event, EventKind};
 
@@ -108,6 +110,15 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::ReplicaPromoted { .. }
         | EventKind::Reconnected { .. }
         | EventKind::Crashed { .. } => return Some(session_line(e, w)),
+        EventKind::JobPushed { .. }
+        | EventKind::JobsPushed { .. }
+        | EventKind::JobTaken { .. }
+        | EventKind::JobApplied { .. }
+        | EventKind::QueueError { .. }
+        | EventKind::WorkerDone { .. }
+        | EventKind::SlotMigrating { .. }
+        | EventKind::SlotKeysMoved { .. }
+        | EventKind::SlotOwned { .. } => return Some(queue::queue_line(e, w)),
         crate::list_queue_events!() => return list_queue::line(e, w),
     })
 }
@@ -139,6 +150,24 @@ fn effect_line(
         "sink: {effect} for {job} from {from}{key} → {what}",
         "sink: {effect} cho {job} từ {from}{key} → {what}"
     )
+}
+
+/// A run's timeline as the text report prints it and the lab book steps through it: the
+/// events it shows (publishing only where the lab shows it), in print order, each with its
+/// line. Both read this one list, so a step's caption is the text report's line.
+///
+/// `race`: the variant's interleaving across processes is the race it measures; redacted, the
+/// timeline is then listed process by process.
+pub fn timeline_lines<'a>(r: &'a RunRecord, procedure: &Procedure, w: &Wording, race: bool) -> Vec<(&'a Event, String)> {
+    let show_publish = procedure.shows_publishing();
+    // Ordered with every event (a publish orders its receive), then filtered to what is shown.
+    let all: Vec<&Event> = r.events.iter().collect();
+    let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
+    ordered
+        .into_iter()
+        .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
+        .filter_map(|e| event_line(e, w).map(|line| (e, line)))
+        .collect()
 }
 
 /// Lines of SQL sessions, outbox rounds, servers and crashes.

@@ -3,6 +3,7 @@
 //! until it is killed (or, for a dispatcher, until its outbox is published).
 
 use super::claimer::ClaimerConfig;
+use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use super::list_supervisor::ListSupervisorConfig;
@@ -40,6 +41,8 @@ pub enum RoleConfig {
     ListWorker(ListWorkerConfig),
     /// Puts back jobs whose lease ran out and moves due retries to a list queue.
     ListSupervisor(ListSupervisorConfig),
+    /// Takes jobs from a list queue on a Redis Cluster.
+    ClusterWorker(ClusterWorkerConfig),
 }
 
 impl RoleConfig {
@@ -51,6 +54,7 @@ impl RoleConfig {
             RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
             RoleConfig::ListWorker(w) => w.actor(),
             RoleConfig::ListSupervisor(s) => s.actor(),
+            RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
 }
@@ -66,5 +70,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
         RoleConfig::ListWorker(w) => super::list_worker::run(w).await,
         RoleConfig::ListSupervisor(s) => super::list_supervisor::run(s).await,
+        RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

@@ -22,6 +22,8 @@ pub enum ClientState {
     BlockedInXreadgroup,
     /// Blocked in any blocking command (BRPOP, BLMOVE, BLPOP…): a job pushed now goes to it.
     Blocked,
+    /// Blocked in BLMOVE: a job pushed now goes to it.
+    BlockedInBlmove,
 }
 
 impl ClientState {
@@ -30,6 +32,7 @@ impl ClientState {
             ClientState::Connected => true,
             ClientState::BlockedInXreadgroup => client_line.contains(" cmd=xreadgroup") && is_blocked(client_line),
             ClientState::Blocked => is_blocked(client_line),
+            ClientState::BlockedInBlmove => client_line.contains(" cmd=blmove") && is_blocked(client_line),
         }
     }
 
@@ -38,6 +41,7 @@ impl ClientState {
             ClientState::Connected => "not connected after 15 s",
             ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP after 15 s",
             ClientState::Blocked => "not blocked in a blocking command after 15 s",
+            ClientState::BlockedInBlmove => "not blocked in BLMOVE after 15 s",
         }
     }
 }

@@ -35,6 +35,10 @@ pub enum ServiceError {
     NodesUnsupported { backend: &'static str },
     #[error("running as root but there is no 'postgres' system user to run PostgreSQL as: install postgresql (Debian: apt-get install -y postgresql-15) or `useradd --system postgres`, or run as a non-root user")]
     NoPostgresUser,
+    #[error("{url} is not a Redis Cluster node (cluster support disabled): --redis-cluster-url takes the nodes of a cluster (cluster-enabled yes)")]
+    NotACluster { url: String },
+    #[error("the Redis Cluster at {url} says cluster_state:{state}: repair it (redis-cli --cluster check/fix) or point --redis-cluster-url at a healthy cluster")]
+    ClusterNotOk { url: String, state: String },
     #[error("{what}: {source}")]
     Io {
         what: String,

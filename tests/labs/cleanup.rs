@@ -22,6 +22,8 @@ struct Watched {
     seen: Vec<u32>,
     /// How many of them were servers (redis-server, postgres) when first seen.
     servers: usize,
+    /// Of those, redis-servers.
+    redis_servers: usize,
     stderr: String,
     /// Seconds after spawning at which SIGINT was sent.
     interrupted_at: Option<f64>,
@@ -35,13 +37,14 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
     let spawned = Instant::now();
     let mut child = cmd.spawn().unwrap();
     let mut seen: Vec<u32> = Vec::new();
-    let mut servers = 0;
+    let (mut servers, mut redis_servers) = (0, 0);
     let mut interrupted_at = None;
     let status = loop {
         for pid in support::descendants(child.id()) {
             if !seen.contains(&pid) {
                 seen.push(pid);
                 servers += usize::from(is_server(pid));
+                redis_servers += usize::from(is_redis(pid));
             }
         }
         let due = match when {
@@ -60,11 +63,15 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
     };
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    Watched { code: status.code(), seen, servers, stderr, interrupted_at }
+    Watched { code: status.code(), seen, servers, redis_servers, stderr, interrupted_at }
 }
 
 fn sigint(child: &Child) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+}
+
+fn is_redis(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("redis-server"))
 }
 
 fn is_server(pid: u32) -> bool {
@@ -148,4 +155,17 @@ fn nothing_is_left_after_ctrl_c_while_the_lab_runs() {
     assert!(w.interrupted_at.is_some(), "no consumer process was ever seen");
     assert_eq!(w.code, Some(130), "{}", w.stderr);
     assert_nothing_left("Ctrl-C while the lab runs", &w, tmp.path(), 3);
+}
+
+#[test]
+fn nothing_is_left_after_ctrl_c_in_a_cluster_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["run", "cluster", "--variant", "resharding", "--runs", "5", "--backend", "local"];
+    let w = watch(&args, tmp.path(), &[], Interrupt::LabRunning);
+    assert!(w.interrupted_at.is_some(), "no worker process was ever seen");
+    assert_eq!(w.code, Some(130), "{}", w.stderr);
+    // The invocation's Redis and the cluster's three masters ran when Ctrl-C came (the workers
+    // start once the cluster is up).
+    assert!(w.redis_servers >= 4, "{} redis-servers seen", w.redis_servers);
+    assert_nothing_left("Ctrl-C in a cluster run", &w, tmp.path(), 6);
 }

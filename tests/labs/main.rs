@@ -8,6 +8,10 @@ mod support;
 mod cleanup;
 /// Bad input: one clear line, exit code 2, nothing started or left behind.
 mod cli;
+/// `cluster`: a list queue on a Redis Cluster (one key on one master, hash tags, order per
+/// queue, a hash slot moved while workers run), on the lab's own cluster and on one given by
+/// URLs.
+mod cluster;
 /// The seed's first two labs: `baseline` (the bug) and `s1` (one consumer).
 mod core_labs;
 /// The Docker backend on a real engine (run by `just test` when one answers).
@@ -18,6 +22,8 @@ mod durability_labs;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// The lab book (`results/index.html`) in headless Chromium.
+mod lab_book;
 /// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`
 /// (failures, backoff, dead letters, poison).
 mod list_labs;

@@ -75,6 +75,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
+        Observed::Cluster(_) => Vec::new(),
         Observed::ReaderCeiling(_) | Observed::Persistence(_) | Observed::Eviction(_) | Observed::ListQueue(_) => {
             Vec::new()
         }
@@ -91,6 +92,7 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Load(_)
         | Observed::Failover(_)
         | Observed::ReaderCeiling(_)
+        | Observed::Cluster(_)
         | Observed::Persistence(_)
         | Observed::Eviction(_)
         | Observed::ListQueue(_) => Vec::new(),

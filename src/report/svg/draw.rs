@@ -4,7 +4,7 @@
 use super::glyphs::{glyph, GRID, INK, LOCK, LOCK_H, MUTED, RED, SQL, WORK, WORK_H};
 use super::layout::{esc, place_labels, text_width, tick_step, Placed};
 use super::model::{fmt_ms, BarKind, Glyph, Lane, Mark, Timeline};
-use super::{LABEL_PX, MARGIN, PLOT_LEFT, PLOT_RIGHT, WIDTH};
+use super::{Flavour, LABEL_PX, MARGIN, PLOT_LEFT, PLOT_RIGHT, WIDTH};
 use crate::labs::{FinalItem, RunRecord};
 use crate::lang::{pick, Lang};
 use std::fmt::Write;
@@ -14,7 +14,7 @@ const FONT: &str =
 /// Vertical distance between stacked label rows.
 const ROW_H: f64 = 19.0;
 
-fn document(height: f64, title: &str, body: &str) -> String {
+fn document(height: f64, title: &str, body: &str, pattern: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -24,7 +24,7 @@ fn document(height: f64, title: &str, body: &str) -> String {
     let _ = writeln!(out, "<title>{}</title>", esc(title));
     let _ = writeln!(
         out,
-        r##"<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fdf0e0"/><line x1="0" y1="0" x2="0" y2="6" stroke="{LOCK}" stroke-width="2.5"/></pattern></defs>"##
+        r##"<defs><pattern id="{pattern}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fdf0e0"/><line x1="0" y1="0" x2="0" y2="6" stroke="{LOCK}" stroke-width="2.5"/></pattern></defs>"##
     );
     let _ = writeln!(out, r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#);
     out.push_str(body);
@@ -54,7 +54,7 @@ pub fn missing_run(title_lines: &[(String, f64, bool)], msg: &str) -> String {
     let mut body = String::new();
     let y = title_block(&mut body, title_lines) + 40.0;
     let _ = writeln!(body, r#"<text x="{MARGIN}" y="{y:.1}" font-size="18" fill="{RED}">{}</text>"#, esc(msg));
-    document(y + MARGIN, first_title(title_lines), &body)
+    document(y + MARGIN, first_title(title_lines), &body, "hatch")
 }
 
 /// Where one lane goes.
@@ -85,6 +85,7 @@ pub fn page(
     record: &RunRecord,
     items: &[FinalItem],
     lang: Lang,
+    flavour: &Flavour,
 ) -> String {
     let axis = Axis { start: tl.start, end: tl.end };
     let mut body = String::new();
@@ -93,18 +94,25 @@ pub fn page(
     let axis_y = layouts.last().map_or(plot_top, |l| l.bottom) + 4.0;
     grid(&mut body, &axis, plot_top, axis_y, lang);
     for (i, (lane, lay)) in tl.lanes.iter().zip(&layouts).enumerate() {
-        draw_lane(&mut body, lane, lay, &axis, i % 2 == 1);
+        draw_lane(&mut body, lane, lay, &axis, i % 2 == 1, flavour);
     }
-    // Footer: legend on the left, final state and verdict on the right.
+    // Footer: legend on the left, final state and verdict on the right (at the last step).
     let footer_y = axis_y + 70.0;
+    if flavour.steps {
+        let _ = writeln!(body, "<g{}>", flavour.step_attr(tl.steps, false));
+    }
     let (final_left, badge_bottom) = super::footer::final_state(&mut body, record, items, footer_y, lang);
+    if flavour.steps {
+        let _ = writeln!(body, "</g>");
+    }
     let legend_bottom = if final_left - MARGIN >= 420.0 {
         super::footer::legend(&mut body, tl, footer_y, final_left - 28.0, lang)
     } else {
         super::footer::legend(&mut body, tl, badge_bottom + 28.0, WIDTH - MARGIN, lang)
     };
     let height = (legend_bottom.max(badge_bottom) + MARGIN).ceil();
-    document(height, first_title(title_lines), &body)
+    let body = body.replace("url(#hatch)", &format!("url(#{})", flavour.pattern_id()));
+    document(height, first_title(title_lines), &body, flavour.pattern_id())
 }
 
 /// Lanes one under the other, each as tall as its label rows need.
@@ -151,7 +159,7 @@ fn grid(out: &mut String, axis: &Axis, plot_top: f64, axis_y: f64, lang: Lang) {
 }
 
 /// One lane: its band, name, line from when it was ready, bars, then marks and labels.
-fn draw_lane(out: &mut String, lane: &Lane, lay: &LaneLayout, axis: &Axis, shaded: bool) {
+fn draw_lane(out: &mut String, lane: &Lane, lay: &LaneLayout, axis: &Axis, shaded: bool, flavour: &Flavour) {
     let _ = writeln!(out, r#"<g class="lane" data-actor="{}">"#, esc(&lane.actor.to_string()));
     if shaded {
         let (w, h) = (WIDTH - 2.0 * MARGIN, lay.bottom - lay.top);
@@ -179,13 +187,14 @@ fn draw_lane(out: &mut String, lane: &Lane, lay: &LaneLayout, axis: &Axis, shade
         );
     }
     for bar in &lane.bars {
-        draw_bar(out, bar, lay.y, axis);
+        draw_bar(out, bar, lay.y, axis, &flavour.step_attr(bar.step, false));
     }
-    draw_marks(out, &lane.marks, lay, axis);
+    draw_marks(out, &lane.marks, lay, axis, flavour);
     let _ = writeln!(out, "</g>");
 }
 
-fn draw_bar(out: &mut String, bar: &super::model::Bar, y: f64, axis: &Axis) {
+/// A bar; `attr` goes into each element (the lab book's step).
+fn draw_bar(out: &mut String, bar: &super::model::Bar, y: f64, axis: &Axis, attr: &str) {
     let (x0, x1) = (axis.x(bar.t0), axis.x(bar.t1));
     let w = (x1 - x0).max(2.0);
     let below = y + WORK_H / 2.0 + 2.0;
@@ -193,7 +202,7 @@ fn draw_bar(out: &mut String, bar: &super::model::Bar, y: f64, axis: &Axis) {
         BarKind::Work { ms } => {
             let _ = writeln!(
                 out,
-                r#"<rect class="work" x="{x0:.2}" y="{:.1}" width="{w:.2}" height="{WORK_H}" rx="3" fill="{WORK}" fill-opacity="0.85" data-ms="{}"/>"#,
+                r#"<rect{attr} class="work" x="{x0:.2}" y="{:.1}" width="{w:.2}" height="{WORK_H}" rx="3" fill="{WORK}" fill-opacity="0.85" data-ms="{}"/>"#,
                 y - WORK_H / 2.0,
                 fmt_ms(ms)
             );
@@ -201,7 +210,7 @@ fn draw_bar(out: &mut String, bar: &super::model::Bar, y: f64, axis: &Axis) {
             if text_width(&label, LABEL_PX) + 8.0 < w {
                 let _ = writeln!(
                     out,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="{LABEL_PX}" fill="white" text-anchor="middle">{}</text>"#,
+                    r#"<text{attr} x="{:.1}" y="{:.1}" font-size="{LABEL_PX}" fill="white" text-anchor="middle">{}</text>"#,
                     x0 + w / 2.0,
                     y + 4.5,
                     esc(&label)
@@ -211,22 +220,22 @@ fn draw_bar(out: &mut String, bar: &super::model::Bar, y: f64, axis: &Axis) {
         }
         BarKind::Lock => writeln!(
             out,
-            r#"<rect class="lock" x="{x0:.2}" y="{below:.1}" width="{w:.2}" height="{LOCK_H}" fill="url(#hatch)" stroke="{LOCK}" stroke-width="1.5"/>"#
+            r#"<rect{attr} class="lock" x="{x0:.2}" y="{below:.1}" width="{w:.2}" height="{LOCK_H}" fill="url(#hatch)" stroke="{LOCK}" stroke-width="1.5"/>"#
         ),
         BarKind::LockExpired => writeln!(
             out,
-            r#"<rect class="lock-expired" x="{x0:.2}" y="{below:.1}" width="{w:.2}" height="{LOCK_H}" fill="none" stroke="{RED}" stroke-width="1.5" stroke-dasharray="5 3"/>"#
+            r#"<rect{attr} class="lock-expired" x="{x0:.2}" y="{below:.1}" width="{w:.2}" height="{LOCK_H}" fill="none" stroke="{RED}" stroke-width="1.5" stroke-dasharray="5 3"/>"#
         ),
         BarKind::Wait => writeln!(
             out,
-            r##"<rect class="wait" x="{x0:.2}" y="{:.1}" width="{w:.2}" height="8" fill="#eadcf3" stroke="{SQL}" stroke-width="1" stroke-dasharray="2 2"/>"##,
+            r##"<rect{attr} class="wait" x="{x0:.2}" y="{:.1}" width="{w:.2}" height="8" fill="#eadcf3" stroke="{SQL}" stroke-width="1" stroke-dasharray="2 2"/>"##,
             y - 4.0
         ),
     };
 }
 
 /// Leaders first, then glyphs, then labels, so text stays on top.
-fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis) {
+fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis, flavour: &Flavour) {
     let label_y = |p: &Placed| {
         if p.above {
             lay.y - WORK_H / 2.0 - 8.0 - p.row as f64 * ROW_H
@@ -240,14 +249,19 @@ fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis) {
         let (y1, y2) = if p.above { (ly - LABEL_PX + 2.0, lay.y) } else { (lay.y, ly - LABEL_PX + 2.0) };
         let _ = writeln!(
             out,
-            r#"<line x1="{mx:.1}" y1="{y1:.1}" x2="{mx:.1}" y2="{y2:.1}" stroke="{}" stroke-width="1" stroke-opacity="0.5"/>"#,
+            r#"<line{} x1="{mx:.1}" y1="{y1:.1}" x2="{mx:.1}" y2="{y2:.1}" stroke="{}" stroke-width="1" stroke-opacity="0.5"/>"#,
+            flavour.step_attr(m.step, false),
             m.glyph.color()
         );
     }
     // Acks under everything else: they often share a millisecond with the write.
     let (acks, others): (Vec<&Mark>, Vec<&Mark>) = marks.iter().partition(|m| m.glyph == Glyph::Acked);
     for m in acks.into_iter().chain(others) {
-        let _ = writeln!(out, "{}", glyph(m.glyph, axis.x(m.t), lay.y));
+        let element = glyph(m.glyph, axis.x(m.t), lay.y);
+        let attr = flavour.step_attr(m.step, true);
+        // Into the element's start tag, after its name.
+        let at = element.find(' ').unwrap_or(element.len());
+        let _ = writeln!(out, "{}{attr}{}", &element[..at], &element[at..]);
     }
     for p in &lay.labels {
         let m = &marks[p.mark];
@@ -256,7 +270,8 @@ fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis) {
         let strong = matches!(m.glyph, Glyph::Overwrote | Glyph::Crash | Glyph::Released | Glyph::Failed);
         let _ = writeln!(
             out,
-            r#"<text x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" fill="{}"{} stroke="white" stroke-width="3" paint-order="stroke">{}</text>"#,
+            r#"<text{} x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" fill="{}"{} stroke="white" stroke-width="3" paint-order="stroke">{}</text>"#,
+            flavour.step_attr(m.step, false),
             label_y(p),
             m.glyph.color(),
             if strong { r#" font-weight="bold""# } else { "" },

@@ -2,8 +2,10 @@
 //! producer, consumers, dispatchers, SQL sessions, reaper, runner. Pure: events in, lanes out.
 
 use crate::fault::TimeScale;
-use crate::labs::RunRecord;
+use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
+use crate::report::words::{timeline_lines, Wording};
+use crate::report::Redactor;
 use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job};
 use std::collections::HashMap;
 
@@ -31,6 +33,8 @@ pub struct Mark {
     pub t: f64,
     pub glyph: Glyph,
     pub label: Option<String>,
+    /// The step of the lab book's walk-through that shows it (0: shown from the start).
+    pub step: u32,
 }
 
 pub enum BarKind {
@@ -48,6 +52,8 @@ pub struct Bar {
     pub t0: f64,
     pub t1: f64,
     pub kind: BarKind,
+    /// The step that shows it: the one at or before its start.
+    pub step: u32,
 }
 
 pub struct Lane {
@@ -60,6 +66,8 @@ pub struct Lane {
 
 pub struct Timeline {
     pub lanes: Vec<Lane>,
+    /// Steps of the walk-through: the text report's timeline lines.
+    pub steps: u32,
     /// Axis domain in ms.
     pub start: f64,
     pub end: f64,
@@ -124,8 +132,37 @@ fn order_rows(rows: &[i64]) -> String {
     }
 }
 
+/// Which step of the walk-through shows an event: its own line's number if the text report
+/// prints it, else the number of lines at or before its time.
+struct StepIndex {
+    line_of: HashMap<*const Event, u32>,
+    /// When each line's event happened, in µs, in line order.
+    times: Vec<i64>,
+}
+
+impl StepIndex {
+    fn new(record: &RunRecord, procedure: &Procedure) -> StepIndex {
+        let wording = Wording { lang: Lang::En, many_orders: procedure.many_orders(), redact: Redactor::NONE };
+        let lines = timeline_lines(record, procedure, &wording, false);
+        let line_of = lines.iter().enumerate().map(|(i, (e, _))| (*e as *const Event, i as u32 + 1)).collect();
+        StepIndex { line_of, times: lines.iter().map(|(e, _)| e.t_us).collect() }
+    }
+
+    fn of(&self, e: &Event) -> u32 {
+        self.line_of.get(&(e as *const Event)).copied().unwrap_or_else(|| self.at(e.t_us as f64 / 1000.0))
+    }
+
+    /// Lines at or before `ms`.
+    fn at(&self, ms: f64) -> u32 {
+        self.times.iter().filter(|t| **t as f64 / 1000.0 <= ms + 1e-9).count() as u32
+    }
+}
+
 /// The builder's memory while it walks a run's events.
 struct Builder {
+    steps: StepIndex,
+    /// The step of the event being drawn.
+    step: u32,
     lanes: Vec<Lane>,
     /// Lock taken per actor: (from, TTL) in ms.
     open_locks: HashMap<Actor, (f64, f64)>,
@@ -141,7 +178,8 @@ struct Builder {
 }
 
 impl Timeline {
-    pub fn build(record: &RunRecord, scale: TimeScale, multi_order: bool, lang: Lang) -> Timeline {
+    pub fn build(record: &RunRecord, scale: TimeScale, procedure: &Procedure, lang: Lang) -> Timeline {
+        let multi_order = procedure.many_orders();
         let mut events: Vec<&Event> = record.events.iter().collect();
         events.sort_by_key(|e| e.t_us);
         let jobs = events
@@ -163,6 +201,8 @@ impl Timeline {
         cases.sort_unstable();
         cases.dedup();
         let mut b = Builder {
+            steps: StepIndex::new(record, procedure),
+            step: 0,
             lanes: Vec::new(),
             open_locks: HashMap::new(),
             applied: HashMap::new(),
@@ -173,6 +213,7 @@ impl Timeline {
             lang,
         };
         for e in events {
+            b.step = b.steps.of(e);
             b.event(e);
         }
         b.finish()
@@ -192,7 +233,8 @@ impl Builder {
     }
 
     fn mark(&mut self, actor: Actor, t: f64, glyph: Glyph, label: Option<String>) {
-        self.lane(actor).marks.push(Mark { t, glyph, label });
+        let step = self.step;
+        self.lane(actor).marks.push(Mark { t, glyph, label, step });
     }
 
     fn event(&mut self, e: &Event) {
@@ -204,7 +246,8 @@ impl Builder {
                 lane.ready = Some(lane.ready.map_or(at, |r| r.min(at)));
             }
             EventKind::WorkStarted { ms, .. } => {
-                self.lane(e.actor).bars.push(Bar { t0: at, t1: at + ms.max(0.0), kind: BarKind::Work { ms: *ms } });
+                let (t1, step) = (at + ms.max(0.0), self.step);
+                self.lane(e.actor).bars.push(Bar { t0: at, t1, kind: BarKind::Work { ms: *ms }, step });
             }
             EventKind::LockAcquired { tries, ttl_ms, .. } => {
                 self.open_locks.insert(e.actor, (at, self.scale.ms_ceil(*ttl_ms) as f64));
@@ -248,6 +291,7 @@ impl Builder {
             }
             EventKind::SqlDone { outcome, waited_ms, .. } => self.sql_done(e.actor, at, outcome, *waited_ms),
             EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
+            EventKind::JobApplied { job, .. } => self.job_applied(e.actor, at, job),
             other => {
                 if let Some((glyph, label)) = self.labelled(other) {
                     self.mark(e.actor, at, glyph, Some(label));
@@ -335,6 +379,28 @@ impl Builder {
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
             ),
+            EventKind::JobPushed { job, queue, .. } => {
+                (Glyph::Published, format!("LPUSH {queue} {}", job_label(job, many)))
+            }
+            EventKind::JobsPushed { jobs, queues } => {
+                (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {}", t("jobs", "job"), t("queues", "hàng đợi")))
+            }
+            EventKind::JobTaken { job, .. } => {
+                (Glyph::Received, format!("{} {}", t("took", "lấy"), job_label(job, many)))
+            }
+            EventKind::QueueError { command, error, .. } => {
+                (Glyph::Failed, format!("{command}: {}", truncate(error, 40)))
+            }
+            EventKind::WorkerDone { jobs, .. } => {
+                (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))
+            }
+            EventKind::SlotMigrating { slot, from, to } => {
+                (Glyph::Failed, format!("slot {slot} {} {from} → {to}", t("migrating", "đang chuyển")))
+            }
+            EventKind::SlotKeysMoved { keys, from, to, .. } => {
+                (Glyph::Published, format!("MIGRATE {keys} {} {from} → {to}", t("keys", "key")))
+            }
+            EventKind::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
             crate::list_queue_events!() => return list_mark(kind, lang),
             _ => return None,
         })
@@ -380,9 +446,24 @@ impl Builder {
         self.mark(actor, at, glyph, Some(label));
     }
 
+    /// A list-queue job's effect: marked as out of order when a later step of its order was
+    /// applied before it.
+    fn job_applied(&mut self, actor: Actor, at: f64, job: &Job) {
+        let newer = self.applied.get(&job.order).copied();
+        self.applied.insert(job.order, newer.map_or(job.version, |n| n.max(job.version)));
+        let label = format!("{} {}", pick(self.lang, "applied", "áp dụng"), job_label(job, self.multi_order));
+        if newer.is_some_and(|n| n > job.version) {
+            let late = pick(self.lang, "after a later step: out of order", "sau một bước sau nó: sai thứ tự");
+            self.mark(actor, at, Glyph::Overwrote, Some(format!("{label} {late}")));
+        } else {
+            self.mark(actor, at, Glyph::Wrote, Some(label));
+        }
+    }
+
     fn sql_done(&mut self, actor: Actor, at: f64, outcome: &str, waited_ms: f64) {
         if waited_ms >= 5.0 {
-            self.lane(actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait });
+            let step = self.steps.at(at - waited_ms);
+            self.lane(actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait, step });
         }
         let waited = if waited_ms < 5.0 {
             String::new()
@@ -400,13 +481,14 @@ impl Builder {
     fn lock_bar(&mut self, actor: Actor, from: f64, to: f64, ttl: f64) {
         let expiry = from + ttl;
         let label = crate::tr!(self.lang, "lock expired (TTL {} ms)", "lock hết hạn (TTL {} ms)", fmt_ms(ttl));
+        let (taken, expired) = (self.steps.at(from), self.steps.at(expiry));
         let lane = self.lane(actor);
         if expiry < to {
-            lane.bars.push(Bar { t0: from, t1: expiry, kind: BarKind::Lock });
-            lane.bars.push(Bar { t0: expiry, t1: to, kind: BarKind::LockExpired });
-            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label) });
+            lane.bars.push(Bar { t0: from, t1: expiry, kind: BarKind::Lock, step: taken });
+            lane.bars.push(Bar { t0: expiry, t1: to, kind: BarKind::LockExpired, step: expired });
+            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label), step: expired });
         } else {
-            lane.bars.push(Bar { t0: from, t1: to, kind: BarKind::Lock });
+            lane.bars.push(Bar { t0: from, t1: to, kind: BarKind::Lock, step: taken });
         }
     }
 
@@ -426,7 +508,7 @@ impl Builder {
             lanes.iter().flat_map(|l| l.marks.iter().map(|m| m.t).chain(l.bars.iter().map(|b| b.t1)).chain(l.ready));
         let last = ends.fold(start, f64::max);
         let end = start + ((last - start) * 1.02).max(10.0);
-        Timeline { lanes, start, end }
+        Timeline { lanes, steps: self.steps.times.len() as u32, start, end }
     }
 }
 

@@ -74,8 +74,9 @@ fn output_is_well_formed_and_escaped() {
 
 #[test]
 fn labels_at_the_same_time_do_not_overlap() {
-    let marks: Vec<Mark> =
-        (0..4).map(|i| Mark { t: 100.0, glyph: Glyph::Received, label: Some(format!("label number {i}")) }).collect();
+    let marks: Vec<Mark> = (0..4)
+        .map(|i| Mark { t: 100.0, glyph: Glyph::Received, label: Some(format!("label number {i}")), step: 0 })
+        .collect();
     let placed = place_labels(&marks, &|t| t);
     let mut slots: Vec<(bool, usize)> = placed.iter().map(|p| (p.above, p.row)).collect();
     slots.sort();
@@ -116,4 +117,36 @@ fn sql_and_outbox_events_get_labelled_marks() {
     }
     let lanes = svg.matches("<g class=\"lane\"").count();
     assert_eq!(lanes, 3);
+}
+
+#[test]
+fn the_lab_book_flavour_tags_each_event_with_its_timeline_line() {
+    let r = report(Verdict::Wrong);
+    let v = &r.variants[0];
+    let wording =
+        crate::report::words::Wording { lang: Lang::En, many_orders: false, redact: crate::report::Redactor::NONE };
+    let lines = crate::report::words::timeline_lines(&v.run_records[0], &v.procedure, &wording, false);
+    let step_of = |needle: &str| lines.iter().position(|(_, l)| l.contains(needle)).expect(needle) + 1;
+    let svg = render_steps(&r, v, 1, Lang::En, "lock-s4c-en");
+    assert_well_formed(&svg);
+    let tagged = |class: &str| -> Vec<u32> {
+        svg.lines()
+            .filter(|l| l.contains(&format!(r#"class="mark {class}""#)) || l.contains(&format!(r#"class="{class}""#)))
+            // The legend repeats glyphs, untagged.
+            .filter_map(|l| l.split(r#"data-step=""#).nth(1))
+            .map(|rest| rest.split('"').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    assert_eq!(tagged("overwrote"), vec![step_of("C1 wrote status=created") as u32]);
+    assert_eq!(tagged("received"), vec![step_of("C1 received") as u32, step_of("C2 received") as u32]);
+    // C2's 50 ms of work starts with its lock (no line of its own): shown with that line.
+    let c2_lock = step_of("C2 took") as u32;
+    assert!(tagged("work").contains(&c2_lock), "{:?} vs {c2_lock}", tagged("work"));
+    // The expiry at 500 ms comes after C2's lock at 502 ms? No: before it, so one step earlier.
+    assert_eq!(tagged("expired"), vec![c2_lock - 1]);
+    assert!(svg.contains(&format!(r#"<g data-step="{}">"#, lines.len())), "final state at the last step");
+    assert!(svg.contains(r#"id="hatch-lock-s4c-en""#) && svg.contains("url(#hatch-lock-s4c-en)"));
+    assert!(!svg.contains("url(#hatch)"));
+    let file = render(&r, v, 1, Lang::En);
+    assert!(!file.contains("data-step") && !file.contains("tabindex") && file.contains("url(#hatch)"));
 }

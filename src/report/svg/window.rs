@@ -30,7 +30,8 @@ pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Ve
     }
     shown.sort();
     for r in out.run_records.iter_mut().filter(|r| r.run == run) {
-        // Entry IDs of the shown orders, so work and acks (which carry only the ID) follow.
+        // Entry IDs of the shown orders, so work, acks and fan-out queueing (which carry only
+        // the ID) follow; locks follow the order in their key.
         let ids: HashSet<String> = r
             .events
             .iter()
@@ -41,7 +42,15 @@ pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Ve
             .collect();
         r.events.retain(|e| match (&e.kind, e.kind.order()) {
             (_, Some(o)) => shown.contains(&o),
-            (EventKind::WorkStarted { entry_id, .. } | EventKind::Acked { entry_id }, None) => ids.contains(entry_id),
+            (
+                EventKind::WorkStarted { entry_id, .. }
+                | EventKind::Acked { entry_id }
+                | EventKind::Queued { entry_id, .. },
+                None,
+            ) => ids.contains(entry_id),
+            (EventKind::LockAcquired { key, .. } | EventKind::LockReleased { key, .. }, None) => {
+                lock_order(key).is_none_or(|o| shown.contains(&o))
+            }
             _ => true,
         });
     }
@@ -51,4 +60,61 @@ pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Ve
     out.title =
         crate::lang::Words { en: format!("{en} (orders {list} of {n})"), vi: format!("{vi} (đơn {list} trên {n})") };
     (out, Some(shown))
+}
+
+/// The order a per-key lock is for: the number its key ends with (`…lock:order:42`).
+fn lock_order(key: &str) -> Option<i64> {
+    key.rsplit(':').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Verdict;
+    use crate::labs::Observed;
+    use crate::orders::OrderRow;
+    use crate::report::fixture::{ev, job, lock_race};
+    use crate::timeline::Actor;
+
+    #[test]
+    fn locks_and_queueing_of_orders_not_shown_are_left_out() {
+        let mut report = lock_race(Verdict::Right);
+        let v = &mut report.variants[0];
+        let r = &mut v.run_records[0];
+        let Observed::Stream(o) = &mut r.observed else { panic!("a stream run") };
+        o.final_rows = (1..=20).map(|order| OrderRow { order, status: "paid".into(), version: 2 }).collect();
+        r.events.clear();
+        for order in 1..=20 {
+            let id = format!("1-{order}");
+            let mut j = job("paid", 2);
+            j.order = order;
+            let key = format!("ordlab:x:lock:order:{order}");
+            r.events.push(ev(
+                order,
+                Actor::Consumer(1),
+                EventKind::Received { entry_id: id.clone(), job: j, deliveries: None },
+            ));
+            r.events.push(ev(
+                order,
+                Actor::Consumer(1),
+                EventKind::Queued { entry_id: id.clone(), worker: format!("C1/#{order}") },
+            ));
+            r.events.push(ev(
+                order,
+                Actor::Consumer(1),
+                EventKind::LockAcquired { key: key.clone(), tries: 1, ttl_ms: 500, px_ms: 500, round_trip_us: 100 },
+            ));
+            r.events.push(ev(
+                order,
+                Actor::Consumer(1),
+                EventKind::LockReleased { key, method: "Lua".into(), released: 1 },
+            ));
+        }
+        let (window, shown) = readable_window(&report.variants[0], 1);
+        let shown = shown.expect("20 orders are too many for a slide");
+        assert_eq!(shown.len(), SVG_MAX_ORDERS);
+        let kept = &window.run_records[0].events;
+        assert_eq!(kept.len(), 4 * SVG_MAX_ORDERS, "received, queued, lock taken and released of each shown order");
+        assert_eq!(lock_order("ordlab:ab12:load:lock:1:lock:order:791"), Some(791));
+    }
 }

@@ -4,8 +4,7 @@
 use super::TextOptions;
 use crate::labs::{Procedure, RunRecord};
 use crate::lang::pick;
-use crate::report::words::{event_line, Wording};
-use crate::timeline::{Event, EventKind};
+use crate::report::words::{timeline_lines, Wording};
 use std::fmt::Write;
 
 /// Lines shown from the start and from the end of a long timeline.
@@ -23,17 +22,9 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
     }
     .expect("writing to a String");
     let wording = Wording { lang: opts.lang, many_orders: procedure.many_orders(), redact: opts.redact };
-    let show_publish = procedure.shows_publishing();
-    // Ordered with every event (a publish orders its receive), then filtered to what is shown.
-    let all: Vec<&Event> = r.events.iter().collect();
-    let ordered = if race { opts.redact.order_by_process(all) } else { opts.redact.order(all) };
-    let events: Vec<&Event> = ordered
-        .into_iter()
-        .filter(|e| show_publish || !matches!(e.kind, EventKind::Published { .. } | EventKind::PublishFailed { .. }))
-        .filter(|e| event_line(e, &wording).is_some())
-        .collect();
-    let omitted = events.len().saturating_sub(HEAD + TAIL + 1);
-    for (i, e) in events.iter().enumerate() {
+    let lines = timeline_lines(r, procedure, &wording, race);
+    let omitted = lines.len().saturating_sub(HEAD + TAIL + 1);
+    for (i, (e, line)) in lines.iter().enumerate() {
         if omitted > 0 && i == HEAD {
             let more =
                 pick(opts.lang, "more lines (every event is in the JSON)", "dòng nữa (mọi sự kiện có trong JSON)");
@@ -42,7 +33,6 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
         if omitted > 0 && (HEAD..HEAD + omitted).contains(&i) {
             continue;
         }
-        let line = event_line(e, &wording).expect("filtered above");
         let _ = writeln!(out, "  {}  {line}", opts.redact.stamp(e.t_ms()));
     }
     for line in &notes.after {

@@ -18,7 +18,8 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
     } else if let Some(r) = v.record(opts.timeline_run) {
-        timeline::render(out, r, &v.procedure, opts, v.scheduler_race);
+        let by_process = v.scheduler_race || v.procedure.processes_interleave_freely();
+        timeline::render(out, r, &v.procedure, opts, by_process);
         if opts.redact.active() && v.scheduler_race {
             let note = pick(
                 opts.lang,
@@ -26,8 +27,22 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
                 "[dòng thời gian liệt kê theo từng process: thứ tự giữa các process là cuộc đua mà biến thể này đo]",
             );
             let _ = writeln!(out, "  {note}");
+        } else if opts.redact.active() && by_process {
+            let note = pick(
+                opts.lang,
+                "[timeline listed process by process: the processes run side by side and their interleaving differs run to run]",
+                "[dòng thời gian liệt kê theo từng process: các process chạy song song và thứ tự xen kẽ khác nhau mỗi lần]",
+            );
+            let _ = writeln!(out, "  {note}");
         }
     }
+    outcome(out, v, opts);
+}
+
+/// Everything after the timeline: every run's final state, the lab's per-run lines, what was
+/// measured, and the count of wrong runs against the expectation (the lab book shows these
+/// lines under its step-through picture).
+pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     // A measured-only or at-least-one count differs between runs of the lab: redact it.
     let unstable = opts.redact.active() && v.expected.is_probabilistic();
     // Where the scheduler decides the interleaving, each run's details differ too.

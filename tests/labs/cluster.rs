@@ -1,0 +1,139 @@
+//! `cluster`: a list queue on a Redis Cluster of three masters of the run's own, and the same
+//! lab pointed at a cluster given by URLs (`--backend external --redis-cluster-url`).
+//!
+//! Asserted only what cannot fail by chance: where a key lives is CRC16 of its hash tag (the
+//! spread of one key, of `{shard-0..2}` and of tags picked by slot is fixed), a queue with one
+//! worker takes its jobs one at a time in push order, two blocked workers of one queue take an
+//! order's created and paid at once and the paid (50 ms) takes effect before the created
+//! (100 ms), and a hash slot moved while the workers run loses and reorders nothing and stalls
+//! its queue at least for the window between MIGRATING and MIGRATE. Throughput is measured,
+//! never asserted.
+
+use super::support;
+use ordlab::checker::{Outcome, Verdict};
+use ordlab::report::{LabReport, VariantReport};
+use ordlab::service::cluster::RedisCluster;
+use ordlab::service::Services;
+use std::collections::BTreeMap;
+
+fn facts(report: &LabReport, variant: &str) -> (BTreeMap<&'static str, i64>, Verdict) {
+    let v: &VariantReport = support::variant(report, variant);
+    let r = &v.run_records[0];
+    (support::facts(v, r), r.verdict.verdict)
+}
+
+#[tokio::test]
+async fn cluster_snapshot_and_what_it_shows() {
+    let report = support::snapshot_run("cluster").await;
+    super::core_labs::assert_snapshots(&report);
+    for v in &report.variants {
+        assert_eq!((v.unknown, v.outcome), (0, Outcome::Matched), "{}: {:?}", v.id, v.run_records[0].verdict);
+    }
+    // The seed's two keys hash to two slots (1 in 16384 that they do not): CROSSSLOT, nothing ran.
+    let (f, verdict) = facts(&report, "seed-keys");
+    assert_eq!((f["applied"], verdict), (0, Verdict::Wrong));
+    assert!(f["crossslot"] >= 1, "{f:?}");
+    // One key: one master serves every queue command; the other two none.
+    let (f, _) = facts(&report, "one-key");
+    assert_eq!((f["max_share_pct"], f["min_share_pct"], f["applied"]), (100, 0, 9000));
+    // {shard-0} and {shard-1} hash to master A, {shard-2} to C, none to B.
+    let (f, _) = facts(&report, "naive-tags");
+    assert_eq!((f["max_share_pct"], f["min_share_pct"]), (67, 0));
+    // Tags picked by slot: a third each; one worker per queue keeps every order in order.
+    let (f, verdict) = facts(&report, "balanced-tags");
+    assert!((32..=34).contains(&f["min_share_pct"]) && (32..=34).contains(&f["max_share_pct"]), "{f:?}");
+    assert_eq!((f["applied"], f["out_of_order"], verdict), (3000, 0, Verdict::Right));
+    let (f, verdict) = facts(&report, "order-one-per-queue");
+    assert_eq!((f["applied"], f["out_of_order"], verdict), (18, 0, Verdict::Right));
+    // Each queue's first order: its paid took effect before its created, on all three queues.
+    let (f, verdict) = facts(&report, "order-two-per-queue");
+    assert!(f["out_of_order"] >= 3 && verdict == Verdict::Wrong, "{f:?}");
+    for id in ["resharding", "resharding-backlog", "resharding-backlog-short-retry"] {
+        let (f, verdict) = facts(&report, id);
+        assert_eq!((f["applied"], f["duplicated"], f["out_of_order"], verdict), (180, 0, 0, Verdict::Right), "{id}");
+        // The slot's keys moved, its old master answered MOVED, and its queue waited at least
+        // the 300 ms window (its jobs were on hold from MIGRATING to the end of the move).
+        assert!(f["keys_moved"] >= 1 && f["moved"] >= 1 && f["stall_ms"] >= 300, "{id}: {f:?}");
+    }
+    // With a backlog the worker's LMOVE finds the queue there and its processing list not:
+    // TRYAGAIN, which the client retries after its wait.
+    for id in ["resharding-backlog", "resharding-backlog-short-retry"] {
+        assert!(facts(&report, id).0["tryagain"] >= 1, "{id}");
+    }
+}
+
+/// The binary with `args`; (exit code, stdout, stderr).
+fn ordlab(args: &[&str]) -> (Option<i32>, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = support::ordlab(tmp.path()).env_remove("ORDLAB_REDIS_CLUSTER_URL").args(args).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+const CLOSED: [&str; 4] = ["--redis-url", "redis://127.0.0.1:1/", "--pg-url", "host=127.0.0.1 port=1 user=x"];
+
+#[test]
+fn an_external_backend_needs_cluster_urls_checked_before_anything_starts() {
+    // Nothing listens on port 1: these fail before any connection is tried.
+    let external = ["run", "cluster", "--backend", "external"];
+    let (code, _, stderr) = ordlab(&[&external[..], &CLOSED[..]].concat());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("lab cluster needs a Redis Cluster") && stderr.contains("--redis-cluster-url"), "{stderr}");
+    let bad = [&external[..], &CLOSED[..], &["--redis-cluster-url", "redis://127.0.0.1:7000,not a url"]].concat();
+    let (code, _, stderr) = ordlab(&bad);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--redis-cluster-url entry 2 is not a Redis URL"), "{stderr}");
+    let reshard =
+        [&external[..], &CLOSED[..], &["--redis-cluster-url", "redis://127.0.0.1:7000", "--variant", "resharding"]]
+            .concat();
+    let (code, _, stderr) = ordlab(&reshard);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("does not run against your servers: it moves a hash slot"), "{stderr}");
+}
+
+/// A small lab in a file: one variant that runs anywhere, one that moves a slot.
+const SMALL_LAB: &str = r#"
+id = "cluster-small"
+title = "small"
+source = "test"
+[setup]
+kind = "cluster"
+orders = 30
+keys = "balanced-tags"
+[expect]
+wrong = "none"
+[[variant]]
+id = "spread"
+[[variant]]
+id = "moved"
+setup = { publish_every_ms = 5, reshard = { after_jobs = 10, window_ms = 50 } }
+"#;
+
+#[tokio::test]
+async fn the_lab_runs_on_a_cluster_given_by_urls() {
+    let services = Services::start(&support::local()).await.unwrap();
+    let cluster = RedisCluster::start_own(&services, 3).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("cluster-small.toml");
+    std::fs::write(&lab, SMALL_LAB).unwrap();
+    let (redis, pg, nodes) = (services.redis_url.clone(), services.pg_config.clone(), cluster.urls.join(","));
+    let args = ["run", lab.to_str().unwrap(), "--backend", "external", "--redis-url", &redis, "--pg-url", &pg];
+    // A standalone server is refused as a cluster node, in one line.
+    let (code, _, stderr) = ordlab(&[&args[..], &["--redis-cluster-url", &redis]].concat());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is not a Redis Cluster node"), "{stderr}");
+    let (code, stdout, stderr) = ordlab(&[&args[..], &["--redis-cluster-url", &nodes]].concat());
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    // The variant that would move a slot of the user's cluster is left out, and says so.
+    assert!(stderr.contains("cluster-small/moved left out: it moves a hash slot"), "{stderr}");
+    assert!(stdout.contains("### spread") && !stdout.contains("### moved"), "{stdout}");
+    assert!(stdout.contains("master A (slots 0-5460): 33 %"), "{stdout}");
+    // Nothing of the run is left on the user's cluster.
+    for m in cluster.masters().await.unwrap() {
+        let mut conn = ordlab::connect::redis(&m.url).await.unwrap();
+        let keys: i64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
+        assert_eq!(keys, 0, "master {} keeps {keys} keys", m.name);
+    }
+    cluster.stop().await;
+    services.stop().await;
+}

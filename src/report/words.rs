@@ -99,9 +99,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
                 "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
             )
         }
-        EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
-            effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
-        }
+        EventKind::Effect { .. } => effect_line(&e.kind, w.lang),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
         | EventKind::OutboxRound { .. }
@@ -124,14 +122,9 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
 }
 
 /// `sink: email for job-3 from C2 → applied`: what the outside party did with a request.
-fn effect_line(
-    from: crate::timeline::Actor,
-    job: &str,
-    effect: &str,
-    key: Option<&str>,
-    outcome: EffectOutcome,
-    lang: Lang,
-) -> String {
+fn effect_line(kind: &EventKind, lang: Lang) -> String {
+    let EventKind::Effect { job, effect, requested_by: from, idem_key, outcome } = kind else { return String::new() };
+    let (key, outcome) = (idem_key.as_deref(), *outcome);
     let key = match key {
         Some(k) => crate::tr!(lang, " (idempotency key {k})", " (khoá idempotency {k})"),
         None => String::new(),
@@ -158,7 +151,12 @@ fn effect_line(
 ///
 /// `race`: the variant's interleaving across processes is the race it measures; redacted, the
 /// timeline is then listed process by process.
-pub fn timeline_lines<'a>(r: &'a RunRecord, procedure: &Procedure, w: &Wording, race: bool) -> Vec<(&'a Event, String)> {
+pub fn timeline_lines<'a>(
+    r: &'a RunRecord,
+    procedure: &Procedure,
+    w: &Wording,
+    race: bool,
+) -> Vec<(&'a Event, String)> {
     let show_publish = procedure.shows_publishing();
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
     let all: Vec<&Event> = r.events.iter().collect();

@@ -362,14 +362,7 @@ impl Builder {
             }
             EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::Effect { job, effect, requested_by, outcome, .. } => {
-                let (glyph, what) = match outcome {
-                    EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
-                    EffectOutcome::Replayed => {
-                        (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện"))
-                    }
-                    EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
-                };
-                (glyph, format!("{effect} {job} ({requested_by}): {what}"))
+                effect_mark(job, effect, *requested_by, *outcome, lang)
             }
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
             EventKind::Reconnected { server } => {
@@ -562,4 +555,15 @@ fn list_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
         EventKind::Refused { error, .. } => (Glyph::Failed, truncate(error, 40)),
         _ => return None,
     })
+}
+
+/// The sink's mark: what the outside party did with one request.
+fn effect_mark(job: &str, effect: &str, requested_by: Actor, outcome: EffectOutcome, lang: Lang) -> (Glyph, String) {
+    let t = |en: &'static str, vi: &'static str| pick(lang, en, vi);
+    let (glyph, what) = match outcome {
+        EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
+        EffectOutcome::Replayed => (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện")),
+        EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
+    };
+    (glyph, format!("{effect} {job} ({requested_by}): {what}"))
 }

@@ -186,14 +186,14 @@ pub enum EventKind {
     Taken { job: String, via: String, lease_ms: Option<f64> },
     /// A worker finished a job; `removed` is what LREM returned for its processing entry
     /// (0: the entry was already gone; None: nothing to remove, the job was popped).
-    JobDone { job: String, removed: Option<i64> },
+    ListJobDone { job: String, removed: Option<i64> },
     /// The handler failed on attempt `attempt` (1-based).
-    JobFailed { job: String, attempt: u32, error: String },
+    ListJobFailed { job: String, attempt: u32, error: String },
     /// A failed job was put aside for another attempt: pushed to `to` (`queue:retry`), or
     /// scheduled `delay_ms` later in the delayed set.
     RetryScheduled { job: String, attempt: u32, to: String, delay_ms: Option<f64> },
     /// A job went to the dead-letter list (`reason`: `max attempts`, `poison`).
-    DeadLettered { job: String, reason: String },
+    ListDeadLettered { job: String, reason: String },
     /// A payload that is not a job (it does not parse); the worker then slept `slept_ms`.
     Poison { payload: String, slept_ms: f64 },
     /// The reaper put a job whose lease had run out `expired_ms_ago` back in the queue.
@@ -238,10 +238,10 @@ macro_rules! list_queue_events {
     () => {
         $crate::timeline::EventKind::Pushed { .. }
             | $crate::timeline::EventKind::Taken { .. }
-            | $crate::timeline::EventKind::JobDone { .. }
-            | $crate::timeline::EventKind::JobFailed { .. }
+            | $crate::timeline::EventKind::ListJobDone { .. }
+            | $crate::timeline::EventKind::ListJobFailed { .. }
             | $crate::timeline::EventKind::RetryScheduled { .. }
-            | $crate::timeline::EventKind::DeadLettered { .. }
+            | $crate::timeline::EventKind::ListDeadLettered { .. }
             | $crate::timeline::EventKind::Poison { .. }
             | $crate::timeline::EventKind::Requeued { .. }
             | $crate::timeline::EventKind::MovedDue { .. }

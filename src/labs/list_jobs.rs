@@ -439,7 +439,7 @@ fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> Vec<Fact> {
         Fact::stable("left_in_processing", o.processing.len() as i64),
         Fact::stable("left_in_retry_list", o.retry.len() as i64),
         Fact::stable("dead_lettered", o.dead.len() as i64),
-        Fact::stable("lrem_found_nothing", count(|k| matches!(k, EventKind::JobDone { removed: Some(0), .. }))),
+        Fact::stable("lrem_found_nothing", count(|k| matches!(k, EventKind::ListJobDone { removed: Some(0), .. }))),
     ];
     if s.take == Take::Lease {
         facts.push(Fact::stable("processing_without_lease", o.orphans as i64));
@@ -560,7 +560,7 @@ fn attempts_per_job(events: &[Event]) -> BTreeMap<String, Vec<Attempt>> {
         let ms = e.t_us as f64 / 1000.0;
         match &e.kind {
             EventKind::Taken { job, .. } => per_job.entry(job.clone()).or_default().push(Attempt { started_ms: ms, failed_ms: None }),
-            EventKind::JobFailed { job, .. } => {
+            EventKind::ListJobFailed { job, .. } => {
                 if let Some(last) = per_job.get_mut(job).and_then(|a| a.last_mut()) {
                     last.failed_ms = Some(ms);
                 }

@@ -125,7 +125,7 @@ async fn handle<C: ConnectionLike + Send>(
     match partner.perform(&request).await {
         Ok(_) => {}
         Err(e) if e.is_partner_failure() => {
-            events.emit(actor, EventKind::JobFailed { job: label.clone(), attempt, error: short_error(&e) });
+            events.emit(actor, EventKind::ListJobFailed { job: label.clone(), attempt, error: short_error(&e) });
             return failed(conn, cfg, events, taken, job).await;
         }
         Err(e) => return Err(e.into()),
@@ -135,7 +135,7 @@ async fn handle<C: ConnectionLike + Send>(
         Some(entry) => Some(list_queue::finish(conn, &cfg.keys, entry).await.context("LREM the finished job")?),
         None => None,
     };
-    events.emit(actor, EventKind::JobDone { job: label, removed });
+    events.emit(actor, EventKind::ListJobDone { job: label, removed });
     Ok(())
 }
 
@@ -160,7 +160,7 @@ async fn failed<C: ConnectionLike + Send>(
                     EventKind::RetryScheduled { job: label, attempt: next.attempts + 1, to, delay_ms: None },
                 )
             } else {
-                (&cfg.keys.failed, EventKind::DeadLettered { job: label, reason: "max attempts".into() })
+                (&cfg.keys.failed, EventKind::ListDeadLettered { job: label, reason: "max attempts".into() })
             };
             redis::cmd("RPUSH").arg(to).arg(next.to_json()).query_async::<i64>(conn).await.context("RPUSH")?;
             events.emit(actor, event);
@@ -176,7 +176,7 @@ async fn failed<C: ConnectionLike + Send>(
         }
         OnFailure::Backoff(b) if next.attempts >= b.max_attempts => {
             list_queue::dead_letter(conn, &cfg.keys, &entry, &next.to_json()).await.context("dead-letter")?;
-            events.emit(actor, EventKind::DeadLettered { job: label, reason: "max attempts".into() });
+            events.emit(actor, EventKind::ListDeadLettered { job: label, reason: "max attempts".into() });
         }
         OnFailure::Backoff(b) => {
             let delay = cfg.env.scale.ms_ceil(b.delay_after(next.attempts).round() as u64);
@@ -213,7 +213,7 @@ async fn poison<C: ConnectionLike + Send>(
             events.emit(actor, EventKind::Poison { payload: label.to_string(), slept_ms: 0.0 });
             let entry = taken.entry.clone().unwrap_or_default();
             list_queue::dead_letter(conn, &cfg.keys, &entry, &taken.payload).await.context("dead-letter")?;
-            events.emit(actor, EventKind::DeadLettered { job: label.to_string(), reason: "poison".into() });
+            events.emit(actor, EventKind::ListDeadLettered { job: label.to_string(), reason: "poison".into() });
         }
     }
     Ok(())

@@ -103,7 +103,7 @@ async fn list_retry_never_retries_in_the_seed_and_follows_the_backoff_with_a_del
             r.events
                 .iter()
                 .filter_map(|e| match &e.kind {
-                    ordlab::timeline::EventKind::JobFailed { job: j, .. } if j == job => Some(e.t_us as f64 / 1000.0),
+                    ordlab::timeline::EventKind::ListJobFailed { job: j, .. } if j == job => Some(e.t_us as f64 / 1000.0),
                     _ => None,
                 })
                 .collect()

@@ -234,7 +234,7 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
                 return Step::Push;
             }
         }
-        EventKind::JobDone { job, .. } => {
+        EventKind::ListJobDone { job, .. } => {
             p.busy.insert(ev.actor, false);
             *p.settled.entry(job.clone()).or_insert(0) += 1;
             if let (Some(k), Actor::Worker(by)) = (spec.kill, ev.actor) {
@@ -243,7 +243,7 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
                 }
             }
         }
-        EventKind::DeadLettered { job, .. } => {
+        EventKind::ListDeadLettered { job, .. } => {
             p.busy.insert(ev.actor, false);
             *p.settled.entry(job.clone()).or_insert(0) += 1;
         }

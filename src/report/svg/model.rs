@@ -527,15 +527,15 @@ fn list_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
     Some(match kind {
         EventKind::Pushed { job, .. } => (Glyph::Published, format!("{} {job}", t("push", "đẩy"))),
         EventKind::Taken { job, via, .. } => (Glyph::Received, format!("{} {job} ({via})", t("took", "lấy"))),
-        EventKind::JobDone { job, removed: Some(0) } => {
+        EventKind::ListJobDone { job, removed: Some(0) } => {
             (Glyph::Stale, format!("{} {job}; LREM → 0", t("done", "xong")))
         }
-        EventKind::JobDone { job, .. } => (Glyph::Wrote, format!("{} {job}", t("done", "xong"))),
-        EventKind::JobFailed { job, attempt, .. } => {
+        EventKind::ListJobDone { job, .. } => (Glyph::Wrote, format!("{} {job}", t("done", "xong"))),
+        EventKind::ListJobFailed { job, attempt, .. } => {
             (Glyph::Failed, format!("{job} {} #{attempt}", t("failed, attempt", "lỗi, lần")))
         }
         EventKind::RetryScheduled { job, to, .. } => (Glyph::Outbox, format!("{job} → {to}")),
-        EventKind::DeadLettered { job, .. } => {
+        EventKind::ListDeadLettered { job, .. } => {
             (Glyph::OutboxFailed, format!("{job} → {}", t("dead letters", "hàng lỗi")))
         }
         EventKind::Poison { .. } => {

@@ -20,7 +20,7 @@ pub fn line(e: &Event, w: &Wording) -> Option<String> {
             }
             None => crate::tr!(l, "{a} took {job} ({via})", "{a} lấy {job} ({via})"),
         },
-        EventKind::JobDone { job, removed } => match removed {
+        EventKind::ListJobDone { job, removed } => match removed {
             Some(0) => crate::tr!(
                 l,
                 "{a} finished {job}; LREM → 0: its entry was already gone",
@@ -29,7 +29,7 @@ pub fn line(e: &Event, w: &Wording) -> Option<String> {
             Some(n) => crate::tr!(l, "{a} finished {job}; LREM → {n}", "{a} xong {job}; LREM → {n}"),
             None => crate::tr!(l, "{a} finished {job}", "{a} xong {job}"),
         },
-        EventKind::JobFailed { job, attempt, error } => crate::tr!(
+        EventKind::ListJobFailed { job, attempt, error } => crate::tr!(
             l,
             "{a}: {job} failed on attempt {attempt}: {error}",
             "{a}: {job} lỗi ở lần thử {attempt}: {error}"
@@ -46,7 +46,7 @@ pub fn line(e: &Event, w: &Wording) -> Option<String> {
                 "{a}: đẩy {job} vào {to} để thử lại lần {attempt}, không chờ"
             ),
         },
-        EventKind::DeadLettered { job, reason } => {
+        EventKind::ListDeadLettered { job, reason } => {
             let reason = reason_words(reason, w);
             crate::tr!(l, "{a}: {job} → dead-letter list ({reason})", "{a}: {job} → hàng đợi lỗi ({reason})")
         }

@@ -3,6 +3,8 @@
 //! and compose as in Jepsen: wrong beats unknown beats right.
 //!
 //! One file per concern; a lab composes the ones it needs in its `judge`:
+//! [`durability`] (acknowledged jobs a crash or eviction took away), [`effect_counts`] (effects
+//! wanted per job against the sink's ledger), [`retry_schedule`] (retries against a backoff),
 //! [`health`] (did the run finish and every process die only as planned), [`job_effects`]
 //! (every list-queue job took effect once, each order's steps in order), [`spread`] (a queue's
 //! load over a cluster's masters), [`final_state`]
@@ -17,6 +19,8 @@
 
 pub mod concurrency;
 pub mod delivery;
+pub mod durability;
+pub mod effect_counts;
 pub mod exclusion;
 pub mod failover;
 pub mod fates;
@@ -27,6 +31,7 @@ pub mod limit;
 pub mod outcome;
 pub mod priority;
 pub mod redelivery;
+pub mod retry_schedule;
 pub mod spread;
 pub mod total_queue;
 mod verdict;

@@ -11,6 +11,7 @@
 mod crash;
 mod job_crash;
 pub mod link;
+mod list_crash;
 mod publish;
 pub mod slot_migration;
 mod time_scale;
@@ -18,6 +19,7 @@ mod work;
 
 pub use crash::{crash_now, CrashPoint, CrashSpec, PlannedCrashes};
 pub use job_crash::{crash_due, HandlerPoint, JobCrash};
+pub use list_crash::{ListCrash, ListCrashPoint};
 pub use publish::PublishSchedule;
 pub use time_scale::TimeScale;
 pub use work::HandlerWork;

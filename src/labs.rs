@@ -302,4 +302,10 @@ lab_kinds! {
     Cluster(cluster::ClusterSpec) = "cluster",
     /// One fan-out reader, more and more workers: where the reader becomes the limit.
     ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
+    /// A steady producer, redis-server SIGKILLed and restarted on its own files.
+    Persistence(persistence::PersistenceSpec) = "persistence",
+    /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.
+    Eviction(eviction::EvictionSpec) = "eviction",
+    /// Seed 003's list queue: workers, a processing list, leases, retries, poison payloads.
+    ListQueue(list_jobs::ListQueueSpec) = "list-queue",
 }

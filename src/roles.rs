@@ -1,9 +1,10 @@
 //! The processes a lab starts besides the servers: the producer (a task of the orchestrator),
 //! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
 //! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
-//! claimer, the fan-out reader, outbox dispatchers, list-queue workers on a Redis Cluster, and
-//! job workers (a job queue handled with an idempotency technique, as reader or claimer, and
-//! the seed's production worker).
+//! claimer, the fan-out reader, outbox dispatchers, seed 003's list-queue workers and their
+//! supervisor (reaper and scheduler), list-queue workers on a Redis Cluster, and job workers
+//! (a job queue handled with an idempotency technique, as reader or claimer, and the seed's
+//! production worker).
 //!
 //! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
 //! timeline events, reports an unplanned death with its stderr, and kills it on drop.
@@ -18,6 +19,8 @@ pub mod dispatcher;
 pub mod fanout;
 pub mod job_worker;
 mod keyed_queues;
+pub mod list_supervisor;
+pub mod list_worker;
 pub mod pipeline_worker;
 pub mod primary;
 pub mod priority_loop;

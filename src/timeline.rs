@@ -19,6 +19,10 @@ pub enum Actor {
     Reaper,
     /// A SQL session of a two-session race (`A`, `B`), shown as its letter.
     Session(char),
+    /// A list-queue worker process `n` (1-based), shown as `W<n>` (the seed's workers).
+    Worker(u32),
+    /// Moves due retries back to a list queue.
+    Scheduler,
     /// The side-effect sink: the outside party that receives e-mails, charges, API calls.
     Sink,
 }
@@ -32,6 +36,8 @@ impl fmt::Display for Actor {
             Actor::Dispatcher(n) => write!(f, "D{n}"),
             Actor::Reaper => f.write_str("reaper"),
             Actor::Session(c) => write!(f, "{c}"),
+            Actor::Worker(n) => write!(f, "W{n}"),
+            Actor::Scheduler => f.write_str("scheduler"),
             Actor::Sink => f.write_str("sink"),
         }
     }
@@ -51,12 +57,14 @@ impl TryFrom<String> for Actor {
             "runner" => Ok(Actor::Runner),
             "producer" => Ok(Actor::Producer),
             "reaper" => Ok(Actor::Reaper),
+            "scheduler" => Ok(Actor::Scheduler),
             "sink" => Ok(Actor::Sink),
             "A" => Ok(Actor::Session('A')),
             "B" => Ok(Actor::Session('B')),
             _ => numbered("C")
                 .map(Actor::Consumer)
                 .or_else(|| numbered("D").map(Actor::Dispatcher))
+                .or_else(|| numbered("W").map(Actor::Worker))
                 .ok_or_else(|| format!("unknown actor {s:?}")),
         }
     }
@@ -309,6 +317,35 @@ pub enum EventKind {
     /// A role lost its primary and found the new one (`server`: `replica`, promoted), where
     /// it goes on; a consumer first re-reads its own pending entries there.
     Reconnected { server: String },
+    /// A job was pushed to a list (`list`: `queue:default`); `len` is the list's length after
+    /// the push, as the server replied.
+    Pushed { job: String, list: String, len: i64 },
+    /// A worker took a job from a list queue (`via`: the command or script), leased until
+    /// `lease_ms` from now when it has a lease.
+    Taken { job: String, via: String, lease_ms: Option<f64> },
+    /// A worker finished a job; `removed` is what LREM returned for its processing entry
+    /// (0: the entry was already gone; None: nothing to remove, the job was popped).
+    ListJobDone { job: String, removed: Option<i64> },
+    /// The handler failed on attempt `attempt` (1-based).
+    ListJobFailed { job: String, attempt: u32, error: String },
+    /// A failed job was put aside for another attempt: pushed to `to` (`queue:retry`), or
+    /// scheduled `delay_ms` later in the delayed set.
+    RetryScheduled { job: String, attempt: u32, to: String, delay_ms: Option<f64> },
+    /// A job went to the dead-letter list (`reason`: `max attempts`, `poison`).
+    ListDeadLettered { job: String, reason: String },
+    /// A payload that is not a job (it does not parse); the worker then slept `slept_ms`.
+    Poison { payload: String, slept_ms: f64 },
+    /// The reaper put a job whose lease had run out `expired_ms_ago` back in the queue.
+    Requeued { job: String, expired_ms_ago: i64 },
+    /// The scheduler moved a due retry back to the queue, `late_ms` after its due time.
+    MovedDue { job: String, late_ms: i64 },
+    /// A killed server is up again on its own data files, holding `jobs` jobs, after `load_ms`.
+    ServerRestarted { jobs: i64, load_ms: f64 },
+    /// The server evicted the key `key` whole, with `jobs` jobs in it (the producer saw its
+    /// next push answer a length of 1).
+    Evicted { key: String, jobs: i64 },
+    /// The server refused a push (`error`, e.g. OOM); `refusals` counts them so far.
+    Refused { job: String, error: String, refusals: i64 },
     /// The side-effect sink received a request for `effect` of `job` from `requested_by`
     /// (placed at the moment the caller sent it) and `outcome` is what it did.
     Effect {
@@ -381,8 +418,32 @@ pub enum EffectOutcome {
     Refused,
 }
 
+/// The events of list-queue labs (seed 003) as one pattern, for the places that word or draw
+/// them in a file of their own: `list_queue_events!() => …`.
+#[macro_export]
+macro_rules! list_queue_events {
+    () => {
+        $crate::timeline::EventKind::Pushed { .. }
+            | $crate::timeline::EventKind::Taken { .. }
+            | $crate::timeline::EventKind::ListJobDone { .. }
+            | $crate::timeline::EventKind::ListJobFailed { .. }
+            | $crate::timeline::EventKind::RetryScheduled { .. }
+            | $crate::timeline::EventKind::ListDeadLettered { .. }
+            | $crate::timeline::EventKind::Poison { .. }
+            | $crate::timeline::EventKind::Requeued { .. }
+            | $crate::timeline::EventKind::MovedDue { .. }
+            | $crate::timeline::EventKind::ServerRestarted { .. }
+            | $crate::timeline::EventKind::Evicted { .. }
+            | $crate::timeline::EventKind::Refused { .. }
+    };
+}
+
 /// The reason of a `publish_failed` when the primary died under the XADD (the `failover` lab).
 pub const PRIMARY_GONE: &str = "the primary is gone";
+
+/// The `crashed` detail of a worker the runner SIGKILLs when it sees another event (a list
+/// lab's planned kill): the kill follows what the runner saw, and a snapshot lists it so.
+pub const KILLED_BY_RUNNER: &str = "SIGKILL from the runner, mid-job";
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -496,6 +557,8 @@ mod tests {
             Actor::Dispatcher(1),
             Actor::Reaper,
             Actor::Session('B'),
+            Actor::Worker(3),
+            Actor::Scheduler,
             Actor::Sink,
         ] {
             assert_eq!(Actor::try_from(a.to_string()).unwrap(), a);

@@ -141,7 +141,8 @@ fn lane(e: &Event) -> Actor {
 
 /// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
 /// process whose causes are already out (its own earlier events; for a receive, the publish
-/// of the same entry).
+/// of the same entry; for a list job taken, its push or put-back; for a worker the runner
+/// kills, everything before it: the runner reacted to it).
 fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
     let published = |id: &str, done: &[bool]| {
         burst
@@ -151,6 +152,15 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
                 done[i]
                     || !matches!(&e.kind, EventKind::Published { entry_id, .. } | EventKind::JobPublished { entry_id, .. } if entry_id == id)
             })
+    };
+    // A list job is taken after it was pushed or put back (by the reaper or the scheduler)
+    // earlier in the burst.
+    let put_back = |i: usize, job: &str, done: &[bool]| {
+        burst[..i].iter().enumerate().all(|(j, e)| {
+            done[j]
+                || !matches!(&e.kind, EventKind::Pushed { job: p, .. } | EventKind::Requeued { job: p, .. }
+                    | EventKind::MovedDue { job: p, .. } if p == job)
+        })
     };
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
@@ -165,6 +175,10 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
             let ready = match &e.kind {
                 EventKind::Received { entry_id, .. } | EventKind::JobReceived { entry_id, .. } => {
                     published(entry_id, &done)
+                }
+                EventKind::Taken { job, .. } => put_back(i, job, &done),
+                EventKind::Crashed { detail, .. } if detail == crate::timeline::KILLED_BY_RUNNER => {
+                    done[..i].iter().all(|d| *d)
                 }
                 _ => true,
             };
@@ -250,6 +264,57 @@ mod tests {
                 Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| (e.actor, super::lane(e))).collect();
             assert_eq!(shown, [(c1, c1), (Actor::Sink, c1), (c2, c2), (Actor::Sink, c2)]);
         }
+    }
+
+    #[test]
+    fn a_side_effect_keeps_its_place_among_the_steps_of_the_worker_that_asked_for_it() {
+        use crate::timeline::EffectOutcome;
+        let (w1, w2) = (Actor::Worker(1), Actor::Worker(2));
+        let effect = |t| Event {
+            t_us: t,
+            actor: Actor::Sink,
+            kind: EventKind::Effect {
+                job: "job-2".into(),
+                effect: "email".into(),
+                requested_by: w2,
+                idem_key: None,
+                outcome: EffectOutcome::Applied,
+            },
+        };
+        // W2 asks for the e-mail, then reports done and takes the next job (W1 long before).
+        // Whether the sink's reply took 1 ms or 30 ms, the e-mail stays before done.
+        for gap in [1_000, 30_000] {
+            let events = [ev(-100_000, w1), effect(0), ev(gap, w2), ev(gap + 200, w2)];
+            let refs: Vec<&Event> = events.iter().collect();
+            let shown: Vec<(i64, Actor)> = Redactor::SNAPSHOT.order(refs).iter().map(|e| (e.t_us, e.actor)).collect();
+            assert_eq!(shown[1], (0, Actor::Sink), "gap {gap}: {shown:?}");
+        }
+    }
+
+    #[test]
+    fn a_list_job_is_taken_after_the_scheduler_put_it_back() {
+        let moved =
+            Event { t_us: 0, actor: Actor::Scheduler, kind: EventKind::MovedDue { job: "j1".into(), late_ms: 3 } };
+        let taken = Event {
+            t_us: 2_000,
+            actor: Actor::Worker(1),
+            kind: EventKind::Taken { job: "j1".into(), via: "lease script".into(), lease_ms: None },
+        };
+        let events = [moved, taken];
+        let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(shown, vec![Actor::Scheduler, Actor::Worker(1)]);
+    }
+
+    #[test]
+    fn a_kill_by_the_runner_comes_after_what_the_runner_saw() {
+        let kill = Event {
+            t_us: 3_000,
+            actor: Actor::Worker(1),
+            kind: EventKind::Crashed { planned: true, detail: crate::timeline::KILLED_BY_RUNNER.into() },
+        };
+        let events = [ev(0, Actor::Worker(2)), ev(1_000, Actor::Worker(2)), kill];
+        let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(shown, vec![Actor::Worker(2), Actor::Worker(2), Actor::Worker(1)]);
     }
 
     #[test]

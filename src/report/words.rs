@@ -3,6 +3,7 @@
 //! prints them; the lab book's step-through captions reuse them.
 
 mod jobs;
+mod list_queue;
 mod queue;
 
 pub use jobs::{fail_words, skip_words};
@@ -109,6 +110,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::SlotMigrating { .. }
         | EventKind::SlotKeysMoved { .. }
         | EventKind::SlotOwned { .. } => return Some(queue::queue_line(e, w)),
+        crate::list_queue_events!() => return list_queue::line(e, w),
     })
 }
 

@@ -7,6 +7,8 @@ use super::cluster_worker::ClusterWorkerConfig;
 use super::consumer::ConsumerConfig;
 use super::dispatcher::DispatcherConfig;
 use super::job_worker::JobWorkerConfig;
+use super::list_supervisor::ListSupervisorConfig;
+use super::list_worker::ListWorkerConfig;
 use super::pipeline_worker::PipelineWorkerConfig;
 use super::priority_worker::PriorityWorkerConfig;
 use super::zset_worker::ZsetWorkerConfig;
@@ -47,6 +49,10 @@ pub enum RoleConfig {
     JobWorker(JobWorkerConfig),
     /// The seed's production worker: priority polling, idempotent handler, retry, DLQ.
     PipelineWorker(PipelineWorkerConfig),
+    /// Takes jobs from a Redis list queue (seed 003).
+    ListWorker(ListWorkerConfig),
+    /// Puts back jobs whose lease ran out and moves due retries to a list queue.
+    ListSupervisor(ListSupervisorConfig),
     /// Takes jobs from a list queue on a Redis Cluster.
     ClusterWorker(ClusterWorkerConfig),
 }
@@ -62,6 +68,8 @@ impl RoleConfig {
             RoleConfig::ZsetWorker(w) => Actor::Consumer(w.index),
             RoleConfig::JobWorker(w) => w.actor,
             RoleConfig::PipelineWorker(w) => w.actor,
+            RoleConfig::ListWorker(w) => w.actor(),
+            RoleConfig::ListSupervisor(s) => s.actor(),
             RoleConfig::ClusterWorker(w) => w.actor(),
         }
     }
@@ -80,6 +88,8 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::ZsetWorker(w) => super::zset_worker::run(w).await,
         RoleConfig::JobWorker(w) => super::job_worker::run(w).await,
         RoleConfig::PipelineWorker(w) => super::pipeline_worker::run(w).await,
+        RoleConfig::ListWorker(w) => super::list_worker::run(w).await,
+        RoleConfig::ListSupervisor(s) => super::list_supervisor::run(s).await,
         RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
     }
 }

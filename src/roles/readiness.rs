@@ -20,7 +20,7 @@ pub enum ClientState {
     Connected,
     /// Blocked in XREADGROUP: an entry added now goes to it.
     BlockedInXreadgroup,
-    /// Blocked in any blocking command (BZPOPMAX, BLMOVE, …).
+    /// Blocked in any blocking command (BRPOP, BLMOVE, BLPOP…): a job pushed now goes to it.
     Blocked,
     /// Blocked in BLMOVE: a job pushed now goes to it.
     BlockedInBlmove,
@@ -40,7 +40,7 @@ impl ClientState {
         match self {
             ClientState::Connected => "not connected after 15 s",
             ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP after 15 s",
-            ClientState::Blocked => "not blocked after 15 s",
+            ClientState::Blocked => "not blocked in a blocking command after 15 s",
             ClientState::BlockedInBlmove => "not blocked in BLMOVE after 15 s",
         }
     }

@@ -16,6 +16,9 @@ mod cluster;
 mod core_labs;
 /// The Docker backend on a real engine (run by `just test` when one answers).
 mod docker_backend;
+/// Seed 003's server advice: `persistence` (SIGKILL and restart per persistence mode) and
+/// `eviction` (a full Redis under each maxmemory policy).
+mod durability_labs;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
@@ -27,6 +30,11 @@ mod idmp;
 mod job_labs;
 /// The lab book (`results/index.html`) in headless Chromium.
 mod lab_book;
+/// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`
+/// (failures, backoff, dead letters, poison).
+mod list_labs;
+/// The list-queue scripts of seed 003's labs on a real server.
+mod list_queue_scripts;
 /// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
 mod load_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run

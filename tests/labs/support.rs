@@ -77,6 +77,7 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::Load(o) => o.final_rows.clone(),
         Observed::Jobs(_) | Observed::Pipeline(_) | Observed::Cluster(_) => Vec::new(),
         Observed::ReaderCeiling(_) | Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
+        Observed::Persistence(_) | Observed::Eviction(_) | Observed::ListQueue(_) => Vec::new(),
     }
 }
 
@@ -94,7 +95,10 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Zset(_)
         | Observed::Jobs(_)
         | Observed::Pipeline(_)
-        | Observed::Cluster(_) => Vec::new(),
+        | Observed::Cluster(_)
+        | Observed::Persistence(_)
+        | Observed::Eviction(_)
+        | Observed::ListQueue(_) => Vec::new(),
     }
 }
 

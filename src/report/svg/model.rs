@@ -90,7 +90,9 @@ fn lane_rank(a: Actor) -> (u8, u32) {
         Actor::Consumer(n) => (1, n),
         Actor::Dispatcher(n) => (2, n),
         Actor::Session(c) => (3, c as u32),
+        Actor::Worker(n) => (1, n),
         Actor::Reaper => (4, 0),
+        Actor::Scheduler => (4, 1),
         Actor::Sink => (5, 0),
         Actor::Runner => (6, 0),
     }
@@ -368,6 +370,9 @@ impl Builder {
                 (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
             }
             EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
+            EventKind::Effect { job, effect, requested_by, outcome, .. } => {
+                effect_mark(job, effect, *requested_by, *outcome, lang)
+            }
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
             EventKind::PriorityJobTaken { job, priority, traced: true, .. } => {
                 (Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
@@ -382,6 +387,7 @@ impl Builder {
                 Glyph::Published,
                 format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
             ),
+            crate::list_queue_events!() => return list_mark(kind, lang),
             _ => return None,
         })
     }
@@ -571,4 +577,52 @@ fn cluster_queue_mark(kind: &EventKind, lang: Lang, many: bool) -> Option<(Glyph
         EventKind::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
         _ => return None,
     })
+}
+
+/// Marks of list-queue events (seed 003) on a worker's, the reaper's, the producer's or the
+/// runner's lane: a glyph and its label; None for events of other labs.
+fn list_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
+    let t = |en, vi| pick(lang, en, vi);
+    Some(match kind {
+        EventKind::Pushed { job, .. } => (Glyph::Published, format!("{} {job}", t("push", "đẩy"))),
+        EventKind::Taken { job, via, .. } => (Glyph::Received, format!("{} {job} ({via})", t("took", "lấy"))),
+        EventKind::ListJobDone { job, removed: Some(0) } => {
+            (Glyph::Stale, format!("{} {job}; LREM → 0", t("done", "xong")))
+        }
+        EventKind::ListJobDone { job, .. } => (Glyph::Wrote, format!("{} {job}", t("done", "xong"))),
+        EventKind::ListJobFailed { job, attempt, .. } => {
+            (Glyph::Failed, format!("{job} {} #{attempt}", t("failed, attempt", "lỗi, lần")))
+        }
+        EventKind::RetryScheduled { job, to, .. } => (Glyph::Outbox, format!("{job} → {to}")),
+        EventKind::ListDeadLettered { job, .. } => {
+            (Glyph::OutboxFailed, format!("{job} → {}", t("dead letters", "hàng lỗi")))
+        }
+        EventKind::Poison { .. } => {
+            (Glyph::Failed, t("poison: does not parse", "poison: không parse được").to_string())
+        }
+        EventKind::Requeued { job, .. } => (Glyph::Published, format!("{} {job}", t("requeued", "đưa lại"))),
+        EventKind::MovedDue { job, .. } => {
+            (Glyph::Published, format!("{job} {}", t("due → queue", "đến hạn → hàng đợi")))
+        }
+        EventKind::ServerRestarted { jobs, .. } => (
+            Glyph::Published,
+            format!("{} ({jobs} {})", t("restarted", "khởi động lại"), t("jobs back", "job còn lại")),
+        ),
+        EventKind::Evicted { key, jobs } => {
+            (Glyph::Crash, format!("{} {key} ({jobs} {})", t("evicted", "evict"), t("jobs", "job")))
+        }
+        EventKind::Refused { error, .. } => (Glyph::Failed, truncate(error, 40)),
+        _ => return None,
+    })
+}
+
+/// The sink's mark: what the outside party did with one request.
+fn effect_mark(job: &str, effect: &str, requested_by: Actor, outcome: EffectOutcome, lang: Lang) -> (Glyph, String) {
+    let t = |en: &'static str, vi: &'static str| pick(lang, en, vi);
+    let (glyph, what) = match outcome {
+        EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
+        EffectOutcome::Replayed => (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện")),
+        EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
+    };
+    (glyph, format!("{effect} {job} ({requested_by}): {what}"))
 }

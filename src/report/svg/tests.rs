@@ -4,6 +4,7 @@ use super::*;
 use crate::checker::Verdict;
 use crate::report::fixture::{assert_well_formed, ev, lock_race as report};
 use crate::timeline::{Actor, EventKind};
+
 fn attr(tag: &str, name: &str) -> f64 {
     let key = format!(" {name}=\"");
     let start = tag.find(&key).unwrap_or_else(|| panic!("no {name} in {tag}")) + key.len();

@@ -368,9 +368,18 @@ async fn screenshot_shows_the_timeline(c: &Client) {
     let info = reader.next_frame(&mut buf).unwrap();
     assert!(info.width >= 1000, "a figure as wide as the page: {}", info.width);
     let channels = info.color_type.samples();
-    let pixels = buf[..info.buffer_size()].chunks(channels);
-    let (coloured, total) = pixels.fold((0, 0), |(c, t), p| (c + usize::from(p[..3].iter().any(|v| *v < 200)), t + 1));
-    assert!(coloured * 20 > total, "more than 5 % of the picture is drawn: {coloured}/{total} ({})", target.display());
+    // The picture above the step controls (whose slider is blue too).
+    let rows = info.height as usize * 85 / 100;
+    let pixels = buf[..info.line_size * rows].chunks(channels);
+    // Drawn: dark enough to be ink (text, axes, marks); handler bars: the blue of handler work,
+    // which a blank or text-only figure lacks. Half-way through, the later steps are faded, so
+    // how much is drawn depends on the run's timing: the bounds are a tenth of what is seen.
+    let ink = |p: &[u8]| p[..3].iter().any(|v| *v < 200);
+    let bar = |p: &[u8]| i32::from(p[2]) - i32::from(p[0]) > 40 && p[2] < 230;
+    let (coloured, blue, total) =
+        pixels.fold((0, 0, 0), |(c, b, t), p| (c + usize::from(ink(p)), b + usize::from(bar(p)), t + 1));
+    assert!(coloured * 100 > total, "more than 1 % of the picture is drawn: {coloured}/{total} ({})", target.display());
+    assert!(blue > 300, "a handler's bar is drawn: {blue} blue pixels ({})", target.display());
 }
 
 async fn prints_a_lab_per_page(c: &Client) {

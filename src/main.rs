@@ -59,8 +59,20 @@ enum Command {
         #[command(flatten)]
         services: ServiceArgs,
     },
-    /// Re-judge a saved run (results/<id>.json) with no servers; exits as `run` would.
-    Check { file: PathBuf },
+    /// Re-judge a saved run (results/<id>.json.gz) with no servers; exits as `run` would.
+    Check {
+        file: PathBuf,
+        /// Also draw the saved runs' pictures again (SVG, PNG) and the lab book beside the file,
+        /// with this build's renderers: analysis apart from the run, no servers.
+        #[arg(long)]
+        redraw: bool,
+        /// Language of the redrawn pictures.
+        #[arg(long, value_enum, default_value_t = Lang::En)]
+        lang: Lang,
+        /// The run the redrawn pictures show.
+        #[arg(long, default_value_t = 1)]
+        svg_run: u32,
+    },
     /// Which backends work here, server versions and capabilities, what to install.
     Doctor {
         #[command(flatten)]
@@ -243,9 +255,16 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             Ok(EXIT_MATCHED)
         }
         Command::Doctor { services } => doctor(&services).await,
-        Command::Check { file } => {
+        Command::Check { file, redraw, lang, svg_run } => {
             let report = json::load(&file)?.rejudged();
             print!("{}", text::render(&report, &TextOptions::default()));
+            if redraw {
+                let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                let pictures = files::write_pictures(dir, &report, lang, svg_run)
+                    .with_context(|| format!("draw {}'s pictures in {}", report.lab.id, dir.display()))?;
+                let saved = write_summary(dir)?;
+                write_book_and_pngs(dir, &saved, &pictures)?;
+            }
             Ok(if report.matched() { EXIT_MATCHED } else { EXIT_MISMATCH })
         }
         Command::Run { labs, run, out, format, lang, svg_run, services } => {

@@ -77,8 +77,10 @@ pub struct StreamObserved {
     /// Entries delivered and never acknowledged (XPENDING), when a consumer crashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_after_run: Option<i64>,
-    /// Each order's stored document, where the events change documents (P4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Each order's stored document, where the events change documents (P4). Saved as a list
+    /// of (order, document) pairs: inside the tagged `Observed`, serde cannot read a map's
+    /// integer keys back from JSON's string keys.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "documents_as_pairs")]
     pub documents: Option<BTreeMap<i64, Document>>,
     /// Consumer indices in the order they started waiting in XREADGROUP (longest first),
     /// drawn from the seed: Redis gives the first entry to the first of them.
@@ -683,5 +685,20 @@ mod tests {
         let work = HandlerWork::new(&BTreeMap::from([("created".into(), 800.0), ("paid".into(), 50.0)]), &specs);
         assert_eq!(critical_path_ms(&specs, &work, &s1_run(), 1.0), 850.0);
         assert_eq!(critical_path_ms(&specs, &work, &s1_run(), 0.5), 425.0);
+    }
+}
+
+/// `Option<BTreeMap<i64, Document>>` as `[[order, document], …]` in JSON.
+mod documents_as_pairs {
+    use crate::order_document::Document;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(map: &Option<BTreeMap<i64, Document>>, s: S) -> Result<S::Ok, S::Error> {
+        map.as_ref().map(|m| m.iter().collect::<Vec<_>>()).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeMap<i64, Document>>, D::Error> {
+        Ok(Option::<Vec<(i64, Document)>>::deserialize(d)?.map(|pairs| pairs.into_iter().collect()))
     }
 }

@@ -78,4 +78,20 @@ mod tests {
         assert!(super::is_results_file(Path::new("lock.json")));
         assert!(!super::is_results_file(Path::new("results/lock.txt")));
     }
+
+    /// A P4 run's documents (a map keyed by order) read back from the saved JSON.
+    #[test]
+    fn documents_read_back() {
+        use crate::checker::Verdict;
+        use crate::labs::Observed;
+        use crate::order_document::Document;
+        use std::collections::BTreeMap;
+        let mut report = crate::report::fixture::lock_race(Verdict::Wrong);
+        let doc = Document { status: "paid".into(), items: BTreeMap::from([("book".into(), 1)]), total: 5 };
+        let Observed::Stream(o) = &mut report.variants[0].run_records[0].observed else { panic!("a stream run") };
+        o.documents = Some(BTreeMap::from([(42, doc)]));
+        let value: serde_json::Value = serde_json::from_str(&super::render_compact(&report)).unwrap();
+        let back: crate::report::LabReport = serde_json::from_value(value).unwrap();
+        assert_eq!(back.variants[0].run_records[0].observed, report.variants[0].run_records[0].observed);
+    }
 }

@@ -9,11 +9,33 @@ use std::collections::HashSet;
 /// Orders a slide can show: a run over more is drawn for some of them only.
 pub const SVG_MAX_ORDERS: usize = 8;
 
+/// Events a slide can show: a run with more (thousands of jobs) is drawn up to its first this
+/// many, and its title says so.
+pub const SVG_MAX_EVENTS: usize = 200;
+
+/// The variant as a slide can show it, orders first ([`order_window`]), then at most
+/// [`SVG_MAX_EVENTS`] events.
+pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Vec<i64>>) {
+    let (mut out, shown) = order_window(v, run);
+    for r in out.run_records.iter_mut().filter(|r| r.run == run) {
+        let n = r.events.len();
+        if n > SVG_MAX_EVENTS {
+            r.events.truncate(SVG_MAX_EVENTS);
+            let (en, vi) = (&out.title.en, &out.title.vi);
+            out.title = crate::lang::Words {
+                en: format!("{en} (its first {SVG_MAX_EVENTS} of {n} events)"),
+                vi: format!("{vi} ({SVG_MAX_EVENTS} sự kiện đầu trên {n})"),
+            };
+        }
+    }
+    (out, shown)
+}
+
 /// The variant as a slide can show it: for a run over many orders, only the events of
 /// [`SVG_MAX_ORDERS`] of its orders (half of them wrong ones, if any, then the first) and
 /// events that belong to no order, with the orders shown. Other variants are returned
 /// unchanged, with None.
-pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Vec<i64>>) {
+fn order_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Vec<i64>>) {
     let mut out = v.clone();
     let Some(record) = v.record(run) else { return (out, None) };
     let items: Vec<FinalItem> = v.procedure.final_state(record);

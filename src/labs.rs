@@ -60,6 +60,11 @@ fn view<'a, O>(record: &'a RunRecord, observed: &'a O) -> RunView<'a, O> {
     RunView { run: record.run, events: &record.events, timed_out: record.timed_out, observed }
 }
 
+/// The runs among `records` whose observation is of the kind `pick` accepts, as views.
+fn views<'a, O>(records: &'a [RunRecord], pick: impl Fn(&'a Observed) -> Option<&'a O>) -> Vec<RunView<'a, O>> {
+    records.iter().filter_map(|r| pick(&r.observed).map(|o| view(r, o))).collect()
+}
+
 /// A record whose observation belongs to another kind: only a hand-edited results file.
 fn mismatch(record: &RunRecord) -> RunVerdict {
     let mut v = RunVerdict::right();
@@ -203,11 +208,11 @@ macro_rules! lab_kinds {
             /// The variant's own charts (see [`LabProcedure::charts`]).
             pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
                 match self { $( Procedure::$kind(p) => {
-                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
-                        Observed::$kind(o) => Some(view(r, o)),
+                    let views = views(records, |o| match o {
+                        Observed::$kind(o) => Some(o),
                         #[allow(unreachable_patterns)]
                         _ => None,
-                    }).collect();
+                    });
                     p.charts(&views)
                 } )* }
             }
@@ -222,11 +227,11 @@ macro_rules! lab_kinds {
                             id: v.id,
                             title: v.title,
                             spec,
-                            runs: v.records.iter().filter_map(|r| match &r.observed {
-                                Observed::$kind(o) => Some(view(r, o)),
+                            runs: views(v.records, |o| match o {
+                                Observed::$kind(o) => Some(o),
                                 #[allow(unreachable_patterns)]
                                 _ => None,
-                            }).collect(),
+                            }),
                         }),
                         #[allow(unreachable_patterns)]
                         _ => None,
@@ -251,22 +256,22 @@ macro_rules! lab_kinds {
 
             pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
                 match self { $( Procedure::$kind(p) => {
-                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
-                        Observed::$kind(o) => Some(view(r, o)),
+                    let views = views(records, |o| match o {
+                        Observed::$kind(o) => Some(o),
                         #[allow(unreachable_patterns)]
                         _ => None,
-                    }).collect();
+                    });
                     p.summary_note(&views)
                 } )* }
             }
 
             pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {
                 match self { $( Procedure::$kind(p) => {
-                    let views: Vec<RunView<'_, _>> = records.iter().filter_map(|r| match &r.observed {
-                        Observed::$kind(o) => Some(view(r, o)),
+                    let views = views(records, |o| match o {
+                        Observed::$kind(o) => Some(o),
                         #[allow(unreachable_patterns)]
                         _ => None,
-                    }).collect();
+                    });
                     p.per_run_lines(&views, lang)
                 } )* }
             }

@@ -231,13 +231,7 @@ impl LabProcedure for EvictionSpec {
     }
 
     fn final_state(&self, observed: &EvictionObserved) -> Vec<FinalItem> {
-        let lost = !observed.durability().lost_acked.is_empty();
-        vec![FinalItem {
-            order: None,
-            subject: "acknowledged jobs".into(),
-            value: if lost { "lost" } else { "kept" }.into(),
-            should_be: lost.then(|| "kept".into()),
-        }]
+        super::persistence::acknowledged_jobs(&observed.durability())
     }
 
     fn facts(&self, run: &RunView<'_, EvictionObserved>) -> Vec<Fact> {

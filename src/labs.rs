@@ -313,4 +313,6 @@ lab_kinds! {
     Eviction(eviction::EvictionSpec) = "eviction",
     /// Seed 003's list queue: workers, a processing list, leases, retries, poison payloads.
     ListQueue(list_jobs::ListQueueSpec) = "list-queue",
+    /// 1, 2, 4, 8 worker processes on a list or a stream group: where more stop helping, and why.
+    QueueScale(queue_scale::QueueScaleSpec) = "queue-scale",
 }

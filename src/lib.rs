@@ -38,6 +38,7 @@ pub mod chart;
 pub mod checker;
 pub mod clock;
 pub mod connect;
+pub mod cpu_time;
 pub mod error;
 pub mod fault;
 pub mod labs;

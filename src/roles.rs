@@ -2,9 +2,9 @@
 //! and the roles that run as OS processes of their own (`ordlab __role`, config as JSON on
 //! stdin, typed timeline events as JSON lines on stdout): stream consumers, the XAUTOCLAIM
 //! claimer, the fan-out reader, outbox dispatchers, seed 003's list-queue workers and their
-//! supervisor (reaper and scheduler), list-queue workers on a Redis Cluster, and job workers
+//! supervisor (reaper and scheduler), list-queue workers on a Redis Cluster, job workers
 //! (a job queue handled with an idempotency technique, as reader or claimer, and the seed's
-//! production worker).
+//! production worker), and throughput workers on a list or a stream group.
 //!
 //! [`RoleProcess`] is the orchestrator's handle on one such process: it turns its stdout into
 //! timeline events, reports an unplanned death with its stderr, and kills it on drop.
@@ -28,6 +28,7 @@ pub mod priority_worker;
 pub mod producer;
 pub mod readiness;
 mod role_process;
+pub mod scale_worker;
 pub mod zset_worker;
 
 pub use config::{run_role, RoleConfig, RoleEnv};

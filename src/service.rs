@@ -17,7 +17,7 @@ mod local;
 mod node;
 mod owner;
 mod private_dir;
-mod probe;
+pub(crate) mod probe;
 pub mod process;
 pub mod readiness;
 mod reaper;

@@ -8,6 +8,7 @@ use crate::timeline::Job;
 use redis::aio::MultiplexedConnection;
 use redis::streams::StreamId;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The consumer group every lab reads with.
 pub const GROUP: &str = "order-processor";
@@ -100,6 +101,26 @@ pub fn id_order(entry_id: &str) -> (u64, u64) {
 pub fn id_as_number(entry_id: &str) -> Option<i64> {
     let (ms, seq) = entry_id.split_once('-')?;
     Some(ms.parse::<i64>().ok()? * 100_000 + seq.parse::<i64>().ok()?)
+}
+
+/// `XINFO GROUPS`: the group's entries read, pending, and lag (Redis ≥ 7.0).
+pub async fn group_progress(
+    conn: &mut MultiplexedConnection,
+    stream: &str,
+    group: &str,
+) -> Result<(i64, i64, i64), Error> {
+    let groups: Vec<BTreeMap<String, redis::Value>> =
+        redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(conn).await.context("XINFO GROUPS")?;
+    let int = |g: &BTreeMap<String, redis::Value>, k: &str| match g.get(k) {
+        Some(redis::Value::Int(n)) => *n,
+        _ => 0,
+    };
+    let named = |g: &&BTreeMap<String, redis::Value>| matches!(g.get("name"), Some(redis::Value::BulkString(b)) if b == group.as_bytes());
+    let g = groups
+        .iter()
+        .find(named)
+        .ok_or_else(|| Error::NotReady { what: format!("group {group}"), detail: "not in XINFO GROUPS".into() })?;
+    Ok((int(g, "entries-read"), int(g, "pending"), int(g, "lag")))
 }
 
 #[cfg(test)]

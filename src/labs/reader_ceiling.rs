@@ -12,6 +12,7 @@ use super::load::GenerateSpec;
 use super::stream;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
 use crate::checker::limit::{classify, CpuReading, Limit};
+use crate::cpu_time as cpu;
 use crate::checker::{health::health, RunVerdict};
 use crate::error::{Context as _, Error};
 use crate::fault::HandlerWork;
@@ -169,7 +170,7 @@ struct Sample {
 
 impl Sample {
     async fn take(conn: &mut MultiplexedConnection, stream: &str, group: &str, pid: Option<u32>) -> Result<Sample, Error> {
-        let (read, pending, lag) = group_progress(conn, stream, group).await?;
+        let (read, pending, lag) = crate::streams::group_progress(conn, stream, group).await?;
         Ok(Sample {
             at_ns: crate::clock::now_ns(),
             acked: read - pending,
@@ -198,21 +199,6 @@ impl Sample {
             limit: classify(&cpu),
         }
     }
-}
-
-/// `XINFO GROUPS`: the group's entries read, pending, and lag (Redis ≥ 7.0).
-async fn group_progress(conn: &mut MultiplexedConnection, stream: &str, group: &str) -> Result<(i64, i64, i64), Error> {
-    let groups: Vec<BTreeMap<String, redis::Value>> =
-        redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(conn).await.context("XINFO GROUPS")?;
-    let int = |g: &BTreeMap<String, redis::Value>, k: &str| match g.get(k) {
-        Some(redis::Value::Int(n)) => *n,
-        _ => 0,
-    };
-    let named = |g: &&BTreeMap<String, redis::Value>| {
-        matches!(g.get("name"), Some(redis::Value::BulkString(b)) if b == group.as_bytes())
-    };
-    let g = groups.iter().find(named).ok_or_else(|| Error::NotReady { what: format!("group {group}"), detail: "not in XINFO GROUPS".into() })?;
-    Ok((int(g, "entries-read"), int(g, "pending"), int(g, "lag")))
 }
 
 fn handler_name(h: HandlerMode) -> &'static str {
@@ -384,28 +370,6 @@ fn conclusion(o: &CeilingObserved, lang: Lang) -> Line {
         .and_text(pick(lang, " entries/s", " entry/s"))
 }
 
-/// CPU time from `/proc`: a process's (user + system) and the machine's (busy, idle).
-mod cpu {
-    /// Seconds of CPU a process has used so far.
-    pub fn process_seconds(pid: u32) -> Option<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = stat.rsplit_once(") ")?.1;
-        let fields: Vec<&str> = rest.split(' ').collect();
-        // After the name: state(0) ppid(1) … utime(11) stime(12), in clock ticks.
-        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Some(ticks as f64 / hz)
-    }
-
-    /// (all jiffies, idle + iowait jiffies) of the machine so far.
-    pub fn machine() -> Option<(u64, u64)> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let v: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-        Some((v.iter().sum(), v.get(3)? + v.get(4).copied().unwrap_or(0)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,12 +384,5 @@ mod tests {
         let pts = with_ideals(vec![point(HandlerMode::Wait, 1, 250.0), point(HandlerMode::Wait, 4, 900.0), point(HandlerMode::AckOnly, 4, 30_000.0)]);
         assert_eq!(pts[1].ideal_per_s, Some(1000.0));
         assert_eq!(pts[2].ideal_per_s, None);
-    }
-
-    #[test]
-    fn this_process_has_used_some_cpu_and_the_machine_has_ticks() {
-        assert!(cpu::process_seconds(std::process::id()).is_some());
-        let (all, idle) = cpu::machine().unwrap();
-        assert!(all >= idle && all > 0);
     }
 }

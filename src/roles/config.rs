@@ -11,6 +11,7 @@ use super::list_supervisor::ListSupervisorConfig;
 use super::list_worker::ListWorkerConfig;
 use super::pipeline_worker::PipelineWorkerConfig;
 use super::priority_worker::PriorityWorkerConfig;
+use super::scale_worker::ScaleWorkerConfig;
 use super::zset_worker::ZsetWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
@@ -55,6 +56,8 @@ pub enum RoleConfig {
     ListSupervisor(ListSupervisorConfig),
     /// Takes jobs from a list queue on a Redis Cluster.
     ClusterWorker(ClusterWorkerConfig),
+    /// Takes jobs from a list or a stream group as fast as it can, for throughput.
+    ScaleWorker(ScaleWorkerConfig),
 }
 
 impl RoleConfig {
@@ -71,6 +74,7 @@ impl RoleConfig {
             RoleConfig::ListWorker(w) => w.actor(),
             RoleConfig::ListSupervisor(s) => s.actor(),
             RoleConfig::ClusterWorker(w) => w.actor(),
+            RoleConfig::ScaleWorker(w) => Actor::Worker(w.index),
         }
     }
 }
@@ -91,5 +95,6 @@ pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
         RoleConfig::ListWorker(w) => super::list_worker::run(w).await,
         RoleConfig::ListSupervisor(s) => super::list_supervisor::run(s).await,
         RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
+        RoleConfig::ScaleWorker(w) => super::scale_worker::run(w).await,
     }
 }

@@ -35,6 +35,8 @@ mod lab_book;
 mod list_labs;
 /// The list-queue scripts of seed 003's labs on a real server.
 mod list_queue_scripts;
+/// `list-scale`: worker processes on a list and on a stream group, until something is full.
+mod list_scale;
 /// `load`: every strategy at one handler budget under many orders; S3's single-reader ceiling.
 mod load_lab;
 /// The lock release on both Redis generations: `DELEX IFEQ` (≥ 8.4) and Lua (7), each run

@@ -77,7 +77,9 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::Load(o) => o.final_rows.clone(),
         Observed::Jobs(_) | Observed::Pipeline(_) | Observed::Cluster(_) => Vec::new(),
         Observed::ReaderCeiling(_) | Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
-        Observed::Persistence(_) | Observed::Eviction(_) | Observed::ListQueue(_) => Vec::new(),
+        Observed::Persistence(_) | Observed::Eviction(_) | Observed::ListQueue(_) | Observed::QueueScale(_) => {
+            Vec::new()
+        }
     }
 }
 
@@ -98,7 +100,8 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
         | Observed::Cluster(_)
         | Observed::Persistence(_)
         | Observed::Eviction(_)
-        | Observed::ListQueue(_) => Vec::new(),
+        | Observed::ListQueue(_)
+        | Observed::QueueScale(_) => Vec::new(),
     }
 }
 

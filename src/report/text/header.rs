@@ -55,22 +55,34 @@ pub fn side_by_side(out: &mut String, report: &LabReport, opts: &TextOptions) {
     }
     let title = pick(opts.lang, "side by side (run 1 of each variant)", "so sánh (lần 1 của từng biến thể)");
     let _ = writeln!(out, "\n### {title}");
-    let mut columns: Option<Vec<&str>> = None;
-    for (id, cells) in &rows {
-        // Variants whose columns differ get a header of their own.
-        let these: Vec<&str> = cells.iter().map(|(h, _)| h.as_str()).collect();
-        if columns.as_ref() != Some(&these) {
-            let mut header = format!("  {:<16}", pick(opts.lang, "variant", "biến thể"));
-            for h in &these {
-                let _ = write!(header, " {h:>13}");
+    // The id column fits the longest id (at least 16 wide, as the tables have always been).
+    let width = rows.iter().map(|(id, _)| id.chars().count()).max().unwrap_or(0).max(16);
+    // Rows with the same columns share a header; each column fits its widest cell (at least 13).
+    let mut start = 0;
+    while start < rows.len() {
+        let columns: Vec<&str> = rows[start].1.iter().map(|(h, _)| h.as_str()).collect();
+        let same = |cells: &Vec<(String, String)>| cells.iter().map(|(h, _)| h.as_str()).eq(columns.iter().copied());
+        let end = start + rows[start..].iter().take_while(|(_, cells)| same(cells)).count();
+        let chars = |s: &str| s.chars().count();
+        let widths: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                rows[start..end].iter().map(|(_, cells)| chars(&cells[i].1)).fold(chars(h).max(13), usize::max)
+            })
+            .collect();
+        let mut header = format!("  {:<width$}", pick(opts.lang, "variant", "biến thể"));
+        for (h, w) in columns.iter().zip(&widths) {
+            let _ = write!(header, " {h:>w$}");
+        }
+        let _ = writeln!(out, "{}", header.trim_end());
+        for (id, cells) in &rows[start..end] {
+            let mut line = format!("  {id:<width$}");
+            for ((_, c), w) in cells.iter().zip(&widths) {
+                let _ = write!(line, " {c:>w$}");
             }
-            let _ = writeln!(out, "{}", header.trim_end());
-            columns = Some(these);
+            let _ = writeln!(out, "{}", line.trim_end());
         }
-        let mut line = format!("  {id:<16}");
-        for (_, c) in cells {
-            let _ = write!(line, " {c:>13}");
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
+        start = end;
     }
 }

@@ -25,10 +25,7 @@ pub struct NodeCounters {
 impl NodeCounters {
     /// From the text of `INFO cpu`, `INFO commandstats` and `INFO errorstats`.
     pub fn parse(cpu: &str, commandstats: &str, errorstats: &str) -> NodeCounters {
-        let seconds = |key: &str| info_field(cpu, key).and_then(|v| v.parse::<f64>().ok());
-        let main = seconds("used_cpu_sys_main_thread").zip(seconds("used_cpu_user_main_thread"));
-        let all = seconds("used_cpu_sys").zip(seconds("used_cpu_user"));
-        let cpu_us = main.or(all).map(|(s, u)| ((s + u) * 1e6).round() as i64).unwrap_or(0);
+        let cpu_us = crate::redis_info::main_thread_cpu_us(cpu).unwrap_or(0);
         let calls = |cmd: &str| stat(commandstats, &format!("cmdstat_{cmd}"), "calls");
         let errors = |code: &str| stat(errorstats, &format!("errorstat_{code}"), "count");
         NodeCounters {

@@ -559,13 +559,13 @@ impl QueueScaleSpec {
             .and_text(pick(lang, " % of a core", " % một core"));
         if busiest.redis_pct < IDLE_REDIS_PCT {
             // Mostly the server's own housekeeping: dividing it by jobs says nothing of a job.
-            return head.and(Piece::Measured(pick(lang, ": nearly idle", ": gần như rảnh").into()));
+            return head.and_text(": ").and(Piece::Measured(pick(lang, "nearly idle", "gần như rảnh").into()));
         }
         let full = if us > 0.0 { 1e6 / us } else { 0.0 };
-        head.and(Piece::Measured(crate::tr!(
+        head.and_text(": ").and(Piece::Measured(crate::tr!(
             lang,
-            ": at that cost its thread alone would be full at ≈ {full:.0} jobs/s",
-            ": với chi phí đó riêng luồng của nó sẽ đầy ở ≈ {full:.0} job/s"
+            "at that cost its thread alone would be full at ≈ {full:.0} jobs/s",
+            "với chi phí đó riêng luồng của nó sẽ đầy ở ≈ {full:.0} job/s"
         )))
     }
 }

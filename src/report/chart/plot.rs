@@ -21,8 +21,12 @@ where
     let top = root.titled(chart.title.get(lang), font(30.0).color(&INK)).expect("title");
     let area = match &chart.note {
         Some(note) => {
-            let (plot, below) = top.split_vertically(HEIGHT as i32 - 50 - 34);
-            below.draw(&Text::new(note.get(lang).to_string(), (16, 14), font(17.0).color(&MUTED))).expect("note");
+            let lines = wrap(note.get(lang), NOTE_CHARS);
+            let (plot, below) = top.split_vertically(HEIGHT as i32 - 50 - 12 - NOTE_LINE * lines.len() as i32);
+            for (i, line) in lines.into_iter().enumerate() {
+                let at = (16, 14 + NOTE_LINE * i as i32);
+                below.draw(&Text::new(line, at, font(17.0).color(&MUTED))).expect("note");
+            }
             plot
         }
         None => top,
@@ -93,14 +97,67 @@ where
     }
     draw_marks(&mut ctx, chart, lang);
     if chart.series.len() > 1 {
+        let corner = legend_corner(chart, lang, |p| ctx.backend_coord(&p), ctx.plotting_area().get_pixel_range());
         ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(corner)
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(0xcc, 0xcc, 0xcc))
             .label_font(font(18.0).color(&INK))
             .draw()
             .expect("legend");
     }
+}
+
+/// Characters per line of a chart's note at its size (17 px on 1600 px), and the line height.
+const NOTE_CHARS: usize = 150;
+const NOTE_LINE: i32 = 22;
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// The corner of the plot where the legend hides the fewest drawn points: each series' points
+/// and points along its lines, in pixels (`to_pixel`), against a box the legend's size
+/// estimated from its labels. Upper right when no corner is better.
+fn legend_corner(
+    chart: &Chart,
+    lang: Lang,
+    to_pixel: impl Fn((f64, f64)) -> (i32, i32),
+    (xs, ys): (std::ops::Range<i32>, std::ops::Range<i32>),
+) -> SeriesLabelPosition {
+    let widest = chart.series.iter().map(|s| s.name.get(lang).chars().count()).max().unwrap_or(0) as i32;
+    let (w, h) = (widest * 10 + 60, chart.series.len() as i32 * 26 + 16);
+    let mut pixels: Vec<(i32, i32)> = Vec::new();
+    for s in &chart.series {
+        let pts: Vec<(i32, i32)> = s.points.iter().map(|&p| to_pixel(p)).collect();
+        pixels.extend(&pts);
+        for pair in pts.windows(2) {
+            let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+            pixels.extend((1..20).map(|k| (x0 + (x1 - x0) * k / 20, y0 + (y1 - y0) * k / 20)));
+        }
+    }
+    let corners = [
+        (SeriesLabelPosition::UpperRight, xs.end - w, ys.start),
+        (SeriesLabelPosition::UpperLeft, xs.start, ys.start),
+        (SeriesLabelPosition::LowerRight, xs.end - w, ys.end - h),
+        (SeriesLabelPosition::LowerLeft, xs.start, ys.end - h),
+    ];
+    let hidden = |&(_, x, y): &(SeriesLabelPosition, i32, i32)| {
+        pixels.iter().filter(|&&(px, py)| px >= x && px <= x + w && py >= y && py <= y + h).count()
+    };
+    // `min_by_key` keeps the first of equals: upper right on a tie.
+    corners.iter().min_by_key(|c| hidden(c)).map_or(SeriesLabelPosition::UpperRight, |c| c.0.clone())
 }
 
 type Ctx<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
@@ -202,4 +259,50 @@ fn stairs(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 fn point_style(color: RGBColor, style: Style) -> ShapeStyle {
     ShapeStyle { color: color.to_rgba(), filled: style == Style::Points, stroke_width: 3 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::{Axis, Series};
+
+    #[test]
+    fn notes_wrap_between_words() {
+        assert_eq!(wrap("one two three four", 9), ["one two", "three", "four"]);
+        assert_eq!(wrap("a  b", 10), ["a b"]);
+        assert!(wrap("", 10).is_empty());
+        assert_eq!(wrap("averyveryverylongword x", 5), ["averyveryverylongword", "x"]);
+    }
+
+    #[test]
+    fn the_legend_goes_where_it_hides_the_fewest_points() {
+        let axis = || Axis { label: crate::words!("x", "x"), unit: String::new(), scale: Scale::Linear };
+        let line = |points: Vec<(f64, f64)>| Series {
+            name: crate::words!("a series", "một chuỗi"),
+            style: Style::Line,
+            points,
+            err: None,
+        };
+        let chart = |series| Chart {
+            id: "c".into(),
+            title: crate::words!("t", "t"),
+            x: axis(),
+            y: axis(),
+            series,
+            marks: Vec::new(),
+            note: None,
+        };
+        // Data 0..100 on a 1000 × 1000 pixel plot, y growing upwards.
+        let to_pixel = |(x, y): (f64, f64)| ((x * 10.0) as i32, 1000 - (y * 10.0) as i32);
+        let area = (0..1000, 0..1000);
+        // Two lines high on the right: the legend goes to the upper left.
+        let high_right = chart(vec![line(vec![(0.0, 0.0), (100.0, 100.0)]), line(vec![(50.0, 95.0), (100.0, 95.0)])]);
+        assert_eq!(legend_corner(&high_right, Lang::En, to_pixel, area.clone()), SeriesLabelPosition::UpperLeft);
+        // Both high everywhere, low right empty.
+        let high = chart(vec![line(vec![(0.0, 95.0), (100.0, 95.0)]), line(vec![(0.0, 5.0), (40.0, 5.0)])]);
+        assert_eq!(legend_corner(&high, Lang::En, to_pixel, area.clone()), SeriesLabelPosition::LowerRight);
+        // Nothing in the way: upper right, as before.
+        let low = chart(vec![line(vec![(0.0, 5.0), (100.0, 5.0)]), line(vec![(0.0, 10.0), (100.0, 10.0)])]);
+        assert_eq!(legend_corner(&low, Lang::En, to_pixel, area), SeriesLabelPosition::UpperRight);
+    }
 }

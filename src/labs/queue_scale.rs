@@ -546,7 +546,7 @@ impl QueueScaleSpec {
         };
         let commands = match self.queue {
             QueueKind::List => "BLMOVE + LREM",
-            QueueKind::Stream if self.read_count > 1 => "XREADGROUP + XACK, per job",
+            QueueKind::Stream if self.read_count > 1 => pick(lang, "XREADGROUP + XACK, per job", "XREADGROUP + XACK, chia cho mỗi job"),
             QueueKind::Stream => "XREADGROUP + XACK",
         };
         let Some(busiest) = busiest(summary) else { return head };

@@ -11,12 +11,17 @@ use crate::lang::Lang;
 use std::path::{Path, PathBuf};
 
 /// The lab's pictures as (file name, SVG): `<lab>-<variant>.svg` (`<lab>.svg` for a variant
-/// named like its lab) showing run `run`, then `<lab>-<chart>.svg` for each chart.
+/// named like its lab) showing run `run` — none for a run with no event on its timeline (a
+/// throughput sweep) — then `<lab>-<chart>.svg` for each chart.
 pub fn pictures(report: &LabReport, lang: Lang, run: u32) -> Vec<(String, String)> {
     let id = &report.lab.id;
+    let has_events = |v: &&crate::report::VariantReport| {
+        v.run_records.iter().find(|r| r.run == run).is_some_and(|r| !r.events.is_empty())
+    };
     let mut out: Vec<(String, String)> = report
         .variants
         .iter()
+        .filter(has_events)
         .map(|v| {
             let name = if v.id == *id { format!("{id}.svg") } else { format!("{id}-{}.svg", v.id) };
             (name, svg::render(report, v, run, lang))
@@ -88,6 +93,13 @@ mod tests {
         let r = lock_race(Verdict::Wrong);
         let names: Vec<String> = pictures(&r, Lang::En, 1).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["lock-s4c.svg"]);
+    }
+
+    #[test]
+    fn a_run_with_nothing_on_its_timeline_gets_no_picture() {
+        let mut r = lock_race(Verdict::Wrong);
+        r.variants[0].run_records.iter_mut().for_each(|rec| rec.events.clear());
+        assert!(pictures(&r, Lang::En, 1).is_empty());
     }
 
     #[test]

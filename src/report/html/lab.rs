@@ -75,6 +75,10 @@ fn variant(out: &mut String, r: &LabReport, v: &VariantReport) {
 fn timeline(out: &mut String, r: &LabReport, v: &VariantReport) {
     let (windowed, _) = readable_window(v, DRAWN_RUN);
     let Some(record) = windowed.record(DRAWN_RUN) else { return };
+    if record.events.is_empty() {
+        // Nothing happened on a timeline (a throughput sweep records none): no picture.
+        return;
+    }
     let fig = format!("fig-{}-{}", esc(&r.lab.id), esc(&v.id));
     let steps: Vec<Vec<(i64, String)>> = Lang::ALL
         .iter()

@@ -51,6 +51,8 @@ pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     let unstable = opts.redact.active() && v.expected.is_probabilistic();
     // Where the scheduler decides the interleaving, each run's details differ too.
     let per_run_varies = unstable || (opts.redact.active() && v.scheduler_race);
+    // A lab that leaves no final state (a throughput sweep) has no status line.
+    let has_final_state = v.run_records.iter().any(|r| !v.procedure.final_state(r).is_empty());
     let finals: Vec<String> = v
         .run_records
         .iter()
@@ -63,7 +65,9 @@ pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
         })
         .collect();
     let label = pick(opts.lang, "final status per run", "status cuối từng lần");
-    let _ = writeln!(out, "  {label}: {}", finals.join(" "));
+    if has_final_state {
+        let _ = writeln!(out, "  {label}: {}", finals.join(" "));
+    }
     for line in v.procedure.per_run_lines(&v.run_records, opts.lang) {
         let line = if per_run_varies { line.redacting_numbers() } else { line };
         let _ = writeln!(out, "  {}", opts.redact.line(&line));

@@ -414,10 +414,14 @@ impl LabProcedure for QueueScaleSpec {
         let workers: Vec<String> = self.workers.iter().map(u32::to_string).collect();
         let (q, w, h, n, warm, win) =
             (self.queue_phrase(), workers.join(", "), self.handler_phrase(lang), self.jobs, self.warmup_ms, self.window_ms);
+        let each = match self.read_count {
+            1 => pick(lang, "each one job at a time", "mỗi worker một job một lúc").to_string(),
+            k => crate::tr!(lang, "each reading {k} jobs at a time", "mỗi worker đọc {k} job một lần"),
+        };
         crate::tr!(
             lang,
-            "a {q}; {w} worker processes, each one job at a time; {h}; {n} jobs queued beforehand per point; {warm} ms warm-up, then {win} ms measured from the server (jobs finished, Redis's main-thread CPU) and /proc (the workers' and the machine's CPU); per-job timeline off",
-            "{q}; {w} process worker, mỗi worker một job một lúc; {h}; mỗi điểm nạp sẵn {n} job; khởi động {warm} ms rồi đo {win} ms từ server (job xong, CPU luồng chính của Redis) và /proc (CPU của worker và của máy); tắt timeline từng job"
+            "a {q}; {w} worker processes, {each}; {h}; {n} jobs queued beforehand per point; {warm} ms warm-up, then {win} ms measured from the server (jobs finished, Redis's main-thread CPU) and /proc (the workers' and the machine's CPU); per-job timeline off",
+            "{q}; {w} process worker, {each}; {h}; mỗi điểm nạp sẵn {n} job; khởi động {warm} ms rồi đo {win} ms từ server (job xong, CPU luồng chính của Redis) và /proc (CPU của worker và của máy); tắt timeline từng job"
         )
     }
 

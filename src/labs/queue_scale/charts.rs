@@ -4,6 +4,7 @@
 //! machine at each point — the two things that can stop the curve.
 
 use super::{summarize, PointSummary, QueueScaleObserved, QueueScaleSpec};
+use crate::roles::scale_worker::QueueKind;
 use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
 use crate::labs::VariantRuns;
 use crate::lang::Words;
@@ -14,7 +15,7 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
         .iter()
         .map(|v| {
             let observed: Vec<&QueueScaleObserved> = v.runs.iter().map(|r| r.observed).collect();
-            (v.title.clone(), summarize(&observed))
+            (legend_name(v.spec), summarize(&observed))
         })
         .filter(|(_, s)| !s.is_empty())
         .collect();
@@ -73,6 +74,20 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
     vec![throughput, redis, machine]
 }
 
+/// A variant in a legend, short enough that the legend leaves the curves visible:
+/// `list, parse only`, `stream COUNT 10, 5 ms`.
+fn legend_name(spec: &QueueScaleSpec) -> Words {
+    let queue = match (spec.queue, spec.read_count) {
+        (QueueKind::List, _) => "list".to_string(),
+        (QueueKind::Stream, 1) => "stream".to_string(),
+        (QueueKind::Stream, k) => format!("stream COUNT {k}"),
+    };
+    match spec.cost_ms {
+        ms if ms > 0.0 => Words::new(format!("{queue}, {ms} ms"), format!("{queue}, {ms} ms")),
+        _ => Words::new(format!("{queue}, parse only"), format!("{queue}, chỉ parse")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::point;
@@ -96,5 +111,8 @@ mod tests {
         assert_eq!(charts[1].series[0].points, [(1.0, 10.0), (2.0, 20.0)]);
         assert_eq!(charts[2].series[0].points, [(1.0, 20.0), (2.0, 40.0)]);
         assert!(compare(&variants[..0]).is_empty());
+        assert_eq!(charts[0].series[0].name.en, "list, parse only");
+        let batched: QueueScaleSpec = toml::from_str("queue = \"stream\"\nworkers = [1]\nread_count = 10\ncost_ms = 5\n").unwrap();
+        assert_eq!(legend_name(&batched).vi, "stream COUNT 10, 5 ms");
     }
 }

@@ -49,6 +49,34 @@ struct Delivered {
     deliveries: u64,
 }
 
+/// What a job worker process connects to besides its reader: a Redis connection for its
+/// commands (the reader blocks on its own), its PostgreSQL session, the side-effect sink, and
+/// its lock token. The seed's production worker (`pipeline_worker`) starts the same way.
+pub struct WorkerIo {
+    pub conn: MultiplexedConnection,
+    pub pg: tokio_postgres::Client,
+    pub sink: SideEffectSink,
+    pub token: String,
+}
+
+impl WorkerIo {
+    /// Connect as `actor`: the reader (named `client_name`, so the orchestrator sees it wait),
+    /// then the rest.
+    pub async fn connect(
+        env: &RoleEnv,
+        client_name: &str,
+        sink: &SinkConfig,
+        actor: Actor,
+    ) -> Result<(MultiplexedConnection, WorkerIo), Error> {
+        let reader = named_connection(&env.redis_url, client_name).await?;
+        let conn = connect::redis(&env.redis_url).await.context("worker connect")?;
+        let pg = connect::postgres(&env.pg_config).await.context("worker connect")?;
+        let sink = SideEffectSink::connect(sink).await?;
+        let token = format!("{actor}-{:016x}", env.seed);
+        Ok((reader, WorkerIo { conn, pg, sink, token }))
+    }
+}
+
 /// What one worker process holds while it runs.
 struct Worker {
     cfg: JobWorkerConfig,
@@ -60,11 +88,8 @@ struct Worker {
 
 /// The worker loop; returns only on error.
 pub async fn run(cfg: JobWorkerConfig) -> Result<(), Error> {
-    let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
-    let conn = connect::redis(&cfg.env.redis_url).await.context("worker connect")?;
-    let pg = connect::postgres(&cfg.env.pg_config).await.context("worker connect")?;
-    let sink = SideEffectSink::connect(&cfg.sink).await?;
-    let token = format!("{}-{:016x}", cfg.actor, cfg.env.seed);
+    let (mut reader, WorkerIo { conn, pg, sink, token }) =
+        WorkerIo::connect(&cfg.env, &cfg.client_name, &cfg.sink, cfg.actor).await?;
     let mut w = Worker { cfg, conn, pg, sink, token };
     StdoutSink.emit(w.cfg.actor, EventKind::Ready);
     loop {

@@ -8,11 +8,9 @@
 //! latencies (acks, dead letters, failures, redeliveries, crashes), not every command.
 
 use super::claimer::ReaperSpec;
-use super::consumer::named_connection;
-use super::job_worker::{delivery_count, job_id};
+use super::job_worker::{delivery_count, job_id, WorkerIo};
 use super::priority_loop::{self, LoopSpec, Planner};
 use super::RoleEnv;
-use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerPoint, JobCrash};
 use crate::side_effect::{SideEffectSink, SinkConfig};
@@ -54,11 +52,8 @@ struct Worker {
 
 /// The worker loop; returns only on error.
 pub async fn run(cfg: PipelineWorkerConfig) -> Result<(), Error> {
-    let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
-    let conn = connect::redis(&cfg.env.redis_url).await.context("worker connect")?;
-    let pg = connect::postgres(&cfg.env.pg_config).await.context("worker connect")?;
-    let sink = SideEffectSink::connect(&cfg.sink).await?;
-    let token = format!("{}-{:016x}", cfg.actor, cfg.env.seed);
+    let (mut reader, WorkerIo { conn, pg, sink, token }) =
+        WorkerIo::connect(&cfg.env, &cfg.client_name, &cfg.sink, cfg.actor).await?;
     let mut w = Worker { cfg, conn, pg, sink, token };
     StdoutSink.emit(w.cfg.actor, EventKind::Ready);
     match w.cfg.claim.clone() {

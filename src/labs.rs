@@ -22,7 +22,20 @@ use crate::chart::Chart;
 use crate::checker::{RunVerdict, Verdict};
 use crate::error::Error;
 use crate::lang::{Lang, Words};
+use crate::timeline::vocabulary::{entry, Registry};
 use serde::{Deserialize, Serialize};
+
+/// Every vocabulary of events beyond the core ones ([`crate::timeline::EventKind`]), one line
+/// each: the reporters word and draw any event through it, and match on none of them.
+pub static VOCABULARIES: Registry = Registry(&[
+    entry::<crate::strategy::events::HandlerEvent>(),
+    entry::<crate::technique::events::JobEvent>(),
+    entry::<crate::priority_queue::PriorityEvent>(),
+    entry::<crate::list_queue::events::ListEvent>(),
+    entry::<crate::cluster_queue::ClusterEvent>(),
+    entry::<crate::outbox_table::OutboxEvent>(),
+    entry::<failover::events::FailoverEvent>(),
+]);
 
 /// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
 /// and serde's message (which names an unknown or missing key).

@@ -6,6 +6,8 @@
 //! Every function takes any async connection (a single server or a cluster: every key of one
 //! queue then needs the same hash tag, which [`ListKeys::new`] keeps from the prefix).
 
+pub mod events;
+
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 

@@ -6,6 +6,8 @@
 //! In a scenario file a strategy is its name (`strategy = "cas"`) or, with options, a table
 //! naming it (`strategy = { kind = "lock", ttl_ms = 500 }`).
 
+pub mod events;
+
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::lang::Lang;

@@ -10,6 +10,7 @@
 
 mod claim;
 mod counter;
+pub mod events;
 mod lease;
 mod multistep;
 pub mod pipeline;
@@ -21,7 +22,10 @@ use crate::error::{Context, Error};
 use crate::fault::{crash_due, crash_now, HandlerPoint, JobCrash, TimeScale};
 use crate::lang::Lang;
 use crate::side_effect::{EffectRequest, SideEffectSink, SinkError};
-use crate::timeline::{Actor, EventKind, FailReason, SkipReason, StdoutSink};
+use crate::technique::events::JobEvent;
+use crate::technique::events::{FailReason, SkipReason};
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::timeline::{Actor, EventKind, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 
@@ -274,11 +278,11 @@ impl JobRun<'_> {
         if self.quiet {
             return;
         }
-        self.emit(EventKind::JobStep { job: self.job.to_string(), command, result: result.into() });
+        self.emit(JobEvent::JobStep { job: self.job.to_string(), command, result: result.into() }.event());
     }
 
     pub fn skipped(&self, reason: SkipReason) -> Handled {
-        self.emit(EventKind::JobSkipped { job: self.job.to_string(), reason });
+        self.emit(JobEvent::JobSkipped { job: self.job.to_string(), reason }.event());
         Handled::Skipped(reason)
     }
 

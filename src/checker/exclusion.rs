@@ -8,7 +8,8 @@
 //! them. Stamping a release at its reply instead would show overlaps that never happened.
 
 use super::{RunVerdict, Verdict};
-use crate::timeline::{Actor, Event, EventKind};
+use crate::strategy::events::HandlerEvent;
+use crate::timeline::{Actor, Event};
 
 /// Redis expires keys on a whole-millisecond clock: a key set with PX p may be gone up to a
 /// millisecond before p ms have passed.
@@ -93,8 +94,8 @@ impl Exclusion {
 pub fn intervals(events: &[Event]) -> Vec<Interval> {
     let mut out: Vec<Interval> = Vec::new();
     for e in events {
-        match &e.kind {
-            EventKind::LockAcquired { key, px_ms, round_trip_us, .. } => out.push(Interval {
+        match e.kind.family::<HandlerEvent>().as_ref() {
+            Some(HandlerEvent::LockAcquired { key, px_ms, round_trip_us, .. }) => out.push(Interval {
                 key: key.clone(),
                 holder: e.actor,
                 sent_us: e.t_us - round_trip_us,
@@ -103,7 +104,7 @@ pub fn intervals(events: &[Event]) -> Vec<Interval> {
                 released_us: None,
                 released: None,
             }),
-            EventKind::LockReleased { key, released, .. } => {
+            Some(HandlerEvent::LockReleased { key, released, .. }) => {
                 let open =
                     out.iter_mut().rev().find(|i| i.holder == e.actor && i.key == *key && i.released_us.is_none());
                 if let Some(i) = open {
@@ -145,16 +146,18 @@ pub fn check(events: &[Event]) -> Exclusion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::vocabulary::Vocabulary;
 
     const KEY: &str = "lock:order:42";
 
     fn acquired(t_us: i64, who: u32, px_ms: u64) -> Event {
-        let kind = EventKind::LockAcquired { key: KEY.into(), tries: 1, ttl_ms: px_ms, px_ms, round_trip_us: 100 };
+        let kind =
+            HandlerEvent::LockAcquired { key: KEY.into(), tries: 1, ttl_ms: px_ms, px_ms, round_trip_us: 100 }.event();
         Event { t_us, actor: Actor::Consumer(who), kind }
     }
 
     fn released(t_us: i64, who: u32, released: i64) -> Event {
-        let kind = EventKind::LockReleased { key: KEY.into(), method: "DELEX IFEQ".into(), released };
+        let kind = HandlerEvent::LockReleased { key: KEY.into(), method: "DELEX IFEQ".into(), released }.event();
         Event { t_us, actor: Actor::Consumer(who), kind }
     }
 

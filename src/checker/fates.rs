@@ -8,6 +8,7 @@
 //! printed, and a variant must declare the drops it expects (`expect.dropped`).
 
 use super::{RunVerdict, Verdict};
+use crate::strategy::events::HandlerEvent;
 use crate::timeline::{Actor, Event, EventKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -118,19 +119,24 @@ enum Effect {
 }
 
 /// The entry an event is about and what it did to it: (order, entry ID, effect).
-fn effect_of(kind: &EventKind) -> Option<(i64, &str, Effect)> {
+fn effect_of(kind: &EventKind) -> Option<(i64, String, Effect)> {
+    if let Some(h) = kind.family::<HandlerEvent>() {
+        return Some(match h {
+            HandlerEvent::Inserted { entry_id, order, .. } => (order, entry_id, Effect::Applied),
+            HandlerEvent::WriteFailed { entry_id, order, .. } => {
+                (order, entry_id, Effect::Dropped(DropReason::Refused))
+            }
+            HandlerEvent::Dropped { entry_id, job, .. } => (job.order, entry_id, Effect::Dropped(DropReason::Buffer)),
+            _ => return None,
+        });
+    }
     Some(match kind {
         EventKind::Wrote { entry_id, order, rows, version, .. } => match (*rows, version) {
-            (1.., _) => (*order, entry_id.as_str(), Effect::Applied),
-            (0, Some(_)) => (*order, entry_id.as_str(), Effect::Dropped(DropReason::Stale)),
+            (1.., _) => (*order, entry_id.clone(), Effect::Applied),
+            (0, Some(_)) => (*order, entry_id.clone(), Effect::Dropped(DropReason::Stale)),
             // An idempotent consumer's skipped copy: another copy took effect.
             (0, None) => return None,
         },
-        EventKind::Inserted { entry_id, order, .. } => (*order, entry_id.as_str(), Effect::Applied),
-        EventKind::WriteFailed { entry_id, order, .. } => {
-            (*order, entry_id.as_str(), Effect::Dropped(DropReason::Refused))
-        }
-        EventKind::Dropped { entry_id, job, .. } => (job.order, entry_id.as_str(), Effect::Dropped(DropReason::Buffer)),
         _ => return None,
     })
 }
@@ -166,7 +172,7 @@ pub fn fates(intended: &[Intended], events: &[Event]) -> Fates {
     let mut out_of_order: BTreeSet<(i64, i64)> = BTreeSet::new();
     let mut newest: BTreeMap<i64, i64> = BTreeMap::new();
     for (order, entry_id, effect) in events.iter().filter_map(|e| effect_of(&e.kind)) {
-        let Some(&version) = version_of.get(&(order, entry_id)) else { continue };
+        let Some(&version) = version_of.get(&(order, entry_id.as_str())) else { continue };
         let key = (order, version);
         match effect {
             Effect::Applied => {
@@ -231,6 +237,7 @@ pub fn first_receiver(events: &[Event], order: i64, version: i64) -> Option<Acto
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::Job;
 
     fn intended() -> Vec<Intended> {
@@ -287,23 +294,34 @@ mod tests {
             ev(
                 901,
                 1,
-                EventKind::Dropped { entry_id: "1-0".into(), job: Job::new(42, "created", 1), reason: String::new() },
+                HandlerEvent::Dropped {
+                    entry_id: "1-0".into(),
+                    job: Job::new(42, "created", 1),
+                    reason: String::new(),
+                }
+                .event(),
             ),
         ];
         assert_eq!(fates(&intended(), &buffer).events[0].fate, Fate::Dropped(DropReason::Buffer));
         let insert = [
             received(1, 1, "1-0", "created", 1),
             received(1, 2, "1-1", "paid", 2),
-            ev(100, 1, EventKind::Inserted { entry_id: "1-0".into(), order: 42, status: "created".into(), version: 1 }),
+            ev(
+                100,
+                1,
+                HandlerEvent::Inserted { entry_id: "1-0".into(), order: 42, status: "created".into(), version: 1 }
+                    .event(),
+            ),
             ev(
                 101,
                 2,
-                EventKind::WriteFailed {
+                HandlerEvent::WriteFailed {
                     entry_id: "1-1".into(),
                     order: 42,
                     status: "paid".into(),
                     error: "duplicate key".into(),
-                },
+                }
+                .event(),
             ),
         ];
         assert_eq!(fates(&intended(), &insert).events[1].fate, Fate::Dropped(DropReason::Refused));
@@ -313,7 +331,7 @@ mod tests {
     fn lost_died_twice_and_unexpected_are_told_apart() {
         let events = [
             received(1, 1, "1-0", "created", 1),
-            ev(2, 1, EventKind::Crashed { planned: true, detail: String::new() }),
+            ev(2, 1, EventKind::crashed(true, String::new())),
             received(3, 2, "9-9", "shipped", 3),
         ];
         let f = fates(&intended(), &events);

@@ -10,7 +10,7 @@ pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
         v.add(Verdict::Unknown, "the run timed out before every entry was acknowledged");
     }
     for e in events {
-        if let EventKind::Crashed { planned: false, detail } = &e.kind {
+        if let EventKind::Crashed { planned: false, detail, .. } = &e.kind {
             v.add(Verdict::Unknown, format!("{} died unplanned: {detail}", e.actor));
         }
     }
@@ -23,7 +23,7 @@ mod tests {
     use crate::timeline::Actor;
 
     fn crash(planned: bool) -> Event {
-        Event { t_us: 0, actor: Actor::Consumer(1), kind: EventKind::Crashed { planned, detail: "x".into() } }
+        Event { t_us: 0, actor: Actor::Consumer(1), kind: EventKind::crashed(planned, "x") }
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! scenario's milliseconds and are scaled by the run's time scale before comparing.
 
 use super::{RunVerdict, Verdict};
+use crate::priority_queue::PriorityEvent;
+use crate::priority_queue::{PhasePlan, Priority};
 use crate::stats::quantile;
-use crate::timeline::{Event, EventKind, PhasePlan, Priority};
+use crate::timeline::Event;
 use serde::{Deserialize, Serialize};
 
 /// What a priority loop promises, as a lab checks it. Every field is optional.
@@ -64,8 +66,8 @@ pub fn tracks(events: &[Event]) -> Vec<JobTrack> {
     let mut out: Vec<JobTrack> = Vec::new();
     let mut index = std::collections::HashMap::new();
     for e in events {
-        match &e.kind {
-            EventKind::JobQueued { job, priority, phase, .. } => {
+        match e.kind.family::<PriorityEvent>().as_ref() {
+            Some(PriorityEvent::JobQueued { job, priority, phase, .. }) => {
                 index.insert(job.clone(), out.len());
                 out.push(JobTrack {
                     job: job.clone(),
@@ -76,12 +78,12 @@ pub fn tracks(events: &[Event]) -> Vec<JobTrack> {
                     done_us: None,
                 });
             }
-            EventKind::PriorityJobTaken { job, .. } => {
+            Some(PriorityEvent::PriorityJobTaken { job, .. }) => {
                 if let Some(t) = index.get(job).map(|i| &mut out[*i]) {
                     t.taken_us.get_or_insert(e.t_us);
                 }
             }
-            EventKind::JobDone { job } => {
+            Some(PriorityEvent::JobDone { job }) => {
                 if let Some(t) = index.get(job).map(|i| &mut out[*i]) {
                     t.done_us.get_or_insert(e.t_us);
                 }
@@ -157,8 +159,10 @@ pub fn backlog(events: &[Event], tracks: &[JobTrack]) -> Option<BacklogMeasures>
 fn served_by_reads(events: &[Event], backlogged: &[Priority]) -> ([u32; 3], i64) {
     let mut served = [0u32; 3];
     for e in events {
-        let EventKind::QueueRead { queues, count, got, .. } = &e.kind else { continue };
-        if queues.iter().zip(got).any(|(q, g)| backlogged.contains(q) && g < count) {
+        let Some(PriorityEvent::QueueRead { queues, count, got, .. }) = e.kind.family::<PriorityEvent>() else {
+            continue;
+        };
+        if queues.iter().zip(&got).any(|(q, g)| backlogged.contains(q) && *g < count) {
             return (served, e.t_us);
         }
         for (q, g) in queues.iter().zip(got) {
@@ -171,8 +175,8 @@ fn served_by_reads(events: &[Event], backlogged: &[Priority]) -> ([u32; 3], i64)
 /// When the worker's first read began: before it, a backlog waits for the worker process to
 /// start, which is the harness's time, not the loop's.
 fn first_read_us(events: &[Event]) -> Option<i64> {
-    events.iter().find_map(|e| match &e.kind {
-        EventKind::QueueRead { waited_ms, .. } => Some(e.t_us - (waited_ms * 1000.0) as i64),
+    events.iter().find_map(|e| match e.kind.family::<PriorityEvent>().as_ref() {
+        Some(PriorityEvent::QueueRead { waited_ms, .. }) => Some(e.t_us - (waited_ms * 1000.0) as i64),
         _ => None,
     })
 }
@@ -252,7 +256,7 @@ pub fn measure(events: &[Event]) -> PriorityMeasures {
     let lower = [Priority::Normal, Priority::Low];
     let (mut empty_reads, mut longest) = (0, 0f64);
     for e in events {
-        if let EventKind::QueueRead { got, waited_ms, .. } = &e.kind {
+        if let Some(PriorityEvent::QueueRead { got, waited_ms, .. }) = e.kind.family::<PriorityEvent>().as_ref() {
             if got.iter().sum::<u32>() > 0 {
                 continue;
             }
@@ -354,7 +358,9 @@ pub fn taken_per_window(tracks: &[JobTrack], window_ms: f64) -> Vec<(f64, [u32; 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::Actor;
+    use crate::timeline::EventKind;
 
     const C: Priority = Priority::Critical;
     const N: Priority = Priority::Normal;
@@ -365,29 +371,35 @@ mod tests {
     }
 
     fn queued(t: f64, job: &str, p: Priority, phase: &str) -> Event {
-        ev(t, EventKind::JobQueued { job: job.into(), priority: p, phase: phase.into(), traced: false, score: None })
+        ev(
+            t,
+            PriorityEvent::JobQueued { job: job.into(), priority: p, phase: phase.into(), traced: false, score: None }
+                .event(),
+        )
     }
 
     fn taken(t: f64, job: &str, p: Priority, phase: &str) -> Event {
         ev(
             t,
-            EventKind::PriorityJobTaken {
+            PriorityEvent::PriorityJobTaken {
                 job: job.into(),
                 priority: p,
                 phase: phase.into(),
                 traced: false,
                 waited_ms: None,
-            },
+            }
+            .event(),
         )
     }
 
     fn done(t: f64, job: &str) -> Event {
-        ev(t, EventKind::JobDone { job: job.into() })
+        ev(t, PriorityEvent::JobDone { job: job.into() }.event())
     }
 
     fn read(t: f64, queues: &[Priority], count: u32, got: &[u32], waited_ms: f64) -> Event {
         let kind =
-            EventKind::QueueRead { read: "r".into(), queues: queues.to_vec(), count, got: got.to_vec(), waited_ms };
+            PriorityEvent::QueueRead { read: "r".into(), queues: queues.to_vec(), count, got: got.to_vec(), waited_ms }
+                .event();
         ev(t, kind)
     }
 

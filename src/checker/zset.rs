@@ -7,7 +7,9 @@
 
 use super::priority::{tracks, waits, Waits};
 use super::{RunVerdict, Verdict};
-use crate::timeline::{Event, EventKind, PhasePlan, Priority};
+use crate::priority_queue::PriorityEvent;
+use crate::priority_queue::{PhasePlan, Priority};
+use crate::timeline::Event;
 use serde::{Deserialize, Serialize};
 
 /// What a sorted-set queue is expected to do, as a lab checks it. Every field is optional.
@@ -66,8 +68,8 @@ pub fn tie_order(queued: &[QueuedMember], events: &[Event]) -> TieOrder {
     let ids = |v: Vec<&QueuedMember>| v.into_iter().map(|m| m.job.clone()).collect();
     let taken = events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::PriorityJobTaken { job, .. } => Some(job.clone()),
+        .filter_map(|e| match e.kind.family::<PriorityEvent>().as_ref() {
+            Some(PriorityEvent::PriorityJobTaken { job, .. }) => Some(job.clone()),
             _ => None,
         })
         .collect();
@@ -108,8 +110,9 @@ pub struct ZsetMeasures {
 pub fn measure(events: &[Event], queued: &[QueuedMember], lost: i64, idle: Option<IdleCount>) -> ZsetMeasures {
     let t = tracks(events);
     let mut taken: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    for e in events {
-        if let EventKind::PriorityJobTaken { job, .. } = &e.kind {
+    let decoded: Vec<PriorityEvent> = events.iter().filter_map(|e| e.kind.family()).collect();
+    for e in &decoded {
+        if let PriorityEvent::PriorityJobTaken { job, .. } = e {
             *taken.entry(job).or_default() += 1;
         }
     }
@@ -164,6 +167,7 @@ pub fn judge(claims: &ZsetClaims, m: &ZsetMeasures, scale: f64) -> RunVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::Actor;
 
     fn member(job: &str, score: f64) -> QueuedMember {
@@ -176,13 +180,14 @@ mod tests {
             .map(|(i, j)| Event {
                 t_us: i as i64,
                 actor: Actor::Consumer(1),
-                kind: EventKind::PriorityJobTaken {
+                kind: PriorityEvent::PriorityJobTaken {
                     job: j.to_string(),
                     priority: Priority::Critical,
                     phase: "ties".into(),
                     traced: true,
                     waited_ms: None,
-                },
+                }
+                .event(),
             })
             .collect()
     }

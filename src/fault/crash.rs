@@ -41,7 +41,7 @@ impl CrashSpec {
 
 /// Announce a planned crash of `actor` and kill this process with SIGKILL. Never returns.
 pub fn crash_now(sink: &dyn Sink, actor: Actor, detail: String) -> ! {
-    sink.emit(actor, EventKind::Crashed { planned: true, detail });
+    sink.emit(actor, EventKind::crashed(true, detail));
     let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
     loop {
         std::thread::park();
@@ -113,7 +113,7 @@ mod tests {
         let mut c = PlannedCrashes::default();
         c.observe(&raw(Actor::Consumer(1), EventKind::Received { entry_id: "1-0".into(), job, deliveries: None }));
         assert!(!c.settled(&published, &acked, 2), "nobody crashed yet");
-        c.observe(&raw(Actor::Consumer(1), EventKind::Crashed { planned: true, detail: "x".into() }));
+        c.observe(&raw(Actor::Consumer(1), EventKind::crashed(true, "x")));
         assert!(c.settled(&published, &acked, 2));
         assert!(!c.settled(&published, &HashSet::new(), 2), "1-1 can still be acknowledged by C2");
         assert!(c.settled(&published, &HashSet::new(), 1), "no live consumer");

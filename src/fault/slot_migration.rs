@@ -8,9 +8,11 @@
 //! some there and some not, gets TRYAGAIN. After SETSLOT NODE the source answers MOVED.
 
 use super::TimeScale;
+use crate::cluster_queue::ClusterEvent;
 use crate::error::{Context, Error};
 use crate::service::cluster::ClusterNode;
-use crate::timeline::{Actor, EventKind, Sink};
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::timeline::{Actor, Sink};
 use redis::aio::MultiplexedConnection;
 
 /// Keys fetched and moved per MIGRATE.
@@ -38,17 +40,17 @@ impl SlotMove<'_> {
         setslot(&mut dst, slot, "IMPORTING", &from.id).await?;
         setslot(&mut src, slot, "MIGRATING", &to.id).await?;
         let (f, t) = (from.name.clone(), to.name.clone());
-        sink.emit(Actor::Runner, EventKind::SlotMigrating { slot, from: f.clone(), to: t.clone() });
+        sink.emit(Actor::Runner, ClusterEvent::SlotMigrating { slot, from: f.clone(), to: t.clone() }.event());
         self.scale.sleep(self.window_ms).await;
         let keys = self.move_keys(&mut src).await?;
-        sink.emit(Actor::Runner, EventKind::SlotKeysMoved { slot, keys, from: f, to: t.clone() });
+        sink.emit(Actor::Runner, ClusterEvent::SlotKeysMoved { slot, keys, from: f, to: t.clone() }.event());
         // The target first, then the source, then the others (the order the Redis docs give).
         setslot(&mut dst, slot, "NODE", &to.id).await?;
         setslot(&mut src, slot, "NODE", &to.id).await?;
         for m in self.masters.iter().filter(|m| m.id != from.id && m.id != to.id) {
             setslot(&mut connect(m).await?, slot, "NODE", &to.id).await?;
         }
-        sink.emit(Actor::Runner, EventKind::SlotOwned { slot, node: t });
+        sink.emit(Actor::Runner, ClusterEvent::SlotOwned { slot, node: t }.event());
         Ok(keys)
     }
 

@@ -24,6 +24,7 @@ mod charts;
 mod lines;
 mod queue;
 
+use crate::cluster_queue::ClusterEvent;
 use lines::{master_lines, point_line, queue_lines, reshard_lines};
 use queue::{
     delete_keys, last_effect_ns, place, read_back, sample_all, stop, wait_for_event, watch_run, Ending, Publisher, Queue,
@@ -374,7 +375,7 @@ impl ClusterSpec {
         let workers = plan.start(ctx, queues, &mut s.conns, &tx).await?;
         if self.keys == KeyLayout::Seed {
             // Its BLMOVE is refused at once, so it never blocks: ready once it is in its loop.
-            let first_error = |k: &EventKind| matches!(k, EventKind::QueueError { .. });
+            let first_error = |k: &EventKind| matches!(k.family::<ClusterEvent>(), Some(ClusterEvent::QueueError { .. }));
             wait_for_event(&mut rx, &mut s.raw, "the worker's first BLMOVE", first_error).await?;
         }
         let before = sample_all(&mut s.conns).await?;
@@ -487,10 +488,11 @@ fn measure(p: &PointObserved) -> Measures {
 fn gaps(events: &[Event], tag: &str) -> (i64, i64) {
     let mut last: BTreeMap<&str, i64> = BTreeMap::new();
     let (mut mine, mut others) = (0, 0);
-    for e in events {
-        if let EventKind::JobApplied { queue, .. } = &e.kind {
-            if let Some(prev) = last.insert(queue.as_str(), e.t_us) {
-                let gap = e.t_us - prev;
+    let decoded: Vec<(i64, ClusterEvent)> = events.iter().filter_map(|e| e.kind.family().map(|c| (e.t_us, c))).collect();
+    for (t_us, e) in &decoded {
+        if let ClusterEvent::JobApplied { queue, .. } = e {
+            if let Some(prev) = last.insert(queue.as_str(), *t_us) {
+                let gap = t_us - prev;
                 if queue == tag {
                     mine = mine.max(gap);
                 } else {

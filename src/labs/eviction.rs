@@ -12,6 +12,8 @@
 //! (`job:<id>`, as Bull keeps jobs) and only its id is queued: eviction then takes the least
 //! recently used bodies — the oldest jobs — and leaves their ids in the queue.
 
+use crate::list_queue::events::ListEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
 use crate::checker::durability::{durability, Durability, JobRanges};
 use crate::checker::{health::health, RunVerdict};
@@ -19,7 +21,7 @@ use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
 use crate::list_queue::{job_id, job_number, numbered_job, ListJob};
 use crate::service::NodeSpec;
-use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::timeline::{Actor, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -315,7 +317,7 @@ impl EvictionSpec {
                         // id list of the job-keys layout differs run to run: its notes count it.
                         if self.layout == QueueLayout::OneList {
                             let key = queue.strip_prefix(prefix).unwrap_or(&queue).to_string();
-                            sink.emit(Actor::Producer, EventKind::Evicted { key, jobs });
+                            sink.emit(Actor::Producer, ListEvent::Evicted { key, jobs }.event());
                         }
                     }
                     last_len = len;
@@ -329,7 +331,7 @@ impl EvictionSpec {
                         // memory. Under allkeys-* Redis 7.0 refuses nothing and 8.6 now and
                         // then a few pushes around an eviction: notes and facts count those.
                         if !self.policy.evicts_any_key() {
-                            sink.emit(Actor::Producer, EventKind::Refused { job: job_id(n), error: error.clone(), refusals: 1 });
+                            sink.emit(Actor::Producer, ListEvent::Refused { job: job_id(n), error: error.clone(), refusals: 1 }.event());
                         }
                         out.first_refusal = Some(error);
                     }

@@ -21,6 +21,10 @@
 //! ([`crate::checker::failover`]). A run is wrong when an order's stored state is older than
 //! one a consumer had written (a stale event re-applied over a newer one).
 
+pub mod events;
+
+use crate::labs::failover::events::FailoverEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
 use super::stream::{self, order_items};
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
@@ -573,7 +577,7 @@ impl Crash<'_> {
             sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms - p)).await;
             link.partition();
             let how = "a partition: the link drops everything both ways; each side still sees the connection up".to_string();
-            tx.emit(Actor::Runner, EventKind::LagWindow { how });
+            tx.emit(Actor::Runner, FailoverEvent::LagWindow { how }.event());
         }
         sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms)).await;
         let _ = self.stop_sampling.send(true);
@@ -589,7 +593,7 @@ impl Crash<'_> {
         redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async::<()>(&mut nodes.r).await.context("REPLICAOF NO ONE")?;
         let promoted_after_ms = (crate::clock::now_ns() - died_ns) as f64 / 1e6;
         let behind_bytes = (primary_offset - replica_offset).max(0);
-        tx.emit(Actor::Runner, EventKind::ReplicaPromoted { behind_bytes });
+        tx.emit(Actor::Runner, FailoverEvent::ReplicaPromoted { behind_bytes }.event());
         let view = promoted_view(&mut nodes.r, stream).await?;
         Ok(Takeover { view, promoted_after_ms, behind_bytes })
     }

@@ -5,7 +5,10 @@
 //! A wait ends early (false) at the deadline or when a worker died unplanned: the run is then
 //! judged unknown by [`crate::checker::health`].
 
-use crate::timeline::{Actor, EventKind, PhasePlan, RawEvent, Sink};
+use crate::priority_queue::PhasePlan;
+use crate::priority_queue::PriorityEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -32,11 +35,11 @@ impl JobRun {
 
     /// The orchestrator starts a phase (a timeline line of the runner).
     pub fn phase(&self, plan: PhasePlan) {
-        self.tx.emit(Actor::Runner, EventKind::PhaseStarted { plan });
+        self.tx.emit(Actor::Runner, PriorityEvent::PhaseStarted { plan }.event());
     }
 
     fn record(&mut self, ev: RawEvent) {
-        if let EventKind::JobDone { job } = &ev.kind {
+        if let Some(PriorityEvent::JobDone { job }) = ev.kind.family::<PriorityEvent>().as_ref() {
             self.done.insert(job.clone());
         }
         self.raw.push(ev);

@@ -11,6 +11,7 @@ mod publish;
 
 pub use plan::{Cell, Fate, JobPlan};
 
+use crate::technique::events::JobEvent;
 use super::consumer_group::drain;
 use super::worker_pool::{Pool, WorkerTemplate};
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
@@ -239,19 +240,19 @@ struct Seen {
 impl Seen {
     fn observe(&mut self, ev: &RawEvent) {
         let reader = matches!(ev.actor, Actor::Consumer(_));
-        match &ev.kind {
-            EventKind::JobPublished { entry_id, .. } => {
+        match (&ev.kind, ev.kind.family::<JobEvent>().as_ref()) {
+            (_, Some(JobEvent::JobPublished { entry_id, .. })) => {
                 self.published.insert(entry_id.clone());
             }
-            EventKind::JobReceived { entry_id, .. } if reader => {
+            (_, Some(JobEvent::JobReceived { entry_id, .. })) if reader => {
                 self.holding.insert(ev.actor, entry_id.clone());
             }
-            EventKind::JobAcked { entry_id, .. } => {
+            (_, Some(JobEvent::JobAcked { entry_id, .. })) => {
                 self.acked.insert(entry_id.clone());
                 self.release(ev.actor);
             }
-            EventKind::JobFailed { .. } => self.release(ev.actor),
-            EventKind::Crashed { planned: true, .. } if reader => {
+            (_, Some(JobEvent::JobFailed { .. })) => self.release(ev.actor),
+            (EventKind::Crashed { planned: true, .. }, _) if reader => {
                 self.release(ev.actor);
                 self.to_replace.push(ev.actor);
             }
@@ -405,7 +406,7 @@ impl LabProcedure for JobsSpec {
         let redelivered = run
             .events
             .iter()
-            .filter(|e| matches!(&e.kind, EventKind::JobReceived { deliveries, .. } if *deliveries > 1))
+            .filter(|e| matches!(e.kind.family::<JobEvent>(), Some(JobEvent::JobReceived { deliveries, .. }) if deliveries > 1))
             .count() as i64;
         vec![
             Fact::stable("exactly_once", count(|n| n == 1)),

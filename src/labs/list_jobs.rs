@@ -10,6 +10,7 @@
 //! (a job marked `after_taken` once the one before it was taken); the run ends when every job
 //! is settled and every worker idle, or nothing happened for `observe_ms`, or at `max_ms`.
 
+use crate::list_queue::events::ListEvent;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
 use crate::checker::effect_counts::{effect_counts, Wanted};
 use crate::checker::retry_schedule::{job_schedule, scaled_delays, Attempt};
@@ -439,16 +440,16 @@ fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> Vec<Fact> {
         Fact::stable("left_in_processing", o.processing.len() as i64),
         Fact::stable("left_in_retry_list", o.retry.len() as i64),
         Fact::stable("dead_lettered", o.dead.len() as i64),
-        Fact::stable("lrem_found_nothing", count(|k| matches!(k, EventKind::ListJobDone { removed: Some(0), .. }))),
+        Fact::stable("lrem_found_nothing", count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::ListJobDone { removed: Some(0), .. })))),
     ];
     if s.take == Take::Lease {
         facts.push(Fact::stable("processing_without_lease", o.orphans as i64));
     }
     if s.reaper.is_some() {
-        facts.push(Fact::measured("requeued", count(|k| matches!(k, EventKind::Requeued { .. }))));
+        facts.push(Fact::measured("requeued", count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))));
     }
     if s.jobs.iter().any(|j| j.poison) {
-        facts.push(Fact::measured("poison_sleeps", count(|k| matches!(k, EventKind::Poison { slept_ms, .. } if *slept_ms > 0.0))));
+        facts.push(Fact::measured("poison_sleeps", count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Poison { slept_ms, .. }) if slept_ms > 0.0))));
     }
     facts
 }
@@ -558,9 +559,9 @@ fn attempts_per_job(events: &[Event]) -> BTreeMap<String, Vec<Attempt>> {
     let mut per_job: BTreeMap<String, Vec<Attempt>> = BTreeMap::new();
     for e in events {
         let ms = e.t_us as f64 / 1000.0;
-        match &e.kind {
-            EventKind::Taken { job, .. } => per_job.entry(job.clone()).or_default().push(Attempt { started_ms: ms, failed_ms: None }),
-            EventKind::ListJobFailed { job, .. } => {
+        match e.kind.family::<ListEvent>().as_ref() {
+            Some(ListEvent::Taken { job, .. }) => per_job.entry(job.clone()).or_default().push(Attempt { started_ms: ms, failed_ms: None }),
+            Some(ListEvent::ListJobFailed { job, .. }) => {
                 if let Some(last) = per_job.get_mut(job).and_then(|a| a.last_mut()) {
                     last.failed_ms = Some(ms);
                 }

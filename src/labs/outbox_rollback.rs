@@ -10,7 +10,7 @@ use crate::error::{Context, Error};
 use crate::orders::{self, EventSpec, OrderRow};
 use crate::outbox_table;
 use crate::lang::{pick, Lang};
-use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::timeline::{Actor, EventKind, SqlStatus, RawEvent, Sink};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tokio::sync::mpsc;
@@ -138,7 +138,7 @@ async fn rolled_back_change(pg: &tokio_postgres::Client, e: &EventSpec, sink: &d
         let waited_ms = (crate::clock::now_ns() - sent) as f64 / 1e6;
         // BEGIN and ROLLBACK answer with their own name: nothing to add to the timeline.
         if outcome != shown {
-            sink.emit(a, EventKind::SqlDone { case: 1, order: e.order, outcome, waited_ms });
+            sink.emit(a, EventKind::SqlDone { case: 1, order: e.order, outcome, waited_ms, status: SqlStatus::Done });
         }
     }
     Ok(())

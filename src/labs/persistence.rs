@@ -13,6 +13,8 @@
 //!    with it, as it would with the machine); the producer stops at its first error;
 //! 4. redis-server starts again on the same dir; LRANGE says what came back.
 
+use crate::list_queue::events::ListEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
 use crate::checker::durability::{durability, Durability, JobRanges};
 use crate::checker::{health::health, RunVerdict};
@@ -196,7 +198,7 @@ impl LabProcedure for PersistenceSpec {
         let restart_ms = restarted.elapsed().as_secs_f64() * 1000.0;
         let mut conn = crate::connect::redis(&server.url).await.context("connect to the restarted server")?;
         let held = held_jobs(&mut conn, &key).await?;
-        tx.emit(Actor::Runner, EventKind::ServerRestarted { jobs: held.len() as i64, load_ms: restart_ms });
+        tx.emit(Actor::Runner, ListEvent::ServerRestarted { jobs: held.len() as i64, load_ms: restart_ms }.event());
         server.stop().await;
         let data_fs = dir.as_ref().map_or_else(|| "container".to_string(), |d| fs_name(d.path()));
         drop(tx);

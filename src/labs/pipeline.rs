@@ -10,6 +10,7 @@ mod stats;
 
 pub use plan::{Burst, Fault, PlannedJob, Workload};
 
+use crate::technique::events::JobEvent;
 use super::consumer_group::drain;
 use super::worker_pool::{Pool, WorkerTemplate};
 use super::{Fact, FinalItem, LabProcedure, Line, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
@@ -159,11 +160,11 @@ struct Progress {
 
 impl Progress {
     fn observe(&mut self, ev: &RawEvent) {
-        match &ev.kind {
-            EventKind::JobAcked { job, .. } | EventKind::DeadLettered { job, .. } if self.finished.insert(job.clone()) => {
+        match (&ev.kind, ev.kind.family::<JobEvent>().as_ref()) {
+            (_, Some(JobEvent::JobAcked { job, .. })) | (_, Some(JobEvent::DeadLettered { job, .. })) if self.finished.insert(job.clone()) => {
                 self.last_finish = Instant::now();
             }
-            EventKind::Crashed { .. } => self.to_replace.push(ev.actor),
+            (EventKind::Crashed { .. }, _) => self.to_replace.push(ev.actor),
             _ => {}
         }
     }

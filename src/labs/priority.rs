@@ -17,6 +17,7 @@
 
 pub mod seed_lines;
 
+use crate::priority_queue::PriorityEvent;
 use super::job_run::JobRun;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
 use crate::checker::health::health;
@@ -31,7 +32,8 @@ use crate::roles::priority_worker::{describe, PriorityWorkerConfig, QueuedJob};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
-use crate::timeline::{phase_label, Actor, EventKind, PhasePlan, Priority, RawEvent, Sink};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::priority_queue::{phase_label, PhasePlan, Priority};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -275,7 +277,7 @@ impl Driver<'_> {
         if let Some(after) = after {
             let after = describe(&after, scale);
             let empty_read = |ev: &RawEvent| {
-                matches!(&ev.kind, EventKind::QueueRead { read, got, .. } if *read == after && got.iter().all(|n| *n == 0))
+                matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { read, got, .. }) if *read == after && got.iter().all(|n| *n == 0))
             };
             if !self.run.wait_for(empty_read).await {
                 return Ok(false);
@@ -406,8 +408,8 @@ impl LabProcedure for PrioritySpec {
         let count = |f: fn(&EventKind) -> bool| raw.iter().filter(|e| f(&e.kind)).count() as u32;
         let observed = PriorityObserved {
             scale: ctx.scale.0,
-            queued: count(|k| matches!(k, EventKind::JobQueued { .. })),
-            done: count(|k| matches!(k, EventKind::JobDone { .. })),
+            queued: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. }))),
+            done: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobDone { .. }))),
             pending_after_run: pending,
         };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
@@ -502,8 +504,8 @@ impl LabProcedure for PrioritySpec {
 fn phase_marks(events: &[crate::timeline::Event]) -> Vec<Mark> {
     events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::PhaseStarted { plan } => {
+        .filter_map(|e| match e.kind.family::<PriorityEvent>().as_ref() {
+            Some(PriorityEvent::PhaseStarted { plan }) => {
                 let id = plan.id();
                 let label = Words::new(phase_label(id, Lang::En), phase_label(id, Lang::Vi));
                 Some(Mark { label, axis: MarkAxis::X, at: e.t_us as f64 / 1000.0 })
@@ -880,6 +882,7 @@ fn table_cells(m: &PriorityMeasures, lang: Lang) -> Vec<(String, Line)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::vocabulary::Vocabulary;
 
     fn spec(text: &str) -> LoopSpec {
         toml::from_str(text).unwrap()
@@ -918,21 +921,21 @@ mod tests {
     /// Two critical and one low job of a backlog, a probe that waited 5 s.
     fn small_run() -> Vec<crate::timeline::Event> {
         let queued = |t, job: &str, priority, phase: &str| {
-            ev(t, EventKind::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None })
+            ev(t, PriorityEvent::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None }.event())
         };
         let taken = |t, job: &str, priority, phase: &str| {
-            ev(t, EventKind::PriorityJobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None })
+            ev(t, PriorityEvent::PriorityJobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None }.event())
         };
         let (c, l) = (Priority::Critical, Priority::Low);
         vec![
-            ev(0.0, EventKind::PhaseStarted { plan: PhasePlan::Backlog { jobs: [2, 0, 1] } }),
+            ev(0.0, PriorityEvent::PhaseStarted { plan: PhasePlan::Backlog { jobs: [2, 0, 1] } }.event()),
             queued(0.0, "c-0001", c, "backlog"),
             queued(0.0, "c-0002", c, "backlog"),
             queued(0.0, "l-0001", l, "backlog"),
             taken(5.0, "c-0001", c, "backlog"),
             taken(25.0, "c-0002", c, "backlog"),
             taken(45.0, "l-0001", l, "backlog"),
-            ev(100.0, EventKind::PhaseStarted { plan: PhasePlan::Probe { blocked_in: Some("XREADGROUP low".into()), after_ms: None } }),
+            ev(100.0, PriorityEvent::PhaseStarted { plan: PhasePlan::Probe { blocked_in: Some("XREADGROUP low".into()), after_ms: None } }.event()),
             queued(100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
             taken(5100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
         ]

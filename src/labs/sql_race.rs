@@ -11,7 +11,7 @@ use crate::error::{Context, Error};
 use crate::fault::TimeScale;
 use crate::orders::{self, OrderRow};
 use crate::lang::Lang;
-use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::timeline::{Actor, EventKind, SqlStatus, RawEvent, Sink};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -165,6 +165,15 @@ async fn cas(client: &tokio_postgres::Client, order: i64, e: &EventRef) -> Resul
     client.execute(&sql, &[&e.event_type, &e.version, &order]).await
 }
 
+/// Whether the statement succeeded, as the server answered.
+fn status(r: &Result<u64, tokio_postgres::Error>) -> SqlStatus {
+    if r.is_ok() {
+        SqlStatus::Done
+    } else {
+        SqlStatus::Failed
+    }
+}
+
 fn outcome(r: &Result<u64, tokio_postgres::Error>) -> String {
     match r {
         Ok(rows) => format!("UPDATE {rows}"),
@@ -194,7 +203,7 @@ async fn race(pg_config: &str, spec: &SqlRaceSpec, scale: TimeScale, sink: Arc<d
         a.batch_execute("BEGIN").await.context("session A BEGIN")?;
         let sent = crate::clock::now_ns();
         let r = cas(&a, order, &case.a).await;
-        sink.emit(A, EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent) });
+        sink.emit(A, EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent), status: status(&r) });
         r.context("session A UPDATE")?;
         let locked_at = tokio::time::Instant::now();
 
@@ -214,16 +223,16 @@ async fn race(pg_config: &str, spec: &SqlRaceSpec, scale: TimeScale, sink: Arc<d
             b.batch_execute(&begin).await.context("session B BEGIN")?;
             let sent = crate::clock::now_ns();
             let r = cas(&b, order, &b_event).await;
-            b_sink.emit(B, EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent) });
+            b_sink.emit(B, EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent), status: status(&r) });
             let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
             b.batch_execute(end).await.context("session B end")?;
-            b_sink.emit(B, EventKind::SqlDone { case: n, order, outcome: end.to_string(), waited_ms: 0.0 });
+            b_sink.emit(B, EventKind::SqlDone { case: n, order, outcome: end.to_string(), waited_ms: 0.0, status: SqlStatus::Done });
             Ok::<(), Error>(())
         });
 
         tokio::time::sleep_until(locked_at + scale.duration(spec.hold_ms)).await;
         a.batch_execute("COMMIT").await.context("session A COMMIT")?;
-        sink.emit(A, EventKind::SqlDone { case: n, order, outcome: "COMMIT".into(), waited_ms: 0.0 });
+        sink.emit(A, EventKind::SqlDone { case: n, order, outcome: "COMMIT".into(), waited_ms: 0.0, status: SqlStatus::Done });
         b_task.await.expect("session B task does not panic")?;
     }
     Ok(())

@@ -15,6 +15,8 @@
 
 mod seed_lines;
 
+use crate::priority_queue::PriorityEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::job_run::JobRun;
 use super::priority::PerPriority;
 use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
@@ -28,7 +30,8 @@ use crate::lang::{pick, Lang, Words};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::zset_worker::{PopSpec, ZsetKeys, ZsetWorkerConfig};
 use crate::roles::{RoleConfig, RoleProcess};
-use crate::timeline::{Actor, EventKind, PhasePlan, Priority, RawEvent, Sink};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::priority_queue::{PhasePlan, Priority};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -196,13 +199,13 @@ impl ZDriver<'_> {
         pipe.query_async::<()>(&mut self.conn).await.context("ZADD")?;
         let mut ids = HashSet::new();
         for (j, score) in jobs {
-            let kind = EventKind::JobQueued {
+            let kind = PriorityEvent::JobQueued {
                 job: j.id.clone(),
                 priority: j.priority,
                 phase: phase.to_string(),
                 traced: traced(&j),
                 score: Some(score),
-            };
+            }.event();
             self.run.tx.record(RawEvent { mono_ns: queued_ns, actor: Actor::Producer, kind });
             ids.insert(j.id);
         }
@@ -226,7 +229,7 @@ impl ZDriver<'_> {
             wait_for_client(&mut conn, &name, ClientState::Blocked, worker).await?;
             return Ok(true);
         }
-        Ok(self.run.wait_for(|ev| ev.actor == actor && matches!(&ev.kind, EventKind::QueueRead { got, .. } if got == &[0])).await)
+        Ok(self.run.wait_for(|ev| ev.actor == actor && matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { got, .. }) if got == &[0])).await)
     }
 
     async fn ties(&mut self, payments: u32) -> Result<bool, Error> {
@@ -331,7 +334,7 @@ impl ZDriver<'_> {
         let until = tokio::time::Instant::now() + self.ctx.scale.duration(ms);
         loop {
             let taken_critical = match self.run.next_event_until(until).await {
-                Some(Some(ev)) => matches!(&ev.kind, EventKind::PriorityJobTaken { priority: Priority::Critical, .. }),
+                Some(Some(ev)) => matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::PriorityJobTaken { priority: Priority::Critical, .. })),
                 Some(None) => break,
                 None => return Ok(false),
             };
@@ -419,7 +422,7 @@ impl LabProcedure for ZsetSpec {
         let (finished, left) = (finished?, left?);
         let done: u32 = redis::cmd("SCARD").arg(&keys.done).query_async(&mut conn).await.context("SCARD")?;
         ctx.delete_run_keys().await?;
-        let queued = raw.iter().filter(|e| matches!(e.kind, EventKind::JobQueued { .. })).count() as u32;
+        let queued = raw.iter().filter(|e| matches!(e.kind.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. }))).count() as u32;
         let observed = ZsetObserved { scale: ctx.scale.0, queued, done, left, members, idle };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
@@ -748,8 +751,8 @@ mod tests {
 
     fn job(t_queued: f64, t_taken: f64, id: &str, priority: Priority, phase: &str) -> [Event; 2] {
         [
-            ev(t_queued, EventKind::JobQueued { job: id.into(), priority, phase: phase.into(), traced: true, score: None }),
-            ev(t_taken, EventKind::PriorityJobTaken { job: id.into(), priority, phase: phase.into(), traced: true, waited_ms: None }),
+            ev(t_queued, PriorityEvent::JobQueued { job: id.into(), priority, phase: phase.into(), traced: true, score: None }.event()),
+            ev(t_taken, PriorityEvent::PriorityJobTaken { job: id.into(), priority, phase: phase.into(), traced: true, waited_ms: None }.event()),
         ]
     }
 

@@ -5,7 +5,9 @@ use crate::labs::stream::StreamObserved;
 use crate::labs::{Observed, RunRecord};
 use crate::orders::OrderRow;
 use crate::report::{Environment, LabInfo, LabReport, VariantReport};
+use crate::strategy::events::HandlerEvent;
 use crate::streams::StreamEntry;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, Event, EventKind, Job};
 
 pub(crate) fn job(t: &str, v: i64) -> Job {
@@ -26,14 +28,12 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
     )
     .unwrap();
     let (c1, c2, p) = (Actor::Consumer(1), Actor::Consumer(2), Actor::Producer);
-    let lock = |tries| EventKind::LockAcquired {
-        key: "lock:order:42".into(),
-        tries,
-        ttl_ms: 1000,
-        px_ms: 1000,
-        round_trip_us: 100,
+    let lock = |tries| {
+        HandlerEvent::LockAcquired { key: "lock:order:42".into(), tries, ttl_ms: 1000, px_ms: 1000, round_trip_us: 100 }
+            .event()
     };
-    let release = |released| EventKind::LockReleased { key: "lock:order:42".into(), method: "Lua".into(), released };
+    let release =
+        |released| HandlerEvent::LockReleased { key: "lock:order:42".into(), method: "Lua".into(), released }.event();
     let wrote = |id: &str, status: &str| EventKind::Wrote {
         entry_id: id.into(),
         order: 42,

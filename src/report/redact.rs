@@ -4,6 +4,7 @@
 //! the real order of events. nextest's `redact.rs` is the model.
 
 use crate::labs::{Line, Piece};
+use crate::timeline::vocabulary::Causality;
 use crate::timeline::{Actor, Event, EventKind};
 
 /// Events of different processes closer than this are a burst whose order the OS scheduler
@@ -12,67 +13,9 @@ use crate::timeline::{Actor, Event, EventKind};
 /// the steps they are about, so a stall of 20 ms (a loaded machine) changes no snapshot.
 pub const BURST_US: i64 = 20_000;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Redactor {
-    active: bool,
-}
+pub use crate::timeline::vocabulary::Redactor;
 
 impl Redactor {
-    /// Print every value as it is.
-    pub const NONE: Redactor = Redactor { active: false };
-    /// Replace what varies between runs.
-    pub const SNAPSHOT: Redactor = Redactor { active: true };
-
-    pub fn active(&self) -> bool {
-        self.active
-    }
-
-    /// A stream entry ID: `[id]`.
-    pub fn entry_id(&self, id: &str) -> String {
-        if self.active {
-            "[id]".into()
-        } else {
-            id.to_string()
-        }
-    }
-
-    /// Milliseconds: `[ms]`.
-    pub fn ms(&self, ms: i64) -> String {
-        if self.active {
-            "[ms]".into()
-        } else {
-            format!("{ms} ms")
-        }
-    }
-
-    /// A timeline stamp: `t=[ms]`, or `t=  53 ms` padded as the seed's output is.
-    pub fn stamp(&self, t_ms: i64) -> String {
-        if self.active {
-            "t=[ms]".into()
-        } else {
-            format!("t={t_ms:>4} ms")
-        }
-    }
-
-    /// A count that differs between runs: `[n]`.
-    pub fn count(&self, n: impl ToString) -> String {
-        if self.active {
-            "[n]".into()
-        } else {
-            n.to_string()
-        }
-    }
-
-    /// A version CAS compares: an entry ID as a number (`ms*100000+seq`) varies, a business
-    /// version does not.
-    pub fn version(&self, v: i64) -> String {
-        if self.active && v > 1_000_000 {
-            "[v]".into()
-        } else {
-            v.to_string()
-        }
-    }
-
     /// A lab's line, its varying pieces redacted.
     pub fn line(&self, line: &Line) -> String {
         line.0
@@ -80,15 +23,15 @@ impl Redactor {
             .map(|p| match p {
                 Piece::Text(s) => s.clone(),
                 Piece::EntryId(id) => self.entry_id(id),
-                Piece::Ms(ms) if self.active => "[ms]".into(),
+                Piece::Ms(_) if self.active() => "[ms]".into(),
                 Piece::Ms(ms) => format!("{ms} ms"),
-                Piece::MsFromUs(_) if self.active => "[ms]".into(),
+                Piece::MsFromUs(_) if self.active() => "[ms]".into(),
                 Piece::MsFromUs(us) => format!("{:.1}", *us as f64 / 1000.0),
                 Piece::Count(n) => self.count(n),
-                Piece::Measured(_) if self.active => "[measured]".into(),
+                Piece::Measured(_) if self.active() => "[measured]".into(),
                 Piece::Measured(words) => words.clone(),
                 Piece::Seeded(s) => s.clone(),
-                Piece::Raced(_) if self.active => "[x]".into(),
+                Piece::Raced(_) if self.active() => "[x]".into(),
                 Piece::Raced(s) => s.clone(),
             })
             .collect()
@@ -100,7 +43,7 @@ impl Redactor {
     /// own events keep their order): the order within a burst is the scheduler's, not the
     /// lab's, and listing it this way makes a snapshot independent of where a stall falls.
     pub fn order<'a>(&self, events: Vec<&'a Event>) -> Vec<&'a Event> {
-        if !self.active {
+        if !self.active() {
             return events;
         }
         let mut out: Vec<&Event> = Vec::with_capacity(events.len());
@@ -121,7 +64,7 @@ impl Redactor {
     /// publish), when redacting: for a variant whose whole interleaving is the race it
     /// measures, where only each process's own sequence is the same from run to run.
     pub fn order_by_process<'a>(&self, events: Vec<&'a Event>) -> Vec<&'a Event> {
-        if self.active {
+        if self.active() {
             by_process(events)
         } else {
             events
@@ -144,23 +87,14 @@ fn lane(e: &Event) -> Actor {
 /// of the same entry; for a list job taken, its push or put-back; for a worker the runner
 /// kills, everything before it: the runner reacted to it).
 fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
+    let causes: Vec<Causality> = burst.iter().map(|e| causality(e)).collect();
     let published = |id: &str, done: &[bool]| {
-        burst
-            .iter()
-            .enumerate()
-            .all(|(i, e)| {
-                done[i]
-                    || !matches!(&e.kind, EventKind::Published { entry_id, .. } | EventKind::JobPublished { entry_id, .. } if entry_id == id)
-            })
+        causes.iter().enumerate().all(|(i, c)| done[i] || !matches!(c, Causality::Publishes(p) if p == id))
     };
     // A list job is taken after it was pushed or put back (by the reaper or the scheduler)
     // earlier in the burst.
     let put_back = |i: usize, job: &str, done: &[bool]| {
-        burst[..i].iter().enumerate().all(|(j, e)| {
-            done[j]
-                || !matches!(&e.kind, EventKind::Pushed { job: p, .. } | EventKind::Requeued { job: p, .. }
-                    | EventKind::MovedDue { job: p, .. } if p == job)
-        })
+        causes[..i].iter().enumerate().all(|(j, c)| done[j] || !matches!(c, Causality::PutsBack(p) if p == job))
     };
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
@@ -172,14 +106,10 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
             if done[i] || !first_of_actor {
                 continue;
             }
-            let ready = match &e.kind {
-                EventKind::Received { entry_id, .. } | EventKind::JobReceived { entry_id, .. } => {
-                    published(entry_id, &done)
-                }
-                EventKind::Taken { job, .. } => put_back(i, job, &done),
-                EventKind::Crashed { detail, .. } if detail == crate::timeline::KILLED_BY_RUNNER => {
-                    done[..i].iter().all(|d| *d)
-                }
+            let ready = match (&e.kind, &causes[i]) {
+                (_, Causality::Receives(entry_id)) => published(entry_id, &done),
+                (_, Causality::Takes(job)) => put_back(i, job, &done),
+                (EventKind::Crashed { by_runner: true, .. }, _) => done[..i].iter().all(|d| *d),
                 _ => true,
             };
             if ready && next.is_none_or(|n| lane(e) < lane(burst[n])) {
@@ -195,9 +125,21 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
     out
 }
 
+/// What an event must follow in a burst: a core event's own, or its vocabulary's.
+fn causality(e: &Event) -> Causality {
+    match &e.kind {
+        EventKind::Published { entry_id, .. } => Causality::Publishes(entry_id.clone()),
+        EventKind::Received { entry_id, .. } => Causality::Receives(entry_id.clone()),
+        EventKind::Family(f) => crate::labs::VOCABULARIES.describe(f).map_or(Causality::Free, |d| d.causality()),
+        _ => Causality::Free,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::list_queue::events::ListEvent;
+    use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::{Actor, Job};
 
     fn ev(t_us: i64, actor: Actor) -> Event {
@@ -231,7 +173,7 @@ mod tests {
             actor: c1,
             kind: EventKind::Received { entry_id: "2-0".into(), job: job.clone(), deliveries: None },
         };
-        let crash = |t| Event { t_us: t, actor: d1, kind: EventKind::Crashed { planned: true, detail: "x".into() } };
+        let crash = |t| Event { t_us: t, actor: d1, kind: EventKind::crashed(true, "x") };
         // D1 publishes and crashes, C1 receives: C1 comes first by rank, but not before the
         // publish; and a stall that puts 30 ms between crash and receive changes nothing.
         for gap in [200, 30_000] {
@@ -293,12 +235,15 @@ mod tests {
 
     #[test]
     fn a_list_job_is_taken_after_the_scheduler_put_it_back() {
-        let moved =
-            Event { t_us: 0, actor: Actor::Scheduler, kind: EventKind::MovedDue { job: "j1".into(), late_ms: 3 } };
+        let moved = Event {
+            t_us: 0,
+            actor: Actor::Scheduler,
+            kind: ListEvent::MovedDue { job: "j1".into(), late_ms: 3 }.event(),
+        };
         let taken = Event {
             t_us: 2_000,
             actor: Actor::Worker(1),
-            kind: EventKind::Taken { job: "j1".into(), via: "lease script".into(), lease_ms: None },
+            kind: ListEvent::Taken { job: "j1".into(), via: "lease script".into(), lease_ms: None }.event(),
         };
         let events = [moved, taken];
         let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
@@ -310,7 +255,7 @@ mod tests {
         let kill = Event {
             t_us: 3_000,
             actor: Actor::Worker(1),
-            kind: EventKind::Crashed { planned: true, detail: crate::timeline::KILLED_BY_RUNNER.into() },
+            kind: EventKind::killed_by_runner(crate::timeline::KILLED_BY_RUNNER),
         };
         let events = [ev(0, Actor::Worker(2)), ev(1_000, Actor::Worker(2)), kill];
         let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();

@@ -2,26 +2,12 @@
 //! the seed's own lab output (`C1 received 1792591449272-0 created (v=1)`). The text report
 //! prints them; the lab book's step-through captions reuse them.
 
-mod jobs;
-mod list_queue;
-mod queue;
+pub use crate::timeline::vocabulary::Wording;
 
-pub use jobs::{fail_words, skip_words};
-
-use super::Redactor;
-use crate::labs::stream::job_label;
 use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
-use crate::timeline::{Event, EventKind};
-
-/// How to word a run's events.
-#[derive(Clone, Copy, Debug)]
-pub struct Wording {
-    pub lang: Lang,
-    /// The lab has several orders: name the order in every line.
-    pub many_orders: bool,
-    pub redact: Redactor,
-}
+use crate::timeline::vocabulary::job_line_label;
+use crate::timeline::{EffectOutcome, Event, EventKind};
 
 /// One timeline line, or None for events the text report leaves to JSON and SVG.
 pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
@@ -36,110 +22,46 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
             publish_failed(a, job, *attempt, *retry_in_ms, reason, w.lang)
         }
         EventKind::Received { entry_id, job: j, deliveries } => {
-            let mut line =
-                format!("{a} {} {} {}", pick(w.lang, "received", "nhận"), id(entry_id), job_label(j, w.many_orders));
+            let mut line = format!(
+                "{a} {} {} {}",
+                pick(w.lang, "received", "nhận"),
+                id(entry_id),
+                job_line_label(j, w.many_orders)
+            );
             // A redelivery: same entry ID, the server's delivery count raised.
             if let Some(d) = deliveries.filter(|d| *d > 1) {
                 line.push_str(&crate::tr!(w.lang, " (delivery {d}, same ID)", " (lần giao thứ {d}, cùng ID)"));
             }
             line
         }
-        EventKind::Queued { entry_id, worker } => {
-            let entry = id(entry_id);
-            crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
-        }
-        EventKind::LockAcquired { .. } | EventKind::LockReleased { .. } => return lock_line(a, &e.kind, w),
         EventKind::Wrote { status, version, rows, order, .. } => wrote(a, *order, status, *version, *rows, w),
-        EventKind::Inserted { order, status, version, .. } => {
-            let status = status_label(status, *order, w.many_orders);
-            format!("{a} {} status={status} version={version} → INSERT 0 1", pick(w.lang, "wrote", "ghi"))
+        EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
+            effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
         }
-        EventKind::WriteFailed { order, status, error, .. } => {
-            let status = status_label(status, *order, w.many_orders);
-            crate::tr!(
-                w.lang,
-                "{a} INSERT status={status} → ERROR: {error} (the change is lost)",
-                "{a} INSERT status={status} → LỖI: {error} (thay đổi bị mất)"
-            )
-        }
-        EventKind::Held { entry_id, job: j, waiting_for } => {
-            let (entry, job) = (id(entry_id), job_label(j, w.many_orders));
-            crate::tr!(
-                w.lang,
-                "{a} holds {entry} {job} until v={waiting_for} arrives",
-                "{a} giữ {entry} {job} chờ v={waiting_for}"
-            )
-        }
-        EventKind::Dropped { entry_id, job: j, reason } => {
-            let (entry, job) = (id(entry_id), job_label(j, w.many_orders));
-            crate::tr!(w.lang, "{a} drops {entry} {job}: {reason}", "{a} bỏ {entry} {job}: cũ hơn bản đã áp dụng")
-        }
-        EventKind::GapTimeout { order, missing_version, held_ms } => {
-            let held = if w.redact.active() { "[ms]".to_string() } else { format!("{held_ms:.0} ms") };
-            crate::tr!(
-                w.lang,
-                "{a} gap timeout: #{order} v={missing_version} never came after {held}; applies what it holds",
-                "{a} hết thời gian chờ #{order} v={missing_version} sau {held}: áp dụng phần đang giữ"
-            )
-        }
-        EventKind::JobQueued { .. } | EventKind::JobDone { .. } => return None,
-        EventKind::PhaseStarted { .. } | EventKind::PriorityJobTaken { .. } => return priority_line(e, w),
-        EventKind::QueueRead { .. } | EventKind::JobRequeued { .. } => return priority_line(e, w),
-        EventKind::Effect { .. }
-        | EventKind::JobPublished { .. }
-        | EventKind::JobReceived { .. }
-        | EventKind::JobStep { .. }
-        | EventKind::JobSkipped { .. }
-        | EventKind::JobAcked { .. }
-        | EventKind::JobFailed { .. }
-        | EventKind::DeadLettered { .. } => return jobs::job_line(a, &e.kind, w),
+        EventKind::ServerCommand { .. } => command_line(e, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
-        | EventKind::OutboxRound { .. }
-        | EventKind::LagWindow { .. }
         | EventKind::ServerKilled { .. }
-        | EventKind::ReplicaPromoted { .. }
         | EventKind::Reconnected { .. }
-        | EventKind::Crashed { .. } => return Some(session_line(e, w)),
-        EventKind::JobPushed { .. }
-        | EventKind::JobsPushed { .. }
-        | EventKind::JobTaken { .. }
-        | EventKind::JobApplied { .. }
-        | EventKind::QueueError { .. }
-        | EventKind::WorkerDone { .. }
-        | EventKind::SlotMigrating { .. }
-        | EventKind::SlotKeysMoved { .. }
-        | EventKind::SlotOwned { .. } => return Some(queue::queue_line(e, w)),
-        crate::list_queue_events!() => return list_queue::line(e, w),
+        | EventKind::Crashed { .. } => session_line(e, w),
+        EventKind::Family(f) => return crate::labs::VOCABULARIES.describe(f)?.line(a, w),
     })
 }
 
-/// A lock taken or released; None for any other event.
-fn lock_line(a: crate::timeline::Actor, kind: &EventKind, w: &Wording) -> Option<String> {
-    let vi = w.lang == Lang::Vi;
-    Some(match kind {
-        EventKind::LockAcquired { key, tries, ttl_ms, .. } => {
-            let n = if w.redact.active() { "[n]".to_string() } else { tries.to_string() };
-            let unit = if *tries == 1 && !w.redact.active() { "try" } else { "tries" };
-            crate::tr!(
-                w.lang,
-                "{a} took {key} (SET NX PX {ttl_ms}) after {n} {unit}",
-                "{a} lấy được {key} (SET NX PX {ttl_ms}) sau {n} lần thử"
-            )
-        }
-        EventKind::LockReleased { method, released, .. } => {
-            let note = match (*released, vi) {
-                (0, false) => " (the lock had expired: no longer ours)",
-                (0, true) => " (lock đã hết hạn, không còn là của mình)",
-                _ => "",
-            };
-            // How a lock is released depends on the server's version (DELEX since 8.4): a
-            // snapshot holds on any supported version.
-            let method = if w.redact.active() { "[release]" } else { method.as_str() };
-            format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
-        }
-        _ => return None,
-    })
+/// A server command and its reply, as a protocol recorder saw it: `C1 [redis 1] XACK s g 1-0
+/// → 1`; arguments past the sixth are elided.
+fn command_line(e: &Event, w: &Wording) -> String {
+    let EventKind::ServerCommand { server, connection, args, reply, error } = &e.kind else { return String::new() };
+    let server = match server {
+        crate::timeline::ServerKind::Redis => "redis",
+        crate::timeline::ServerKind::Postgres => "postgres",
+    };
+    let mut shown: Vec<&str> = args.iter().take(6).map(String::as_str).collect();
+    if args.len() > 6 {
+        shown.push("…");
+    }
+    let err = if *error { pick(w.lang, "ERROR ", "LỖI ") } else { "" };
+    format!("{} [{server} {connection}] {} → {err}{reply}", e.actor, shown.join(" "))
 }
 
 /// A run's timeline as the text report prints it and the lab book steps through it: the
@@ -162,10 +84,11 @@ pub fn timeline_lines<'a>(
         .into_iter()
         .filter(|e| {
             show_publish
-                || !matches!(
-                    e.kind,
-                    EventKind::Published { .. } | EventKind::PublishFailed { .. } | EventKind::JobPublished { .. }
-                )
+                || !match &e.kind {
+                    EventKind::Published { .. } | EventKind::PublishFailed { .. } => true,
+                    EventKind::Family(f) => crate::labs::VOCABULARIES.describe(f).is_some_and(|d| d.is_publish()),
+                    _ => false,
+                }
         })
         .filter_map(|e| event_line(e, w).map(|line| (e, line)))
         .collect()
@@ -185,24 +108,8 @@ fn session_line(e: &Event, w: &Wording) -> String {
             };
             format!("{a} → {outcome}{waited}")
         }
-        EventKind::OutboxRound { round, published, failed, held_back } => {
-            outbox_round(a, *round, published, failed, held_back, w.lang)
-        }
-        EventKind::LagWindow { how } => crate::tr!(
-            w.lang,
-            "{a}: the replica stops receiving the replication stream ({how}); the primary still takes writes and acks",
-            "{a}: replica ngừng nhận luồng replication ({how}); primary vẫn nhận ghi và ack"
-        ),
         EventKind::ServerKilled { server, signal } => {
             crate::tr!(w.lang, "{a}: {signal} → the {server} dies", "{a}: {signal} → {server} chết")
-        }
-        EventKind::ReplicaPromoted { behind_bytes } => {
-            let b = w.redact.count(behind_bytes);
-            crate::tr!(
-                w.lang,
-                "{a}: REPLICAOF NO ONE → the replica is the primary now, {b} bytes of replication stream short",
-                "{a}: REPLICAOF NO ONE → replica lên làm primary, thiếu {b} byte luồng replication"
-            )
         }
         EventKind::Reconnected { server } => match a {
             crate::timeline::Actor::Producer => crate::tr!(
@@ -216,122 +123,13 @@ fn session_line(e: &Event, w: &Wording) -> String {
                 "{a}: primary mất; chuyển sang {server}, primary mới, đọc lại các entry đang chờ của mình trước"
             ),
         },
-        EventKind::Crashed { planned, detail } => match (planned, vi) {
+        EventKind::Crashed { planned, detail, .. } => match (planned, vi) {
             (true, false) => format!("{a} CRASHED (injected: {detail})"),
             (true, true) => format!("{a} CRASH (chủ động: {detail})"),
             (false, false) => format!("{a} DIED unexpectedly: {detail}"),
             (false, true) => format!("{a} chết bất ngờ: {detail}"),
         },
         _ => String::new(),
-    }
-}
-
-/// Lines of priority-queue runs: a phase the orchestrator starts, a traced job a worker
-/// takes, a lease that ended (None for reads and untraced jobs, counted in the notes).
-fn priority_line(e: &Event, w: &Wording) -> Option<String> {
-    let a = e.actor;
-    Some(match &e.kind {
-        EventKind::PhaseStarted { plan } => phase_line(a, plan, w),
-        EventKind::PriorityJobTaken { traced: false, .. } => return None,
-        EventKind::PriorityJobTaken { job, priority, phase, waited_ms, .. } => {
-            let phase = crate::timeline::phase_label(phase, w.lang);
-            let waited = match waited_ms {
-                Some(ms) => {
-                    let ms = w.redact.ms(ms.round() as i64);
-                    crate::tr!(w.lang, " after {ms} in the queue", " sau {ms} trong hàng đợi")
-                }
-                None => String::new(),
-            };
-            crate::tr!(
-                w.lang,
-                "{a} took {job} ({priority}, {phase}){waited}",
-                "{a} lấy {job} ({priority}, {phase}){waited}"
-            )
-        }
-        EventKind::JobRequeued { job } => crate::tr!(
-            w.lang,
-            "{a}: the lease of {job} ended before it was done: back in the queue",
-            "{a}: lease của {job} hết hạn khi chưa xong: trả lại hàng đợi"
-        ),
-        _ => return None,
-    })
-}
-
-fn phase_line(a: crate::timeline::Actor, plan: &crate::timeline::PhasePlan, w: &Wording) -> String {
-    use crate::timeline::PhasePlan;
-    let counts = |jobs: &[u32; 3]| {
-        let parts: Vec<String> = crate::timeline::Priority::ALL
-            .iter()
-            .filter(|p| jobs[p.index()] > 0)
-            .map(|p| format!("{} {p}", jobs[p.index()]))
-            .collect();
-        parts.join(", ")
-    };
-    match plan {
-        PhasePlan::Backlog { jobs } => {
-            let c = counts(jobs);
-            crate::tr!(
-                w.lang,
-                "{a}: backlog queued before the worker starts: {c}",
-                "{a}: tồn đọng xếp hàng trước khi worker chạy: {c}"
-            )
-        }
-        PhasePlan::Probe { blocked_in: Some(read), .. } => crate::tr!(
-            w.lang,
-            "{a}: probe: 1 critical job while C1 is blocked in {read}",
-            "{a}: thăm dò: 1 job critical trong lúc C1 đang bị block trong {read}"
-        ),
-        PhasePlan::Probe { after_ms, .. } => {
-            let after = after_ms.unwrap_or(0.0);
-            crate::tr!(
-                w.lang,
-                "{a}: probe: 1 critical job, {after} ms after the last one was done",
-                "{a}: thăm dò: 1 job critical, {after} ms sau khi job trước xong"
-            )
-        }
-        PhasePlan::Trickle { every_ms, jobs } => {
-            let (k, lower) = (jobs[0], counts(&[0, jobs[1], jobs[2]]));
-            let lower = if lower.is_empty() {
-                String::new()
-            } else {
-                crate::tr!(w.lang, "; {lower} at its start", "; {lower} lúc bắt đầu")
-            };
-            crate::tr!(
-                w.lang,
-                "{a}: trickle: a critical job every {every_ms} ms × {k}{lower}",
-                "{a}: nhỏ giọt: một job critical mỗi {every_ms} ms × {k}{lower}"
-            )
-        }
-        PhasePlan::Burst { critical } => crate::tr!(
-            w.lang,
-            "{a}: burst: {critical} critical at once, nothing else queued",
-            "{a}: dồn: {critical} critical cùng lúc, không còn gì khác trong hàng đợi"
-        ),
-        PhasePlan::Idle { ms } => crate::tr!(
-            w.lang,
-            "{a}: idle: nothing queued for {ms} ms; the server counts C1's commands",
-            "{a}: rảnh: không có job nào trong {ms} ms; server đếm lệnh của C1"
-        ),
-        PhasePlan::Flood { critical, low, ms, tau_ms } => {
-            let aging = match tau_ms {
-                Some(tau) => crate::tr!(
-                    w.lang,
-                    "; score = priority − t_queued / {tau} ms (aging)",
-                    "; score = mức ưu tiên − t_xếp_hàng / {tau} ms (aging)"
-                ),
-                None => String::new(),
-            };
-            crate::tr!(
-                w.lang,
-                "{a}: flood: {critical} critical kept waiting for {ms} ms (one queued for each taken), {low} low at its start{aging}",
-                "{a}: dồn dập: luôn giữ {critical} critical chờ trong {ms} ms (lấy một thêm một), {low} low lúc bắt đầu{aging}"
-            )
-        }
-        PhasePlan::Takeover { by } => crate::tr!(
-            w.lang,
-            "{a}: {by} starts and takes over the queue (as a process manager restarts a dead worker)",
-            "{a}: {by} khởi động và tiếp quản hàng đợi (như trình quản lý tiến trình khởi động lại worker đã chết)"
-        ),
     }
 }
 
@@ -399,35 +197,39 @@ fn wrote(a: crate::timeline::Actor, order: i64, status: &str, version: Option<i6
     format!("{a} {} {what}{v} → UPDATE {rows}{stale}", pick(w.lang, "wrote", "ghi"))
 }
 
-fn outbox_round(
-    a: crate::timeline::Actor,
-    round: u32,
-    published: &[i64],
-    failed: &[i64],
-    held_back: &[i64],
+/// `sink: email for job-3 from C2 → applied`: what the outside party did with a request.
+fn effect_line(
+    from: crate::timeline::Actor,
+    job: &str,
+    effect: &str,
+    key: Option<&str>,
+    outcome: EffectOutcome,
     lang: Lang,
 ) -> String {
-    let rows = |v: &[i64]| {
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            v.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
-        }
+    let key = match key {
+        Some(k) => crate::tr!(lang, " (idempotency key {k})", " (khoá idempotency {k})"),
+        None => String::new(),
     };
-    let (r, p, f, h) = match lang {
-        Lang::En => ("round", "published rows", "failed rows", "held back rows"),
-        Lang::Vi => ("vòng", "publish row", "lỗi row", "giữ lại row"),
+    let what = match outcome {
+        EffectOutcome::Applied => pick(lang, "applied", "đã thực hiện"),
+        EffectOutcome::Replayed => pick(
+            lang,
+            "replayed: key seen, first result returned, no second effect",
+            "trả lại kết quả lần đầu: khoá đã có, không thực hiện lần hai",
+        ),
+        EffectOutcome::Refused => pick(lang, "refused (injected partner failure)", "bị từ chối (lỗi đối tác chủ động)"),
     };
-    let mut line = format!("{a} {r} {round}: {p} {} · {f} {}", rows(published), rows(failed));
-    if !held_back.is_empty() {
-        line.push_str(&format!(" · {h} {}", rows(held_back)));
-    }
-    line
+    crate::tr!(
+        lang,
+        "sink: {effect} for {job} from {from}{key} → {what}",
+        "sink: {effect} cho {job} từ {from}{key} → {what}"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Redactor;
     use crate::timeline::{Actor, Job};
 
     fn wording(lang: Lang, redact: Redactor) -> Wording {

@@ -7,8 +7,10 @@
 //! hash slot: the list records what was applied, once per job, in the order it happened. A
 //! worker exits when it takes a stop marker, reporting how many jobs it did and its CPU time.
 
+use crate::cluster_queue::ClusterEvent;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerWork, TimeScale};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
 use redis::cluster_async::ClusterConnection;
 use serde::{Deserialize, Serialize};
@@ -116,12 +118,15 @@ pub async fn run(cfg: ClusterWorkerConfig) -> Result<(), Error> {
             Ok(false) => break,
             Err((command, e)) => {
                 let error = e.to_string();
-                StdoutSink.emit(cfg.actor(), EventKind::QueueError { command, error, sleep_ms: cfg.error_sleep_ms });
+                StdoutSink.emit(
+                    cfg.actor(),
+                    ClusterEvent::QueueError { command, error, sleep_ms: cfg.error_sleep_ms }.event(),
+                );
                 cfg.scale.sleep(cfg.error_sleep_ms).await;
             }
         }
     }
-    let kind = EventKind::WorkerDone { jobs: tally.jobs, cpu_ms: own_cpu_ms() };
+    let kind = ClusterEvent::WorkerDone { jobs: tally.jobs, cpu_ms: own_cpu_ms() }.event();
     StdoutSink.record(RawEvent {
         mono_ns: tally.last_ns.unwrap_or_else(crate::clock::now_ns),
         actor: cfg.actor(),
@@ -160,7 +165,10 @@ async fn step(
     let actor = cfg.actor();
     let (id, queue) = (job.id.clone(), k.tag.clone());
     if cfg.per_job_events {
-        StdoutSink.emit(actor, EventKind::JobTaken { job_id: id.clone(), job: job.job.clone(), queue: queue.clone() });
+        StdoutSink.emit(
+            actor,
+            ClusterEvent::JobTaken { job_id: id.clone(), job: job.job.clone(), queue: queue.clone() }.event(),
+        );
     }
     let ms = cfg.work.cost_ms(&job.job);
     if ms > 0.0 {
@@ -178,7 +186,7 @@ async fn step(
     let applied_ns = crate::clock::now_ns();
     lrem(conn, &k.processing, &raw).await?;
     if cfg.per_job_events {
-        let kind = EventKind::JobApplied { job_id: id, job: job.job, queue };
+        let kind = ClusterEvent::JobApplied { job_id: id, job: job.job, queue }.event();
         StdoutSink.record(RawEvent { mono_ns: applied_ns, actor, kind });
     }
     tally.jobs += 1;

@@ -10,9 +10,11 @@ use super::RoleEnv;
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, CrashSpec, HandlerWork};
+use crate::strategy::events::HandlerEvent;
 use crate::strategy::reorder_buffer::{Offer, ReorderBuffer};
 use crate::strategy::{Delivery, Handler, Payload, Strategy};
 use crate::streams::job_of;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
 use rand::SeedableRng;
 use redis::aio::MultiplexedConnection;
@@ -176,7 +178,7 @@ impl Consumer {
         let actor = self.cfg.actor();
         let Some(job) = job_of(entry) else {
             let detail = format!("undecodable entry {}", entry.id);
-            StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail });
+            StdoutSink.emit(actor, EventKind::crashed(false, detail));
             return Ok(Vec::new());
         };
         StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
@@ -198,12 +200,13 @@ impl Consumer {
         match self.buffer.offer(job.order, job.version, pending, crate::clock::now_ns()) {
             Offer::Ready(items) => Ok(items),
             Offer::Held { waiting_for } => {
-                StdoutSink.emit(actor, EventKind::Held { entry_id: entry.id.clone(), job, waiting_for });
+                StdoutSink.emit(actor, HandlerEvent::Held { entry_id: entry.id.clone(), job, waiting_for }.event());
                 Ok(Vec::new())
             }
             Offer::Stale(p) => {
                 let reason = "older than the version already applied".to_string();
-                StdoutSink.emit(actor, EventKind::Dropped { entry_id: p.entry_id.clone(), job: p.job, reason });
+                StdoutSink
+                    .emit(actor, HandlerEvent::Dropped { entry_id: p.entry_id.clone(), job: p.job, reason }.event());
                 self.applier.ack(&p.entry_id).await?;
                 Ok(Vec::new())
             }
@@ -215,7 +218,7 @@ impl Consumer {
         let mut out = Vec::new();
         for expired in self.buffer.expired(crate::clock::now_ns(), gap_ns) {
             let (order, missing_version, held_ms) = (expired.order, expired.missing_version, expired.held_ms);
-            StdoutSink.emit(self.cfg.actor(), EventKind::GapTimeout { order, missing_version, held_ms });
+            StdoutSink.emit(self.cfg.actor(), HandlerEvent::GapTimeout { order, missing_version, held_ms }.event());
             out.extend(expired.items);
         }
         out

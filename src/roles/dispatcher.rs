@@ -42,6 +42,8 @@ use super::RoleEnv;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, TimeScale};
+use crate::outbox_table::OutboxEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -249,7 +251,7 @@ impl Dispatcher {
                 self.publish_row(id, job, attempt).await?;
                 published.push(id);
             }
-            self.round_done(round_started, EventKind::OutboxRound { round, published, failed, held_back });
+            self.round_done(round_started, OutboxEvent::OutboxRound { round, published, failed, held_back }.event());
         }
         unreachable!("the round counter does not run out")
     }
@@ -316,7 +318,10 @@ impl Dispatcher {
             // What is still pending now is held by another dispatcher (not committed yet).
             let held_back: Vec<i64> =
                 self.pg.query(&pending_ids_sql, &[]).await.context("outbox poll")?.iter().map(|r| r.get(0)).collect();
-            self.round_done(round_started, EventKind::OutboxRound { round, published, failed: vec![], held_back });
+            self.round_done(
+                round_started,
+                OutboxEvent::OutboxRound { round, published, failed: vec![], held_back }.event(),
+            );
         }
         unreachable!("the round counter does not run out")
     }

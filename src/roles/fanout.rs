@@ -14,9 +14,11 @@
 use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig, HandlerMode};
 use super::keyed_queues::KeyedQueues;
 use crate::error::{Context, Error};
+use crate::strategy::events::HandlerEvent;
 use crate::strategy::fanout::Fanout;
 use crate::strategy::{Payload, Strategy};
 use crate::streams::job_of;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamId, StreamReadReply};
@@ -115,7 +117,7 @@ async fn read(
 fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &StreamId, received: u32) {
     let Some(job) = job_of(entry) else {
         let detail = format!("undecodable entry {}", entry.id);
-        StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail });
+        StdoutSink.emit(actor, EventKind::crashed(false, detail));
         return;
     };
     if !cfg.handler.is_strategy() {
@@ -136,8 +138,10 @@ fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &Stream
     // batch read, none of them acknowledged.
     maybe_crash(cfg, received, &job);
     let order = job.order;
-    StdoutSink
-        .emit(actor, EventKind::Queued { entry_id: entry.id.clone(), worker: worker_name(&actor.to_string(), order) });
+    StdoutSink.emit(
+        actor,
+        HandlerEvent::Queued { entry_id: entry.id.clone(), worker: worker_name(&actor.to_string(), order) }.event(),
+    );
     let item = Item { entry_id: entry.id.clone(), job, payload: Payload::of(entry) };
     if shared.queues.lock().unwrap().offer(order, item) {
         shared.work.notify_one();

@@ -12,7 +12,9 @@ use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerPoint, JobCrash};
 use crate::side_effect::{SideEffectSink, SinkConfig};
+use crate::technique::events::JobEvent;
 use crate::technique::{Handled, JobRun, Technique};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
@@ -112,8 +114,8 @@ pub async fn run(cfg: JobWorkerConfig) -> Result<(), Error> {
 impl Worker {
     async fn handle(&mut self, d: Delivered) -> Result<(), Error> {
         let actor = self.cfg.actor;
-        let kind =
-            EventKind::JobReceived { entry_id: d.entry_id.clone(), job: d.job.clone(), deliveries: d.deliveries };
+        let kind = JobEvent::JobReceived { entry_id: d.entry_id.clone(), job: d.job.clone(), deliveries: d.deliveries }
+            .event();
         StdoutSink.emit(actor, kind);
         let order = self.cfg.orders.get(&d.job).copied().unwrap_or(0);
         let mut run = JobRun {
@@ -141,10 +143,10 @@ impl Worker {
                     .query_async(&mut self.conn)
                     .await
                     .context("XACK")?;
-                StdoutSink.emit(actor, EventKind::JobAcked { entry_id: d.entry_id, job: d.job });
+                StdoutSink.emit(actor, JobEvent::JobAcked { entry_id: d.entry_id, job: d.job }.event());
             }
             Handled::Failed(reason) => {
-                StdoutSink.emit(actor, EventKind::JobFailed { job: d.job, reason, retryable: true });
+                StdoutSink.emit(actor, JobEvent::JobFailed { job: d.job, reason, retryable: true }.event());
             }
         }
         Ok(())

@@ -5,7 +5,9 @@
 
 use super::RoleEnv;
 use crate::error::{Context, Error};
+use crate::list_queue::events::ListEvent;
 use crate::list_queue::{self, payload_label, ListKeys};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
@@ -62,14 +64,14 @@ pub async fn run_loop<C: ConnectionLike + Send>(
             for r in list_queue::requeue_expired(conn, &cfg.keys).await.context("requeue expired leases")? {
                 events.emit(
                     Actor::Reaper,
-                    EventKind::Requeued { job: payload_label(&r.payload), expired_ms_ago: r.expired_ms_ago },
+                    ListEvent::Requeued { job: payload_label(&r.payload), expired_ms_ago: r.expired_ms_ago }.event(),
                 );
             }
             next_reap = now + every;
         }
         if let Some(every) = move_every.filter(|_| now >= next_move) {
             for (payload, late_ms) in list_queue::move_due(conn, &cfg.keys).await.context("move due retries")? {
-                events.emit(Actor::Scheduler, EventKind::MovedDue { job: payload_label(&payload), late_ms });
+                events.emit(Actor::Scheduler, ListEvent::MovedDue { job: payload_label(&payload), late_ms }.event());
             }
             next_move = now + every;
         }

@@ -12,8 +12,10 @@
 use super::RoleEnv;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, ListCrash, ListCrashPoint};
+use crate::list_queue::events::ListEvent;
 use crate::list_queue::{self, payload_label, Identity, ListJob, ListKeys, OnFailure, OnPoison, Take, Taken};
 use crate::side_effect::{EffectRequest, SideEffectSink, SinkConfig};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
@@ -92,7 +94,7 @@ pub async fn run_loop<C: ConnectionLike + Send>(
         };
         let label = payload_label(&taken.payload);
         let lease = taken.lease_until_ms.map(|_| lease_ms as f64);
-        events.emit(actor, EventKind::Taken { job: label.clone(), via: cfg.via().into(), lease_ms: lease });
+        events.emit(actor, ListEvent::Taken { job: label.clone(), via: cfg.via().into(), lease_ms: lease }.event());
         maybe_crash(conn, cfg, &label, ListCrashPoint::AfterTake, events).await?;
         match ListJob::parse(&taken.payload) {
             Ok(job) => handle(conn, cfg, partner, events, &taken, &job).await?,
@@ -125,7 +127,8 @@ async fn handle<C: ConnectionLike + Send>(
     match partner.perform(&request).await {
         Ok(_) => {}
         Err(e) if e.is_partner_failure() => {
-            events.emit(actor, EventKind::ListJobFailed { job: label.clone(), attempt, error: short_error(&e) });
+            events
+                .emit(actor, ListEvent::ListJobFailed { job: label.clone(), attempt, error: short_error(&e) }.event());
             return failed(conn, cfg, events, taken, job).await;
         }
         Err(e) => return Err(e.into()),
@@ -135,7 +138,7 @@ async fn handle<C: ConnectionLike + Send>(
         Some(entry) => Some(list_queue::finish(conn, &cfg.keys, entry).await.context("LREM the finished job")?),
         None => None,
     };
-    events.emit(actor, EventKind::ListJobDone { job: label, removed });
+    events.emit(actor, ListEvent::ListJobDone { job: label, removed }.event());
     Ok(())
 }
 
@@ -157,10 +160,10 @@ async fn failed<C: ConnectionLike + Send>(
                 let to = short_key(&cfg.keys.retry);
                 (
                     &cfg.keys.retry,
-                    EventKind::RetryScheduled { job: label, attempt: next.attempts + 1, to, delay_ms: None },
+                    ListEvent::RetryScheduled { job: label, attempt: next.attempts + 1, to, delay_ms: None }.event(),
                 )
             } else {
-                (&cfg.keys.failed, EventKind::ListDeadLettered { job: label, reason: "max attempts".into() })
+                (&cfg.keys.failed, ListEvent::ListDeadLettered { job: label, reason: "max attempts".into() }.event())
             };
             redis::cmd("RPUSH").arg(to).arg(next.to_json()).query_async::<i64>(conn).await.context("RPUSH")?;
             events.emit(actor, event);
@@ -176,7 +179,7 @@ async fn failed<C: ConnectionLike + Send>(
         }
         OnFailure::Backoff(b) if next.attempts >= b.max_attempts => {
             list_queue::dead_letter(conn, &cfg.keys, &entry, &next.to_json()).await.context("dead-letter")?;
-            events.emit(actor, EventKind::ListDeadLettered { job: label, reason: "max attempts".into() });
+            events.emit(actor, ListEvent::ListDeadLettered { job: label, reason: "max attempts".into() }.event());
         }
         OnFailure::Backoff(b) => {
             let delay = cfg.env.scale.ms_ceil(b.delay_after(next.attempts).round() as u64);
@@ -186,7 +189,8 @@ async fn failed<C: ConnectionLike + Send>(
             let to = short_key(&cfg.keys.delayed);
             events.emit(
                 actor,
-                EventKind::RetryScheduled { job: label, attempt: next.attempts + 1, to, delay_ms: Some(delay as f64) },
+                ListEvent::RetryScheduled { job: label, attempt: next.attempts + 1, to, delay_ms: Some(delay as f64) }
+                    .event(),
             );
         }
     }
@@ -206,14 +210,14 @@ async fn poison<C: ConnectionLike + Send>(
     match cfg.on_poison {
         OnPoison::SeedSleep { ms } => {
             let slept_ms = cfg.env.scale.duration(ms).as_secs_f64() * 1000.0;
-            events.emit(actor, EventKind::Poison { payload: label.to_string(), slept_ms });
+            events.emit(actor, ListEvent::Poison { payload: label.to_string(), slept_ms }.event());
             cfg.env.scale.sleep(ms).await;
         }
         OnPoison::DeadLetter => {
-            events.emit(actor, EventKind::Poison { payload: label.to_string(), slept_ms: 0.0 });
+            events.emit(actor, ListEvent::Poison { payload: label.to_string(), slept_ms: 0.0 }.event());
             let entry = taken.entry.clone().unwrap_or_default();
             list_queue::dead_letter(conn, &cfg.keys, &entry, &taken.payload).await.context("dead-letter")?;
-            events.emit(actor, EventKind::ListDeadLettered { job: label.to_string(), reason: "poison".into() });
+            events.emit(actor, ListEvent::ListDeadLettered { job: label.to_string(), reason: "poison".into() }.event());
         }
     }
     Ok(())

@@ -14,8 +14,10 @@ use super::RoleEnv;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerPoint, JobCrash};
 use crate::side_effect::{SideEffectSink, SinkConfig};
+use crate::technique::events::JobEvent;
 use crate::technique::pipeline::{Disposition, PipelineHandler};
 use crate::technique::JobRun;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamAutoClaimReply, StreamId};
@@ -111,7 +113,10 @@ impl Worker {
         let actor = self.cfg.actor;
         let Some(job) = job_id(entry) else { return Ok(()) };
         if deliveries > 1 {
-            StdoutSink.emit(actor, EventKind::JobReceived { entry_id: entry.id.clone(), job: job.clone(), deliveries });
+            StdoutSink.emit(
+                actor,
+                JobEvent::JobReceived { entry_id: entry.id.clone(), job: job.clone(), deliveries }.event(),
+            );
         }
         let payload: String = entry.get("payload").unwrap_or_default();
         let mut run = JobRun {
@@ -138,7 +143,7 @@ impl Worker {
         match disposition {
             Disposition::Ack => self.ack(&stream_name, &entry.id, &job).await,
             Disposition::Pending(reason) => {
-                StdoutSink.emit(actor, EventKind::JobFailed { job, reason, retryable: true });
+                StdoutSink.emit(actor, JobEvent::JobFailed { job, reason, retryable: true }.event());
                 Ok(())
             }
             Disposition::DeadLetter(reason) => {
@@ -156,7 +161,7 @@ impl Worker {
                     .query_async(&mut self.conn)
                     .await
                     .context("XADD dlq")?;
-                StdoutSink.emit(actor, EventKind::DeadLettered { job: job.clone(), reason });
+                StdoutSink.emit(actor, JobEvent::DeadLettered { job: job.clone(), reason }.event());
                 self.ack(&stream_name, &entry.id, &job).await
             }
         }
@@ -170,7 +175,8 @@ impl Worker {
             .query_async(&mut self.conn)
             .await
             .context("XACK")?;
-        StdoutSink.emit(self.cfg.actor, EventKind::JobAcked { entry_id: entry_id.to_string(), job: job.to_string() });
+        StdoutSink
+            .emit(self.cfg.actor, JobEvent::JobAcked { entry_id: entry_id.to_string(), job: job.to_string() }.event());
         Ok(())
     }
 }

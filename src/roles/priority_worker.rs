@@ -10,7 +10,10 @@ use super::consumer::named_connection;
 use super::priority_loop::{self, LoopSpec, Planner, Read};
 use super::RoleEnv;
 use crate::error::{Context, Error};
-use crate::timeline::{Actor, EventKind, Priority, Sink, StdoutSink};
+use crate::priority_queue::Priority;
+use crate::priority_queue::PriorityEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use redis::streams::StreamId;
 use serde::{Deserialize, Serialize};
@@ -79,13 +82,14 @@ impl QueuedJob {
 
     /// The event that says it was queued, stamped when it was.
     pub fn queued_event(&self, actor: Actor, score: Option<f64>) -> crate::timeline::RawEvent {
-        let kind = EventKind::JobQueued {
+        let kind = PriorityEvent::JobQueued {
             job: self.job.clone(),
             priority: self.priority,
             phase: self.phase.clone(),
             traced: self.traced,
             score,
-        };
+        }
+        .event();
         crate::timeline::RawEvent { mono_ns: self.queued_ns, actor, kind }
     }
 }
@@ -107,7 +111,7 @@ pub async fn run(cfg: PriorityWorkerConfig) -> Result<(), Error> {
         let queues = read.streams.iter().map(|i| Priority::ALL[*i]).collect();
         let got = read.streams.iter().map(|i| per_stream[*i]).collect();
         let (line, count) = (describe(&read, cfg.env.scale), read.count);
-        StdoutSink.emit(actor, EventKind::QueueRead { read: line, queues, count, got, waited_ms });
+        StdoutSink.emit(actor, PriorityEvent::QueueRead { read: line, queues, count, got, waited_ms }.event());
         for (i, entry) in &entries {
             handle(&mut conn, &cfg, *i, entry).await?;
         }
@@ -124,14 +128,14 @@ async fn handle(
     let actor = cfg.actor();
     let Some(job) = QueuedJob::from_entry(entry) else {
         let detail = format!("undecodable entry {}", entry.id);
-        StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail });
+        StdoutSink.emit(actor, EventKind::crashed(false, detail));
         return Ok(());
     };
     let waited_ms = Some(crate::clock::now_ns().saturating_sub(job.queued_ns) as f64 / 1e6);
     let (priority, traced) = (job.priority, job.traced);
     StdoutSink.emit(
         actor,
-        EventKind::PriorityJobTaken { job: job.job.clone(), priority, phase: job.phase, traced, waited_ms },
+        PriorityEvent::PriorityJobTaken { job: job.job.clone(), priority, phase: job.phase, traced, waited_ms }.event(),
     );
     cfg.env.scale.sleep(cfg.cost_ms[priority.index()]).await;
     redis::cmd("XACK")
@@ -141,7 +145,7 @@ async fn handle(
         .query_async::<i64>(conn)
         .await
         .context("XACK")?;
-    StdoutSink.emit(actor, EventKind::JobDone { job: job.job });
+    StdoutSink.emit(actor, PriorityEvent::JobDone { job: job.job }.event());
     Ok(())
 }
 

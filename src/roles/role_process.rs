@@ -66,7 +66,7 @@ impl RoleProcess {
                     *exit_w.lock().unwrap() = Some(Exit { detail: detail.clone(), planned });
                     // The child already said why it died (planned), or finished its work.
                     if !planned && !success {
-                        sink.emit(actor, EventKind::Crashed { planned: false, detail });
+                        sink.emit(actor, EventKind::crashed(false, detail));
                     }
                 }
                 _ = stop_rx => {

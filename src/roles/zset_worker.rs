@@ -11,7 +11,10 @@ use super::consumer::named_connection;
 use super::RoleEnv;
 use crate::error::{Context, Error};
 use crate::fault::crash_now;
-use crate::timeline::{Actor, EventKind, Priority, Sink, StdoutSink};
+use crate::priority_queue::Priority;
+use crate::priority_queue::PriorityEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 
@@ -170,7 +173,7 @@ pub async fn run(cfg: ZsetWorkerConfig) -> Result<(), Error> {
                 .await
                 .context("requeue expired leases")?;
             for m in back.iter().filter_map(|m| Member::parse(m)) {
-                StdoutSink.emit(actor, EventKind::JobRequeued { job: m.job });
+                StdoutSink.emit(actor, PriorityEvent::JobRequeued { job: m.job }.event());
             }
         }
         let started = crate::clock::now_ns();
@@ -181,7 +184,8 @@ pub async fn run(cfg: ZsetWorkerConfig) -> Result<(), Error> {
         if !(was_empty && popped.is_none()) {
             let read = cfg.pop.command(cfg.env.scale);
             let got = vec![u32::from(popped.is_some())];
-            StdoutSink.emit(actor, EventKind::QueueRead { read, queues: Vec::new(), count: 1, got, waited_ms });
+            StdoutSink
+                .emit(actor, PriorityEvent::QueueRead { read, queues: Vec::new(), count: 1, got, waited_ms }.event());
         }
         was_empty = popped.is_none();
         match popped {
@@ -240,12 +244,12 @@ async fn handle(
 ) -> Result<(), Error> {
     let actor = Actor::Consumer(cfg.index);
     let Some(m) = Member::parse(member) else {
-        StdoutSink.emit(actor, EventKind::Crashed { planned: false, detail: format!("undecodable member {member}") });
+        StdoutSink.emit(actor, EventKind::crashed(false, format!("undecodable member {member}")));
         return Ok(());
     };
     let waited_ms = m.queued_ns.map(|q| crate::clock::now_ns().saturating_sub(q) as f64 / 1e6);
     let (job, priority, phase, traced) = (m.job.clone(), m.priority, m.phase.clone(), m.traced);
-    StdoutSink.emit(actor, EventKind::PriorityJobTaken { job, priority, phase, traced, waited_ms });
+    StdoutSink.emit(actor, PriorityEvent::PriorityJobTaken { job, priority, phase, traced, waited_ms }.event());
     if crash {
         crash_now(&StdoutSink, actor, format!("right after popping {}, before handling it", m.job));
     }
@@ -257,7 +261,7 @@ async fn handle(
         done.cmd("HDEL").arg(&cfg.keys.scores).arg(member).ignore();
     }
     done.query_async::<()>(conn).await.context("mark done")?;
-    StdoutSink.emit(actor, EventKind::JobDone { job: m.job });
+    StdoutSink.emit(actor, PriorityEvent::JobDone { job: m.job }.event());
     Ok(())
 }
 

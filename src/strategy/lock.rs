@@ -5,10 +5,12 @@
 //! Release uses `DELEX key IFEQ token` where the server has it (Redis ≥ 8.4) and otherwise
 //! the classic atomic Lua compare-and-delete; the timeline says which one ran.
 
+use crate::strategy::events::HandlerEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::{plain, Delivery, Handler, StrategyKind};
 use crate::error::{Context, Error};
 use crate::lang::Lang;
-use crate::timeline::{EventKind, RawEvent};
+use crate::timeline::RawEvent;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +107,7 @@ impl LockSpec {
                 // Stamped at the reply; the send time goes with it, so the exclusion checker
                 // can tell when the lock could have expired at the earliest.
                 let round_trip_us = (crate::clock::now_ns().saturating_sub(sent_ns) / 1000) as i64;
-                h.emit(EventKind::LockAcquired { key: key.clone(), tries, ttl_ms: self.ttl_ms, px_ms: ttl, round_trip_us });
+                h.emit(HandlerEvent::LockAcquired { key: key.clone(), tries, ttl_ms: self.ttl_ms, px_ms: ttl, round_trip_us }.event());
                 return Ok(Held { key, token });
             }
             h.scale.sleep(self.retry_ms as f64).await;
@@ -137,7 +139,7 @@ async fn release(h: &mut Handler<'_>, held: Held) -> Result<(), Error> {
             .context("Lua compare-and-delete")?;
         ("Lua compare-and-delete", n)
     };
-    let kind = EventKind::LockReleased { key: held.key, method: method.to_string(), released };
+    let kind = HandlerEvent::LockReleased { key: held.key, method: method.to_string(), released }.event();
     h.sink.record(RawEvent { mono_ns: sent_ns, actor: h.actor, kind });
     Ok(())
 }

@@ -2,11 +2,12 @@
 //! window between check and act). Two first events can both decide to insert; the loser gets
 //! a duplicate key and its change is lost.
 
+use crate::strategy::events::HandlerEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::{Delivery, Handler, StrategyKind};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::Lang;
-use crate::timeline::EventKind;
 use serde::{Deserialize, Serialize};
 
 /// `strategy = { kind = "update-then-insert", gap_ms = 20 }`.
@@ -41,10 +42,10 @@ impl StrategyKind for UpdateThenInsertSpec {
         let insert = format!("INSERT INTO {SCHEMA}.orders (id, status, version) VALUES ($1, $2, $3)");
         let (entry_id, order, status) = (d.entry_id.to_string(), d.job.order, d.job.event_type.clone());
         match h.pg.execute(&insert, &[&d.job.order, &d.job.event_type, &d.job.version]).await {
-            Ok(_) => h.emit(EventKind::Inserted { entry_id, order, status, version: d.job.version }),
+            Ok(_) => h.emit(HandlerEvent::Inserted { entry_id, order, status, version: d.job.version }.event()),
             Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
                 let error = e.as_db_error().map(|x| x.message().to_string()).unwrap_or_else(|| e.to_string());
-                h.emit(EventKind::WriteFailed { entry_id, order, status, error });
+                h.emit(HandlerEvent::WriteFailed { entry_id, order, status, error }.event());
             }
             Err(e) => return Err(e).context("INSERT"),
         }

@@ -5,7 +5,7 @@
 use super::{Handled, JobRun};
 use crate::error::Error;
 use crate::fault::HandlerPoint;
-use crate::timeline::SkipReason;
+use crate::technique::events::SkipReason;
 
 /// No protection: the effect, then the worker acknowledges.
 pub async fn none(run: &mut JobRun<'_>) -> Result<Handled, Error> {

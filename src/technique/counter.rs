@@ -6,7 +6,7 @@
 use super::{Handled, JobRun};
 use crate::error::Error;
 use crate::fault::HandlerPoint;
-use crate::timeline::SkipReason;
+use crate::technique::events::SkipReason;
 
 /// `r.incr(f"views:{article_id}")`.
 pub async fn incr(run: &mut JobRun<'_>) -> Result<Handled, Error> {

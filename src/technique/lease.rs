@@ -8,7 +8,7 @@
 use super::{Handled, JobRun};
 use crate::error::{Context, Error};
 use crate::fault::HandlerPoint;
-use crate::timeline::{FailReason, SkipReason};
+use crate::technique::events::{FailReason, SkipReason};
 
 /// Delete the key only if it still holds our token.
 const RELEASE: &str =

@@ -9,7 +9,7 @@ use super::{Handled, JobRun, MultistepForm};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::HandlerPoint;
-use crate::timeline::SkipReason;
+use crate::technique::events::SkipReason;
 
 /// ```python
 /// rows = db.execute("""UPDATE orders SET status='completed', completed_at=NOW()

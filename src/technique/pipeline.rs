@@ -16,7 +16,8 @@ use super::lease;
 use super::JobRun;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, HandlerPoint};
-use crate::timeline::{FailReason, SkipReason, StdoutSink};
+use crate::technique::events::{FailReason, SkipReason};
+use crate::timeline::StdoutSink;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

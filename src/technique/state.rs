@@ -6,7 +6,7 @@ use super::{Handled, JobRun};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::HandlerPoint;
-use crate::timeline::SkipReason;
+use crate::technique::events::SkipReason;
 
 /// The tables these techniques use, emptied of the run's jobs before each run.
 pub fn create_tables_sql() -> String {

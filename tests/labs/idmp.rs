@@ -7,7 +7,7 @@
 use super::support;
 use ordlab::checker::Outcome;
 use ordlab::report::LabReport;
-use ordlab::timeline::EventKind;
+use ordlab::technique::events::JobEvent;
 
 fn server(var: &str, what: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| panic!("no {what} server: set {var} to its redis-server"))
@@ -45,10 +45,9 @@ fn on_redis8_a_resend_gets_the_same_id_until_the_stream_forgets_it() {
     assert_eq!(kept.variants[0].outcome, Outcome::Matched);
     let entries = job_stream(&kept);
     assert_eq!(entries.len(), 8, "one entry per job: {entries:?}");
-    let same_id = kept.variants[0].run_records[0]
-        .events
-        .iter()
-        .filter(|e| matches!(&e.kind, EventKind::JobPublished { attempt: 2, same_id: true, .. }));
+    let same_id = kept.variants[0].run_records[0].events.iter().filter(|e| {
+        matches!(e.kind.family::<JobEvent>(), Some(JobEvent::JobPublished { attempt: 2, same_id: true, .. }))
+    });
     assert_eq!(same_id.count(), 2, "both resends got the ID already given");
     // IDMP-MAXSIZE 5: by the time job-2 is resent its id is forgotten: a second entry.
     let forgot = idempotency_on(&r8, "idmp-forgets");

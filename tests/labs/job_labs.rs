@@ -16,7 +16,9 @@ use ordlab::checker::{Outcome, Verdict};
 use ordlab::labs::{Observed, RunRecord};
 use ordlab::report::{LabReport, VariantReport};
 use ordlab::side_effect::{EffectOutcome, EffectRecord};
-use ordlab::timeline::{Actor, EventKind, SkipReason};
+use ordlab::technique::events::JobEvent;
+use ordlab::technique::events::SkipReason;
+use ordlab::timeline::Actor;
 
 fn ledger(r: &RunRecord) -> &[EffectRecord] {
     match &r.observed {
@@ -82,10 +84,10 @@ async fn idem_antipatterns_each_next_to_its_fix() {
     for r in &kept.run_records {
         let skipped = r.events.iter().any(|e| {
             e.actor == Actor::Reaper
-                && matches!(&e.kind, EventKind::JobSkipped { job, reason: SkipReason::AlreadyProcessed } if job == "job-1")
+                && matches!(e.kind.family::<JobEvent>(), Some(JobEvent::JobSkipped { job, reason: SkipReason::AlreadyProcessed }) if job == "job-1")
         });
         assert!(skipped, "run {}", r.run);
-        assert!(!r.events.iter().any(|e| matches!(e.kind, EventKind::DeadLettered { .. })));
+        assert!(!r.events.iter().any(|e| matches!(e.kind.family::<JobEvent>(), Some(JobEvent::DeadLettered { .. }))));
         assert_eq!(support::facts(kept, r)["pending_after_run"], 0);
     }
     assert!(applied(variant(&report, "ttl-shorter"), "job-1", "email").iter().all(|n| *n == 2));
@@ -100,7 +102,11 @@ async fn multistep_as_written_never_resumes_at_step_two() {
     let seed = variant(&report, "seed");
     for r in &seed.run_records {
         let returned = r.events.iter().any(|e| {
-            e.actor == Actor::Reaper && matches!(&e.kind, EventKind::JobSkipped { reason: SkipReason::AlreadyDone, .. })
+            e.actor == Actor::Reaper
+                && matches!(
+                    e.kind.family::<JobEvent>(),
+                    Some(JobEvent::JobSkipped { reason: SkipReason::AlreadyDone, .. })
+                )
         });
         assert!(returned, "run {}", r.run);
     }

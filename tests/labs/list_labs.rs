@@ -10,6 +10,7 @@ use super::support::{self, variant};
 use ordlab::checker::Verdict;
 use ordlab::labs::list_jobs::ListQueueObserved;
 use ordlab::labs::Observed;
+use ordlab::list_queue::events::ListEvent;
 use ordlab::report::{LabReport, VariantReport};
 use std::collections::BTreeMap;
 
@@ -93,8 +94,8 @@ async fn list_retry_never_retries_in_the_seed_and_follows_the_backoff_with_a_del
         let takes = |job: &str| -> Vec<f64> {
             r.events
                 .iter()
-                .filter_map(|e| match &e.kind {
-                    ordlab::timeline::EventKind::Taken { job: j, .. } if j == job => Some(e.t_us as f64 / 1000.0),
+                .filter_map(|e| match e.kind.family::<ListEvent>().as_ref() {
+                    Some(ListEvent::Taken { job: j, .. }) if j == job => Some(e.t_us as f64 / 1000.0),
                     _ => None,
                 })
                 .collect()
@@ -102,10 +103,8 @@ async fn list_retry_never_retries_in_the_seed_and_follows_the_backoff_with_a_del
         let fails = |job: &str| -> Vec<f64> {
             r.events
                 .iter()
-                .filter_map(|e| match &e.kind {
-                    ordlab::timeline::EventKind::ListJobFailed { job: j, .. } if j == job => {
-                        Some(e.t_us as f64 / 1000.0)
-                    }
+                .filter_map(|e| match e.kind.family::<ListEvent>().as_ref() {
+                    Some(ListEvent::ListJobFailed { job: j, .. }) if j == job => Some(e.t_us as f64 / 1000.0),
                     _ => None,
                 })
                 .collect()

@@ -6,7 +6,7 @@
 //! what is missing.
 
 use super::support;
-use ordlab::timeline::EventKind;
+use ordlab::strategy::events::HandlerEvent;
 
 fn server(var: &str, what: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| panic!("no {what} server: set {var} to its redis-server"))
@@ -31,8 +31,8 @@ fn lock_releases(server: &str) -> (String, String, Vec<Vec<(String, i64)>>) {
         .map(|r| {
             r.events
                 .iter()
-                .filter_map(|e| match &e.kind {
-                    EventKind::LockReleased { method, released, .. } => Some((method.clone(), *released)),
+                .filter_map(|e| match e.kind.family::<HandlerEvent>().as_ref() {
+                    Some(HandlerEvent::LockReleased { method, released, .. }) => Some((method.clone(), *released)),
                     _ => None,
                 })
                 .collect()

@@ -6,6 +6,7 @@ use super::support::{self, facts, variant};
 use ordlab::checker::Outcome;
 use ordlab::labs::Observed;
 use ordlab::report::VariantReport;
+use ordlab::strategy::events::HandlerEvent;
 use ordlab::timeline::EventKind;
 
 fn last_write_ms(v: &VariantReport, order: i64) -> f64 {
@@ -37,8 +38,11 @@ async fn the_first_write_must_be_one_statement() {
     // without a loss would have odds near 0.55^20 ≈ 1e-5.
     let naive = variant(&report, "update-then-insert");
     assert!(naive.wrong >= 1, "{}/{}", naive.wrong, naive.runs);
-    let lost =
-        naive.run_records.iter().flat_map(|r| &r.events).filter(|e| matches!(e.kind, EventKind::WriteFailed { .. }));
+    let lost = naive
+        .run_records
+        .iter()
+        .flat_map(|r| &r.events)
+        .filter(|e| matches!(e.kind.family::<HandlerEvent>(), Some(HandlerEvent::WriteFailed { .. })));
     assert!(lost.count() >= naive.wrong as usize, "every wrong run lost an insert");
     assert_eq!(variant(&report, "conditional-upsert").wrong, 0);
 }
@@ -103,11 +107,14 @@ async fn a_reorder_buffer_repairs_the_log_and_times_out_on_a_gap() {
         .collect();
     assert_eq!(writes, ["created", "paid"], "applied in version order");
     let gap = &variant(&report, "gap-timeout").run_records[0];
-    assert!(gap.events.iter().any(|e| matches!(e.kind, EventKind::GapTimeout { missing_version: 1, .. })));
     assert!(gap
         .events
         .iter()
-        .any(|e| matches!(&e.kind, EventKind::Dropped { job, .. } if job.event_type == "created")));
+        .any(|e| matches!(e.kind.family::<HandlerEvent>(), Some(HandlerEvent::GapTimeout { missing_version: 1, .. }))));
+    assert!(gap
+        .events
+        .iter()
+        .any(|e| matches!(e.kind.family::<HandlerEvent>(), Some(HandlerEvent::Dropped { job, .. }) if job.event_type == "created")));
     // A right final state with an event dropped is said, in the verdict line and in SUMMARY,
     // and the scenario must declare it (it does: `dropped = "all"`).
     let gap_timeout = variant(&report, "gap-timeout");

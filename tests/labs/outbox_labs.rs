@@ -80,7 +80,7 @@ async fn outbox_crash_publishes_twice_and_an_idempotent_consumer_absorbs_it() {
                 .events
                 .iter()
                 .filter_map(|e| match &e.kind {
-                    EventKind::Crashed { planned: true, detail } => Some((e.actor, detail.as_str())),
+                    EventKind::Crashed { planned: true, detail, .. } => Some((e.actor, detail.as_str())),
                     _ => None,
                 })
                 .collect();

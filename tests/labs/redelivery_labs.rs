@@ -7,6 +7,7 @@ use super::support::{self, facts, variant};
 use ordlab::checker::fates::first_receiver;
 use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
+use ordlab::strategy::events::HandlerEvent;
 use ordlab::timeline::{Actor, EventKind};
 
 #[tokio::test]
@@ -48,11 +49,11 @@ async fn fanout_keeps_order_per_key_and_a_dead_reader_leaves_entries_pending() {
     let report = support::snapshot_run("fanout").await;
     assert!(report.variants.iter().all(|v| v.outcome == Outcome::Matched), "{report:#?}");
     let kept = &variant(&report, "order-kept").run_records[0];
-    let workers: Vec<&str> = kept
+    let workers: Vec<String> = kept
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Queued { worker, .. } => Some(worker.as_str()),
+        .filter_map(|e| match e.kind.family::<HandlerEvent>() {
+            Some(HandlerEvent::Queued { worker, .. }) => Some(worker),
             _ => None,
         })
         .collect();

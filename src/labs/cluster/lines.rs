@@ -2,6 +2,7 @@
 //! each master's share of the queue commands and busy time, the ceiling), each master's load,
 //! and how a slot move went. Values that vary between runs are marked so snapshots redact them.
 
+use crate::cluster_queue::ClusterEvent;
 use super::{gaps, Measures, PointObserved, ClusterObserved, ReshardObserved};
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
@@ -114,12 +115,12 @@ pub(super) fn reshard_lines(o: &ClusterObserved, r: &ReshardObserved, events: &[
 /// when its next job took effect.
 fn reshard_story(r: &ReshardObserved, events: &[Event], lang: Lang) -> Option<Line> {
     let at = |f: &dyn Fn(&EventKind) -> bool| events.iter().find(|e| f(&e.kind)).map(|e| e.t_us);
-    let migrating = at(&|k| matches!(k, EventKind::SlotMigrating { .. }))?;
-    let keys = at(&|k| matches!(k, EventKind::SlotKeysMoved { .. }))?;
-    let owned = at(&|k| matches!(k, EventKind::SlotOwned { .. }))?;
-    let ours = |e: &Event, applied: bool| match &e.kind {
-        EventKind::JobPushed { queue, .. } => !applied && *queue == r.tag,
-        EventKind::JobApplied { queue, .. } => applied && *queue == r.tag,
+    let migrating = at(&|k| matches!(k.family::<ClusterEvent>(), Some(ClusterEvent::SlotMigrating { .. })))?;
+    let keys = at(&|k| matches!(k.family::<ClusterEvent>(), Some(ClusterEvent::SlotKeysMoved { .. })))?;
+    let owned = at(&|k| matches!(k.family::<ClusterEvent>(), Some(ClusterEvent::SlotOwned { .. })))?;
+    let ours = |e: &Event, applied: bool| match e.kind.family::<ClusterEvent>().as_ref() {
+        Some(ClusterEvent::JobPushed { queue, .. }) => !applied && *queue == r.tag,
+        Some(ClusterEvent::JobApplied { queue, .. }) => applied && *queue == r.tag,
         _ => false,
     };
     let pushed = events.iter().filter(|e| (migrating..owned).contains(&e.t_us) && ours(e, false)).count();

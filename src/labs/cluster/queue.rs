@@ -4,6 +4,8 @@
 //! that records events until every worker took its marker, and the read-back of what each
 //! queue's lists hold afterwards.
 
+use crate::cluster_queue::ClusterEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::labs::consumer_group::drain;
 use crate::labs::RunContext;
 use crate::error::{Context, Error};
@@ -134,7 +136,7 @@ impl Publisher<'_> {
         let stops: Vec<String> = (0..self.stops_per_queue).map(|_| STOP.to_string()).collect();
         let Some(every) = self.every_ms else {
             let (jobs, queues) = (self.jobs.len() as u64, self.queues.len() as u32);
-            self.sink.emit(Actor::Producer, EventKind::JobsPushed { jobs, queues });
+            self.sink.emit(Actor::Producer, ClusterEvent::JobsPushed { jobs, queues }.event());
             for (q, queue) in self.queues.iter().enumerate() {
                 let mut payloads: Vec<String> =
                     self.jobs.iter().filter(|(of, _)| *of == q).map(|(_, j)| j.payload()).collect();
@@ -155,7 +157,7 @@ impl Publisher<'_> {
             lpush(&mut self.conn, &keys.queue, &[job.payload()]).await?;
             if self.per_job_events {
                 let kind =
-                    EventKind::JobPushed { job_id: job.id.clone(), job: job.job.clone(), queue: keys.tag.clone() };
+                    ClusterEvent::JobPushed { job_id: job.id.clone(), job: job.job.clone(), queue: keys.tag.clone() }.event();
                 self.sink.record(RawEvent { mono_ns: at, actor: Actor::Producer, kind });
             }
             pushed.send_replace(i + 1);
@@ -205,9 +207,9 @@ pub async fn watch_run<T>(
             r = &mut publish, if result.is_none() => { result = Some(r?); last = Instant::now(); }
             ev = rx.recv() => match ev {
                 Some(ev) => {
-                    match ev.kind {
-                        EventKind::JobTaken { .. } | EventKind::JobApplied { .. } => last = Instant::now(),
-                        EventKind::WorkerDone { .. } => { done += 1; last = Instant::now(); }
+                    match ev.kind.family::<ClusterEvent>().as_ref() {
+                        Some(ClusterEvent::JobTaken { .. }) | Some(ClusterEvent::JobApplied { .. }) => last = Instant::now(),
+                        Some(ClusterEvent::WorkerDone { .. }) => { done += 1; last = Instant::now(); }
                         _ => {}
                     }
                     raw.push(ev);
@@ -262,9 +264,9 @@ pub async fn stop(
 pub fn last_effect_ns(events: &[RawEvent]) -> Option<u64> {
     events
         .iter()
-        .filter(|e| match e.kind {
-            EventKind::JobApplied { .. } => true,
-            EventKind::WorkerDone { jobs, .. } => jobs > 0,
+        .filter(|e| match e.kind.family::<ClusterEvent>().as_ref() {
+            Some(ClusterEvent::JobApplied { .. }) => true,
+            Some(ClusterEvent::WorkerDone { jobs, .. }) => *jobs > 0,
             _ => false,
         })
         .map(|e| e.mono_ns)

@@ -4,9 +4,11 @@
 //! `XADD … IDMP <producer> <job>` (Redis ≥ 8.6) the server answers a resend with the ID it
 //! already gave and adds nothing.
 
+use crate::technique::events::JobEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::plan::JobPlan;
 use crate::error::{Context, Error};
-use crate::timeline::{Actor, EventKind, Sink};
+use crate::timeline::{Actor, Sink};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 
@@ -62,7 +64,7 @@ pub async fn publish(
         let same_id = ids.contains(&entry_id);
         ids.push(entry_id.clone());
         let reply_lost = attempt == 1 && job.resend_after.is_some();
-        let kind = EventKind::JobPublished { entry_id, job: job.job.clone(), attempt, reply_lost, same_id };
+        let kind = JobEvent::JobPublished { entry_id, job: job.job.clone(), attempt, reply_lost, same_id }.event();
         sink.emit(Actor::Producer, kind);
     }
     Ok(())

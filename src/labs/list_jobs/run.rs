@@ -1,6 +1,8 @@
 //! One run of a list-queue lab: keys and ledger, worker and supervisor processes, the producer
 //! (a task of the orchestrator, gated pushes), the run loop that ends it, and what is left.
 
+use crate::list_queue::events::ListEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::{JobPlan, ListQueueObserved, ListQueueSpec, PushEnd, EFFECT};
 use crate::checker::total_queue::DeadLetter;
 use crate::error::{Context, Error};
@@ -103,7 +105,7 @@ impl Crew {
     async fn kill(&mut self, index: u32) {
         let Some(slot) = self.workers.get_mut(index as usize - 1) else { return };
         if let Some(w) = slot.take() {
-            self.tx.emit(Actor::Worker(index), EventKind::Crashed { planned: true, detail: KILLED_BY_RUNNER.into() });
+            self.tx.emit(Actor::Worker(index), EventKind::killed_by_runner(KILLED_BY_RUNNER));
             w.stop().await;
         }
     }
@@ -203,7 +205,7 @@ async fn push_ready(spec: &ListQueueSpec, producer: &mut MultiplexedConnection, 
         let job: &JobPlan = &spec.jobs[p.next];
         let sent = crate::clock::now_ns();
         let len: i64 = redis::cmd(cmd).arg(&crew.keys.queue).arg(job.payload()).query_async(producer).await.context(cmd)?;
-        let kind = EventKind::Pushed { job: job.label(), list: "queue:default".into(), len };
+        let kind = ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len }.event();
         crew.tx.record(RawEvent { mono_ns: sent, actor: Actor::Producer, kind });
         p.next += 1;
         if spec.jobs.get(p.next).is_some_and(|j| j.after_taken) {
@@ -226,15 +228,15 @@ enum Step {
 
 /// One event: who is busy, what is settled, and what the run loop does next.
 fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
-    match &ev.kind {
-        EventKind::Taken { job, .. } => {
+    match (&ev.kind, ev.kind.family::<ListEvent>().as_ref()) {
+        (_, Some(ListEvent::Taken { job, .. })) => {
             p.busy.insert(ev.actor, true);
             if p.gate.as_ref() == Some(job) {
                 p.gate = None;
                 return Step::Push;
             }
         }
-        EventKind::ListJobDone { job, .. } => {
+        (_, Some(ListEvent::ListJobDone { job, .. })) => {
             p.busy.insert(ev.actor, false);
             *p.settled.entry(job.clone()).or_insert(0) += 1;
             if let (Some(k), Actor::Worker(by)) = (spec.kill, ev.actor) {
@@ -243,17 +245,17 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
                 }
             }
         }
-        EventKind::ListDeadLettered { job, .. } => {
+        (_, Some(ListEvent::ListDeadLettered { job, .. })) => {
             p.busy.insert(ev.actor, false);
             *p.settled.entry(job.clone()).or_insert(0) += 1;
         }
-        EventKind::Crashed { planned: true, detail } => {
+        (EventKind::Crashed { planned: true, by_runner, .. }, _) => {
             p.busy.insert(ev.actor, false);
-            if spec.restart && detail != KILLED_BY_RUNNER {
+            if spec.restart && !by_runner {
                 return Step::Restart;
             }
         }
-        EventKind::RetryScheduled { .. } | EventKind::Poison { .. } | EventKind::Crashed { .. } => {
+        (_, Some(ListEvent::RetryScheduled { .. })) | (_, Some(ListEvent::Poison { .. })) | (EventKind::Crashed { .. }, _) => {
             p.busy.insert(ev.actor, false);
         }
         _ => {}

@@ -2,10 +2,12 @@
 //! `XADD` to its priority's stream at its planned time after t=0, so arrivals follow the
 //! workload and not how fast the harness can send.
 
+use crate::technique::events::JobEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
 use super::plan::PlannedJob;
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
-use crate::timeline::{Actor, EventKind, Sink};
+use crate::timeline::{Actor, Sink};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 
@@ -30,7 +32,7 @@ pub async fn publish(
             .query_async(&mut conn)
             .await
             .context("XADD")?;
-        let kind = EventKind::JobPublished { entry_id, job: job.job, attempt: 1, reply_lost: false, same_id: false };
+        let kind = JobEvent::JobPublished { entry_id, job: job.job, attempt: 1, reply_lost: false, same_id: false }.event();
         sink.emit(Actor::Producer, kind);
     }
     Ok(())

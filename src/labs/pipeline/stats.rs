@@ -2,10 +2,11 @@
 //! to its acknowledgement, per priority (p50, p90, p99), and the throughput of done jobs;
 //! and the chart that sets the variants' latencies side by side.
 
+use crate::technique::events::JobEvent;
 use super::plan::PRIORITIES;
 use crate::chart::{Axis, Chart, Scale, Series, Style};
 use crate::lang::Words;
-use crate::timeline::{Event, EventKind};
+use crate::timeline::Event;
 use std::collections::{HashMap, HashSet};
 
 /// Latencies in µs per priority (0 critical, 1 normal, 2 low), of jobs done (acknowledged
@@ -27,13 +28,14 @@ pub fn latencies(events: &[Event]) -> Latencies {
     let mut published: HashMap<&str, i64> = HashMap::new();
     let mut dead: HashSet<&str> = HashSet::new();
     let mut first_publish = i64::MAX;
-    for e in events {
-        match &e.kind {
-            EventKind::JobPublished { entry_id, .. } => {
-                published.entry(entry_id.as_str()).or_insert(e.t_us);
-                first_publish = first_publish.min(e.t_us);
+    let decoded: Vec<(i64, JobEvent)> = events.iter().filter_map(|e| e.kind.family().map(|j| (e.t_us, j))).collect();
+    for (t_us, e) in &decoded {
+        match e {
+            JobEvent::JobPublished { entry_id, .. } => {
+                published.entry(entry_id.as_str()).or_insert(*t_us);
+                first_publish = first_publish.min(*t_us);
             }
-            EventKind::DeadLettered { job, .. } => {
+            JobEvent::DeadLettered { job, .. } => {
                 dead.insert(job.as_str());
             }
             _ => {}
@@ -42,15 +44,15 @@ pub fn latencies(events: &[Event]) -> Latencies {
     let mut out = Latencies::default();
     let mut acked: HashSet<&str> = HashSet::new();
     let mut last_ack = first_publish;
-    for e in events {
-        let EventKind::JobAcked { entry_id, job } = &e.kind else { continue };
+    for (t_us, e) in &decoded {
+        let JobEvent::JobAcked { entry_id, job } = e else { continue };
         let (Some(t0), Some(p)) = (published.get(entry_id.as_str()), priority_of(job)) else { continue };
         if dead.contains(job.as_str()) || !acked.insert(entry_id.as_str()) {
             continue;
         }
-        out.per_priority[p].push(e.t_us - t0);
+        out.per_priority[p].push(t_us - t0);
         out.done += 1;
-        last_ack = last_ack.max(e.t_us);
+        last_ack = last_ack.max(*t_us);
     }
     out.span_us = (last_ack - first_publish).max(0);
     out
@@ -106,18 +108,21 @@ fn priority_vi(p: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::{Actor, FailReason};
+    use crate::timeline::vocabulary::Vocabulary;
+    use crate::timeline::EventKind;
+    use crate::timeline::Actor;
+    use crate::technique::events::FailReason;
 
     fn ev(t_ms: i64, kind: EventKind) -> Event {
         Event { t_us: t_ms * 1000, actor: Actor::Consumer(1), kind }
     }
 
     fn published(t: i64, id: &str, job: &str) -> Event {
-        ev(t, EventKind::JobPublished { entry_id: id.into(), job: job.into(), attempt: 1, reply_lost: false, same_id: false })
+        ev(t, JobEvent::JobPublished { entry_id: id.into(), job: job.into(), attempt: 1, reply_lost: false, same_id: false }.event())
     }
 
     fn acked(t: i64, id: &str, job: &str) -> Event {
-        ev(t, EventKind::JobAcked { entry_id: id.into(), job: job.into() })
+        ev(t, JobEvent::JobAcked { entry_id: id.into(), job: job.into() }.event())
     }
 
     fn run() -> Vec<Event> {
@@ -129,7 +134,7 @@ mod tests {
             acked(5, "1-0", "c-0001"),
             acked(15, "1-0", "c-0001"),
             acked(40, "1-2", "c-0003"),
-            ev(50, EventKind::DeadLettered { job: "n-0004".into(), reason: FailReason::Rejected }),
+            ev(50, JobEvent::DeadLettered { job: "n-0004".into(), reason: FailReason::Rejected }.event()),
             acked(50, "1-3", "n-0004"),
             acked(1010, "1-1", "l-0002"),
         ]

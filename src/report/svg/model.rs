@@ -6,28 +6,10 @@ use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
 use crate::report::words::{timeline_lines, Wording};
 use crate::report::Redactor;
-use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job};
+pub use crate::timeline::vocabulary::Glyph;
+use crate::timeline::vocabulary::{job_mark_label as job_label, truncate, Drawing};
+use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job, SqlStatus};
 use std::collections::HashMap;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Glyph {
-    Received,
-    Published,
-    Failed,
-    Wrote,
-    Stale,
-    Overwrote,
-    Crash,
-    LockTaken,
-    Released,
-    Expired,
-    SqlSent,
-    SqlDone,
-    SqlError,
-    Outbox,
-    OutboxFailed,
-    Acked,
-}
 
 pub struct Mark {
     pub t: f64,
@@ -103,32 +85,6 @@ pub fn fmt_ms(v: f64) -> String {
         format!("{}", v.round() as i64)
     } else {
         format!("{v:.1}")
-    }
-}
-
-fn truncate(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max_chars.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-fn job_label(job: &Job, multi_order: bool) -> String {
-    if multi_order {
-        format!("#{} {} v{}", job.order, job.event_type, job.version)
-    } else {
-        format!("{} v{}", job.event_type, job.version)
-    }
-}
-
-fn order_rows(rows: &[i64]) -> String {
-    if rows.is_empty() {
-        "-".to_string()
-    } else {
-        rows.iter().map(|r| format!("#{r}")).collect::<Vec<_>>().join(" ")
     }
 }
 
@@ -249,33 +205,10 @@ impl Builder {
                 let (t1, step) = (at + ms.max(0.0), self.step);
                 self.lane(e.actor).bars.push(Bar { t0: at, t1, kind: BarKind::Work { ms: *ms }, step });
             }
-            EventKind::LockAcquired { tries, ttl_ms, .. } => {
-                self.open_locks.insert(e.actor, (at, self.scale.ms_ceil(*ttl_ms) as f64));
-                let label = match (lang, *tries) {
-                    (Lang::En, 1) => "took lock".to_string(),
-                    (Lang::En, n) => format!("took lock after {n} tries"),
-                    (Lang::Vi, 1) => "lấy được lock".to_string(),
-                    (Lang::Vi, n) => format!("lấy được lock sau {n} lần thử"),
-                };
-                self.mark(e.actor, at, Glyph::LockTaken, Some(label));
-            }
-            EventKind::LockReleased { released, .. } => {
-                if *released == 0 {
-                    let label = pick(
-                        lang,
-                        "released → 0: expired, not ours",
-                        "nhả lock → 0: đã hết hạn, không còn là của mình",
-                    );
-                    self.mark(e.actor, at, Glyph::Released, Some(label.to_string()));
-                }
-                if let Some((from, ttl)) = self.open_locks.remove(&e.actor) {
-                    self.lock_bar(e.actor, from, at, ttl);
-                }
-            }
             EventKind::Wrote { entry_id, order, status, version, rows } => {
                 self.wrote(e.actor, at, entry_id, *order, status, *version, *rows)
             }
-            EventKind::Crashed { planned, detail } => {
+            EventKind::Crashed { planned, detail, .. } => {
                 let detail = truncate(detail, 40);
                 let label = match (planned, lang) {
                     (true, Lang::En) => format!("CRASHED (injected: {detail})"),
@@ -289,15 +222,16 @@ impl Builder {
                     self.lock_bar(e.actor, from, from + ttl, ttl);
                 }
             }
-            EventKind::SqlDone { outcome, waited_ms, .. } => self.sql_done(e.actor, at, outcome, *waited_ms),
-            EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
-            // A read that found nothing: the worker sat blocked on its queues (the seed's
-            // `BLOCK 5000` on low shows as a long bar).
-            EventKind::QueueRead { got, waited_ms, .. } if *waited_ms >= 1.0 && got.iter().all(|n| *n == 0) => {
-                let step = self.steps.at(at - waited_ms);
-                self.lane(e.actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait, step });
+            EventKind::SqlDone { outcome, waited_ms, status, .. } => {
+                self.sql_done(e.actor, at, outcome, *waited_ms, *status)
             }
-            EventKind::JobApplied { job, .. } => self.job_applied(e.actor, at, job),
+            EventKind::Acked { .. } => self.mark(e.actor, at, Glyph::Acked, None),
+            EventKind::Family(f) => {
+                let w = Wording { lang, many_orders: self.multi_order, redact: Redactor::NONE };
+                if let Some(d) = crate::labs::VOCABULARIES.describe(f) {
+                    self.drawing(e.actor, at, d.drawing(&w));
+                }
+            }
             other => {
                 if let Some((glyph, label)) = self.labelled(other) {
                     self.mark(e.actor, at, glyph, Some(label));
@@ -310,10 +244,7 @@ impl Builder {
     fn labelled(&self, kind: &EventKind) -> Option<(Glyph, String)> {
         let (lang, many) = (self.lang, self.multi_order);
         let t = |en, vi| pick(lang, en, vi);
-        let prefix = |order: i64| if many { format!("#{order} ") } else { String::new() };
-        if let Some(mark) = job_mark(kind, lang).or_else(|| cluster_queue_mark(kind, lang, many)) {
-            return Some(mark);
-        }
+        let _prefix = |order: i64| if many { format!("#{order} ") } else { String::new() };
         Some(match kind {
             EventKind::Published { job, attempt, .. } if *attempt == 1 => {
                 (Glyph::Published, format!("publish {} OK", job_label(job, many)))
@@ -336,58 +267,17 @@ impl Builder {
                 }
                 (Glyph::Received, label)
             }
-            EventKind::Inserted { order, status, .. } => {
-                (Glyph::Wrote, format!("{} {}{status} (INSERT)", t("wrote", "ghi"), prefix(*order)))
-            }
-            EventKind::WriteFailed { order, status, .. } => (
-                Glyph::Failed,
-                format!(
-                    "{} {}{status}: {}",
-                    t("write", "ghi"),
-                    prefix(*order),
-                    t("refused (duplicate key), lost", "bị từ chối (trùng khoá), mất")
-                ),
-            ),
-            EventKind::Held { job, waiting_for, .. } => (
-                Glyph::Received,
-                format!("{} {}, {} v={waiting_for}", t("held", "giữ"), job_label(job, many), t("waiting for", "chờ")),
-            ),
-            EventKind::Dropped { job, .. } => {
-                (Glyph::Stale, format!("{} {}", t("dropped stale", "bỏ bản cũ"), job_label(job, many)))
-            }
-            EventKind::GapTimeout { order, missing_version, .. } => (
-                Glyph::Failed,
-                format!("{} #{order} v={missing_version}", t("gap timeout: gave up on", "hết thời gian chờ: bỏ qua")),
-            ),
             EventKind::SqlSent { case, statement, .. } => {
                 let case = if self.sql_cases > 1 { format!("{} {case}: ", t("case", "ca")) } else { String::new() };
                 (Glyph::SqlSent, format!("{case}{}", truncate(statement, 44)))
             }
-            EventKind::OutboxRound { round, published, failed, held_back } => {
-                outbox_mark(*round, published, failed, held_back, lang)
-            }
-            EventKind::LagWindow { how } => {
-                (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), truncate(how, 40)))
-            }
-            EventKind::Queued { worker, .. } => (Glyph::Received, format!("→ queue {worker}")),
             EventKind::Effect { job, effect, requested_by, outcome, .. } => {
                 effect_mark(job, effect, *requested_by, *outcome, lang)
             }
             EventKind::ServerKilled { server, signal } => (Glyph::Crash, format!("{server} {signal}")),
-            EventKind::PriorityJobTaken { job, priority, traced: true, .. } => {
-                (Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
-            }
-            EventKind::PhaseStarted { plan } => {
-                (Glyph::Published, crate::timeline::phase_label(plan.id(), lang).to_string())
-            }
             EventKind::Reconnected { server } => {
                 (Glyph::Published, format!("{} {server}", t("→ new primary:", "→ primary mới:")))
             }
-            EventKind::ReplicaPromoted { behind_bytes } => (
-                Glyph::Published,
-                format!("{} ({behind_bytes} B {})", t("replica promoted", "replica lên primary"), t("behind", "thiếu")),
-            ),
-            crate::list_queue_events!() => return list_mark(kind, lang),
             _ => return None,
         })
     }
@@ -432,13 +322,37 @@ impl Builder {
         self.mark(actor, at, glyph, Some(label));
     }
 
-    /// A list-queue job's effect: marked as out of order when a later step of its order was
+    /// What a family event adds to its lane.
+    fn drawing(&mut self, actor: Actor, at: f64, d: Drawing) {
+        match d {
+            Drawing::Nothing => {}
+            Drawing::Mark(glyph, label) => self.mark(actor, at, glyph, Some(label)),
+            Drawing::Waited { waited_ms } => {
+                let step = self.steps.at(at - waited_ms);
+                self.lane(actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait, step });
+            }
+            Drawing::Held { ttl_ms, label } => {
+                self.open_locks.insert(actor, (at, self.scale.ms_ceil(ttl_ms) as f64));
+                self.mark(actor, at, Glyph::LockTaken, Some(label));
+            }
+            Drawing::LetGo { mark } => {
+                if let Some((glyph, label)) = mark {
+                    self.mark(actor, at, glyph, Some(label));
+                }
+                if let Some((from, ttl)) = self.open_locks.remove(&actor) {
+                    self.lock_bar(actor, from, at, ttl);
+                }
+            }
+            Drawing::Applied { order, version, label } => self.applied(actor, at, order, version, label),
+        }
+    }
+
+    /// An order's step applied: marked as out of order when a later step of its order was
     /// applied before it.
-    fn job_applied(&mut self, actor: Actor, at: f64, job: &Job) {
-        let newer = self.applied.get(&job.order).copied();
-        self.applied.insert(job.order, newer.map_or(job.version, |n| n.max(job.version)));
-        let label = format!("{} {}", pick(self.lang, "applied", "áp dụng"), job_label(job, self.multi_order));
-        if newer.is_some_and(|n| n > job.version) {
+    fn applied(&mut self, actor: Actor, at: f64, order: i64, version: i64, label: String) {
+        let newer = self.applied.get(&order).copied();
+        self.applied.insert(order, newer.map_or(version, |n| n.max(version)));
+        if newer.is_some_and(|n| n > version) {
             let late = pick(self.lang, "after a later step: out of order", "sau một bước sau nó: sai thứ tự");
             self.mark(actor, at, Glyph::Overwrote, Some(format!("{label} {late}")));
         } else {
@@ -446,7 +360,7 @@ impl Builder {
         }
     }
 
-    fn sql_done(&mut self, actor: Actor, at: f64, outcome: &str, waited_ms: f64) {
+    fn sql_done(&mut self, actor: Actor, at: f64, outcome: &str, waited_ms: f64, status: SqlStatus) {
         if waited_ms >= 5.0 {
             let step = self.steps.at(at - waited_ms);
             self.lane(actor).bars.push(Bar { t0: at - waited_ms, t1: at, kind: BarKind::Wait, step });
@@ -456,9 +370,10 @@ impl Builder {
         } else {
             format!(" {} {} ms", pick(self.lang, "after waiting", "sau khi chờ"), fmt_ms(waited_ms))
         };
-        let lower = outcome.to_lowercase();
-        let failed = lower.contains("error") || lower.contains("deadlock") || lower.contains("could not");
-        let glyph = if failed { Glyph::SqlError } else { Glyph::SqlDone };
+        let glyph = match status {
+            SqlStatus::Failed => Glyph::SqlError,
+            SqlStatus::Done => Glyph::SqlDone,
+        };
         self.mark(actor, at, glyph, Some(format!("→ {}{waited}", truncate(outcome, 40))));
     }
 
@@ -496,124 +411,6 @@ impl Builder {
         let end = start + ((last - start) * 1.02).max(10.0);
         Timeline { lanes, steps: self.steps.times.len() as u32, start, end }
     }
-}
-
-/// Marks of queue-job events and of the side-effect sink: a glyph and its label.
-fn job_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
-    let t = |en, vi| pick(lang, en, vi);
-    Some(match kind {
-        EventKind::JobPublished { job, attempt, reply_lost, .. } => {
-            let lost = if *reply_lost { t(" (reply lost)", " (mất phản hồi)") } else { "" };
-            let what = if *attempt > 1 { format!("retry {job}") } else { format!("publish {job}") };
-            (Glyph::Published, format!("{what}{lost}"))
-        }
-        EventKind::JobReceived { job, deliveries, .. } => {
-            let mut label = format!("{} {job}", t("received", "nhận"));
-            if *deliveries > 1 {
-                label.push_str(&format!(" ({} {deliveries})", t("delivery", "lần giao")));
-            }
-            (Glyph::Received, label)
-        }
-        EventKind::JobStep { command, result, .. } => {
-            (Glyph::SqlSent, format!("{} → {}", truncate(command, 36), truncate(result, 16)))
-        }
-        EventKind::JobSkipped { job, reason } => (
-            Glyph::Stale,
-            format!("{} {job}: {}", t("skip", "bỏ qua"), crate::report::words::skip_words(*reason, lang)),
-        ),
-        EventKind::JobFailed { job, reason, .. } => {
-            (Glyph::Failed, format!("{job}: {}", crate::report::words::fail_words(*reason, lang)))
-        }
-        EventKind::DeadLettered { job, .. } => (Glyph::Failed, format!("{job} → DLQ")),
-        EventKind::JobAcked { job, .. } => (Glyph::Acked, format!("XACK {job}")),
-        EventKind::Effect { job, effect, requested_by, outcome, .. } => {
-            let (glyph, what) = match outcome {
-                EffectOutcome::Applied => (Glyph::Wrote, t("applied", "đã thực hiện")),
-                EffectOutcome::Replayed => (Glyph::Stale, t("replayed, no effect", "trả kết quả cũ, không thực hiện")),
-                EffectOutcome::Refused => (Glyph::Failed, t("refused", "bị từ chối")),
-            };
-            (glyph, format!("{effect} {job} ({requested_by}): {what}"))
-        }
-        _ => return None,
-    })
-}
-
-fn outbox_mark(round: u32, published: &[i64], failed: &[i64], held_back: &[i64], lang: Lang) -> (Glyph, String) {
-    let (r, p, f, h) = match lang {
-        Lang::En => ("round", "published", "failed", "held back"),
-        Lang::Vi => ("vòng", "publish", "lỗi", "giữ lại"),
-    };
-    let mut label = format!("{r} {round}: {p} {}", order_rows(published));
-    if !failed.is_empty() {
-        label.push_str(&format!("; {f} {}", order_rows(failed)));
-    }
-    if !held_back.is_empty() {
-        label.push_str(&format!("; {h} {}", order_rows(held_back)));
-    }
-    (if failed.is_empty() { Glyph::Outbox } else { Glyph::OutboxFailed }, label)
-}
-
-/// Marks of the list queue on a Redis Cluster: pushes, takes, queue errors, resharding.
-fn cluster_queue_mark(kind: &EventKind, lang: Lang, many: bool) -> Option<(Glyph, String)> {
-    let t = |en, vi| pick(lang, en, vi);
-    Some(match kind {
-        EventKind::JobPushed { job, queue, .. } => {
-            (Glyph::Published, format!("LPUSH {queue} {}", job_label(job, many)))
-        }
-        EventKind::JobsPushed { jobs, queues } => {
-            (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {}", t("jobs", "job"), t("queues", "hàng đợi")))
-        }
-        EventKind::JobTaken { job, .. } => (Glyph::Received, format!("{} {}", t("took", "lấy"), job_label(job, many))),
-        EventKind::QueueError { command, error, .. } => (Glyph::Failed, format!("{command}: {}", truncate(error, 40))),
-        EventKind::WorkerDone { jobs, .. } => {
-            (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))
-        }
-        EventKind::SlotMigrating { slot, from, to } => {
-            (Glyph::Failed, format!("slot {slot} {} {from} → {to}", t("migrating", "đang chuyển")))
-        }
-        EventKind::SlotKeysMoved { keys, from, to, .. } => {
-            (Glyph::Published, format!("MIGRATE {keys} {} {from} → {to}", t("keys", "key")))
-        }
-        EventKind::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
-        _ => return None,
-    })
-}
-
-/// Marks of list-queue events (seed 003) on a worker's, the reaper's, the producer's or the
-/// runner's lane: a glyph and its label; None for events of other labs.
-fn list_mark(kind: &EventKind, lang: Lang) -> Option<(Glyph, String)> {
-    let t = |en, vi| pick(lang, en, vi);
-    Some(match kind {
-        EventKind::Pushed { job, .. } => (Glyph::Published, format!("{} {job}", t("push", "đẩy"))),
-        EventKind::Taken { job, via, .. } => (Glyph::Received, format!("{} {job} ({via})", t("took", "lấy"))),
-        EventKind::ListJobDone { job, removed: Some(0) } => {
-            (Glyph::Stale, format!("{} {job}; LREM → 0", t("done", "xong")))
-        }
-        EventKind::ListJobDone { job, .. } => (Glyph::Wrote, format!("{} {job}", t("done", "xong"))),
-        EventKind::ListJobFailed { job, attempt, .. } => {
-            (Glyph::Failed, format!("{job} {} #{attempt}", t("failed, attempt", "lỗi, lần")))
-        }
-        EventKind::RetryScheduled { job, to, .. } => (Glyph::Outbox, format!("{job} → {to}")),
-        EventKind::ListDeadLettered { job, .. } => {
-            (Glyph::OutboxFailed, format!("{job} → {}", t("dead letters", "hàng lỗi")))
-        }
-        EventKind::Poison { .. } => {
-            (Glyph::Failed, t("poison: does not parse", "poison: không parse được").to_string())
-        }
-        EventKind::Requeued { job, .. } => (Glyph::Published, format!("{} {job}", t("requeued", "đưa lại"))),
-        EventKind::MovedDue { job, .. } => {
-            (Glyph::Published, format!("{job} {}", t("due → queue", "đến hạn → hàng đợi")))
-        }
-        EventKind::ServerRestarted { jobs, .. } => (
-            Glyph::Published,
-            format!("{} ({jobs} {})", t("restarted", "khởi động lại"), t("jobs back", "job còn lại")),
-        ),
-        EventKind::Evicted { key, jobs } => {
-            (Glyph::Crash, format!("{} {key} ({jobs} {})", t("evicted", "evict"), t("jobs", "job")))
-        }
-        EventKind::Refused { error, .. } => (Glyph::Failed, truncate(error, 40)),
-        _ => return None,
-    })
 }
 
 /// The sink's mark: what the outside party did with one request.

@@ -2,7 +2,9 @@ use super::layout::{place_labels, tick_step};
 use super::model::{Glyph, Mark};
 use super::*;
 use crate::checker::Verdict;
+use crate::outbox_table::OutboxEvent;
 use crate::report::fixture::{assert_well_formed, ev, lock_race as report};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind};
 
 fn attr(tag: &str, name: &str) -> f64 {
@@ -101,12 +103,18 @@ fn sql_and_outbox_events_get_labelled_marks() {
         ev(
             120,
             Actor::Session('B'),
-            EventKind::SqlDone { case: 1, order: 42, outcome: "UPDATE 1".into(), waited_ms: 110.0 },
+            EventKind::SqlDone {
+                case: 1,
+                order: 42,
+                outcome: "UPDATE 1".into(),
+                waited_ms: 110.0,
+                status: crate::timeline::SqlStatus::Done,
+            },
         ),
         ev(
             200,
             Actor::Dispatcher(1),
-            EventKind::OutboxRound { round: 1, published: vec![42], failed: vec![43], held_back: vec![] },
+            OutboxEvent::OutboxRound { round: 1, published: vec![42], failed: vec![43], held_back: vec![] }.event(),
         ),
     ];
     let svg = render(&r, &r.variants[0], 1, Lang::En);

@@ -3,6 +3,7 @@
 
 use crate::labs::FinalItem;
 use crate::report::VariantReport;
+use crate::timeline::vocabulary::Belongs;
 use crate::timeline::EventKind;
 use std::collections::HashSet;
 
@@ -62,18 +63,10 @@ fn order_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Vec<i64>>
                 _ => None,
             })
             .collect();
-        r.events.retain(|e| match (&e.kind, e.kind.order()) {
-            (_, Some(o)) => shown.contains(&o),
-            (
-                EventKind::WorkStarted { entry_id, .. }
-                | EventKind::Acked { entry_id }
-                | EventKind::Queued { entry_id, .. },
-                None,
-            ) => ids.contains(entry_id),
-            (EventKind::LockAcquired { key, .. } | EventKind::LockReleased { key, .. }, None) => {
-                lock_order(key).is_none_or(|o| shown.contains(&o))
-            }
-            _ => true,
+        r.events.retain(|e| match belongs(e) {
+            Belongs::Order(o) => shown.contains(&o),
+            Belongs::Entry(id) => ids.contains(&id),
+            Belongs::Everywhere => true,
         });
     }
     let listed: Vec<String> = shown.iter().map(|o| format!("#{o}")).collect();
@@ -84,9 +77,17 @@ fn order_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Vec<i64>>
     (out, Some(shown))
 }
 
-/// The order a per-key lock is for: the number its key ends with (`…lock:order:42`).
-fn lock_order(key: &str) -> Option<i64> {
-    key.rsplit(':').next()?.parse().ok()
+/// Which orders' slide keeps an event: a core event by the order or entry it names, any other
+/// by its vocabulary.
+fn belongs(e: &crate::timeline::Event) -> Belongs {
+    if let Some(o) = e.kind.order() {
+        return Belongs::Order(o);
+    }
+    match &e.kind {
+        EventKind::WorkStarted { entry_id, .. } | EventKind::Acked { entry_id } => Belongs::Entry(entry_id.clone()),
+        EventKind::Family(f) => crate::labs::VOCABULARIES.describe(f).map_or(Belongs::Everywhere, |d| d.belongs()),
+        _ => Belongs::Everywhere,
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +97,8 @@ mod tests {
     use crate::labs::Observed;
     use crate::orders::OrderRow;
     use crate::report::fixture::{ev, job, lock_race};
+    use crate::strategy::events::HandlerEvent;
+    use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::Actor;
 
     #[test]
@@ -119,17 +122,18 @@ mod tests {
             r.events.push(ev(
                 order,
                 Actor::Consumer(1),
-                EventKind::Queued { entry_id: id.clone(), worker: format!("C1/#{order}") },
+                HandlerEvent::Queued { entry_id: id.clone(), worker: format!("C1/#{order}") }.event(),
             ));
             r.events.push(ev(
                 order,
                 Actor::Consumer(1),
-                EventKind::LockAcquired { key: key.clone(), tries: 1, ttl_ms: 500, px_ms: 500, round_trip_us: 100 },
+                HandlerEvent::LockAcquired { key: key.clone(), tries: 1, ttl_ms: 500, px_ms: 500, round_trip_us: 100 }
+                    .event(),
             ));
             r.events.push(ev(
                 order,
                 Actor::Consumer(1),
-                EventKind::LockReleased { key, method: "Lua".into(), released: 1 },
+                HandlerEvent::LockReleased { key, method: "Lua".into(), released: 1 }.event(),
             ));
         }
         let (window, shown) = readable_window(&report.variants[0], 1);
@@ -137,6 +141,13 @@ mod tests {
         assert_eq!(shown.len(), SVG_MAX_ORDERS);
         let kept = &window.run_records[0].events;
         assert_eq!(kept.len(), 4 * SVG_MAX_ORDERS, "received, queued, lock taken and released of each shown order");
-        assert_eq!(lock_order("ordlab:ab12:load:lock:1:lock:order:791"), Some(791));
+        let lock = HandlerEvent::LockAcquired {
+            key: "ordlab:ab12:load:lock:1:lock:order:791".into(),
+            tries: 1,
+            ttl_ms: 1,
+            px_ms: 1,
+            round_trip_us: 0,
+        };
+        assert_eq!(lock.belongs(), Belongs::Order(791));
     }
 }

@@ -540,7 +540,7 @@ pub struct ClusterPeak {
 /// What a hash slot moved while workers ran did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReshardFacts {
-    /// The longest gap in the moved queue's jobs, and in the other queues'.
+    /// The longest gap between consecutive effects on the moved slot's queue, and on any other.
     pub stall_ms: i64,
     pub other_queues_max_gap_ms: i64,
     pub keys_moved: i64,

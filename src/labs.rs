@@ -2,9 +2,9 @@
 //! it runs on the servers, what a run observed, how that is judged, and its words in both
 //! languages; `lab_kinds!` lists them, one line each, and is the only place that names them.
 //!
-//! Adding a kind: write `labs/<kind>.rs` with a spec that implements [`LabProcedure`] (the
-//! compiler lists what is missing), add its line to `lab_kinds!`, and write a scenario file
-//! with `kind = "<kind>"` in its `[setup]`.
+//! Adding a kind: write `labs/<kind>.rs` with a spec that implements [`LabProcedure`],
+//! [`Judge`] and [`Present`] (the compiler lists what is missing), add its line to
+//! `lab_kinds!`, and write a scenario file with `kind = "<kind>"` in its `[setup]`.
 
 mod consumer_group;
 mod context;
@@ -15,7 +15,10 @@ mod record;
 mod worker_pool;
 
 pub use context::RunContext;
-pub use procedure::{Fact, FinalItem, LabProcedure, Line, Needs, Piece, RunNotes, RunOutcome, RunView, VariantRuns};
+pub use procedure::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, NoFacts, Piece, Present, RunNotes, RunOutcome,
+    RunView, TimelineDisplay, VariantRuns,
+};
 pub use record::RunRecord;
 
 use crate::chart::Chart;
@@ -46,7 +49,7 @@ pub struct SetupError {
 }
 
 /// Deserialize a spec from a merged `[setup]` table, keeping the path of an error.
-fn parse_spec<P: LabProcedure>(setup: toml::Value) -> Result<P, SetupError> {
+fn parse_spec<P: Judge>(setup: toml::Value) -> Result<P, SetupError> {
     serde_path_to_error::deserialize(setup).map_err(|e| SetupError {
         path: e
             .path()
@@ -78,6 +81,15 @@ fn views<'a, O>(records: &'a [RunRecord], pick: impl Fn(&'a Observed) -> Option<
     records.iter().filter_map(|r| pick(&r.observed).map(|o| view(r, o))).collect()
 }
 
+/// A lab kind as one arm of [`Procedure`] and [`Observed`]: typed access to a spec, what its
+/// runs observed and what they measured, for code (and tests) that know the kind.
+pub trait Kind: LabProcedure {
+    /// The spec, if `procedure` is of this kind.
+    fn spec_of(procedure: &Procedure) -> Option<&Self>;
+    /// What the run observed, if `observed` is of this kind.
+    fn observed_of(observed: &Observed) -> Option<&Self::Observed>;
+}
+
 /// A record whose observation belongs to another kind: only a hand-edited results file.
 fn mismatch(record: &RunRecord) -> RunVerdict {
     let mut v = RunVerdict::right();
@@ -100,8 +112,27 @@ macro_rules! lab_kinds {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind")]
         pub enum Observed {
-            $( #[serde(rename = $name)] $kind(<$module::$spec as LabProcedure>::Observed), )*
+            $( #[serde(rename = $name)] $kind(<$module::$spec as Judge>::Observed), )*
         }
+
+        $(
+            impl Kind for $module::$spec {
+                fn spec_of(procedure: &Procedure) -> Option<&Self> {
+                    match procedure {
+                        Procedure::$kind(p) => Some(p),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+                fn observed_of(observed: &Observed) -> Option<&Self::Observed> {
+                    match observed {
+                        Observed::$kind(o) => Some(o),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+            }
+        )*
 
         impl Observed {
             pub fn kind(&self) -> &'static str {
@@ -142,119 +173,32 @@ macro_rules! lab_kinds {
                 } )* }
             }
 
-            pub fn judge(&self, record: &RunRecord) -> RunVerdict {
-                match (self, &record.observed) {
-                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.judge(&view(record, o)), )*
-                    #[allow(unreachable_patterns)]
-                    _ => mismatch(record),
-                }
-            }
-
-            pub fn describe(&self, lang: Lang) -> String {
-                match self { $( Procedure::$kind(p) => p.describe(lang), )* }
-            }
-
-            pub fn approach(&self) -> String {
-                match self { $( Procedure::$kind(p) => p.approach(), )* }
-            }
-
-            pub fn critical_path_ms(&self, record: &RunRecord, scale: f64) -> Option<f64> {
-                match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
+            pub fn needs(&self) -> Needs {
+                match self { $( Procedure::$kind(p) => p.needs(), )* }
             }
 
             pub fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
                 match self { $( Procedure::$kind(p) => p.missing(server), )* }
             }
 
-            pub fn processes_interleave_freely(&self) -> bool {
-                match self { $( Procedure::$kind(p) => p.processes_interleave_freely(), )* }
-            }
-
-            pub fn shows_publishing(&self) -> bool {
-                match self { $( Procedure::$kind(p) => p.shows_publishing(), )* }
-            }
-
-            pub fn many_orders(&self) -> bool {
-                match self { $( Procedure::$kind(p) => p.many_orders(), )* }
-            }
-
-            pub fn needs(&self) -> Needs {
-                match self { $( Procedure::$kind(p) => p.needs(), )* }
-            }
-
-            pub fn wrong_means(&self, lang: Lang) -> String {
-                match self { $( Procedure::$kind(p) => p.wrong_means(lang), )* }
-            }
-
-            pub fn table_row(&self, record: &RunRecord, lang: Lang) -> Option<Vec<(String, Line)>> {
-                match (self, &record.observed) {
-                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.table_row(&view(record, o), lang), )*
-                    #[allow(unreachable_patterns)]
-                    _ => None,
-                }
+            pub fn judge(&self, record: &RunRecord) -> RunVerdict {
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.judge(o)).unwrap_or_else(|| mismatch(record)), )* }
             }
 
             pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {
-                match (self, &record.observed) {
-                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.final_state(o), )*
-                    #[allow(unreachable_patterns)]
-                    _ => Vec::new(),
-                }
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.final_state(o.observed)).unwrap_or_default(), )* }
             }
 
-            pub fn facts(&self, record: &RunRecord) -> Vec<Fact> {
-                match (self, &record.observed) {
-                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.facts(&view(record, o)), )*
-                    #[allow(unreachable_patterns)]
-                    _ => Vec::new(),
-                }
+            /// What `record` measured, typed: None where the procedure or the record is of
+            /// another kind than `P`.
+            pub fn facts_of<P: Kind>(&self, record: &RunRecord) -> Option<P::Facts> {
+                let spec = P::spec_of(self)?;
+                with_view(spec, record, |run| spec.facts(run))
             }
 
-            pub fn notes(&self, record: &RunRecord, lang: Lang) -> RunNotes {
-                match (self, &record.observed) {
-                    $( (Procedure::$kind(p), Observed::$kind(o)) => p.notes(&view(record, o), lang), )*
-                    #[allow(unreachable_patterns)]
-                    _ => RunNotes::default(),
-                }
-            }
-
-            /// The variant's own charts (see [`LabProcedure::charts`]).
-            pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
-                match self { $( Procedure::$kind(p) => {
-                    let views = views(records, |o| match o {
-                        Observed::$kind(o) => Some(o),
-                        #[allow(unreachable_patterns)]
-                        _ => None,
-                    });
-                    p.charts(&views)
-                } )* }
-            }
-
-            /// Charts comparing the variants of one lab, by the kind of its first variant
-            /// (see [`LabProcedure::compare`]); variants of another kind are left out.
-            pub fn compare_charts(variants: &[VariantOf<'_>]) -> Vec<Chart> {
-                let Some(first) = variants.first() else { return Vec::new() };
-                match first.procedure { $( Procedure::$kind(_) => {
-                    let views: Vec<VariantRuns<'_, $module::$spec>> = variants.iter().filter_map(|v| match v.procedure {
-                        Procedure::$kind(spec) => Some(VariantRuns {
-                            id: v.id,
-                            title: v.title,
-                            spec,
-                            runs: views(v.records, |o| match o {
-                                Observed::$kind(o) => Some(o),
-                                #[allow(unreachable_patterns)]
-                                _ => None,
-                            }),
-                        }),
-                        #[allow(unreachable_patterns)]
-                        _ => None,
-                    }).collect();
-                    <$module::$spec as LabProcedure>::compare(&views)
-                } )* }
-            }
-
-            pub fn per_process_stable(&self) -> bool {
-                match self { $( Procedure::$kind(p) => p.per_process_stable(), )* }
+            /// What `record` measured, as the rows a report prints (`name=value`).
+            pub fn fact_rows(&self, record: &RunRecord) -> Vec<FactRow> {
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.facts(o).rows()).unwrap_or_default(), )* }
             }
 
             pub fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
@@ -267,29 +211,96 @@ macro_rules! lab_kinds {
                 self.intended().map(|i| crate::checker::fates::fates(&i, &record.events))
             }
 
-            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
-                match self { $( Procedure::$kind(p) => {
-                    let views = views(records, |o| match o {
-                        Observed::$kind(o) => Some(o),
-                        #[allow(unreachable_patterns)]
-                        _ => None,
-                    });
-                    p.summary_note(&views)
-                } )* }
+            pub fn critical_path_ms(&self, record: &RunRecord, scale: f64) -> Option<f64> {
+                match self { $( Procedure::$kind(p) => p.critical_path_ms(&record.events, scale), )* }
+            }
+
+            pub fn describe(&self, lang: Lang) -> String {
+                match self { $( Procedure::$kind(p) => p.describe(lang), )* }
+            }
+
+            pub fn approach(&self) -> String {
+                match self { $( Procedure::$kind(p) => p.approach(), )* }
+            }
+
+            pub fn wrong_means(&self, lang: Lang) -> String {
+                match self { $( Procedure::$kind(p) => p.wrong_means(lang), )* }
+            }
+
+            /// How the run's timeline is shown (see [`TimelineDisplay`]).
+            pub fn timeline(&self) -> TimelineDisplay {
+                match self { $( Procedure::$kind(p) => p.timeline(), )* }
+            }
+
+            pub fn notes(&self, record: &RunRecord, lang: Lang) -> RunNotes {
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.notes(o, lang)).unwrap_or_default(), )* }
             }
 
             pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {
-                match self { $( Procedure::$kind(p) => {
-                    let views = views(records, |o| match o {
-                        Observed::$kind(o) => Some(o),
-                        #[allow(unreachable_patterns)]
-                        _ => None,
-                    });
-                    p.per_run_lines(&views, lang)
-                } )* }
+                match self { $( Procedure::$kind(p) => p.per_run_lines(&views(records, <$module::$spec as Kind>::observed_of), lang), )* }
+            }
+
+            pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
+                match self { $( Procedure::$kind(p) => p.summary_note(&views(records, <$module::$spec as Kind>::observed_of)), )* }
+            }
+
+            pub fn table_row(&self, record: &RunRecord, lang: Lang) -> Option<Vec<(String, Line)>> {
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.table_row(o, lang)).flatten(), )* }
+            }
+
+            /// The variant's own charts (see [`Present::charts`]).
+            pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
+                match self { $( Procedure::$kind(p) => p.charts(&views(records, <$module::$spec as Kind>::observed_of)), )* }
+            }
+
+            /// Charts comparing the variants of one lab, by the kind of its first variant
+            /// (see [`Present::compare`]); variants of another kind are left out.
+            pub fn compare_charts(variants: &[VariantOf<'_>]) -> Vec<Chart> {
+                let Some(first) = variants.first() else { return Vec::new() };
+                match first.procedure { $( Procedure::$kind(_) => compare::<$module::$spec>(variants), )* }
             }
         }
     };
+}
+
+/// `f` of `record` seen as a run of `spec`'s kind; None where it is of another kind.
+fn with_view<P: Kind, T>(_spec: &P, record: &RunRecord, f: impl FnOnce(&RunView<'_, P::Observed>) -> T) -> Option<T> {
+    P::observed_of(&record.observed).map(|o| f(&view(record, o)))
+}
+
+/// [`Present::compare`] of the variants whose spec is of kind `P`.
+fn compare<P: Kind>(variants: &[VariantOf<'_>]) -> Vec<Chart> {
+    let runs: Vec<VariantRuns<'_, P>> = variants
+        .iter()
+        .filter_map(|v| {
+            P::spec_of(v.procedure).map(|spec| VariantRuns {
+                id: v.id,
+                title: v.title,
+                spec,
+                runs: views(v.records, P::observed_of),
+            })
+        })
+        .collect();
+    P::compare(&runs)
+}
+
+/// The four [`TimelineDisplay`] choices one by one, for callers that read one.
+impl Procedure {
+    pub fn shows_publishing(&self) -> bool {
+        self.timeline().shows_publishing
+    }
+
+    pub fn many_orders(&self) -> bool {
+        self.timeline().many_orders
+    }
+
+    pub fn processes_interleave_freely(&self) -> bool {
+        self.timeline().processes_interleave_freely
+    }
+
+    pub fn per_process_stable(&self) -> bool {
+        self.timeline().per_process_stable
+    }
 }
 
 lab_kinds! {

@@ -31,7 +31,10 @@ use queue::{
     QueueObserved, WorkerPlan,
 };
 use super::stream::{self, shard_of};
-use super::{Fact, FinalItem, LabProcedure, Line, Needs, RunContext, RunOutcome, RunView, VariantRuns};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, Present, RunContext, RunOutcome, RunView,
+    TimelineDisplay, VariantRuns,
+};
 use crate::chart::Chart;
 use crate::checker::job_effects::{tally, EffectTally};
 use crate::checker::{health::health, spread, RunVerdict};
@@ -504,9 +507,85 @@ fn gaps(events: &[Event], tag: &str) -> (i64, i64) {
     (mine, others)
 }
 
-impl LabProcedure for ClusterSpec {
-    type Observed = ClusterObserved;
+/// What a cluster run measured. The seed's key layout measures only CROSSSLOT errors beyond
+/// the counts; the others measure how jobs spread over the masters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterFacts {
+    pub jobs: i64,
+    pub applied: i64,
+    pub duplicated: i64,
+    pub out_of_order: i64,
+    /// The layout keeps each queue's order, so `out_of_order` is the same in every run.
+    pub order_is_certain: bool,
+    /// CROSSSLOT errors (the seed's key layout only).
+    pub crossslot: Option<i64>,
+    /// The largest and smallest share of the jobs one master held, in percent.
+    pub max_share_pct: Option<i64>,
+    pub min_share_pct: Option<i64>,
+    /// The point with the highest throughput, in a throughput run.
+    pub peak: Option<ClusterPeak>,
+    /// What moving a hash slot did, where the run moved one.
+    pub reshard: Option<ReshardFacts>,
+}
 
+/// The point of a throughput run with the most jobs per second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterPeak {
+    pub jobs_per_s: i64,
+    pub workers: i64,
+    /// The run had a single point, so `workers` is the same in every run.
+    pub one_point: bool,
+    pub max_busy_pct: i64,
+    pub ceiling_jobs_per_s: i64,
+}
+
+/// What a hash slot moved while workers ran did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReshardFacts {
+    /// The longest gap between consecutive effects on the moved slot's queue, and on any other.
+    pub stall_ms: i64,
+    pub other_queues_max_gap_ms: i64,
+    pub keys_moved: i64,
+    /// ASK, MOVED and TRYAGAIN replies the masters counted.
+    pub ask: i64,
+    pub moved: i64,
+    pub tryagain: i64,
+}
+
+impl Facts for ClusterFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut rows = vec![
+            FactRow::stable("jobs", self.jobs),
+            FactRow::stable("applied", self.applied),
+            FactRow::stable("duplicated", self.duplicated),
+            FactRow::new("out_of_order", self.out_of_order, self.order_is_certain),
+        ];
+        rows.extend(self.crossslot.map(|n| FactRow::measured("crossslot", n)));
+        rows.extend(self.max_share_pct.map(|n| FactRow::measured("max_share_pct", n)));
+        rows.extend(self.min_share_pct.map(|n| FactRow::measured("min_share_pct", n)));
+        if let Some(p) = &self.peak {
+            rows.extend([
+                FactRow::measured("peak_jobs_per_s", p.jobs_per_s),
+                FactRow::new("peak_workers", p.workers, p.one_point),
+                FactRow::measured("peak_max_busy_pct", p.max_busy_pct),
+                FactRow::measured("peak_ceiling_jobs_per_s", p.ceiling_jobs_per_s),
+            ]);
+        }
+        if let Some(r) = &self.reshard {
+            rows.extend([
+                FactRow::measured("stall_ms", r.stall_ms),
+                FactRow::measured("other_queues_max_gap_ms", r.other_queues_max_gap_ms),
+                FactRow::measured("keys_moved", r.keys_moved),
+                FactRow::measured("ask", r.ask),
+                FactRow::measured("moved", r.moved),
+                FactRow::measured("tryagain", r.tryagain),
+            ]);
+        }
+        rows
+    }
+}
+
+impl LabProcedure for ClusterSpec {
     fn validate(&mut self) -> Result<(), String> {
         let counts = self.workers_per_queue.counts();
         if self.masters == 0 || self.shards == 0 || self.orders == 0 || counts.is_empty() || counts.contains(&0) {
@@ -539,6 +618,16 @@ impl LabProcedure for ClusterSpec {
         self.run_on(ctx, &cluster).await
     }
 
+    fn needs(&self) -> Needs {
+        let not_external = self.reshard.as_ref().map(|_| "it moves a hash slot between the cluster's masters");
+        Needs { cluster: true, not_external }
+    }
+}
+
+impl Judge for ClusterSpec {
+    type Observed = ClusterObserved;
+    type Facts = ClusterFacts;
+
     fn judge(&self, run: &RunView<'_, ClusterObserved>) -> RunVerdict {
         let o = run.observed;
         let mut v = health(run.events, run.timed_out);
@@ -558,6 +647,75 @@ impl LabProcedure for ClusterSpec {
         v
     }
 
+    fn final_state(&self, o: &ClusterObserved) -> Vec<FinalItem> {
+        let jobs = self.jobs();
+        let mut items: Vec<FinalItem> = Vec::new();
+        for p in &o.points {
+            let n = p.queues.len() as u32;
+            for (q, seen) in p.queues.iter().enumerate() {
+                let want = jobs.iter().filter(|j| shard_of(j.job.order, n) as usize == q).count();
+                let done = seen.applied.len();
+                let subject = if o.points.len() > 1 { format!("{}×{}", seen.tag, p.workers_per_queue) } else { seen.tag.clone() };
+                let should_be = (done != want).then(|| format!("{want}/{want}"));
+                items.push(FinalItem { order: None, subject, value: format!("{done}/{want}"), should_be });
+            }
+            let late = self.tally(p).out_of_order.len();
+            if late > 0 {
+                let subject = "out-of-order".to_string();
+                items.push(FinalItem { order: None, subject, value: late.to_string(), should_be: Some("0".into()) });
+            }
+        }
+        items
+    }
+
+    fn facts(&self, run: &RunView<'_, ClusterObserved>) -> ClusterFacts {
+        let o = run.observed;
+        let tallies: Vec<EffectTally> = o.points.iter().map(|p| self.tally(p)).collect();
+        let measures: Vec<Measures> = o.points.iter().map(measure).collect();
+        let total = |f: fn(&EffectTally) -> usize| tallies.iter().map(f).sum::<usize>() as i64;
+        let mut facts = ClusterFacts {
+            jobs: self.jobs().len() as i64,
+            applied: total(|t| t.applied),
+            duplicated: total(|t| t.duplicated.len()),
+            out_of_order: total(|t| t.out_of_order.len()),
+            order_is_certain: self.order_is_certain(),
+            ..ClusterFacts::default()
+        };
+        let sum = |f: fn(&NodeCounters) -> u64| {
+            o.points.iter().flat_map(|p| &p.masters).map(|m| f(&m.counters) as i64).sum::<i64>()
+        };
+        if self.keys == KeyLayout::Seed {
+            facts.crossslot = Some(sum(|c| c.crossslot));
+            return facts;
+        }
+        let shares = measures.iter().flat_map(|m| m.shares.iter().copied());
+        let (hi, lo) = shares.fold((0.0f64, 100.0f64), |(h, l), s| (h.max(s), l.min(s)));
+        (facts.max_share_pct, facts.min_share_pct) = (Some(hi.round() as i64), Some(lo.round() as i64));
+        if let Some(peak) = measures.iter().max_by_key(|m| m.jobs_per_s).filter(|_| self.is_throughput_run()) {
+            facts.peak = Some(ClusterPeak {
+                jobs_per_s: peak.jobs_per_s,
+                workers: peak.workers as i64,
+                one_point: measures.len() == 1,
+                max_busy_pct: peak.busy.iter().copied().fold(0.0f64, f64::max).round() as i64,
+                ceiling_jobs_per_s: peak.ceiling_jobs_per_s,
+            });
+        }
+        if let Some(r) = &o.reshard {
+            let (stall, other) = gaps(run.events, &r.tag);
+            facts.reshard = Some(ReshardFacts {
+                stall_ms: stall / 1000,
+                other_queues_max_gap_ms: other / 1000,
+                keys_moved: r.keys_moved as i64,
+                ask: sum(|c| c.ask),
+                moved: sum(|c| c.moved),
+                tryagain: sum(|c| c.tryagain),
+            });
+        }
+        facts
+    }
+}
+
+impl Present for ClusterSpec {
     fn describe(&self, lang: Lang) -> String {
         let masters = self.masters;
         let keys = match (self.keys, lang) {
@@ -625,83 +783,12 @@ impl LabProcedure for ClusterSpec {
         )
     }
 
-    fn final_state(&self, o: &ClusterObserved) -> Vec<FinalItem> {
-        let jobs = self.jobs();
-        let mut items: Vec<FinalItem> = Vec::new();
-        for p in &o.points {
-            let n = p.queues.len() as u32;
-            for (q, seen) in p.queues.iter().enumerate() {
-                let want = jobs.iter().filter(|j| shard_of(j.job.order, n) as usize == q).count();
-                let done = seen.applied.len();
-                let subject = if o.points.len() > 1 { format!("{}×{}", seen.tag, p.workers_per_queue) } else { seen.tag.clone() };
-                let should_be = (done != want).then(|| format!("{want}/{want}"));
-                items.push(FinalItem { order: None, subject, value: format!("{done}/{want}"), should_be });
-            }
-            let late = self.tally(p).out_of_order.len();
-            if late > 0 {
-                let subject = "out-of-order".to_string();
-                items.push(FinalItem { order: None, subject, value: late.to_string(), should_be: Some("0".into()) });
-            }
-        }
-        items
-    }
-
-    fn facts(&self, run: &RunView<'_, ClusterObserved>) -> Vec<Fact> {
-        let o = run.observed;
-        let tallies: Vec<EffectTally> = o.points.iter().map(|p| self.tally(p)).collect();
-        let measures: Vec<Measures> = o.points.iter().map(measure).collect();
-        let total = |f: fn(&EffectTally) -> usize| tallies.iter().map(f).sum::<usize>() as i64;
-        let late = total(|t| t.out_of_order.len());
-        let mut facts = vec![
-            Fact::stable("jobs", self.jobs().len() as i64),
-            Fact::stable("applied", total(|t| t.applied)),
-            Fact::stable("duplicated", total(|t| t.duplicated.len())),
-            if self.order_is_certain() { Fact::stable("out_of_order", late) } else { Fact::measured("out_of_order", late) },
-        ];
-        let sum = |f: fn(&NodeCounters) -> u64| {
-            o.points.iter().flat_map(|p| &p.masters).map(|m| f(&m.counters) as i64).sum::<i64>()
-        };
-        if self.keys == KeyLayout::Seed {
-            facts.push(Fact::measured("crossslot", sum(|c| c.crossslot)));
-            return facts;
-        }
-        let shares = measures.iter().flat_map(|m| m.shares.iter().copied());
-        let (hi, lo) = shares.fold((0.0f64, 100.0f64), |(h, l), s| (h.max(s), l.min(s)));
-        facts.extend([Fact::measured("max_share_pct", hi.round() as i64), Fact::measured("min_share_pct", lo.round() as i64)]);
-        if let Some(peak) = measures.iter().max_by_key(|m| m.jobs_per_s).filter(|_| self.is_throughput_run()) {
-            let busy = peak.busy.iter().copied().fold(0.0f64, f64::max).round() as i64;
-            facts.extend([
-                Fact::measured("peak_jobs_per_s", peak.jobs_per_s),
-                Fact { name: "peak_workers", value: peak.workers as i64, stable: measures.len() == 1 },
-                Fact::measured("peak_max_busy_pct", busy),
-                Fact::measured("peak_ceiling_jobs_per_s", peak.ceiling_jobs_per_s),
-            ]);
-        }
-        if let Some(r) = &o.reshard {
-            let (stall, other) = gaps(run.events, &r.tag);
-            facts.extend([
-                Fact::measured("stall_ms", stall / 1000),
-                Fact::measured("other_queues_max_gap_ms", other / 1000),
-                Fact::measured("keys_moved", r.keys_moved as i64),
-                Fact::measured("ask", sum(|c| c.ask)),
-                Fact::measured("moved", sum(|c| c.moved)),
-                Fact::measured("tryagain", sum(|c| c.tryagain)),
-            ]);
-        }
-        facts
-    }
-
-    fn many_orders(&self) -> bool {
-        true
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay { many_orders: true, ..TimelineDisplay::default() }
     }
 
     fn compare(variants: &[VariantRuns<'_, Self>]) -> Vec<Chart> {
         charts::compare(variants)
-    }
-
-    fn needs(&self) -> Needs {
-        let not_external = self.reshard.as_ref().map(|_| "it moves a hash slot between the cluster's masters");
-        Needs { cluster: true, not_external }
     }
 
     fn per_run_lines(&self, runs: &[RunView<'_, ClusterObserved>], lang: Lang) -> Vec<Line> {

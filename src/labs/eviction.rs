@@ -14,7 +14,9 @@
 
 use crate::list_queue::events::ListEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+};
 use crate::checker::durability::{durability, Durability, JobRanges};
 use crate::checker::{health::health, RunVerdict};
 use crate::error::{Context, Error};
@@ -155,9 +157,40 @@ struct Pushes {
     queue_evictions: Vec<(u64, i64)>,
 }
 
-impl LabProcedure for EvictionSpec {
-    type Observed = EvictionObserved;
+/// What an eviction run measured; every figure differs from run to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvictionFacts {
+    pub acked: i64,
+    pub refused: i64,
+    pub held: i64,
+    pub lost_acked: i64,
+    pub queue_evictions: i64,
+    pub ids_without_body: i64,
+    pub cache_evicted: i64,
+    pub evicted_keys: i64,
+    /// The lowest and highest job number lost (0 when none was).
+    pub oldest_lost: i64,
+    pub newest_lost: i64,
+}
 
+impl Facts for EvictionFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![
+            FactRow::measured("acked", self.acked),
+            FactRow::measured("refused", self.refused),
+            FactRow::measured("held", self.held),
+            FactRow::measured("lost_acked", self.lost_acked),
+            FactRow::measured("queue_evictions", self.queue_evictions),
+            FactRow::measured("ids_without_body", self.ids_without_body),
+            FactRow::measured("cache_evicted", self.cache_evicted),
+            FactRow::measured("evicted_keys", self.evicted_keys),
+            FactRow::measured("oldest_lost", self.oldest_lost),
+            FactRow::measured("newest_lost", self.newest_lost),
+        ]
+    }
+}
+
+impl LabProcedure for EvictionSpec {
     fn validate(&mut self) -> Result<(), String> {
         if self.jobs == 0 || self.budget_kib == 0 {
             return Err("setup.jobs and setup.budget_kib: use values > 0".into());
@@ -200,11 +233,40 @@ impl LabProcedure for EvictionSpec {
         };
         Ok(RunOutcome { t0_ns, raw, timed_out: false, observed })
     }
+}
+
+impl Judge for EvictionSpec {
+    type Observed = EvictionObserved;
+    type Facts = EvictionFacts;
 
     fn judge(&self, run: &RunView<'_, EvictionObserved>) -> RunVerdict {
         health(run.events, run.timed_out).and(run.observed.durability().verdict())
     }
 
+    fn final_state(&self, observed: &EvictionObserved) -> Vec<FinalItem> {
+        super::persistence::acknowledged_jobs(&observed.durability())
+    }
+
+    fn facts(&self, run: &RunView<'_, EvictionObserved>) -> EvictionFacts {
+        let o = run.observed;
+        let d = o.durability();
+        let lost: Vec<u64> = d.lost_acked.iter().filter_map(|id| job_number(id)).collect();
+        EvictionFacts {
+            acked: d.acked as i64,
+            refused: d.refused as i64,
+            held: d.held as i64,
+            lost_acked: d.lost_acked.len() as i64,
+            queue_evictions: o.queue_evictions.len() as i64,
+            ids_without_body: o.ids_without_body as i64,
+            cache_evicted: (self.cache_keys - o.cache_left.min(self.cache_keys)) as i64,
+            evicted_keys: o.evicted_keys,
+            oldest_lost: lost.iter().min().map_or(0, |n| *n as i64),
+            newest_lost: lost.iter().max().map_or(0, |n| *n as i64),
+        }
+    }
+}
+
+impl Present for EvictionSpec {
     fn describe(&self, lang: Lang) -> String {
         let (policy, budget, cache, jobs, bytes) =
             (self.policy.name(), self.budget_kib, self.cache_keys, self.jobs, self.job_bytes);
@@ -230,28 +292,6 @@ impl LabProcedure for EvictionSpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         pick(lang, "acknowledged jobs silently gone", "job đã được xác nhận biến mất không báo lỗi").into()
-    }
-
-    fn final_state(&self, observed: &EvictionObserved) -> Vec<FinalItem> {
-        super::persistence::acknowledged_jobs(&observed.durability())
-    }
-
-    fn facts(&self, run: &RunView<'_, EvictionObserved>) -> Vec<Fact> {
-        let o = run.observed;
-        let d = o.durability();
-        let lost: Vec<u64> = d.lost_acked.iter().filter_map(|id| job_number(id)).collect();
-        vec![
-            Fact::measured("acked", d.acked as i64),
-            Fact::measured("refused", d.refused as i64),
-            Fact::measured("held", d.held as i64),
-            Fact::measured("lost_acked", d.lost_acked.len() as i64),
-            Fact::measured("queue_evictions", o.queue_evictions.len() as i64),
-            Fact::measured("ids_without_body", o.ids_without_body as i64),
-            Fact::measured("cache_evicted", (self.cache_keys - o.cache_left.min(self.cache_keys)) as i64),
-            Fact::measured("evicted_keys", o.evicted_keys),
-            Fact::measured("oldest_lost", lost.iter().min().map_or(0, |n| *n as i64)),
-            Fact::measured("newest_lost", lost.iter().max().map_or(0, |n| *n as i64)),
-        ]
     }
 
     fn notes(&self, run: &RunView<'_, EvictionObserved>, lang: Lang) -> RunNotes {

@@ -27,7 +27,10 @@ use crate::labs::failover::events::FailoverEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use super::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
 use super::stream::{self, order_items};
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
+    TimelineDisplay,
+};
 use crate::checker::failover::{self as counting, FailoverCounts, Promoted};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::{Context as _, Error};
@@ -234,9 +237,55 @@ impl FailoverSpec {
     }
 }
 
-impl LabProcedure for FailoverSpec {
-    type Observed = FailoverObserved;
+/// What a failover run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailoverFacts {
+    pub kill_at_ms: i64,
+    pub promoted_after_ms: i64,
+    pub lag_at_kill_ms: i64,
+    pub lag_max_ms: i64,
+    pub behind_bytes: i64,
+    pub confirmed: i64,
+    pub lost_entries: i64,
+    pub lost_applied: i64,
+    pub lost_never_applied: i64,
+    pub acks_lost: i64,
+    pub redelivered_acked: i64,
+    pub redelivered_in_flight: i64,
+    pub duplicates: i64,
+    pub stuck_pending: i64,
+    /// Orders whose row went back to an older version.
+    pub wrong_stale: i64,
+    /// The strategy (CAS) never lowers a version: `wrong_stale` is 0 in every run, a figure a
+    /// snapshot keeps.
+    pub never_lowers_versions: bool,
+    pub orders_last_event_lost: i64,
+}
 
+impl Facts for FailoverFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![
+            FactRow::stable("kill_at_ms", self.kill_at_ms),
+            FactRow::measured("promoted_after_ms", self.promoted_after_ms),
+            FactRow::measured("lag_at_kill_ms", self.lag_at_kill_ms),
+            FactRow::measured("lag_max_ms", self.lag_max_ms),
+            FactRow::measured("behind_bytes", self.behind_bytes),
+            FactRow::measured("confirmed", self.confirmed),
+            FactRow::measured("lost_entries", self.lost_entries),
+            FactRow::measured("lost_applied", self.lost_applied),
+            FactRow::measured("lost_never_applied", self.lost_never_applied),
+            FactRow::measured("acks_lost", self.acks_lost),
+            FactRow::measured("redelivered_acked", self.redelivered_acked),
+            FactRow::measured("redelivered_in_flight", self.redelivered_in_flight),
+            FactRow::measured("duplicates", self.duplicates),
+            FactRow::stable("stuck_pending", self.stuck_pending),
+            FactRow::new("wrong_stale", self.wrong_stale, self.never_lowers_versions),
+            FactRow::measured("orders_last_event_lost", self.orders_last_event_lost),
+        ]
+    }
+}
+
+impl LabProcedure for FailoverSpec {
     fn validate(&mut self) -> Result<(), String> {
         stream::check_consumers(self.consumers)?;
         stream::check_costs(&self.cost_ms)?;
@@ -305,6 +354,11 @@ impl LabProcedure for FailoverSpec {
         tokio::join!(nodes.replica.stop(), nodes.primary.stop());
         Ok(RunOutcome { t0_ns, raw, timed_out: !settled, observed })
     }
+}
+
+impl Judge for FailoverSpec {
+    type Observed = FailoverObserved;
+    type Facts = FailoverFacts;
 
     fn judge(&self, run: &RunView<'_, FailoverObserved>) -> RunVerdict {
         let mut verdict = health(run.events, run.timed_out);
@@ -317,6 +371,48 @@ impl LabProcedure for FailoverSpec {
         verdict
     }
 
+    fn final_state(&self, observed: &FailoverObserved) -> Vec<FinalItem> {
+        // Only an order that went back is wrong here; one whose last event was lost with the
+        // old primary is counted apart (`orders_last_event_lost`).
+        let expected = orders::expected_statuses(&self.events());
+        order_items(&expected, &observed.final_rows)
+            .into_iter()
+            .map(|mut item| {
+                let lost_only = item.should_be.is_some() && !item.order.is_some_and(|o| observed.stale_orders.contains(&o));
+                if lost_only {
+                    item.should_be = None;
+                }
+                item
+            })
+            .collect()
+    }
+
+    fn facts(&self, run: &RunView<'_, FailoverObserved>) -> FailoverFacts {
+        let o = run.observed;
+        let c = &o.counts;
+        FailoverFacts {
+            kill_at_ms: o.kill_at_ms.round() as i64,
+            promoted_after_ms: o.promoted_after_ms.round() as i64,
+            lag_at_kill_ms: o.lag.at_kill_ms.round() as i64,
+            lag_max_ms: o.lag.max_ms.round() as i64,
+            behind_bytes: o.behind_bytes,
+            confirmed: c.confirmed as i64,
+            lost_entries: c.lost() as i64,
+            lost_applied: c.lost_applied as i64,
+            lost_never_applied: c.lost_never_applied as i64,
+            acks_lost: c.acks_lost as i64,
+            redelivered_acked: c.redelivered_acked as i64,
+            redelivered_in_flight: c.redelivered_in_flight as i64,
+            duplicates: o.duplicates,
+            stuck_pending: o.stuck_pending,
+            wrong_stale: stale(&self.versions(), run.events, &o.final_rows).len() as i64,
+            never_lowers_versions: matches!(self.strategy, Strategy::Cas(_)),
+            orders_last_event_lost: o.last_event_lost(&self.events()) as i64,
+        }
+    }
+}
+
+impl Present for FailoverSpec {
     fn describe(&self, lang: Lang) -> String {
         let f = &self.failover;
         let (orders, every, paid, n) = (f.orders, f.order_every_ms, f.paid_after_ms, self.consumers);
@@ -363,54 +459,8 @@ impl LabProcedure for FailoverSpec {
         .to_string()
     }
 
-    fn final_state(&self, observed: &FailoverObserved) -> Vec<FinalItem> {
-        // Only an order that went back is wrong here; one whose last event was lost with the
-        // old primary is counted apart (`orders_last_event_lost`).
-        let expected = orders::expected_statuses(&self.events());
-        order_items(&expected, &observed.final_rows)
-            .into_iter()
-            .map(|mut item| {
-                let lost_only = item.should_be.is_some() && !item.order.is_some_and(|o| observed.stale_orders.contains(&o));
-                if lost_only {
-                    item.should_be = None;
-                }
-                item
-            })
-            .collect()
-    }
-
-    fn facts(&self, run: &RunView<'_, FailoverObserved>) -> Vec<Fact> {
-        let o = run.observed;
-        let c = &o.counts;
-        let stale = stale(&self.versions(), run.events, &o.final_rows).len() as i64;
-        // CAS never lowers a version: 0 in every run, a figure a snapshot keeps.
-        let stale_fact = if matches!(self.strategy, Strategy::Cas(_)) { Fact::stable } else { Fact::measured };
-        vec![
-            Fact::stable("kill_at_ms", o.kill_at_ms.round() as i64),
-            Fact::measured("promoted_after_ms", o.promoted_after_ms.round() as i64),
-            Fact::measured("lag_at_kill_ms", o.lag.at_kill_ms.round() as i64),
-            Fact::measured("lag_max_ms", o.lag.max_ms.round() as i64),
-            Fact::measured("behind_bytes", o.behind_bytes),
-            Fact::measured("confirmed", c.confirmed as i64),
-            Fact::measured("lost_entries", c.lost() as i64),
-            Fact::measured("lost_applied", c.lost_applied as i64),
-            Fact::measured("lost_never_applied", c.lost_never_applied as i64),
-            Fact::measured("acks_lost", c.acks_lost as i64),
-            Fact::measured("redelivered_acked", c.redelivered_acked as i64),
-            Fact::measured("redelivered_in_flight", c.redelivered_in_flight as i64),
-            Fact::measured("duplicates", o.duplicates),
-            Fact::stable("stuck_pending", o.stuck_pending),
-            stale_fact("wrong_stale", stale),
-            Fact::measured("orders_last_event_lost", o.last_event_lost(&self.events()) as i64),
-        ]
-    }
-
-    fn shows_publishing(&self) -> bool {
-        true
-    }
-
-    fn many_orders(&self) -> bool {
-        true
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay { shows_publishing: true, many_orders: true, ..TimelineDisplay::default() }
     }
 
     fn per_run_lines(&self, runs: &[RunView<'_, FailoverObserved>], lang: Lang) -> Vec<Line> {

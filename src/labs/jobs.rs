@@ -14,7 +14,10 @@ pub use plan::{Cell, Fate, JobPlan};
 use crate::technique::events::JobEvent;
 use super::consumer_group::drain;
 use super::worker_pool::{Pool, WorkerTemplate};
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    TimelineDisplay,
+};
 use crate::checker::health::health;
 use crate::checker::{RunVerdict, Verdict};
 use crate::connect::{self, SCHEMA};
@@ -276,9 +279,34 @@ impl Seen {
     }
 }
 
-impl LabProcedure for JobsSpec {
-    type Observed = JobsObserved;
+/// What a jobs run measured; every figure is the same in every run of the variant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobsFacts {
+    /// Jobs whose effect was applied once, never, more than once.
+    pub exactly_once: i64,
+    pub lost: i64,
+    pub duplicated: i64,
+    /// Entries in the stream.
+    pub entries: i64,
+    /// Receipts of a job delivered before.
+    pub redelivered: i64,
+    pub pending_after_run: i64,
+}
 
+impl Facts for JobsFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![
+            FactRow::stable("exactly_once", self.exactly_once),
+            FactRow::stable("lost", self.lost),
+            FactRow::stable("duplicated", self.duplicated),
+            FactRow::stable("entries", self.entries),
+            FactRow::stable("redelivered", self.redelivered),
+            FactRow::stable("pending_after_run", self.pending_after_run),
+        ]
+    }
+}
+
+impl LabProcedure for JobsSpec {
     fn validate(&mut self) -> Result<(), String> {
         super::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         if self.jobs.is_empty() {
@@ -353,6 +381,16 @@ impl LabProcedure for JobsSpec {
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
 
+    fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
+        (self.idmp.is_some() && !server.redis.xadd_idmp).then(|| {
+            format!("needs Redis ≥ 8.6 (XADD … IDMP); this server is {}", server.redis_version)
+        })
+    }
+}
+
+impl Judge for JobsSpec {
+    type Observed = JobsObserved;
+    type Facts = JobsFacts;
     /// Wrong when an effect is not exactly once. A cell that differs from the lab's own
     /// prediction makes the run unknown whatever else it shows: the lab then does not show
     /// what it says it shows, and the variant must not pass as matching.
@@ -376,18 +414,6 @@ impl LabProcedure for JobsSpec {
         v
     }
 
-    fn describe(&self, lang: Lang) -> String {
-        describe(self, lang)
-    }
-
-    fn approach(&self) -> String {
-        self.technique.short()
-    }
-
-    fn wrong_means(&self, lang: Lang) -> String {
-        pick(lang, "an effect not exactly once (lost or duplicated)", "có side effect không đúng một lần (mất hoặc lặp)").to_string()
-    }
-
     fn final_state(&self, observed: &JobsObserved) -> Vec<FinalItem> {
         self.cells(observed, Lang::En)
             .into_iter()
@@ -400,7 +426,7 @@ impl LabProcedure for JobsSpec {
             .collect()
     }
 
-    fn facts(&self, run: &RunView<'_, JobsObserved>) -> Vec<Fact> {
+    fn facts(&self, run: &RunView<'_, JobsObserved>) -> JobsFacts {
         let cells = self.cells(run.observed, Lang::En);
         let count = |f: fn(u32) -> bool| cells.iter().filter(|c| f(c.applied)).count() as i64;
         let redelivered = run
@@ -408,24 +434,35 @@ impl LabProcedure for JobsSpec {
             .iter()
             .filter(|e| matches!(e.kind.family::<JobEvent>(), Some(JobEvent::JobReceived { deliveries, .. }) if deliveries > 1))
             .count() as i64;
-        vec![
-            Fact::stable("exactly_once", count(|n| n == 1)),
-            Fact::stable("lost", count(|n| n == 0)),
-            Fact::stable("duplicated", count(|n| n > 1)),
-            Fact::stable("entries", run.observed.entries as i64),
-            Fact::stable("redelivered", redelivered),
-            Fact::stable("pending_after_run", run.observed.pending_after_run),
-        ]
+        JobsFacts {
+            exactly_once: count(|n| n == 1),
+            lost: count(|n| n == 0),
+            duplicated: count(|n| n > 1),
+            entries: run.observed.entries as i64,
+            redelivered,
+            pending_after_run: run.observed.pending_after_run,
+        }
+    }
+}
+
+impl Present for JobsSpec {
+    fn describe(&self, lang: Lang) -> String {
+        describe(self, lang)
     }
 
-    fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
-        (self.idmp.is_some() && !server.redis.xadd_idmp).then(|| {
-            format!("needs Redis ≥ 8.6 (XADD … IDMP); this server is {}", server.redis_version)
-        })
+    fn approach(&self) -> String {
+        self.technique.short()
     }
 
-    fn shows_publishing(&self) -> bool {
-        self.idmp.is_some() || self.jobs.iter().any(|j| j.copies > 1 || j.resend_after.is_some())
+    fn wrong_means(&self, lang: Lang) -> String {
+        pick(lang, "an effect not exactly once (lost or duplicated)", "có side effect không đúng một lần (mất hoặc lặp)").to_string()
+    }
+
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay {
+            shows_publishing: self.idmp.is_some() || self.jobs.iter().any(|j| j.copies > 1 || j.resend_after.is_some()),
+            ..TimelineDisplay::default()
+        }
     }
 
     fn notes(&self, run: &RunView<'_, JobsObserved>, lang: Lang) -> RunNotes {
@@ -442,7 +479,7 @@ impl LabProcedure for JobsSpec {
         } else {
             pick(lang, "effects per job (from the sink's ledger)", "side effect theo job (theo sổ của sink)")
         };
-        let heading = self.shows_publishing().then(|| {
+        let heading = self.timeline().shows_publishing.then(|| {
             let entries: Vec<Line> =
                 run.observed.stream.iter().map(|(id, job)| Line(vec![Piece::EntryId(id.clone()), Piece::Text(format!(" {job}"))])).collect();
             Line::text("stream: ").and_line(Line::join(entries, ", "))

@@ -11,7 +11,9 @@
 //! is settled and every worker idle, or nothing happened for `observe_ms`, or at `max_ms`.
 
 use crate::list_queue::events::ListEvent;
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+};
 use crate::checker::effect_counts::{effect_counts, Wanted};
 use crate::checker::retry_schedule::{job_schedule, scaled_delays, Attempt};
 use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, ExpectedFate, JobExpectation};
@@ -260,8 +262,6 @@ impl ListQueueSpec {
 }
 
 impl LabProcedure for ListQueueSpec {
-    type Observed = ListQueueObserved;
-
     fn validate(&mut self) -> Result<(), String> {
         super::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         if self.jobs.is_empty() {
@@ -284,6 +284,11 @@ impl LabProcedure for ListQueueSpec {
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<ListQueueObserved>, Error> {
         run::run(self, ctx).await
     }
+}
+
+impl Judge for ListQueueSpec {
+    type Observed = ListQueueObserved;
+    type Facts = ListQueueFacts;
 
     fn judge(&self, run: &RunView<'_, ListQueueObserved>) -> RunVerdict {
         let mut v = health(run.events, run.timed_out).and(self.tally(run.observed));
@@ -296,6 +301,27 @@ impl LabProcedure for ListQueueSpec {
         v
     }
 
+    fn final_state(&self, o: &ListQueueObserved) -> Vec<FinalItem> {
+        let applied = effects_per_job(&o.records);
+        self.labels()
+            .into_iter()
+            .map(|(label, times)| {
+                let n = applied.get(&(label.clone(), EFFECT.to_string())).copied().unwrap_or(0);
+                let dead = o.dead.iter().any(|d| d.job == label);
+                let should_dead = self.jobs.iter().any(|j| j.label() == label && j.fate() != ExpectedFate::Done);
+                let value = if dead { "dead-letter".to_string() } else { format!("{n}×") };
+                let want = if should_dead { "dead-letter".to_string() } else { format!("{times}×") };
+                FinalItem { order: None, subject: label, should_be: (value != want).then_some(want), value }
+            })
+            .collect()
+    }
+
+    fn facts(&self, run: &RunView<'_, ListQueueObserved>) -> ListQueueFacts {
+        facts(self, run)
+    }
+}
+
+impl Present for ListQueueSpec {
     fn describe(&self, lang: Lang) -> String {
         describe(self, lang)
     }
@@ -319,25 +345,6 @@ impl LabProcedure for ListQueueSpec {
             return pick(lang, "a job lost, done twice or done out of order", "job bị mất, làm hai lần hoặc làm sai thứ tự").into();
         }
         pick(lang, "a job lost or done twice", "job bị mất hoặc làm hai lần").into()
-    }
-
-    fn final_state(&self, o: &ListQueueObserved) -> Vec<FinalItem> {
-        let applied = effects_per_job(&o.records);
-        self.labels()
-            .into_iter()
-            .map(|(label, times)| {
-                let n = applied.get(&(label.clone(), EFFECT.to_string())).copied().unwrap_or(0);
-                let dead = o.dead.iter().any(|d| d.job == label);
-                let should_dead = self.jobs.iter().any(|j| j.label() == label && j.fate() != ExpectedFate::Done);
-                let value = if dead { "dead-letter".to_string() } else { format!("{n}×") };
-                let want = if should_dead { "dead-letter".to_string() } else { format!("{times}×") };
-                FinalItem { order: None, subject: label, should_be: (value != want).then_some(want), value }
-            })
-            .collect()
-    }
-
-    fn facts(&self, run: &RunView<'_, ListQueueObserved>) -> Vec<Fact> {
-        facts(self, run)
     }
 
     fn notes(&self, run: &RunView<'_, ListQueueObserved>, lang: Lang) -> RunNotes {
@@ -421,7 +428,7 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
     parts.join("; ")
 }
 
-fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> Vec<Fact> {
+fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> ListQueueFacts {
     let o = run.observed;
     let count = |f: fn(&EventKind) -> bool| run.events.iter().filter(|e| f(&e.kind)).count() as i64;
     let applied = effects_per_job(&o.records);
@@ -434,24 +441,57 @@ fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> Vec<Fact> {
         lost += (times as i64 - n).max(0);
         dup += (n - times as i64).max(0);
     }
-    let mut facts = vec![
-        Fact::stable("jobs_lost", lost),
-        Fact::stable("jobs_done_twice", dup),
-        Fact::stable("left_in_processing", o.processing.len() as i64),
-        Fact::stable("left_in_retry_list", o.retry.len() as i64),
-        Fact::stable("dead_lettered", o.dead.len() as i64),
-        Fact::stable("lrem_found_nothing", count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::ListJobDone { removed: Some(0), .. })))),
-    ];
-    if s.take == Take::Lease {
-        facts.push(Fact::stable("processing_without_lease", o.orphans as i64));
+    ListQueueFacts {
+        jobs_lost: lost,
+        jobs_done_twice: dup,
+        left_in_processing: o.processing.len() as i64,
+        left_in_retry_list: o.retry.len() as i64,
+        dead_lettered: o.dead.len() as i64,
+        lrem_found_nothing: count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::ListJobDone { removed: Some(0), .. }))),
+        processing_without_lease: (s.take == Take::Lease).then_some(o.orphans as i64),
+        requeued: s.reaper.is_some().then(|| count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))),
+        poison_sleeps: s
+            .jobs
+            .iter()
+            .any(|j| j.poison)
+            .then(|| count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Poison { slept_ms, .. }) if slept_ms > 0.0))),
     }
-    if s.reaper.is_some() {
-        facts.push(Fact::measured("requeued", count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))));
+}
+
+/// What a list-queue run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListQueueFacts {
+    /// Effects missing, and applied once too many, over the jobs meant to be done.
+    pub jobs_lost: i64,
+    pub jobs_done_twice: i64,
+    pub left_in_processing: i64,
+    pub left_in_retry_list: i64,
+    pub dead_lettered: i64,
+    /// LREMs of a done job that removed nothing.
+    pub lrem_found_nothing: i64,
+    /// Jobs in processing with no lease (where workers take leases).
+    pub processing_without_lease: Option<i64>,
+    /// Jobs the reaper put back (where there is a reaper).
+    pub requeued: Option<i64>,
+    /// 1 s sleeps over a poison payload (where a job is poison).
+    pub poison_sleeps: Option<i64>,
+}
+
+impl Facts for ListQueueFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut rows = vec![
+            FactRow::stable("jobs_lost", self.jobs_lost),
+            FactRow::stable("jobs_done_twice", self.jobs_done_twice),
+            FactRow::stable("left_in_processing", self.left_in_processing),
+            FactRow::stable("left_in_retry_list", self.left_in_retry_list),
+            FactRow::stable("dead_lettered", self.dead_lettered),
+            FactRow::stable("lrem_found_nothing", self.lrem_found_nothing),
+        ];
+        rows.extend(self.processing_without_lease.map(|n| FactRow::stable("processing_without_lease", n)));
+        rows.extend(self.requeued.map(|n| FactRow::measured("requeued", n)));
+        rows.extend(self.poison_sleeps.map(|n| FactRow::measured("poison_sleeps", n)));
+        rows
     }
-    if s.jobs.iter().any(|j| j.poison) {
-        facts.push(Fact::measured("poison_sleeps", count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Poison { slept_ms, .. }) if slept_ms > 0.0))));
-    }
-    facts
 }
 
 /// The lines after the timeline: the server's deprecation notice, what is left where, and per
@@ -489,16 +529,15 @@ fn notes(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>, lang: Lang) ->
 /// What a run measured, in words, for the line after the seed's claim.
 fn measured(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>, lang: Lang) -> Line {
     let o = run.observed;
-    let facts: BTreeMap<&str, i64> = facts(s, run).iter().map(|f| (f.name, f.value)).collect();
-    let fact = |name: &str| facts.get(name).copied().unwrap_or(0);
+    let facts = facts(s, run);
     let jobs = s.jobs.len();
     let list = |v: &[String]| v.join(", ");
     let mut parts: Vec<Line> = vec![Line::text(crate::tr!(
         lang,
         "{} of {jobs} jobs lost, {} done twice",
         "mất {} trên {jobs} job, {} job làm hai lần",
-        fact("jobs_lost"),
-        fact("jobs_done_twice")
+        facts.jobs_lost,
+        facts.jobs_done_twice
     ))];
     if !o.processing.is_empty() {
         parts.push(Line::text(crate::tr!(lang, "left in processing: {}", "còn trong processing: {}", list(&o.processing))));
@@ -510,11 +549,11 @@ fn measured(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>, lang: Lang)
         let dead: Vec<String> = o.dead.iter().map(|d| format!("{} ({})", d.job, d.reason)).collect();
         parts.push(Line::text(crate::tr!(lang, "dead-lettered: {}", "vào hàng lỗi: {}", dead.join(", "))));
     }
-    if facts.contains_key("requeued") {
-        parts.push(Line::text(pick(lang, "put back by the reaper ", "reaper đưa lại ")).and(Piece::Count(fact("requeued"))).and_text(pick(lang, " times", " lần")));
+    if let Some(requeued) = facts.requeued {
+        parts.push(Line::text(pick(lang, "put back by the reaper ", "reaper đưa lại ")).and(Piece::Count(requeued)).and_text(pick(lang, " times", " lần")));
     }
-    if fact("poison_sleeps") > 0 {
-        parts.push(Line::text(pick(lang, "1 s sleeps over the poison: ", "số lần ngủ 1 s vì payload độc: ")).and(Piece::Count(fact("poison_sleeps"))));
+    if let Some(sleeps) = facts.poison_sleeps.filter(|n| *n > 0) {
+        parts.push(Line::text(pick(lang, "1 s sleeps over the poison: ", "số lần ngủ 1 s vì payload độc: ")).and(Piece::Count(sleeps)));
     }
     if s.check_order {
         parts.push(Line::text(crate::tr!(lang, "done in the order {}", "làm theo thứ tự {}", done_order(&o.records).join(", "))));

@@ -4,7 +4,10 @@
 //! on the same server in the same run.
 
 use super::stream::{self, StreamSpec};
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView, VariantRuns};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
+    TimelineDisplay, VariantRuns,
+};
 use crate::chart::Chart;
 use crate::checker::RunVerdict;
 use crate::connect;
@@ -165,9 +168,47 @@ fn median_rate(rounds: &[XaddRate]) -> XaddRate {
     }
 }
 
-impl LabProcedure for LoadSpec {
-    type Observed = LoadObserved;
+/// What a load run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadFacts {
+    /// Handlers the strategy may run at once.
+    pub handlers: i64,
+    pub most_handlers_at_once: i64,
+    /// Events acknowledged.
+    pub events: i64,
+    pub throughput_eps: i64,
+    pub latency_p50_us: i64,
+    pub latency_p99_us: i64,
+    pub producer_xadd_per_s: i64,
+    pub wrong_orders: i64,
+    pub producer_alone_xadd_per_s: i64,
+    pub producer_alone_p50_us: i64,
+    /// redis-benchmark's XADD rate and latency, where it ran.
+    pub benchmark_xadd_per_s: Option<i64>,
+    pub benchmark_p50_us: Option<i64>,
+}
 
+impl Facts for LoadFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut rows = vec![
+            FactRow::stable("handlers", self.handlers),
+            FactRow::measured("most_handlers_at_once", self.most_handlers_at_once),
+            FactRow::stable("events", self.events),
+            FactRow::measured("throughput_eps", self.throughput_eps),
+            FactRow::measured("latency_p50_us", self.latency_p50_us),
+            FactRow::measured("latency_p99_us", self.latency_p99_us),
+            FactRow::measured("producer_xadd_per_s", self.producer_xadd_per_s),
+            FactRow::measured("wrong_orders", self.wrong_orders),
+            FactRow::measured("producer_alone_xadd_per_s", self.producer_alone_xadd_per_s),
+            FactRow::measured("producer_alone_p50_us", self.producer_alone_p50_us),
+        ];
+        rows.extend(self.benchmark_xadd_per_s.map(|n| FactRow::measured("benchmark_xadd_per_s", n)));
+        rows.extend(self.benchmark_p50_us.map(|n| FactRow::measured("benchmark_p50_us", n)));
+        rows
+    }
+}
+
+impl LabProcedure for LoadSpec {
     fn validate(&mut self) -> Result<(), String> {
         let g = &self.generate;
         if g.orders == 0 || g.types.is_empty() || !(0.0..=1.0).contains(&g.slow_share) {
@@ -191,6 +232,11 @@ impl LabProcedure for LoadSpec {
         let observed = LoadObserved { final_rows: out.observed.final_rows, producer_alone: ours, benchmark: theirs };
         Ok(RunOutcome { t0_ns: out.t0_ns, raw: out.raw, timed_out: out.timed_out, observed })
     }
+}
+
+impl Judge for LoadSpec {
+    type Observed = LoadObserved;
+    type Facts = LoadFacts;
 
     fn judge(&self, run: &RunView<'_, LoadObserved>) -> RunVerdict {
         let spec = self.stream();
@@ -205,6 +251,32 @@ impl LabProcedure for LoadSpec {
         spec.judge(&RunView { run: run.run, events: run.events, timed_out: run.timed_out, observed: &observed })
     }
 
+    fn final_state(&self, observed: &LoadObserved) -> Vec<FinalItem> {
+        stream::order_items(&crate::orders::expected_statuses(&self.stream().events), &observed.final_rows)
+    }
+
+    fn facts(&self, run: &RunView<'_, LoadObserved>) -> LoadFacts {
+        let m = measure(self.shards, run.events);
+        let wrong = self.final_state(run.observed).iter().filter(|i| i.is_wrong()).count() as i64;
+        let (ours, theirs) = (run.observed.producer_alone, run.observed.benchmark);
+        LoadFacts {
+            handlers: self.handler_budget() as i64,
+            most_handlers_at_once: max_concurrent_handlers(run.events) as i64,
+            events: m.acked,
+            throughput_eps: m.throughput_eps,
+            latency_p50_us: m.p50_us,
+            latency_p99_us: m.p99_us,
+            producer_xadd_per_s: m.producer_xadd_per_s,
+            wrong_orders: wrong,
+            producer_alone_xadd_per_s: ours.per_s,
+            producer_alone_p50_us: ours.p50_us,
+            benchmark_xadd_per_s: theirs.map(|b| b.per_s),
+            benchmark_p50_us: theirs.map(|b| b.p50_us),
+        }
+    }
+}
+
+impl Present for LoadSpec {
     fn describe(&self, lang: Lang) -> String {
         let g = &self.generate;
         let (orders, types, share, slow, fast) = (g.orders, g.types.join("/"), g.slow_share * 100.0, g.slow_ms, g.fast_ms);
@@ -231,35 +303,8 @@ impl LabProcedure for LoadSpec {
         crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
     }
 
-    fn final_state(&self, observed: &LoadObserved) -> Vec<FinalItem> {
-        stream::order_items(&crate::orders::expected_statuses(&self.stream().events), &observed.final_rows)
-    }
-
-    fn facts(&self, run: &RunView<'_, LoadObserved>) -> Vec<Fact> {
-        let m = measure(self.shards, run.events);
-        let wrong = self.final_state(run.observed).iter().filter(|i| i.is_wrong()).count() as i64;
-        let (ours, theirs) = (run.observed.producer_alone, run.observed.benchmark);
-        let mut facts = vec![
-            Fact::stable("handlers", self.handler_budget() as i64),
-            Fact::measured("most_handlers_at_once", max_concurrent_handlers(run.events) as i64),
-            Fact::stable("events", m.acked),
-            Fact::measured("throughput_eps", m.throughput_eps),
-            Fact::measured("latency_p50_us", m.p50_us),
-            Fact::measured("latency_p99_us", m.p99_us),
-            Fact::measured("producer_xadd_per_s", m.producer_xadd_per_s),
-            Fact::measured("wrong_orders", wrong),
-            Fact::measured("producer_alone_xadd_per_s", ours.per_s),
-            Fact::measured("producer_alone_p50_us", ours.p50_us),
-        ];
-        if let Some(b) = theirs {
-            facts.push(Fact::measured("benchmark_xadd_per_s", b.per_s));
-            facts.push(Fact::measured("benchmark_p50_us", b.p50_us));
-        }
-        facts
-    }
-
-    fn many_orders(&self) -> bool {
-        true
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay { many_orders: true, ..TimelineDisplay::default() }
     }
 
     /// Throughput, wrong orders and the publish → ack latency distribution per strategy.

@@ -5,7 +5,9 @@
 
 use super::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
 use super::stream::{self, order_items};
-use super::{Fact, FinalItem, LabProcedure, Line, RunContext, RunNotes, RunOutcome, RunView};
+use super::{
+    FinalItem, Judge, LabProcedure, Line, NoFacts, Present, RunContext, RunNotes, RunOutcome, RunView, TimelineDisplay,
+};
 use crate::checker::{delivery, final_state::final_state, health::health, RunVerdict};
 use crate::connect;
 use crate::error::{Context, Error};
@@ -117,14 +119,6 @@ impl OutboxSpec {
 }
 
 impl LabProcedure for OutboxSpec {
-    /// A dispatcher killed while the consumer applies what it published: where the kill falls
-    /// among the consumer's writes is the scheduler's.
-    fn processes_interleave_freely(&self) -> bool {
-        self.outbox.crash_after_xadd_of_row.is_some()
-    }
-
-    type Observed = OutboxObserved;
-
     fn validate(&mut self) -> Result<(), String> {
         stream::check_consumers(self.consumers)?;
         stream::check_costs(&self.cost_ms)?;
@@ -177,6 +171,11 @@ impl LabProcedure for OutboxSpec {
         };
         Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
     }
+}
+
+impl Judge for OutboxSpec {
+    type Observed = OutboxObserved;
+    type Facts = NoFacts;
 
     fn judge(&self, run: &RunView<'_, OutboxObserved>) -> RunVerdict {
         let expected = orders::expected_statuses(&self.events);
@@ -192,6 +191,16 @@ impl LabProcedure for OutboxSpec {
         Some(stream::intended_of(&self.events))
     }
 
+    fn final_state(&self, observed: &OutboxObserved) -> Vec<FinalItem> {
+        order_items(&orders::expected_statuses(&self.events), &observed.final_rows)
+    }
+
+    fn facts(&self, _run: &RunView<'_, OutboxObserved>) -> NoFacts {
+        NoFacts
+    }
+}
+
+impl Present for OutboxSpec {
     fn describe(&self, lang: Lang) -> String {
         let mut parts = vec![dispatcher_phrase(&self.outbox, lang)];
         parts.extend(several_phrase(&self.outbox, lang));
@@ -229,16 +238,14 @@ impl LabProcedure for OutboxSpec {
         }
     }
 
-    fn final_state(&self, observed: &OutboxObserved) -> Vec<FinalItem> {
-        order_items(&orders::expected_statuses(&self.events), &observed.final_rows)
-    }
-
-    fn facts(&self, _run: &RunView<'_, OutboxObserved>) -> Vec<Fact> {
-        Vec::new()
-    }
-
-    fn many_orders(&self) -> bool {
-        self.orders().len() > 1
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay {
+            many_orders: self.orders().len() > 1,
+            // A dispatcher killed while the consumer applies what it published: where the kill falls
+            // among the consumer's writes is the scheduler's.
+            processes_interleave_freely: self.outbox.crash_after_xadd_of_row.is_some(),
+            ..TimelineDisplay::default()
+        }
     }
 
     fn notes(&self, run: &RunView<'_, OutboxObserved>, lang: Lang) -> RunNotes {

@@ -3,7 +3,7 @@
 //! order keeps its status and the outbox stays empty.
 
 use super::stream::order_items;
-use super::{Fact, FinalItem, LabProcedure, RunContext, RunOutcome, RunView};
+use super::{FactRow, Facts, FinalItem, Judge, LabProcedure, Present, RunContext, RunOutcome, RunView};
 use crate::checker::{final_state::final_state, health::health, RunVerdict, Verdict};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
@@ -44,9 +44,20 @@ impl OutboxRollbackSpec {
     }
 }
 
-impl LabProcedure for OutboxRollbackSpec {
-    type Observed = OutboxRollbackObserved;
+/// What a rollback run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutboxRollbackFacts {
+    /// Rows left in the outbox table after the rollback.
+    pub outbox_rows: i64,
+}
 
+impl Facts for OutboxRollbackFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![FactRow::stable("outbox_rows", self.outbox_rows)]
+    }
+}
+
+impl LabProcedure for OutboxRollbackSpec {
     fn validate(&mut self) -> Result<(), String> {
         super::stream::check_events(&self.events)?;
         self.initial = Some(self.initial());
@@ -72,6 +83,11 @@ impl LabProcedure for OutboxRollbackSpec {
         };
         Ok(RunOutcome { t0_ns, raw, timed_out: false, observed })
     }
+}
+
+impl Judge for OutboxRollbackSpec {
+    type Observed = OutboxRollbackObserved;
+    type Facts = OutboxRollbackFacts;
 
     fn judge(&self, run: &RunView<'_, OutboxRollbackObserved>) -> RunVerdict {
         let mut v = health(run.events, run.timed_out).and(final_state(&self.expected(), &run.observed.final_rows));
@@ -81,6 +97,16 @@ impl LabProcedure for OutboxRollbackSpec {
         v
     }
 
+    fn final_state(&self, observed: &OutboxRollbackObserved) -> Vec<FinalItem> {
+        order_items(&self.expected(), &observed.final_rows)
+    }
+
+    fn facts(&self, run: &RunView<'_, OutboxRollbackObserved>) -> OutboxRollbackFacts {
+        OutboxRollbackFacts { outbox_rows: run.observed.outbox_rows }
+    }
+}
+
+impl Present for OutboxRollbackSpec {
     fn describe(&self, lang: Lang) -> String {
         pick(
             lang,
@@ -98,14 +124,6 @@ impl LabProcedure for OutboxRollbackSpec {
         let expected: Vec<String> = self.expected().into_values().collect();
         let expected = expected.join(", ");
         crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
-    }
-
-    fn final_state(&self, observed: &OutboxRollbackObserved) -> Vec<FinalItem> {
-        order_items(&self.expected(), &observed.final_rows)
-    }
-
-    fn facts(&self, run: &RunView<'_, OutboxRollbackObserved>) -> Vec<Fact> {
-        vec![Fact::stable("outbox_rows", run.observed.outbox_rows)]
     }
 }
 

@@ -15,7 +15,9 @@
 
 use crate::list_queue::events::ListEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+};
 use crate::checker::durability::{durability, Durability, JobRanges};
 use crate::checker::{health::health, RunVerdict};
 use crate::error::{Context, Error};
@@ -168,9 +170,39 @@ impl PersistenceSpec {
     }
 }
 
-impl LabProcedure for PersistenceSpec {
-    type Observed = PersistenceObserved;
+/// What a persistence run measured; every figure differs from run to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PersistenceFacts {
+    pub acked: i64,
+    pub held_after_restart: i64,
+    pub lost_acked: i64,
+    pub held_unacked: i64,
+    pub kill_at_ms: i64,
+    pub push_per_s_one_producer: i64,
+    pub push_per_s_concurrent: i64,
+    /// From the last INFO persistence sample before the kill, where one was taken.
+    pub rdb_changes_since_last_save: Option<i64>,
+    pub aof_delayed_fsync: Option<i64>,
+}
 
+impl Facts for PersistenceFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut rows = vec![
+            FactRow::measured("acked", self.acked),
+            FactRow::measured("held_after_restart", self.held_after_restart),
+            FactRow::measured("lost_acked", self.lost_acked),
+            FactRow::measured("held_unacked", self.held_unacked),
+            FactRow::measured("kill_at_ms", self.kill_at_ms),
+            FactRow::measured("push_per_s_one_producer", self.push_per_s_one_producer),
+            FactRow::measured("push_per_s_concurrent", self.push_per_s_concurrent),
+        ];
+        rows.extend(self.rdb_changes_since_last_save.map(|n| FactRow::measured("rdb_changes_since_last_save", n)));
+        rows.extend(self.aof_delayed_fsync.map(|n| FactRow::measured("aof_delayed_fsync", n)));
+        rows
+    }
+}
+
+impl LabProcedure for PersistenceSpec {
     fn validate(&mut self) -> Result<(), String> {
         let [a, b] = self.kill_between_ms;
         if !(a.is_finite() && b.is_finite() && 0.0 < a && a <= b) {
@@ -225,11 +257,38 @@ impl LabProcedure for PersistenceSpec {
         };
         Ok(RunOutcome { t0_ns, raw, timed_out: false, observed })
     }
+}
+
+impl Judge for PersistenceSpec {
+    type Observed = PersistenceObserved;
+    type Facts = PersistenceFacts;
 
     fn judge(&self, run: &RunView<'_, PersistenceObserved>) -> RunVerdict {
         health(run.events, run.timed_out).and(run.observed.durability().verdict())
     }
 
+    fn final_state(&self, observed: &PersistenceObserved) -> Vec<FinalItem> {
+        acknowledged_jobs(&observed.durability())
+    }
+
+    fn facts(&self, run: &RunView<'_, PersistenceObserved>) -> PersistenceFacts {
+        let o = run.observed;
+        let d = o.durability();
+        PersistenceFacts {
+            acked: d.acked as i64,
+            held_after_restart: d.held as i64,
+            lost_acked: d.lost_acked.len() as i64,
+            held_unacked: d.held_unacked.len() as i64,
+            kill_at_ms: o.kill_at_ms.round() as i64,
+            push_per_s_one_producer: o.push_per_s.0.round() as i64,
+            push_per_s_concurrent: o.push_per_s.1.round() as i64,
+            rdb_changes_since_last_save: o.last_sample.as_ref().map(|s| s.rdb_changes_since_last_save),
+            aof_delayed_fsync: o.last_sample.as_ref().map(|s| s.aof_delayed_fsync),
+        }
+    }
+}
+
+impl Present for PersistenceSpec {
     fn describe(&self, lang: Lang) -> String {
         let [a, b] = self.kill_between_ms;
         let rate = self.rate_per_s;
@@ -247,29 +306,6 @@ impl LabProcedure for PersistenceSpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         pick(lang, "acknowledged jobs lost in the restart", "job đã được xác nhận bị mất sau khi khởi động lại").into()
-    }
-
-    fn final_state(&self, observed: &PersistenceObserved) -> Vec<FinalItem> {
-        acknowledged_jobs(&observed.durability())
-    }
-
-    fn facts(&self, run: &RunView<'_, PersistenceObserved>) -> Vec<Fact> {
-        let o = run.observed;
-        let d = o.durability();
-        let mut facts = vec![
-            Fact::measured("acked", d.acked as i64),
-            Fact::measured("held_after_restart", d.held as i64),
-            Fact::measured("lost_acked", d.lost_acked.len() as i64),
-            Fact::measured("held_unacked", d.held_unacked.len() as i64),
-            Fact::measured("kill_at_ms", o.kill_at_ms.round() as i64),
-            Fact::measured("push_per_s_one_producer", o.push_per_s.0.round() as i64),
-            Fact::measured("push_per_s_concurrent", o.push_per_s.1.round() as i64),
-        ];
-        if let Some(s) = &o.last_sample {
-            facts.push(Fact::measured("rdb_changes_since_last_save", s.rdb_changes_since_last_save));
-            facts.push(Fact::measured("aof_delayed_fsync", s.aof_delayed_fsync));
-        }
-        facts
     }
 
     fn notes(&self, run: &RunView<'_, PersistenceObserved>, lang: Lang) -> RunNotes {

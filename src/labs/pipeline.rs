@@ -13,7 +13,10 @@ pub use plan::{Burst, Fault, PlannedJob, Workload};
 use crate::technique::events::JobEvent;
 use super::consumer_group::drain;
 use super::worker_pool::{Pool, WorkerTemplate};
-use super::{Fact, FinalItem, LabProcedure, Line, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Present, RunContext, RunNotes, RunOutcome, RunView,
+    VariantRuns,
+};
 use crate::chart::Chart;
 use crate::checker::health::health;
 use crate::checker::total_queue::{self, DeadLetter, ExpectedFate, JobExpectation, TotalQueue};
@@ -170,9 +173,54 @@ impl Progress {
     }
 }
 
-impl LabProcedure for PipelineSpec {
-    type Observed = PipelineObserved;
+/// What a pipeline run measured; a latency no job of its priority had is -1.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PipelineFacts {
+    pub jobs: i64,
+    pub exactly_once: i64,
+    pub dead_lettered: i64,
+    pub lost: i64,
+    pub duplicated: i64,
+    pub wrongly_dead: i64,
+    pub pending_after_run: i64,
+    /// The counts above differ from run to run: the seed's handler kills every process that
+    /// takes an unparseable job, the claimer too, and which other jobs it held then, and so
+    /// how many are stranded, is the scheduler's.
+    pub counts_vary: bool,
+    pub restarts: i64,
+    pub jobs_per_s: i64,
+    pub critical_p50_ms: i64,
+    pub critical_p99_ms: i64,
+    pub normal_p50_ms: i64,
+    pub normal_p99_ms: i64,
+    pub low_p50_ms: i64,
+    pub low_p99_ms: i64,
+}
 
+impl Facts for PipelineFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let count = |name, n| FactRow::new(name, n, !self.counts_vary);
+        vec![
+            FactRow::stable("jobs", self.jobs),
+            count("exactly_once", self.exactly_once),
+            count("dead_lettered", self.dead_lettered),
+            count("lost", self.lost),
+            count("duplicated", self.duplicated),
+            count("wrongly_dead", self.wrongly_dead),
+            count("pending_after_run", self.pending_after_run),
+            FactRow::measured("restarts", self.restarts),
+            FactRow::measured("jobs_per_s", self.jobs_per_s),
+            FactRow::measured("critical_p50_ms", self.critical_p50_ms),
+            FactRow::measured("critical_p99_ms", self.critical_p99_ms),
+            FactRow::measured("normal_p50_ms", self.normal_p50_ms),
+            FactRow::measured("normal_p99_ms", self.normal_p99_ms),
+            FactRow::measured("low_p50_ms", self.low_p50_ms),
+            FactRow::measured("low_p99_ms", self.low_p99_ms),
+        ]
+    }
+}
+
+impl LabProcedure for PipelineSpec {
     fn validate(&mut self) -> Result<(), String> {
         super::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         self.workload.validate()?;
@@ -243,7 +291,11 @@ impl LabProcedure for PipelineSpec {
         let observed = PipelineObserved { jobs, applied, dlq, pending_after_run, restarts };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
+}
 
+impl Judge for PipelineSpec {
+    type Observed = PipelineObserved;
+    type Facts = PipelineFacts;
     /// Wrong when a job is not done exactly once and not in the DLQ with its reason.
     fn judge(&self, run: &RunView<'_, PipelineObserved>) -> RunVerdict {
         let mut v = health(run.events, run.timed_out);
@@ -254,23 +306,6 @@ impl LabProcedure for PipelineSpec {
             }
         }
         v
-    }
-
-    fn describe(&self, lang: Lang) -> String {
-        describe(self, lang)
-    }
-
-    fn approach(&self) -> String {
-        if self.is_seed() { "seed production worker" } else { "corrected worker" }.to_string()
-    }
-
-    fn wrong_means(&self, lang: Lang) -> String {
-        pick(
-            lang,
-            "a job not done exactly once and not in the DLQ with its reason (lost, duplicated, or dead for the wrong reason)",
-            "có job không xong đúng một lần và không nằm trong DLQ với đúng lý do (mất, lặp, hoặc vào DLQ sai lý do)",
-        )
-        .to_string()
     }
 
     fn final_state(&self, observed: &PipelineObserved) -> Vec<FinalItem> {
@@ -289,30 +324,47 @@ impl LabProcedure for PipelineSpec {
         ]
     }
 
-    fn facts(&self, run: &RunView<'_, PipelineObserved>) -> Vec<Fact> {
+    fn facts(&self, run: &RunView<'_, PipelineObserved>) -> PipelineFacts {
         let t = Self::tally(run.observed);
-        // The seed's handler kills every process that takes an unparseable job, the claimer
-        // too: which other jobs it held then, and so how many are stranded, is the scheduler's.
-        let count = if self.is_seed() { Fact::measured } else { Fact::stable };
         let l = stats::latencies(run.events);
         let ms = |p: usize, q: f64| l.quantile_us(p, q).map_or(-1, |us| (us as f64 / 1000.0).round() as i64);
-        vec![
-            Fact::stable("jobs", t.jobs as i64),
-            count("exactly_once", t.exactly_once as i64),
-            count("dead_lettered", t.dead_lettered as i64),
-            count("lost", t.lost.len() as i64),
-            count("duplicated", t.duplicated.len() as i64),
-            count("wrongly_dead", t.wrongly_dead.len() as i64),
-            count("pending_after_run", run.observed.pending_after_run),
-            Fact::measured("restarts", run.observed.restarts as i64),
-            Fact::measured("jobs_per_s", l.throughput()),
-            Fact::measured("critical_p50_ms", ms(0, 0.5)),
-            Fact::measured("critical_p99_ms", ms(0, 0.99)),
-            Fact::measured("normal_p50_ms", ms(1, 0.5)),
-            Fact::measured("normal_p99_ms", ms(1, 0.99)),
-            Fact::measured("low_p50_ms", ms(2, 0.5)),
-            Fact::measured("low_p99_ms", ms(2, 0.99)),
-        ]
+        PipelineFacts {
+            jobs: t.jobs as i64,
+            exactly_once: t.exactly_once as i64,
+            dead_lettered: t.dead_lettered as i64,
+            lost: t.lost.len() as i64,
+            duplicated: t.duplicated.len() as i64,
+            wrongly_dead: t.wrongly_dead.len() as i64,
+            pending_after_run: run.observed.pending_after_run,
+            counts_vary: self.is_seed(),
+            restarts: run.observed.restarts as i64,
+            jobs_per_s: l.throughput(),
+            critical_p50_ms: ms(0, 0.5),
+            critical_p99_ms: ms(0, 0.99),
+            normal_p50_ms: ms(1, 0.5),
+            normal_p99_ms: ms(1, 0.99),
+            low_p50_ms: ms(2, 0.5),
+            low_p99_ms: ms(2, 0.99),
+        }
+    }
+}
+
+impl Present for PipelineSpec {
+    fn describe(&self, lang: Lang) -> String {
+        describe(self, lang)
+    }
+
+    fn approach(&self) -> String {
+        if self.is_seed() { "seed production worker" } else { "corrected worker" }.to_string()
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        pick(
+            lang,
+            "a job not done exactly once and not in the DLQ with its reason (lost, duplicated, or dead for the wrong reason)",
+            "có job không xong đúng một lần và không nằm trong DLQ với đúng lý do (mất, lặp, hoặc vào DLQ sai lý do)",
+        )
+        .to_string()
     }
 
     fn notes(&self, run: &RunView<'_, PipelineObserved>, lang: Lang) -> RunNotes {

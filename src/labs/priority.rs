@@ -19,7 +19,10 @@ pub mod seed_lines;
 
 use crate::priority_queue::PriorityEvent;
 use super::job_run::JobRun;
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    VariantRuns,
+};
 use crate::checker::health::health;
 use crate::checker::priority::{self, BacklogMeasures, Claims, PriorityMeasures};
 use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
@@ -351,8 +354,6 @@ impl Driver<'_> {
 }
 
 impl LabProcedure for PrioritySpec {
-    type Observed = PriorityObserved;
-
     fn validate(&mut self) -> Result<(), String> {
         self.worker_loop.validate(3)?;
         if self.cost_ms.array().iter().any(|c| !c.is_finite() || *c < 0.0) {
@@ -414,12 +415,34 @@ impl LabProcedure for PrioritySpec {
         };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
+}
+
+impl Judge for PrioritySpec {
+    type Observed = PriorityObserved;
+    type Facts = PriorityFacts;
 
     fn judge(&self, run: &RunView<'_, PriorityObserved>) -> RunVerdict {
         let m = priority::measure(run.events);
         health(run.events, run.timed_out).and(priority::judge(&self.claims, &m, run.observed.scale))
     }
 
+    fn final_state(&self, observed: &PriorityObserved) -> Vec<FinalItem> {
+        let all = observed.queued;
+        vec![FinalItem {
+            order: None,
+            subject: "jobs done".to_string(),
+            value: format!("{}/{all}", observed.done),
+            should_be: (observed.done != all).then(|| format!("{all}/{all}")),
+        }]
+    }
+
+    fn facts(&self, run: &RunView<'_, PriorityObserved>) -> PriorityFacts {
+        let [c, n, l] = self.cost_ms.array();
+        measure_facts(&priority::measure(run.events), &self.claims, c != n || n != l)
+    }
+}
+
+impl Present for PrioritySpec {
     fn describe(&self, lang: Lang) -> String {
         let mut parts = vec![loop_phrase(&self.worker_loop, lang)];
         let [c, n, l] = self.cost_ms.array();
@@ -450,21 +473,6 @@ impl LabProcedure for PrioritySpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         claims_phrase(&self.claims, lang)
-    }
-
-    fn final_state(&self, observed: &PriorityObserved) -> Vec<FinalItem> {
-        let all = observed.queued;
-        vec![FinalItem {
-            order: None,
-            subject: "jobs done".to_string(),
-            value: format!("{}/{all}", observed.done),
-            should_be: (observed.done != all).then(|| format!("{all}/{all}")),
-        }]
-    }
-
-    fn facts(&self, run: &RunView<'_, PriorityObserved>) -> Vec<Fact> {
-        let [c, n, l] = self.cost_ms.array();
-        measure_facts(&priority::measure(run.events), &self.claims, c != n || n != l)
     }
 
     fn notes(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> RunNotes {
@@ -685,47 +693,79 @@ fn ms(x: f64) -> i64 {
     x.round() as i64
 }
 
-fn measure_facts(m: &PriorityMeasures, claims: &Claims, costs_differ: bool) -> Vec<Fact> {
-    let mut f = Vec::new();
+fn measure_facts(m: &PriorityMeasures, claims: &Claims, costs_differ: bool) -> PriorityFacts {
+    let mut f = PriorityFacts::default();
     if let Some(b) = &m.backlog {
         if claims.strict {
-            f.push(Fact::stable("backlog_lower_before_critical", b.lower_before_critical_drained as i64));
+            f.backlog_lower_before_critical = Some(b.lower_before_critical_drained as i64);
         }
-        if let Some(s) = b.served_while_all_backlogged {
-            f.push(Fact::stable("served_critical_while_backlogged", s[0] as i64));
-            f.push(Fact::stable("served_normal_while_backlogged", s[1] as i64));
-            f.push(Fact::stable("served_low_while_backlogged", s[2] as i64));
-        }
-        if let Some(g) = b.low_gap_ms {
-            f.push(Fact::measured("backlog_low_gap_ms", ms(g)));
-        }
+        f.served_while_backlogged = b.served_while_all_backlogged.map(|s| s.map(|n| n as i64));
+        f.backlog_low_gap_ms = b.low_gap_ms.map(ms);
         if let (Some(w), true) = (b.work_ms_while_all_backlogged, costs_differ) {
             let total: f64 = w.iter().sum();
             if total > 0.0 {
-                f.push(Fact::measured("work_share_low_pct", ms(w[2] * 100.0 / total)));
+                f.work_share_low_pct = Some(ms(w[2] * 100.0 / total));
             }
         }
     }
-    if let Some(p) = m.aligned_probe_ms {
-        f.push(Fact::measured("aligned_probe_wait_ms", ms(p)));
-    }
-    if let Some(r) = m.burst_jobs_per_s {
-        f.push(Fact::measured("burst_critical_jobs_per_s", ms(r)));
-    }
-    if let Some(w) = &m.trickle_critical {
-        f.push(Fact::measured("trickle_critical_p50_ms", ms(w.p50_ms)));
-        f.push(Fact::measured("trickle_critical_p90_ms", ms(w.p90_ms)));
-    }
-    if let Some(w) = &m.trickle_lower {
-        f.push(Fact::measured("trickle_low_max_wait_ms", ms(w.max_ms)));
-    }
-    if let Some(w) = &m.random_probes {
-        f.push(Fact::measured("probe_p50_ms", ms(w.p50_ms)));
-        f.push(Fact::measured("probe_max_ms", ms(w.max_ms)));
-    }
-    f.push(Fact::measured("empty_reads", m.empty_reads as i64));
-    f.push(Fact::measured("longest_empty_read_ms", ms(m.longest_empty_read_ms)));
+    f.aligned_probe_wait_ms = m.aligned_probe_ms.map(ms);
+    f.burst_critical_jobs_per_s = m.burst_jobs_per_s.map(ms);
+    f.trickle_critical_p50_ms = m.trickle_critical.as_ref().map(|w| ms(w.p50_ms));
+    f.trickle_critical_p90_ms = m.trickle_critical.as_ref().map(|w| ms(w.p90_ms));
+    f.trickle_low_max_wait_ms = m.trickle_lower.as_ref().map(|w| ms(w.max_ms));
+    f.probe_p50_ms = m.random_probes.as_ref().map(|w| ms(w.p50_ms));
+    f.probe_max_ms = m.random_probes.as_ref().map(|w| ms(w.max_ms));
+    f.empty_reads = m.empty_reads as i64;
+    f.longest_empty_read_ms = ms(m.longest_empty_read_ms);
     f
+}
+
+/// What a priority run measured, phase by phase; a phase the run did not have leaves None.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorityFacts {
+    /// Lower-priority jobs served before the critical backlog drained (a strict claim only).
+    pub backlog_lower_before_critical: Option<i64>,
+    /// Jobs served per priority (critical, normal, low) while all three were backlogged.
+    pub served_while_backlogged: Option<[i64; 3]>,
+    pub backlog_low_gap_ms: Option<i64>,
+    /// The low priority's share of the handler time while all were backlogged, where costs differ.
+    pub work_share_low_pct: Option<i64>,
+    pub aligned_probe_wait_ms: Option<i64>,
+    pub burst_critical_jobs_per_s: Option<i64>,
+    pub trickle_critical_p50_ms: Option<i64>,
+    pub trickle_critical_p90_ms: Option<i64>,
+    pub trickle_low_max_wait_ms: Option<i64>,
+    pub probe_p50_ms: Option<i64>,
+    pub probe_max_ms: Option<i64>,
+    pub empty_reads: i64,
+    pub longest_empty_read_ms: i64,
+}
+
+impl Facts for PriorityFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut f = Vec::new();
+        f.extend(self.backlog_lower_before_critical.map(|n| FactRow::stable("backlog_lower_before_critical", n)));
+        if let Some([critical, normal, low]) = self.served_while_backlogged {
+            f.push(FactRow::stable("served_critical_while_backlogged", critical));
+            f.push(FactRow::stable("served_normal_while_backlogged", normal));
+            f.push(FactRow::stable("served_low_while_backlogged", low));
+        }
+        let measured = [
+            ("backlog_low_gap_ms", self.backlog_low_gap_ms),
+            ("work_share_low_pct", self.work_share_low_pct),
+            ("aligned_probe_wait_ms", self.aligned_probe_wait_ms),
+            ("burst_critical_jobs_per_s", self.burst_critical_jobs_per_s),
+            ("trickle_critical_p50_ms", self.trickle_critical_p50_ms),
+            ("trickle_critical_p90_ms", self.trickle_critical_p90_ms),
+            ("trickle_low_max_wait_ms", self.trickle_low_max_wait_ms),
+            ("probe_p50_ms", self.probe_p50_ms),
+            ("probe_max_ms", self.probe_max_ms),
+        ];
+        f.extend(measured.into_iter().filter_map(|(name, n)| n.map(|n| FactRow::measured(name, n))));
+        f.push(FactRow::measured("empty_reads", self.empty_reads));
+        f.push(FactRow::measured("longest_empty_read_ms", self.longest_empty_read_ms));
+        f
+    }
 }
 
 /// Lines after the timeline: per phase, the order jobs were served and how long they waited.

@@ -2,8 +2,10 @@
 //! `[setup]` (its own keys, `kind = "…"` picks it) that can run once on the servers, judge
 //! what a run recorded, and describe itself and its runs in both languages.
 //!
-//! Implementing [`LabProcedure`] for a new spec is what the compiler asks of a new lab kind;
-//! `lab_kinds!` in `labs.rs` then wires it in with one line.
+//! A new lab kind implements three traits on its spec: [`LabProcedure`] (what runs on the
+//! servers), [`Judge`] (pure: the verdict, final state and typed [`Facts`] of a recorded run)
+//! and [`Present`] (its words, lines and charts, with [`TimelineDisplay`] choices); the
+//! compiler lists what is missing, and `lab_kinds!` in `labs.rs` then wires it in with one line.
 
 use super::RunContext;
 use crate::chart::Chart;
@@ -13,15 +15,13 @@ use crate::error::Error;
 use crate::lang::{Lang, Words};
 use crate::timeline::{Event, RawEvent};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A lab kind: its spec is `Self`.
+/// A lab kind: its spec is `Self`. What runs on the servers is here; what judges a recorded
+/// run is [`Judge`] and how it reads in a report is [`Present`].
 #[allow(async_fn_in_trait)] // The orchestrator's runtime is single-threaded: no Send bound needed.
-pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
-    /// What one run observed on the servers: the final state the judge reads, typed facts.
-    type Observed: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned;
-
+pub trait LabProcedure: Judge + Present {
     /// Rules the types cannot express, checked before any server starts. The message is one
     /// line naming the key and the fix (`setup.consumers = 0: use at least 1`).
     fn validate(&mut self) -> Result<(), String>;
@@ -29,9 +29,55 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     /// Run once on the servers and report what happened.
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<Self::Observed>, Error>;
 
-    /// The verdict of a recorded run: a pure function, so `ordlab check` can re-judge it.
+    /// What the lab needs from the servers beyond the shared Redis and PostgreSQL, checked
+    /// before anything starts (default: nothing more).
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+
+    /// What this server lacks to run the lab, in one line naming it and the version that has
+    /// it (`needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15`); None to run (default).
+    fn missing(&self, _server: &crate::service::ServerInfo) -> Option<String> {
+        None
+    }
+}
+
+/// What a lab kind reads from a recorded run: pure functions of the spec and the run, so
+/// `ordlab check` can re-judge a saved run without servers.
+pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// What one run observed on the servers: the final state the judge reads.
+    type Observed: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned;
+
+    /// What one run measured (on the servers or in its timeline), field by field.
+    type Facts: Facts;
+
+    /// The verdict of a recorded run.
     fn judge(&self, run: &RunView<'_, Self::Observed>) -> RunVerdict;
 
+    /// The state a run ended in, item by item (an order's status, a count), with what each
+    /// should have been.
+    fn final_state(&self, observed: &Self::Observed) -> Vec<FinalItem>;
+
+    /// What the run measured.
+    fn facts(&self, run: &RunView<'_, Self::Observed>) -> Self::Facts;
+
+    /// The events the lab means to deliver, for the fates checker (`checker::fates`: applied,
+    /// dropped, lost, out of order). None where nothing is delivered through a queue (default).
+    fn intended(&self) -> Option<Vec<Intended>> {
+        None
+    }
+
+    /// The ideal length of a run in ms given only its injected delays (each consumer does its
+    /// work back to back, no job before its publish time): what `ordlab bench` divides the
+    /// wall time by. None where the lab injects no handler work (default).
+    fn critical_path_ms(&self, _events: &[Event], _scale: f64) -> Option<f64> {
+        None
+    }
+}
+
+/// How a lab kind and its runs read in a report, in both languages. Only the three sentences
+/// about the set-up are required; everything else defaults to nothing.
+pub trait Present: Judge {
     /// The set-up in one line, derived from the spec so an edited scenario describes itself.
     fn describe(&self, lang: Lang) -> String;
 
@@ -41,35 +87,9 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     /// What makes a run wrong, after "→ wrong": `final state (not paid)`.
     fn wrong_means(&self, lang: Lang) -> String;
 
-    /// The state a run ended in, item by item (an order's status, a count), with what each
-    /// should have been.
-    fn final_state(&self, observed: &Self::Observed) -> Vec<FinalItem>;
-
-    /// What the run measured (on the servers or in its timeline), in print order.
-    fn facts(&self, run: &RunView<'_, Self::Observed>) -> Vec<Fact>;
-
-    /// The ideal length of a run in ms given only its injected delays (each consumer does its
-    /// work back to back, no job before its publish time): what `ordlab bench` divides the
-    /// wall time by. None where the lab injects no handler work (default).
-    fn critical_path_ms(&self, _events: &[Event], _scale: f64) -> Option<f64> {
-        None
-    }
-
-    /// What this server lacks to run the lab, in one line naming it and the version that has
-    /// it (`needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15`); None to run (default).
-    fn missing(&self, _server: &crate::service::ServerInfo) -> Option<String> {
-        None
-    }
-
-    /// Does the text timeline show publish attempts? Only where publishing has a schedule or
-    /// faults worth seeing, as in the seed's output (default: no).
-    fn shows_publishing(&self) -> bool {
-        false
-    }
-
-    /// Does the lab have several orders (timeline lines then name the order)?
-    fn many_orders(&self) -> bool {
-        false
+    /// How the run's timeline is shown (default: [`TimelineDisplay::default`]).
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay::default()
     }
 
     /// A heading for the run's timeline and lines after it (default: none).
@@ -80,33 +100,6 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     /// Lines about every run of the variant, printed after the final states (default: none).
     fn per_run_lines(&self, _runs: &[RunView<'_, Self::Observed>], _lang: Lang) -> Vec<Line> {
         Vec::new()
-    }
-
-    /// What the lab needs from the servers beyond the shared Redis and PostgreSQL, checked
-    /// before anything starts (default: nothing more).
-    fn needs(&self) -> Needs {
-        Needs::default()
-    }
-
-    /// Do the lab's processes run side by side with no order between them beyond publish →
-    /// receive (a dispatcher crashing while a consumer applies what it published)? A
-    /// snapshot then lists the timeline process by process, as for a scheduler race, since
-    /// the interleaving across processes differs from run to run (default: no).
-    fn processes_interleave_freely(&self) -> bool {
-        false
-    }
-
-    /// In a scheduler-race variant, is each process's own sequence of lines the same in every
-    /// run (only the interleaving across processes varies)? A snapshot then lists the timeline
-    /// process by process instead of leaving it out (default: no).
-    fn per_process_stable(&self) -> bool {
-        false
-    }
-
-    /// The events the lab means to deliver, for the fates checker (`checker::fates`: applied,
-    /// dropped, lost, out of order). None where nothing is delivered through a queue (default).
-    fn intended(&self) -> Option<Vec<Intended>> {
-        None
     }
 
     /// A sentence about the variant's runs for the SUMMARY table (English; default none).
@@ -132,6 +125,42 @@ pub trait LabProcedure: Clone + fmt::Debug + PartialEq + Serialize + Deserialize
     where
         Self: Sized,
     {
+        Vec::new()
+    }
+}
+
+/// How a run's timeline is shown; every choice is off by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimelineDisplay {
+    /// The text timeline shows publish attempts: only where publishing has a schedule or
+    /// faults worth seeing, as in the seed's output.
+    pub shows_publishing: bool,
+    /// The lab has several orders (timeline lines then name the order).
+    pub many_orders: bool,
+    /// The lab's processes run side by side with no order between them beyond publish →
+    /// receive (a dispatcher crashing while a consumer applies what it published). A
+    /// snapshot then lists the timeline process by process, as for a scheduler race, since
+    /// the interleaving across processes differs from run to run.
+    pub processes_interleave_freely: bool,
+    /// In a scheduler-race variant, each process's own sequence of lines is the same in every
+    /// run (only the interleaving across processes varies). A snapshot then lists the
+    /// timeline process by process instead of leaving it out.
+    pub per_process_stable: bool,
+}
+
+/// A kind's measurements of one run: a struct with one field per figure, turned into
+/// `name=value` rows only to be printed.
+pub trait Facts: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// The figures in print order, each with whether a snapshot keeps it.
+    fn rows(&self) -> Vec<FactRow>;
+}
+
+/// The facts of a kind that measures nothing beyond its final state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoFacts;
+
+impl Facts for NoFacts {
+    fn rows(&self) -> Vec<FactRow> {
         Vec::new()
     }
 }
@@ -167,7 +196,7 @@ pub struct RunView<'a, O> {
 }
 
 /// A variant's spec and runs, for charts that compare variants.
-pub struct VariantRuns<'a, P: LabProcedure> {
+pub struct VariantRuns<'a, P: Judge> {
     pub id: &'a str,
     pub title: &'a Words,
     pub spec: &'a P,
@@ -193,21 +222,26 @@ impl FinalItem {
     }
 }
 
-/// One measured figure of a run.
+/// One measured figure of a run as a report prints it (`name=value`): made from a kind's
+/// [`Facts`] for printing, never read back.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Fact {
+pub struct FactRow {
     pub name: &'static str,
     pub value: i64,
     /// The same in every run of the variant (a snapshot keeps it); otherwise redacted.
     pub stable: bool,
 }
 
-impl Fact {
-    pub fn stable(name: &'static str, value: i64) -> Fact {
-        Fact { name, value, stable: true }
+impl FactRow {
+    pub fn stable(name: &'static str, value: i64) -> FactRow {
+        FactRow { name, value, stable: true }
     }
-    pub fn measured(name: &'static str, value: i64) -> Fact {
-        Fact { name, value, stable: false }
+    pub fn measured(name: &'static str, value: i64) -> FactRow {
+        FactRow { name, value, stable: false }
+    }
+    /// Stable or measured as `stable` says.
+    pub fn new(name: &'static str, value: i64, stable: bool) -> FactRow {
+        FactRow { name, value, stable }
     }
 }
 

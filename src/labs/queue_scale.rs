@@ -15,7 +15,9 @@
 
 mod charts;
 
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView, VariantRuns};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView, VariantRuns,
+};
 use crate::chart::Chart;
 use crate::checker::limit::{classify_at, CpuReading, Limit, CONTENDED_MACHINE_PCT};
 use crate::checker::{health::health, RunVerdict, Verdict};
@@ -348,9 +350,34 @@ impl QueueScaleSpec {
     }
 }
 
-impl LabProcedure for QueueScaleSpec {
-    type Observed = QueueScaleObserved;
+/// What a queue-scale run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueScaleFacts {
+    /// Worker counts measured.
+    pub points: i64,
+    pub peak_jobs_per_s: i64,
+    /// The last point's rate over the first's, times 100.
+    pub speedup_x100: i64,
+    /// Workers from which more stop helping (0: none found).
+    pub knee_workers: i64,
+    pub redis_ns_per_job_busiest: i64,
+    pub max_redis_pct: i64,
+}
 
+impl Facts for QueueScaleFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![
+            FactRow::stable("points", self.points),
+            FactRow::measured("peak_jobs_per_s", self.peak_jobs_per_s),
+            FactRow::measured("speedup_x100", self.speedup_x100),
+            FactRow::measured("knee_workers", self.knee_workers),
+            FactRow::measured("redis_ns_per_job_busiest", self.redis_ns_per_job_busiest),
+            FactRow::measured("max_redis_pct", self.max_redis_pct),
+        ]
+    }
+}
+
+impl LabProcedure for QueueScaleSpec {
     fn validate(&mut self) -> Result<(), String> {
         if self.workers.is_empty() || self.workers.contains(&0) || !self.workers.windows(2).all(|w| w[0] < w[1]) {
             return Err("setup.workers: list worker counts ≥ 1 in increasing order, e.g. [1, 2, 4, 8]".into());
@@ -397,6 +424,11 @@ impl LabProcedure for QueueScaleSpec {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         Ok(RunOutcome { t0_ns, raw, timed_out: false, observed: QueueScaleObserved { cores, points } })
     }
+}
+
+impl Judge for QueueScaleSpec {
+    type Observed = QueueScaleObserved;
+    type Facts = QueueScaleFacts;
 
     fn judge(&self, run: &RunView<'_, QueueScaleObserved>) -> RunVerdict {
         let mut v = health(run.events, run.timed_out);
@@ -410,6 +442,29 @@ impl LabProcedure for QueueScaleSpec {
         v
     }
 
+    fn final_state(&self, _observed: &QueueScaleObserved) -> Vec<FinalItem> {
+        Vec::new()
+    }
+
+    fn facts(&self, run: &RunView<'_, QueueScaleObserved>) -> QueueScaleFacts {
+        let o = run.observed;
+        let summary = summarize(&[o]);
+        let rate = |p: Option<&PointSummary>| p.map_or(0.0, |p| p.jobs_per_s);
+        let speedup = if rate(summary.first()) > 0.0 { rate(summary.last()) / rate(summary.first()) } else { 0.0 };
+        let per_job = busiest(&summary).and_then(|p| p.redis_us_per_job);
+        let peak = o.points.iter().map(ScalePoint::redis_pct).fold(0.0, f64::max);
+        QueueScaleFacts {
+            points: o.points.len() as i64,
+            peak_jobs_per_s: summary.iter().map(|p| p.jobs_per_s).fold(0.0, f64::max).round() as i64,
+            speedup_x100: (speedup * 100.0).round() as i64,
+            knee_workers: knee(&summary).map_or(0, |k| k.from as i64),
+            redis_ns_per_job_busiest: per_job.map_or(0, |us| (us * 1000.0).round() as i64),
+            max_redis_pct: peak.round() as i64,
+        }
+    }
+}
+
+impl Present for QueueScaleSpec {
     fn describe(&self, lang: Lang) -> String {
         let workers: Vec<String> = self.workers.iter().map(u32::to_string).collect();
         let (q, w, h, n, warm, win) =
@@ -431,27 +486,6 @@ impl LabProcedure for QueueScaleSpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         pick(lang, "a point that could not be measured", "điểm đo không lấy được").into()
-    }
-
-    fn final_state(&self, _observed: &QueueScaleObserved) -> Vec<FinalItem> {
-        Vec::new()
-    }
-
-    fn facts(&self, run: &RunView<'_, QueueScaleObserved>) -> Vec<Fact> {
-        let o = run.observed;
-        let summary = summarize(&[o]);
-        let rate = |p: Option<&PointSummary>| p.map_or(0.0, |p| p.jobs_per_s);
-        let speedup = if rate(summary.first()) > 0.0 { rate(summary.last()) / rate(summary.first()) } else { 0.0 };
-        let per_job = busiest(&summary).and_then(|p| p.redis_us_per_job);
-        let peak = o.points.iter().map(ScalePoint::redis_pct).fold(0.0, f64::max);
-        vec![
-            Fact::stable("points", o.points.len() as i64),
-            Fact::measured("peak_jobs_per_s", summary.iter().map(|p| p.jobs_per_s).fold(0.0, f64::max).round() as i64),
-            Fact::measured("speedup_x100", (speedup * 100.0).round() as i64),
-            Fact::measured("knee_workers", knee(&summary).map_or(0, |k| k.from as i64)),
-            Fact::measured("redis_ns_per_job_busiest", per_job.map_or(0, |us| (us * 1000.0).round() as i64)),
-            Fact::measured("max_redis_pct", peak.round() as i64),
-        ]
     }
 
     fn per_run_lines(&self, runs: &[RunView<'_, QueueScaleObserved>], lang: Lang) -> Vec<Line> {

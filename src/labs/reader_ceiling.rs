@@ -10,7 +10,7 @@
 
 use super::load::GenerateSpec;
 use super::stream;
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunOutcome, RunView};
+use super::{FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView};
 use crate::checker::limit::{classify, CpuReading, Limit};
 use crate::cpu_time as cpu;
 use crate::checker::{health::health, RunVerdict};
@@ -239,9 +239,27 @@ fn with_ideals(mut points: Vec<CeilingPoint>) -> Vec<CeilingPoint> {
     points
 }
 
-impl LabProcedure for ReaderCeilingSpec {
-    type Observed = CeilingObserved;
+/// What a reader-ceiling run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CeilingFacts {
+    /// Worker counts measured.
+    pub points: i64,
+    /// The reader's CPU time per entry, where it was measured.
+    pub reader_cpu_ns_per_entry: Option<i64>,
+    /// The best rate with handlers that only acknowledge.
+    pub ack_only_max_per_s: i64,
+}
 
+impl Facts for CeilingFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut rows = vec![FactRow::stable("points", self.points)];
+        rows.extend(self.reader_cpu_ns_per_entry.map(|n| FactRow::measured("reader_cpu_ns_per_entry", n)));
+        rows.push(FactRow::measured("ack_only_max_per_s", self.ack_only_max_per_s));
+        rows
+    }
+}
+
+impl LabProcedure for ReaderCeilingSpec {
     fn validate(&mut self) -> Result<(), String> {
         if self.consumers != 1 {
             return Err(format!("setup.consumers = {}: the reader ceiling is one reader; use 1", self.consumers));
@@ -272,11 +290,33 @@ impl LabProcedure for ReaderCeilingSpec {
         ctx.delete_run_keys().await?;
         Ok(RunOutcome { t0_ns, raw, timed_out: false, observed: CeilingObserved { points: with_ideals(points) } })
     }
+}
+
+impl Judge for ReaderCeilingSpec {
+    type Observed = CeilingObserved;
+    type Facts = CeilingFacts;
 
     fn judge(&self, run: &RunView<'_, CeilingObserved>) -> RunVerdict {
         health(run.events, run.timed_out)
     }
 
+    fn final_state(&self, _observed: &CeilingObserved) -> Vec<FinalItem> {
+        Vec::new()
+    }
+
+    fn facts(&self, run: &RunView<'_, CeilingObserved>) -> CeilingFacts {
+        let o = run.observed;
+        let best =
+            o.points.iter().filter(|p| p.handler == HandlerMode::AckOnly).map(|p| p.events_per_s).fold(0.0, f64::max);
+        CeilingFacts {
+            points: o.points.len() as i64,
+            reader_cpu_ns_per_entry: o.reader_cpu_us_per_entry().map(|us| (us * 1000.0).round() as i64),
+            ack_only_max_per_s: best.round() as i64,
+        }
+    }
+}
+
+impl Present for ReaderCeilingSpec {
     fn describe(&self, lang: Lang) -> String {
         let c = &self.ceiling;
         let workers: Vec<String> = c.workers.iter().map(u32::to_string).collect();
@@ -294,21 +334,6 @@ impl LabProcedure for ReaderCeilingSpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         pick(lang, "a point that could not be measured", "điểm đo không lấy được").into()
-    }
-
-    fn final_state(&self, _observed: &CeilingObserved) -> Vec<FinalItem> {
-        Vec::new()
-    }
-
-    fn facts(&self, run: &RunView<'_, CeilingObserved>) -> Vec<Fact> {
-        let o = run.observed;
-        let mut facts = vec![Fact::stable("points", o.points.len() as i64)];
-        if let Some(us) = o.reader_cpu_us_per_entry() {
-            facts.push(Fact::measured("reader_cpu_ns_per_entry", (us * 1000.0).round() as i64));
-        }
-        let best = o.points.iter().filter(|p| p.handler == HandlerMode::AckOnly).map(|p| p.events_per_s).fold(0.0, f64::max);
-        facts.push(Fact::measured("ack_only_max_per_s", best.round() as i64));
-        facts
     }
 
     fn per_run_lines(&self, runs: &[RunView<'_, CeilingObserved>], lang: Lang) -> Vec<Line> {

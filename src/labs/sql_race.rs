@@ -4,7 +4,7 @@
 //! (READ COMMITTED) or fails with a serialization error (REPEATABLE READ).
 
 use super::stream::order_items;
-use super::{Fact, FinalItem, LabProcedure, RunContext, RunOutcome, RunView};
+use super::{FinalItem, Judge, LabProcedure, NoFacts, Present, RunContext, RunOutcome, RunView};
 use crate::checker::{final_state::final_state, health::health, RunVerdict};
 use crate::connect::{self, SCHEMA};
 use crate::error::{Context, Error};
@@ -94,8 +94,6 @@ impl SqlRaceSpec {
 }
 
 impl LabProcedure for SqlRaceSpec {
-    type Observed = SqlRaceObserved;
-
     fn validate(&mut self) -> Result<(), String> {
         if self.cases.is_empty() {
             return Err("setup.cases is empty: list at least one race".into());
@@ -116,11 +114,26 @@ impl LabProcedure for SqlRaceSpec {
         let final_rows = orders::final_rows(ctx.pg, &orders).await?;
         Ok(RunOutcome { t0_ns, raw, timed_out: false, observed: SqlRaceObserved { final_rows } })
     }
+}
+
+impl Judge for SqlRaceSpec {
+    type Observed = SqlRaceObserved;
+    type Facts = NoFacts;
 
     fn judge(&self, run: &RunView<'_, SqlRaceObserved>) -> RunVerdict {
         health(run.events, run.timed_out).and(final_state(&self.expected(), &run.observed.final_rows))
     }
 
+    fn final_state(&self, observed: &SqlRaceObserved) -> Vec<FinalItem> {
+        order_items(&self.expected(), &observed.final_rows)
+    }
+
+    fn facts(&self, _run: &RunView<'_, SqlRaceObserved>) -> NoFacts {
+        NoFacts
+    }
+}
+
+impl Present for SqlRaceSpec {
     fn describe(&self, lang: Lang) -> String {
         let (hold, after) = (self.hold_ms, self.b_after_ms);
         crate::tr!(
@@ -138,14 +151,6 @@ impl LabProcedure for SqlRaceSpec {
         let expected: Vec<String> = self.expected().iter().map(|(o, s)| format!("#{o} {s}")).collect();
         let expected = expected.join(", ");
         crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
-    }
-
-    fn final_state(&self, observed: &SqlRaceObserved) -> Vec<FinalItem> {
-        order_items(&self.expected(), &observed.final_rows)
-    }
-
-    fn facts(&self, _run: &RunView<'_, SqlRaceObserved>) -> Vec<Fact> {
-        Vec::new()
     }
 }
 

@@ -5,7 +5,10 @@
 //! `upsert`.
 
 use super::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    TimelineDisplay,
+};
 use super::race_lines::{self, LockFirst, RaceRun, TakenBy};
 use crate::checker::fates::{self, Intended};
 use crate::checker::final_state::{documents, final_state};
@@ -134,7 +137,11 @@ impl StreamSpec {
     /// with several orders): where two or more consumers wait for a few orders.
     fn raced_event(&self) -> Option<(&EventSpec, String)> {
         let first = self.events.first().filter(|_| self.consumers > 1 && self.orders().len() <= LISTED_ORDERS)?;
-        let label = if self.many_orders() { format!("#{} {}", first.order, first.event_type) } else { first.event_type.clone() };
+        let label = if self.timeline().many_orders {
+            format!("#{} {}", first.order, first.event_type)
+        } else {
+            first.event_type.clone()
+        };
         Some((first, label))
     }
 
@@ -169,9 +176,46 @@ impl StreamSpec {
     }
 }
 
-impl LabProcedure for StreamSpec {
-    type Observed = StreamObserved;
+/// What a stream run measured; every figure is the same in every run of the variant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamFacts {
+    /// Bytes of one stream entry that carries the order's state (where the lab measures it).
+    pub entry_bytes: Option<i64>,
+    /// How many bytes more than the same entry without the state.
+    pub delta_entry_bytes: Option<i64>,
+    /// Entries still pending in the group after the run (where the lab counts them).
+    pub pending_after_run: Option<i64>,
+    /// Redelivery, where consumers crash or a reaper claims.
+    pub redelivery: Option<RedeliveryFacts>,
+}
 
+/// Entries delivered again after a crash or a claim.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RedeliveryFacts {
+    /// Entries received again under the same ID.
+    pub redelivered_same_id: i64,
+    /// The highest delivery count a claim reported, if any did.
+    pub claimed_delivery_count: Option<i64>,
+    /// Entries published and never received.
+    pub never_delivered: i64,
+}
+
+impl Facts for StreamFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut rows = Vec::new();
+        rows.extend(self.entry_bytes.map(|n| FactRow::stable("entry_bytes", n)));
+        rows.extend(self.delta_entry_bytes.map(|n| FactRow::stable("delta_entry_bytes", n)));
+        rows.extend(self.pending_after_run.map(|n| FactRow::stable("pending_after_run", n)));
+        if let Some(r) = &self.redelivery {
+            rows.push(FactRow::stable("redelivered_same_id", r.redelivered_same_id));
+            rows.extend(r.claimed_delivery_count.map(|n| FactRow::stable("claimed_delivery_count", n)));
+            rows.push(FactRow::stable("never_delivered", r.never_delivered));
+        }
+        rows
+    }
+}
+
+impl LabProcedure for StreamSpec {
     fn validate(&mut self) -> Result<(), String> {
         check_consumers(self.consumers)?;
         if self.shards == 0 {
@@ -232,6 +276,11 @@ impl LabProcedure for StreamSpec {
         let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, documents, waiting_order };
         Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
     }
+}
+
+impl Judge for StreamSpec {
+    type Observed = StreamObserved;
+    type Facts = StreamFacts;
 
     fn judge(&self, run: &RunView<'_, StreamObserved>) -> RunVerdict {
         let expected = orders::expected_statuses(&self.events);
@@ -245,6 +294,31 @@ impl LabProcedure for StreamSpec {
         v.and(fates::unexpected_verdict(&fates::fates(&intended_of(&self.events), run.events)))
     }
 
+    fn final_state(&self, observed: &StreamObserved) -> Vec<FinalItem> {
+        order_items(&orders::expected_statuses(&self.events), &observed.final_rows)
+    }
+
+    fn facts(&self, run: &RunView<'_, StreamObserved>) -> StreamFacts {
+        let (entry_bytes, delta_entry_bytes) = run.observed.entry_bytes.unzip();
+        StreamFacts {
+            entry_bytes,
+            delta_entry_bytes,
+            pending_after_run: run.observed.pending_after_run,
+            redelivery: (self.crash.is_some() || self.reaper.is_some()).then(|| redelivery_facts(run.events)),
+        }
+    }
+
+    fn intended(&self) -> Option<Vec<Intended>> {
+        Some(intended_of(&self.events))
+    }
+
+    fn critical_path_ms(&self, events: &[Event], scale: f64) -> Option<f64> {
+        let ms = critical_path_ms(&self.events, &self.work(), events, scale);
+        (ms > 0.0).then_some(ms)
+    }
+}
+
+impl Present for StreamSpec {
     fn describe(&self, lang: Lang) -> String {
         let mut parts = vec![consumers_phrase(self.consumers, lang)];
         if self.shards > 1 {
@@ -283,33 +357,15 @@ impl LabProcedure for StreamSpec {
         crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
     }
 
-    fn final_state(&self, observed: &StreamObserved) -> Vec<FinalItem> {
-        order_items(&orders::expected_statuses(&self.events), &observed.final_rows)
-    }
-
-    fn facts(&self, run: &RunView<'_, StreamObserved>) -> Vec<Fact> {
-        let mut facts = Vec::new();
-        if let Some((with_state, delta)) = run.observed.entry_bytes {
-            facts.push(Fact::stable("entry_bytes", with_state));
-            facts.push(Fact::stable("delta_entry_bytes", delta));
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay {
+            shows_publishing: self.events.iter().any(|e| e.at_ms.is_some() || e.fail_attempts > 0),
+            many_orders: self.orders().len() > 1,
+            // With a lock, each consumer's lines are fixed by the seed (it received its event, took
+            // the lock, wrote, released); who goes first is the race.
+            per_process_stable: matches!(self.strategy, Strategy::Lock(_)),
+            ..TimelineDisplay::default()
         }
-        if let Some(n) = run.observed.pending_after_run {
-            facts.push(Fact::stable("pending_after_run", n));
-        }
-        if self.crash.is_some() || self.reaper.is_some() {
-            facts.extend(redelivery_facts(run.events));
-        }
-        facts
-    }
-
-    /// With a lock, each consumer's lines are fixed by the seed (it received its event, took
-    /// the lock, wrote, released); who goes first is the race.
-    fn per_process_stable(&self) -> bool {
-        matches!(self.strategy, Strategy::Lock(_))
-    }
-
-    fn intended(&self) -> Option<Vec<Intended>> {
-        Some(intended_of(&self.events))
     }
 
     fn per_run_lines(&self, runs: &[RunView<'_, StreamObserved>], lang: Lang) -> Vec<Line> {
@@ -336,19 +392,6 @@ impl LabProcedure for StreamSpec {
             note = format!("{note}; {}", LockFirst::new(&runs, &last.event_type).sentence(Lang::En));
         }
         Some(note)
-    }
-
-    fn critical_path_ms(&self, events: &[Event], scale: f64) -> Option<f64> {
-        let ms = critical_path_ms(&self.events, &self.work(), events, scale);
-        (ms > 0.0).then_some(ms)
-    }
-
-    fn shows_publishing(&self) -> bool {
-        self.events.iter().any(|e| e.at_ms.is_some() || e.fail_attempts > 0)
-    }
-
-    fn many_orders(&self) -> bool {
-        self.orders().len() > 1
     }
 
     fn notes(&self, run: &RunView<'_, StreamObserved>, lang: Lang) -> RunNotes {
@@ -595,14 +638,13 @@ pub(crate) fn last_writes(events: &[Event], lang: Lang) -> Line {
 
 /// Redelivery read from the timeline: entries the claimer got under an ID a consumer had
 /// received, the highest delivery count the server gave it, and entries nobody received.
-pub(crate) fn redelivery_facts(events: &[Event]) -> Vec<Fact> {
+pub(crate) fn redelivery_facts(events: &[Event]) -> RedeliveryFacts {
     let again = redelivery::redelivered(events);
-    let mut facts = vec![Fact::stable("redelivered_same_id", again.len() as i64)];
-    if let Some(max) = again.iter().filter_map(|r| r.deliveries).max() {
-        facts.push(Fact::stable("claimed_delivery_count", max as i64));
+    RedeliveryFacts {
+        redelivered_same_id: again.len() as i64,
+        claimed_delivery_count: again.iter().filter_map(|r| r.deliveries).max().map(|max| max as i64),
+        never_delivered: redelivery::never_delivered(events) as i64,
     }
-    facts.push(Fact::stable("never_delivered", redelivery::never_delivered(events) as i64));
-    facts
 }
 
 /// Ideal end of a run in ms: each consumer does its injected work back to back, starting each

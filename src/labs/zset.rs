@@ -19,7 +19,10 @@ use crate::priority_queue::PriorityEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use super::job_run::JobRun;
 use super::priority::PerPriority;
-use super::{Fact, FinalItem, LabProcedure, Line, Piece, RunContext, RunNotes, RunOutcome, RunView, VariantRuns};
+use super::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    VariantRuns,
+};
 use crate::checker::health::health;
 use crate::checker::zset::{self, IdleCount, QueuedMember, ZsetClaims, ZsetMeasures};
 use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
@@ -364,8 +367,6 @@ pub fn commands_in(info: &str) -> i64 {
 }
 
 impl LabProcedure for ZsetSpec {
-    type Observed = ZsetObserved;
-
     fn validate(&mut self) -> Result<(), String> {
         if self.cost_ms.array().iter().any(|c| !c.is_finite() || *c < 0.0) {
             return Err("setup.cost_ms: use durations ≥ 0 in ms".into());
@@ -426,12 +427,30 @@ impl LabProcedure for ZsetSpec {
         let observed = ZsetObserved { scale: ctx.scale.0, queued, done, left, members, idle };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
+}
+
+impl Judge for ZsetSpec {
+    type Observed = ZsetObserved;
+    type Facts = ZsetFacts;
 
     fn judge(&self, run: &RunView<'_, ZsetObserved>) -> RunVerdict {
         let m = measures(run);
         health(run.events, run.timed_out).and(zset::judge(&self.claims, &m, run.observed.scale))
     }
 
+    /// Jobs lost (how many a flood queues depends on the worker's pace: not shown).
+    fn final_state(&self, observed: &ZsetObserved) -> Vec<FinalItem> {
+        let lost = observed.lost();
+        let value = format!("{lost}-lost");
+        vec![FinalItem { order: None, subject: "jobs".into(), value, should_be: (lost != 0).then(|| "0-lost".to_string()) }]
+    }
+
+    fn facts(&self, run: &RunView<'_, ZsetObserved>) -> ZsetFacts {
+        measure_facts(&measures(run))
+    }
+}
+
+impl Present for ZsetSpec {
     fn describe(&self, lang: Lang) -> String {
         let pop = match &self.pop {
             PopSpec::PollSleep { sleep_ms } => crate::tr!(lang, "ZPOPMAX, sleep {sleep_ms} ms when empty", "ZPOPMAX, rỗng thì sleep {sleep_ms} ms"),
@@ -481,17 +500,6 @@ impl LabProcedure for ZsetSpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         claims_phrase(&self.claims, lang)
-    }
-
-    /// Jobs lost (how many a flood queues depends on the worker's pace: not shown).
-    fn final_state(&self, observed: &ZsetObserved) -> Vec<FinalItem> {
-        let lost = observed.lost();
-        let value = format!("{lost}-lost");
-        vec![FinalItem { order: None, subject: "jobs".into(), value, should_be: (lost != 0).then(|| "0-lost".to_string()) }]
-    }
-
-    fn facts(&self, run: &RunView<'_, ZsetObserved>) -> Vec<Fact> {
-        measure_facts(&measures(run))
     }
 
     fn notes(&self, run: &RunView<'_, ZsetObserved>, lang: Lang) -> RunNotes {
@@ -656,27 +664,54 @@ fn ms(x: f64) -> i64 {
     x.round() as i64
 }
 
-fn measure_facts(m: &ZsetMeasures) -> Vec<Fact> {
-    let mut f = Vec::new();
-    if let Some(t) = &m.ties {
-        f.push(Fact::stable("ties_fifo", i64::from(t.is_fifo())));
-        f.push(Fact::stable("ties_reverse_byte_order", i64::from(t.is_reverse_bytes())));
+fn measure_facts(m: &ZsetMeasures) -> ZsetFacts {
+    ZsetFacts {
+        ties_fifo: m.ties.as_ref().map(|t| t.is_fifo()),
+        ties_reverse_byte_order: m.ties.as_ref().map(|t| t.is_reverse_bytes()),
+        lost: m.lost,
+        taken_twice: m.taken_twice as i64,
+        arrival_wait_p50_ms: m.arrivals.as_ref().map(|w| ms(w.p50_ms)),
+        arrival_wait_max_ms: m.arrivals.as_ref().map(|w| ms(w.max_ms)),
+        idle_commands_per_s: m.idle.as_ref().map(|i| ms(i.per_s())),
+        flood_low_max_wait_ms: m.flood_low.as_ref().map(|w| ms(w.max_ms)),
     }
-    f.push(Fact::stable("lost", m.lost));
-    if m.taken_twice > 0 {
-        f.push(Fact::stable("taken_twice", m.taken_twice as i64));
+}
+
+/// What a sorted-set run measured; a phase the run did not have leaves None.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ZsetFacts {
+    /// Equal scores were taken in the order they were queued.
+    pub ties_fifo: Option<bool>,
+    /// Equal scores were taken by member bytes, greatest first.
+    pub ties_reverse_byte_order: Option<bool>,
+    /// Jobs queued and neither done nor left on the server.
+    pub lost: i64,
+    /// Jobs taken by two workers (printed only when some were).
+    pub taken_twice: i64,
+    pub arrival_wait_p50_ms: Option<i64>,
+    pub arrival_wait_max_ms: Option<i64>,
+    pub idle_commands_per_s: Option<i64>,
+    pub flood_low_max_wait_ms: Option<i64>,
+}
+
+impl Facts for ZsetFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut f = Vec::new();
+        f.extend(self.ties_fifo.map(|b| FactRow::stable("ties_fifo", i64::from(b))));
+        f.extend(self.ties_reverse_byte_order.map(|b| FactRow::stable("ties_reverse_byte_order", i64::from(b))));
+        f.push(FactRow::stable("lost", self.lost));
+        if self.taken_twice > 0 {
+            f.push(FactRow::stable("taken_twice", self.taken_twice));
+        }
+        let measured = [
+            ("arrival_wait_p50_ms", self.arrival_wait_p50_ms),
+            ("arrival_wait_max_ms", self.arrival_wait_max_ms),
+            ("idle_commands_per_s", self.idle_commands_per_s),
+            ("flood_low_max_wait_ms", self.flood_low_max_wait_ms),
+        ];
+        f.extend(measured.into_iter().filter_map(|(name, n)| n.map(|n| FactRow::measured(name, n))));
+        f
     }
-    if let Some(w) = &m.arrivals {
-        f.push(Fact::measured("arrival_wait_p50_ms", ms(w.p50_ms)));
-        f.push(Fact::measured("arrival_wait_max_ms", ms(w.max_ms)));
-    }
-    if let Some(i) = &m.idle {
-        f.push(Fact::measured("idle_commands_per_s", ms(i.per_s())));
-    }
-    if let Some(w) = &m.flood_low {
-        f.push(Fact::measured("flood_low_max_wait_ms", ms(w.max_ms)));
-    }
-    f
 }
 
 fn measure_lines(m: &ZsetMeasures, lang: Lang) -> Vec<Line> {

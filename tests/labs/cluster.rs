@@ -11,15 +11,20 @@
 
 use super::support;
 use ordlab::checker::{Outcome, Verdict};
+use ordlab::labs::cluster::{ClusterFacts, ClusterSpec, ReshardFacts};
 use ordlab::report::{LabReport, VariantReport};
 use ordlab::service::cluster::RedisCluster;
 use ordlab::service::Services;
-use std::collections::BTreeMap;
 
-fn facts(report: &LabReport, variant: &str) -> (BTreeMap<&'static str, i64>, Verdict) {
+fn facts(report: &LabReport, variant: &str) -> (ClusterFacts, Verdict) {
     let v: &VariantReport = support::variant(report, variant);
     let r = &v.run_records[0];
-    (support::facts(v, r), r.verdict.verdict)
+    (support::facts::<ClusterSpec>(v, r), r.verdict.verdict)
+}
+
+/// What moving the slot did, in a variant that moves one.
+fn reshard(f: &ClusterFacts) -> &ReshardFacts {
+    f.reshard.as_ref().unwrap_or_else(|| panic!("no slot moved: {f:?}"))
 }
 
 #[tokio::test]
@@ -31,34 +36,36 @@ async fn cluster_snapshot_and_what_it_shows() {
     }
     // The seed's two keys hash to two slots (1 in 16384 that they do not): CROSSSLOT, nothing ran.
     let (f, verdict) = facts(&report, "seed-keys");
-    assert_eq!((f["applied"], verdict), (0, Verdict::Wrong));
-    assert!(f["crossslot"] >= 1, "{f:?}");
+    assert_eq!((f.applied, verdict), (0, Verdict::Wrong));
+    assert!(f.crossslot.is_some_and(|n| n >= 1), "{f:?}");
     // One key: one master serves every queue command; the other two none.
     let (f, _) = facts(&report, "one-key");
-    assert_eq!((f["max_share_pct"], f["min_share_pct"], f["applied"]), (100, 0, 9000));
+    assert_eq!((f.max_share_pct, f.min_share_pct, f.applied), (Some(100), Some(0), 9000));
     // {shard-0} and {shard-1} hash to master A, {shard-2} to C, none to B.
     let (f, _) = facts(&report, "naive-tags");
-    assert_eq!((f["max_share_pct"], f["min_share_pct"]), (67, 0));
+    assert_eq!((f.max_share_pct, f.min_share_pct), (Some(67), Some(0)));
     // Tags picked by slot: a third each; one worker per queue keeps every order in order.
     let (f, verdict) = facts(&report, "balanced-tags");
-    assert!((32..=34).contains(&f["min_share_pct"]) && (32..=34).contains(&f["max_share_pct"]), "{f:?}");
-    assert_eq!((f["applied"], f["out_of_order"], verdict), (3000, 0, Verdict::Right));
+    let third = |pct: Option<i64>| pct.is_some_and(|p| (32..=34).contains(&p));
+    assert!(third(f.min_share_pct) && third(f.max_share_pct), "{f:?}");
+    assert_eq!((f.applied, f.out_of_order, verdict), (3000, 0, Verdict::Right));
     let (f, verdict) = facts(&report, "order-one-per-queue");
-    assert_eq!((f["applied"], f["out_of_order"], verdict), (18, 0, Verdict::Right));
+    assert_eq!((f.applied, f.out_of_order, verdict), (18, 0, Verdict::Right));
     // Each queue's first order: its paid took effect before its created, on all three queues.
     let (f, verdict) = facts(&report, "order-two-per-queue");
-    assert!(f["out_of_order"] >= 3 && verdict == Verdict::Wrong, "{f:?}");
+    assert!(f.out_of_order >= 3 && verdict == Verdict::Wrong, "{f:?}");
     for id in ["resharding", "resharding-backlog", "resharding-backlog-short-retry"] {
         let (f, verdict) = facts(&report, id);
-        assert_eq!((f["applied"], f["duplicated"], f["out_of_order"], verdict), (180, 0, 0, Verdict::Right), "{id}");
+        assert_eq!((f.applied, f.duplicated, f.out_of_order, verdict), (180, 0, 0, Verdict::Right), "{id}");
         // The slot's keys moved, its old master answered MOVED, and its queue waited at least
         // the 300 ms window (its jobs were on hold from MIGRATING to the end of the move).
-        assert!(f["keys_moved"] >= 1 && f["moved"] >= 1 && f["stall_ms"] >= 300, "{id}: {f:?}");
+        let r = reshard(&f);
+        assert!(r.keys_moved >= 1 && r.moved >= 1 && r.stall_ms >= 300, "{id}: {f:?}");
     }
     // With a backlog the worker's LMOVE finds the queue there and its processing list not:
     // TRYAGAIN, which the client retries after its wait.
     for id in ["resharding-backlog", "resharding-backlog-short-retry"] {
-        assert!(facts(&report, id).0["tryagain"] >= 1, "{id}");
+        assert!(reshard(&facts(&report, id).0).tryagain >= 1, "{id}");
     }
 }
 

@@ -19,6 +19,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::support;
+use ordlab::labs::failover::FailoverSpec;
 use ordlab::service::{Backend, BackendChoice, ServiceOptions, Services};
 
 /// The engine, reached directly (not through ordlab), to see what ordlab left.
@@ -334,20 +335,20 @@ fn failover_runs_on_redis_containers_with_the_link_reached_from_the_network() {
     assert!(report.environment.redis_server.starts_with("image "), "{}", report.environment.redis_server);
     let v = support::variant(&report, "latency-plain");
     assert_eq!(v.unknown, 0, "{:?}", v.run_records.iter().map(|r| &r.verdict).collect::<Vec<_>>());
-    let runs: Vec<_> = v.run_records.iter().map(|r| support::facts(v, r)).collect();
+    let runs: Vec<_> = v.run_records.iter().map(|r| support::facts::<FailoverSpec>(v, r)).collect();
     for (r, f) in v.run_records.iter().zip(&runs) {
-        assert!(link_bytes(r).is_some_and(|b| b > 0) && f["stuck_pending"] == 0, "{f:?}");
+        assert!(link_bytes(r).is_some_and(|b| b > 0) && f.stuck_pending == 0, "{f:?}");
     }
     // A 100 ms link at 400 events/s (50 ms at 800/s under --time-scale 0.5) holds ~40
     // confirmed entries; the sum over two runs is 0 only if the producer published nothing
     // in the 50 ms before both kills.
-    assert!(runs.iter().map(|f| f["lost_entries"]).sum::<i64>() > 0, "{runs:?}");
+    assert!(runs.iter().map(|f| f.lost_entries).sum::<i64>() > 0, "{runs:?}");
     // Directly on the network (REPLICAOF the primary container's address): ~nothing lost.
     let report = failover_on_docker(&engine, "no-lag", 1);
     let v = support::variant(&report, "no-lag");
     assert_eq!(v.unknown, 0, "{:?}", v.run_records.iter().map(|r| &r.verdict).collect::<Vec<_>>());
-    let f = support::facts(v, &v.run_records[0]);
+    let f = support::facts::<FailoverSpec>(v, &v.run_records[0]);
     assert_eq!(link_bytes(&v.run_records[0]), None);
-    assert!(f["lost_entries"] <= 5 && f["wrong_stale"] == 0 && f["stuck_pending"] == 0, "{f:?}");
+    assert!(f.lost_entries <= 5 && f.wrong_stale == 0 && f.stuck_pending == 0, "{f:?}");
     assert!(report.matched());
 }

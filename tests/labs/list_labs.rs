@@ -8,14 +8,13 @@
 use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
 use ordlab::checker::Verdict;
-use ordlab::labs::list_jobs::ListQueueObserved;
+use ordlab::labs::list_jobs::{ListQueueFacts, ListQueueObserved, ListQueueSpec};
 use ordlab::labs::Observed;
 use ordlab::list_queue::events::ListEvent;
 use ordlab::report::{LabReport, VariantReport};
-use std::collections::BTreeMap;
 
 /// Every run's facts of a variant.
-fn runs<'a>(report: &'a LabReport, id: &str) -> Vec<(BTreeMap<&'static str, i64>, &'a ListQueueObserved)> {
+fn runs<'a>(report: &'a LabReport, id: &str) -> Vec<(ListQueueFacts, &'a ListQueueObserved)> {
     let v: &VariantReport = variant(report, id);
     assert_eq!(
         v.unknown,
@@ -26,7 +25,7 @@ fn runs<'a>(report: &'a LabReport, id: &str) -> Vec<(BTreeMap<&'static str, i64>
     v.run_records
         .iter()
         .map(|r| match &r.observed {
-            Observed::ListQueue(o) => (support::facts(v, r), o),
+            Observed::ListQueue(o) => (support::facts::<ListQueueSpec>(v, r), o),
             other => panic!("a list-queue run observed {}", other.kind()),
         })
         .collect()
@@ -41,11 +40,11 @@ async fn list_crash_loses_with_brpop_sticks_with_the_seed_and_a_lease_reaper_tra
     let report = support::snapshot_run("list-crash").await;
     assert_snapshots(&report);
     for (f, o) in runs(&report, "brpop") {
-        assert_eq!((f["jobs_lost"], f["left_in_processing"]), (1, 0), "BRPOP: the job was in W1's memory only");
+        assert_eq!((f.jobs_lost, f.left_in_processing), (1, 0), "BRPOP: the job was in W1's memory only");
         assert!(o.processing.is_empty());
     }
     for (f, o) in runs(&report, "seed-brpoplpush") {
-        assert_eq!((f["jobs_lost"], f["left_in_processing"]), (1, 1));
+        assert_eq!((f.jobs_lost, f.left_in_processing), (1, 1));
         assert_eq!(o.processing, ["job-000001"]);
         assert!(
             o.deprecation.as_deref().unwrap_or("").starts_with("brpoplpush deprecated since 6.2.0"),
@@ -54,21 +53,21 @@ async fn list_crash_loses_with_brpop_sticks_with_the_seed_and_a_lease_reaper_tra
         );
     }
     for (f, _) in runs(&report, "lease-reaper") {
-        assert_eq!((f["jobs_lost"], f["jobs_done_twice"], f["left_in_processing"]), (0, 0, 0));
-        assert!(f["requeued"] >= 1);
+        assert_eq!((f.jobs_lost, f.jobs_done_twice, f.left_in_processing), (0, 0, 0));
+        assert!(f.requeued.is_some_and(|n| n >= 1));
     }
     for (f, _) in runs(&report, "lease-after-effect") {
-        assert_eq!((f["jobs_lost"], f["jobs_done_twice"]), (0, 1), "the e-mail went before the kill and again after");
+        assert_eq!((f.jobs_lost, f.jobs_done_twice), (0, 1), "the e-mail went before the kill and again after");
     }
     for (f, _) in runs(&report, "lease-slow-handler") {
-        assert_eq!((f["jobs_lost"], f["jobs_done_twice"], f["lrem_found_nothing"]), (0, 1, 1));
+        assert_eq!((f.jobs_lost, f.jobs_done_twice, f.lrem_found_nothing), (0, 1, 1));
     }
     for (f, o) in runs(&report, "lrem-identical") {
-        assert_eq!((f["jobs_lost"], f["processing_without_lease"]), (1, 1), "the killed worker's copy has no lease");
+        assert_eq!((f.jobs_lost, f.processing_without_lease), (1, Some(1)), "the killed worker's copy has no lease");
         assert_eq!(o.processing, ["rebuild_sitemap"]);
     }
     for (f, _) in runs(&report, "lrem-token") {
-        assert_eq!((f["jobs_lost"], f["jobs_done_twice"], f["processing_without_lease"]), (0, 0, 0));
+        assert_eq!((f.jobs_lost, f.jobs_done_twice, f.processing_without_lease), (0, 0, Some(0)));
     }
     assert_eq!(wrong_runs(&report, "seed-lifo"), 3, "RPUSH + BRPOPLPUSH serve the newest job first");
     assert_eq!(wrong_runs(&report, "lpush-fifo"), 0);
@@ -82,11 +81,11 @@ async fn list_retry_never_retries_in_the_seed_and_follows_the_backoff_with_a_del
         // Both failing jobs wait in queue:retry, which nothing reads; the poison stays in processing.
         assert_eq!(o.retry, ["job-000001", "job-000002"]);
         assert_eq!(o.processing, ["{\"id\":\"job-000003\""]);
-        assert_eq!((f["dead_lettered"], f["poison_sleeps"]), (0, 1));
+        assert_eq!((f.dead_lettered, f.poison_sleeps), (0, Some(1)));
     }
     let v = variant(&report, "backoff-dlq");
     for (r, (f, o)) in v.run_records.iter().zip(runs(&report, "backoff-dlq")) {
-        assert_eq!(f["dead_lettered"], 2, "job-000002 after 4 attempts, the poison at once");
+        assert_eq!(f.dead_lettered, 2, "job-000002 after 4 attempts, the poison at once");
         assert!(o.dead.iter().any(|d| d.job == "job-000002" && d.reason == "max attempts"));
         assert!(o.dead.iter().any(|d| d.job == "{\"id\":\"job-000003\"" && d.reason == "poison"));
         assert_eq!(r.verdict.verdict, Verdict::Right, "{:?}", r.verdict.reasons);
@@ -123,8 +122,9 @@ async fn list_retry_never_retries_in_the_seed_and_follows_the_backoff_with_a_del
         }
     }
     for (f, o) in runs(&report, "seed-poison-with-reaper") {
-        assert!(f["poison_sleeps"] >= 3, "the poison came back: {} sleeps", f["poison_sleeps"]);
-        assert_eq!(f["jobs_lost"], 2, "job-000002 and job-000003 wait behind the poison");
+        let sleeps = f.poison_sleeps.expect("a poison job counts its sleeps");
+        assert!(sleeps >= 3, "the poison came back: {sleeps} sleeps");
+        assert_eq!(f.jobs_lost, 2, "job-000002 and job-000003 wait behind the poison");
         assert_eq!(o.queue.len() + o.processing.len(), 3);
     }
 }

@@ -2,7 +2,13 @@
 //! once; S1 one by definition), side by side; asserted only what cannot fail by chance.
 
 use super::core_labs::assert_snapshots;
-use super::support::{self, facts, variant};
+use super::support::{self, variant};
+use ordlab::labs::load::{LoadFacts, LoadSpec};
+use ordlab::report::VariantReport;
+
+fn facts(v: &VariantReport, r: &ordlab::labs::RunRecord) -> LoadFacts {
+    support::facts::<LoadSpec>(v, r)
+}
 
 #[tokio::test]
 async fn under_load_every_strategy_has_the_same_handler_budget_and_only_per_key_order_keeps_orders_right() {
@@ -13,23 +19,23 @@ async fn under_load_every_strategy_has_the_same_handler_budget_and_only_per_key_
     };
     // ~20 of the 1000 orders have a slow created; each one's paid is taken by another
     // consumer and overwritten when created finishes. All of them escaping is not plausible.
-    assert!(run1("plain")["wrong_orders"] > 0);
+    assert!(run1("plain").wrong_orders > 0);
     for id in ["cas", "s1", "s2", "s3"] {
-        assert_eq!(run1(id)["wrong_orders"], 0, "{id}");
+        assert_eq!(run1(id).wrong_orders, 0, "{id}");
     }
     for v in report.variants.iter().filter(|v| v.id != "s3-ceiling") {
         let f = facts(v, &v.run_records[0]);
-        assert_eq!(f["events"], 2000, "{}: every event acknowledged", v.id);
-        assert!(f["throughput_eps"] > 0 && f["latency_p99_us"] >= f["latency_p50_us"], "{}: {f:?}", v.id);
-        assert!(f.contains_key("benchmark_xadd_per_s"), "{}: redis-benchmark ran", v.id);
+        assert_eq!(f.events, 2000, "{}: every event acknowledged", v.id);
+        assert!(f.throughput_eps > 0 && f.latency_p99_us >= f.latency_p50_us, "{}: {f:?}", v.id);
+        assert!(f.benchmark_xadd_per_s.is_some(), "{}: redis-benchmark ran", v.id);
         // The budget: 4 handlers (S1: 1), and never more running at once.
         let budget = if v.id == "s1" { 1 } else { 4 };
-        assert_eq!(f["handlers"], budget, "{}", v.id);
-        assert!(f["most_handlers_at_once"] <= budget, "{}: {f:?}", v.id);
+        assert_eq!(f.handlers, budget, "{}", v.id);
+        assert!(f.most_handlers_at_once <= budget, "{}: {f:?}", v.id);
     }
     // The fan-out reader's workers do run side by side: 2000 entries arrive in ~0.1 s and
     // each takes ≥ 2 ms, so the queue is never short of ready orders for long.
-    assert!(run1("s3")["most_handlers_at_once"] >= 2);
+    assert!(run1("s3").most_handlers_at_once >= 2);
     reader_ceiling(&report);
     assert!(report.matched());
     assert_snapshots(&report);

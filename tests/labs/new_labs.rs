@@ -86,9 +86,10 @@ async fn deltas_with_a_cas_skip_lose_an_item_and_state_events_keep_the_whole_doc
         assert_eq!(v.dropped, if dropped == 1 { v.runs } else { 0 }, "{id}");
     }
     let v = variant(&report, "state-keep-newest");
-    let facts = facts(v, &v.run_records[0]);
+    let facts = facts::<ordlab::labs::stream::StreamSpec>(v, &v.run_records[0]);
     // 512 bytes of state per entry against a few dozen for the delta.
-    assert!(facts["entry_bytes"] >= 512 && facts["delta_entry_bytes"] < 64, "{facts:?}");
+    let (with_state, delta) = (facts.entry_bytes.expect("measured"), facts.delta_entry_bytes.expect("measured"));
+    assert!(with_state >= 512 && delta < 64, "{facts:?}");
     assert_snapshots(&report);
 }
 

@@ -7,6 +7,7 @@ use super::support::{self, facts, variant};
 use ordlab::checker::fates::first_receiver;
 use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
+use ordlab::labs::stream::{RedeliveryFacts, StreamSpec};
 use ordlab::strategy::events::HandlerEvent;
 use ordlab::timeline::{Actor, EventKind};
 
@@ -36,9 +37,10 @@ async fn a_claimed_entry_keeps_its_id_and_its_delivery_count_rises() {
                     && matches!(&e.kind, EventKind::Acked { entry_id } if *entry_id == again[0].entry_id)
             });
             assert!(acked_by_reaper, "the run ends only after the claimed entry is acknowledged");
-            let f = facts(v, r);
-            assert_eq!((f["redelivered_same_id"], f["claimed_delivery_count"]), (1, 2));
-            assert_eq!(f["pending_after_run"], 0);
+            let f = facts::<StreamSpec>(v, r);
+            let again = f.redelivery.as_ref().expect("a crash lab counts redeliveries");
+            assert_eq!((again.redelivered_same_id, again.claimed_delivery_count), (1, Some(2)));
+            assert_eq!(f.pending_after_run, Some(0));
         }
     }
     assert_snapshots(&report);
@@ -73,8 +75,9 @@ async fn fanout_keeps_order_per_key_and_a_dead_reader_leaves_entries_pending() {
         assert!(!r.timed_out, "the run ends once nothing more can happen");
         assert_eq!(r.verdict.verdict, Verdict::Wrong, "{:?}", r.verdict);
         // 43 created read and never acknowledged; 43 paid never read.
-        let f = facts(crash, r);
-        assert_eq!((f["pending_after_run"], f["never_delivered"]), (1, 1), "{f:?}");
+        let f = facts::<StreamSpec>(crash, r);
+        let never = f.redelivery.as_ref().map(|r: &RedeliveryFacts| r.never_delivered);
+        assert_eq!((f.pending_after_run, never), (Some(1), Some(1)), "{f:?}");
     }
     assert_snapshots(&report);
 }

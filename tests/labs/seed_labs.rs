@@ -7,6 +7,7 @@ use super::support::{self, final_rows, stream, variant, waiting_order};
 use ordlab::checker::exclusion::{self, Exclusion};
 use ordlab::checker::fates::first_receiver;
 use ordlab::checker::{Outcome, Verdict};
+use ordlab::labs::outbox_rollback::OutboxRollbackSpec;
 use ordlab::report::VariantReport;
 use ordlab::timeline::{Actor, EventKind};
 use std::collections::BTreeSet;
@@ -189,7 +190,7 @@ async fn an_outbox_dispatcher_must_be_sequential_per_key() {
     let report = support::snapshot_run("outbox").await;
     let rollback = variant(&report, "rollback");
     assert!(finals(rollback).iter().all(|f| *f == vec![(42, "paid".to_string(), 2)]));
-    assert!(rollback.run_records.iter().all(|r| support::facts(rollback, r)["outbox_rows"] == 0));
+    assert!(rollback.run_records.iter().all(|r| support::facts::<OutboxRollbackSpec>(rollback, r).outbox_rows == 0));
     let stream_of = |v: &VariantReport| -> Vec<String> {
         stream(&v.run_records[0]).iter().map(|e| format!("{}{}", e.job.order, &e.job.event_type[..1])).collect()
     };

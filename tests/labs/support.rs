@@ -1,13 +1,12 @@
 //! Shared helpers: the `ordlab` binary, servers per test, a lab run in-process, and the
 //! process-tree inspection the cleanup tests need.
 
-use ordlab::labs::{Observed, RunRecord};
+use ordlab::labs::{Kind, Observed, RunRecord};
 use ordlab::orders::OrderRow;
 use ordlab::report::{LabReport, VariantReport};
 use ordlab::runner::{RunOptions, Runner};
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
 use ordlab::streams::StreamEntry;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -61,9 +60,9 @@ pub fn variant<'a>(r: &'a LabReport, id: &str) -> &'a VariantReport {
     r.variants.iter().find(|v| v.id == id).unwrap_or_else(|| panic!("no variant {id}"))
 }
 
-/// A run's measured facts by name.
-pub fn facts(v: &VariantReport, r: &RunRecord) -> BTreeMap<&'static str, i64> {
-    v.procedure.facts(r).into_iter().map(|f| (f.name, f.value)).collect()
+/// What a run of a variant of kind `P` measured, typed.
+pub fn facts<P: Kind>(v: &VariantReport, r: &RunRecord) -> P::Facts {
+    v.procedure.facts_of::<P>(r).unwrap_or_else(|| panic!("{} run {} is a {} run", v.id, r.run, r.observed.kind()))
 }
 
 /// The orders table after a run, whatever the lab kind.

@@ -3,7 +3,7 @@
 
 use super::{measure, publish_and_ack, LoadSpec};
 use crate::chart::{Axis, Chart, Mark, Scale, Series, Style};
-use crate::labs::{LabProcedure, VariantRuns};
+use crate::labs::{Judge, VariantRuns};
 use crate::lang::Words;
 use crate::words;
 
@@ -55,7 +55,7 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
 }
 
 /// Share of events acknowledged within x ms of their publish, one staircase per variant.
-fn latency(firsts: &[(&VariantRuns<'_, LoadSpec>, &crate::labs::RunView<'_, <LoadSpec as LabProcedure>::Observed>)], note: Option<Words>) -> Chart {
+fn latency(firsts: &[(&VariantRuns<'_, LoadSpec>, &crate::labs::RunView<'_, <LoadSpec as Judge>::Observed>)], note: Option<Words>) -> Chart {
     let series = firsts
         .iter()
         .map(|(v, r)| {

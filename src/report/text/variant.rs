@@ -110,7 +110,7 @@ fn final_label(items: &[FinalItem], r: &RunRecord, fates_of: impl Fn(&RunRecord)
 /// `measured (run N): name=value, …` for every run that measured something.
 fn facts(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     for r in &v.run_records {
-        let facts = v.procedure.facts(r);
+        let facts = v.procedure.fact_rows(r);
         if facts.is_empty() {
             continue;
         }

@@ -35,7 +35,7 @@ use crate::roles::producer::{sleep_until, Producer};
 use crate::roles::readiness;
 use crate::service::{NodeSpec, RedisNode, ServiceError, Services};
 use crate::stats::quantile;
-use crate::strategy::Strategy;
+use crate::handler::order::Strategy;
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, Event, EventKind, RawEvent, Sink};
 use rand::Rng;
@@ -379,8 +379,9 @@ impl LabProcedure for FailoverSpec {
         let o = run.observed;
         let c = &o.counts;
         let stale = stale(&self.versions(), run.events, &o.final_rows).len() as i64;
-        // CAS never lowers a version: 0 in every run, a figure a snapshot keeps.
-        let stale_fact = if matches!(self.strategy, Strategy::Cas(_)) { Fact::stable } else { Fact::measured };
+        // A conditional write (CAS) never lowers a version: 0 in every run, a figure a
+        // snapshot keeps.
+        let stale_fact = if self.strategy.never_lowers_version() { Fact::stable } else { Fact::measured };
         vec![
             Fact::stable("kill_at_ms", o.kill_at_ms.round() as i64),
             Fact::measured("promoted_after_ms", o.promoted_after_ms.round() as i64),

@@ -365,6 +365,7 @@ def main():
 
 def self_test() -> int:
     """Each rule fires on a hand-written tree that breaks it and stays quiet on a clean one."""
+    import shutil
     import tempfile
     import unittest
 
@@ -391,8 +392,11 @@ def self_test() -> int:
         "#[cfg(test)]\nmod tests {\n    use crate::labs::alpha;\n}\n",
     }
 
+    roots = []
+
     def tree(files):
         root = Path(tempfile.mkdtemp(prefix="check-structure-"))
+        roots.append(root)
         for name, text in files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)
@@ -438,7 +442,10 @@ def self_test() -> int:
             self.assertEqual(lab_kinds(root, files), {("labs", "alpha"), ("labs", "fam", "beta"), ("labs", "fam", "gamma")})
 
     suite = unittest.defaultTestLoader.loadTestsFromTestCase(Rules)
-    return 0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1
+    ok = unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful()
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

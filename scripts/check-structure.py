@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
-"""Two structural rules of ordlab's source, checked from the text of src/:
+"""Three structural rules of ordlab's source, checked from the text of src/:
 
 1. No import cycle between modules. Every `crate::…` and `super::…` path in non-test code is
    an edge from the file's module to the module it names; edges are compared at the level
    where the two modules part (siblings under their nearest common parent), so a child using
    its parent's items is not a cycle, but `labs` → `report` → `labs` is.
 2. No non-test function longer than 100 lines (`--warn N` lists those over N as well).
+3. With `--kinds`: no lab kind imports another. The kinds are read from the `lab_kinds!`
+   invocation (`Kind(module::path::Spec) = "name"`: the path before the spec type is the
+   kind's module, under the module that invokes the macro), so `stream::StreamSpec` names
+   `labs::stream` and `priority::zset::ZsetSpec` names `labs::priority::zset`. A file belongs
+   to the deepest kind whose module contains it (the kind's own file and its children); any
+   `crate::…`/`super::…` path in it, use groups `{a, b::c}` expanded, that names a module of
+   another kind is a finding. Shared modules that are no kind (a family's common parts,
+   `labs::procedure`) may be imported by every kind.
 
 Exit status 1 and one line per finding when a rule is broken; 0 otherwise.
-Usage: scripts/check-structure.py [--warn 60] [src dir]
+Usage: scripts/check-structure.py [--warn 60] [--kinds] [src dir]
+       scripts/check-structure.py --self-test
 """
 import re
 import sys
@@ -198,27 +207,245 @@ def long_functions(files, limit):
     return sorted(out, reverse=True)
 
 
+LAB_KINDS = re.compile(r"\blab_kinds!\s*\{")
+KIND_LINE = re.compile(r"\b\w+\s*\(\s*((?:\w+\s*::\s*)+)\w+\s*\)\s*=")
+
+
+def block(text: str, open_at: int) -> str:
+    """The text inside the braces that open at `open_at`."""
+    depth, j = 1, open_at + 1
+    while j < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        j += 1
+    return text[open_at + 1:j - 1]
+
+
+def lab_kinds(src: Path, files):
+    """The module of every kind listed in the `lab_kinds!` invocation."""
+    kinds = set()
+    for f in files:
+        text = code_only(strip_tests(f.read_text()))
+        for m in LAB_KINDS.finditer(text):
+            base = module_of(f, src)
+            for line in KIND_LINE.finditer(block(text, m.end() - 1)):
+                path = [p.strip() for p in line.group(1).split("::") if p.strip()]
+                kinds.add(tuple(base) + tuple(path))
+    return kinds
+
+
+IDENT = re.compile(r"\s*([A-Za-z_]\w*)")
+SEP = re.compile(r"\s*::")
+ALIAS = re.compile(r"\s+as\s+\w+")
+
+
+def use_tree(text: str, pos: int):
+    """The paths of a use tree (or a plain path) at `pos`: `a::b`, `a::{b, c::{self, d}}`,
+    `a::*`; returns ([(parts, position of the last name)], position after the tree)."""
+    m = IDENT.match(text, pos)
+    if m:
+        name, at, pos = m.group(1), m.start(1), m.end()
+        if (a := ALIAS.match(text, pos)) and name != "as":
+            pos = a.end()
+        if sep := SEP.match(text, pos):
+            sub, after = use_tree(text, sep.end())
+            if sub:
+                return [([name] + parts, p) for parts, p in sub], after
+        return [([name], at)], pos
+    m = re.compile(r"\s*\{").match(text, pos)
+    if m:
+        paths, pos = [], m.end()
+        while True:
+            sub, pos = use_tree(text, pos)
+            paths += sub
+            if c := re.compile(r"\s*,").match(text, pos):
+                pos = c.end()
+                continue
+            if c := re.compile(r"\s*\}").match(text, pos):
+                pos = c.end()
+            return paths, pos
+    if m := re.compile(r"\s*\*").match(text, pos):
+        return [([], m.start())], m.end()
+    return [], pos
+
+
+def named_paths(me, text: str, modules):
+    """Every module a `crate::…` or `super::…` path in `text` names, with its offset."""
+    pos = 0
+    while m := re.compile(r"\b(crate|super)\s*::").search(text, pos):
+        paths, pos = use_tree(text, m.end())
+        for parts, at in paths:
+            parts = [p for p in parts if p != "self"]
+            if m.group(1) == "crate":
+                base = []
+            else:
+                base = list(me[:-1])
+                while parts and parts[0] == "super":
+                    base, parts = base[:-1], parts[1:]
+            yield resolve(base + parts, modules) or tuple(base), at
+        pos = max(pos, m.end())
+
+
+SERDE_PATH = re.compile(r"\b(?:default|with|serialize_with|deserialize_with|skip_serializing_if)\s*=\s*\"((?:crate|super)::[\w:]+)\"")
+
+
+def serde_paths(me, raw: str, code: str, modules):
+    """Paths named in serde attributes (`default = "super::stream::one"`), which are strings:
+    a dependency all the same. Only where the attribute is code, not a comment; with the
+    line number."""
+    lines = code.split("\n")
+    for m in SERDE_PATH.finditer(raw):
+        line = raw.count("\n", 0, m.start())
+        if "serde" in lines[line]:
+            for target, _ in named_paths(me, m.group(1), modules):
+                yield target, line + 1
+
+
+def kind_imports(src: Path, files):
+    """(importing kind, imported kind, path:line) for every path from one kind to another."""
+    kinds = lab_kinds(src, files)
+    modules = {module_of(f, src) for f in files}
+    owner = lambda mod: max((k for k in kinds if mod[:len(k)] == k), key=len, default=None)
+    found = []
+    for f in files:
+        me = module_of(f, src)
+        mine = owner(me)
+        if mine is None or f.name == "tests.rs":
+            continue
+        raw = strip_tests(f.read_text())
+        text = code_only(raw)
+        seen = set()
+        named = [(target, text.count("\n", 0, at) + 1) for target, at in named_paths(me, text, modules)]
+        named += serde_paths(me, raw, text, modules)
+        for target, line in sorted(named, key=lambda n: n[1]):
+            theirs = owner(target)
+            if theirs is not None and theirs != mine and (line, theirs) not in seen:
+                seen.add((line, theirs))
+                found.append((mine, theirs, f"{f}:{line}"))
+    label = lambda k: "::".join(k[1:]) if len(k) > 1 else "::".join(k)
+    return [(label(a), label(b), where) for a, b, where in found]
+
+
+def findings(src: Path, kinds: bool):
+    """One line per broken rule, in the order of the rules."""
+    files = sorted(src.rglob("*.rs"))
+    out = []
+    for parent, comp in cycles(edges(src, files)):
+        out.append(f"import cycle under {parent}: {' → '.join(comp)} → {comp[0]}")
+    for length, where, name in long_functions(files, MAX_FN_LINES):
+        out.append(f"{where}: fn {name} is {length} lines (at most {MAX_FN_LINES})")
+    if kinds:
+        for mine, theirs, where in kind_imports(src, files):
+            out.append(f"kind {mine} imports kind {theirs} ({where})")
+    return out
+
+
 def main():
     args = sys.argv[1:]
-    warn = None
-    if args[:1] == ["--warn"]:
-        warn, args = int(args[1]), args[2:]
+    if args == ["--self-test"]:
+        sys.exit(self_test())
+    warn, kinds = None, False
+    while args[:1] in (["--warn"], ["--kinds"]):
+        if args[0] == "--kinds":
+            kinds, args = True, args[1:]
+        else:
+            warn, args = int(args[1]), args[2:]
     src = Path(args[0] if args else "src")
-    files = sorted(src.rglob("*.rs"))
-    bad = False
-    for parent, comp in cycles(edges(src, files)):
-        print(f"import cycle under {parent}: {' → '.join(comp)} → {comp[0]}")
-        bad = True
-    for length, where, name in long_functions(files, MAX_FN_LINES):
-        print(f"{where}: fn {name} is {length} lines (at most {MAX_FN_LINES})")
-        bad = True
+    bad = findings(src, kinds)
+    for line in bad:
+        print(line)
     if warn is not None:
-        for length, where, name in long_functions(files, warn):
+        for length, where, name in long_functions(sorted(src.rglob("*.rs")), warn):
             if length <= MAX_FN_LINES:
                 print(f"note: {where}: fn {name} is {length} lines (aim for {warn})")
     if not bad:
-        print(f"structure ok: no import cycle between modules, no function over {MAX_FN_LINES} lines")
+        rules = "no import cycle between modules, no function over " + str(MAX_FN_LINES) + " lines"
+        print(f"structure ok: {rules}" + (", no lab kind importing another" if kinds else ""))
     sys.exit(1 if bad else 0)
+
+
+def self_test() -> int:
+    """Each rule fires on a hand-written tree that breaks it and stays quiet on a clean one."""
+    import shutil
+    import tempfile
+    import unittest
+
+    labs = """
+        macro_rules! lab_kinds { ($($t:tt)*) => {}; }
+        lab_kinds! {
+            /// One kind in its own file (`//` and "strings" do not confuse the reader).
+            Alpha(alpha::AlphaSpec) = "alpha",
+            /// Two kinds of one family, in the family's folder.
+            Beta(fam::beta::BetaSpec) = "beta",
+            Gamma(fam::gamma::GammaSpec) = "gamma",
+        }
+    """
+    clean = {
+        "lib.rs": "pub mod labs;\npub mod shared;\n",
+        "shared.rs": "pub fn help() {}\n",
+        "labs.rs": "pub mod procedure;\n" + labs,
+        "labs/procedure.rs": "pub trait LabProcedure {}\n",
+        "labs/alpha.rs": "use crate::shared::help;\nuse super::procedure::LabProcedure;\nmod lines;\n",
+        "labs/alpha/lines.rs": "use super::super::procedure::LabProcedure;\nuse super::AlphaSpec;\n",
+        "labs/fam.rs": "pub mod beta;\npub mod gamma;\npub fn common() {}\n",
+        "labs/fam/beta.rs": "use super::common;\nuse crate::labs::{procedure::LabProcedure, fam};\n",
+        "labs/fam/gamma.rs": "use super::{common, super::procedure};\n"
+        "#[cfg(test)]\nmod tests {\n    use crate::labs::alpha;\n}\n",
+    }
+
+    roots = []
+
+    def tree(files):
+        root = Path(tempfile.mkdtemp(prefix="check-structure-"))
+        roots.append(root)
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        return root
+
+    class Rules(unittest.TestCase):
+        def test_a_clean_tree_is_quiet(self):
+            self.assertEqual(findings(tree(clean), kinds=True), [])
+
+        def test_a_cycle(self):
+            files = dict(clean, **{"shared.rs": "use crate::labs::procedure::LabProcedure;\n",
+                                   "labs/procedure.rs": "use crate::shared::help;\n"})
+            out = findings(tree(files), kinds=False)
+            self.assertEqual(out, ["import cycle under crate: labs → shared → labs"])
+
+        def test_a_long_function(self):
+            body = "".join(f"    let x{i} = {i};\n" for i in range(MAX_FN_LINES))
+            root = tree(dict(clean, **{"shared.rs": "pub fn help() {\n" + body + "}\n"}))
+            out = findings(root, kinds=False)
+            self.assertEqual(out, [f"{root}/shared.rs:1: fn help is {MAX_FN_LINES + 2} lines (at most {MAX_FN_LINES})"])
+
+        def test_a_kind_importing_another(self):
+            files = dict(clean, **{
+                "labs/alpha.rs": "use crate::labs::{\n    procedure,\n    fam::gamma::{self, GammaSpec},\n};\nmod lines;\n",
+                "labs/alpha/lines.rs": "use super::super::fam::beta::BetaSpec;\n",
+                "labs/fam/beta.rs": "use super::{common, gamma};\nfn f() { super::gamma::x(); }\n"
+                "// #[serde(default = \"super::gamma::one\")] in a comment is no import\n"
+                "#[serde(default = \"super::gamma::one\")]\n",
+            })
+            root = tree(files)
+            self.assertEqual(findings(root, kinds=False), [])
+            self.assertCountEqual(findings(root, kinds=True), [
+                f"kind alpha imports kind fam::gamma ({root}/labs/alpha.rs:3)",
+                f"kind alpha imports kind fam::beta ({root}/labs/alpha/lines.rs:1)",
+                f"kind fam::beta imports kind fam::gamma ({root}/labs/fam/beta.rs:1)",
+                f"kind fam::beta imports kind fam::gamma ({root}/labs/fam/beta.rs:2)",
+                f"kind fam::beta imports kind fam::gamma ({root}/labs/fam/beta.rs:4)",
+            ])
+
+        def test_kinds_are_read_from_the_invocation(self):
+            root = tree(clean)
+            files = sorted(root.rglob("*.rs"))
+            self.assertEqual(lab_kinds(root, files), {("labs", "alpha"), ("labs", "fam", "beta"), ("labs", "fam", "gamma")})
+
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(Rules)
+    ok = unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful()
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 /// Every vocabulary of events beyond the core ones ([`crate::timeline::EventKind`]), one line
 /// each: the reporters word and draw any event through it, and match on none of them.
 pub static VOCABULARIES: Registry = Registry(&[
-    entry::<crate::strategy::events::HandlerEvent>(),
-    entry::<crate::technique::events::JobEvent>(),
+    entry::<crate::handler::order::events::HandlerEvent>(),
+    entry::<crate::handler::job::events::JobEvent>(),
     entry::<crate::priority_queue::PriorityEvent>(),
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),

@@ -23,8 +23,10 @@
 //! ```
 //!
 //! Roles are small modules: [`service`] (start, ready, stop), [`roles`] (producer, consumers
-//! and the other processes), [`strategy`] (how a consumer applies an event), [`fault`]
-//! (delays, crashes, publish failures), [`checker`] (verdicts), [`report`] (renderers).
+//! and the other processes), [`handler`] (how a handler applies what it is handed: the
+//! strategies of [`handler::order`] for a stream consumer's order events, the idempotency
+//! techniques of [`handler::job`] for a job's side effects), [`fault`] (delays, crashes,
+//! publish failures), [`checker`] (verdicts), [`report`] (renderers).
 //! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
 //! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
 //! helpers), [`orders`] (the orders table), [`order_document`] (an order as a document, P4),
@@ -42,6 +44,7 @@ pub mod connect;
 pub mod cpu_time;
 pub mod error;
 pub mod fault;
+pub mod handler;
 pub mod labs;
 pub mod lang;
 pub mod list_queue;
@@ -58,9 +61,7 @@ pub mod schedule;
 pub mod service;
 pub mod side_effect;
 pub mod stats;
-pub mod strategy;
 pub mod streams;
-pub mod technique;
 pub mod timeline;
 
 pub use error::Error;

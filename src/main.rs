@@ -420,7 +420,7 @@ async fn diff(lab: &str, snapshots: &Path, services: &ServiceArgs) -> anyhow::Re
         let stored = std::fs::read_to_string(&path).with_context(|| {
             format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display())
         })?;
-        let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized(&report, lang));
+        let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized_marked(&report, lang));
         println!("== {name}: {diff}");
         same_all &= same;
     }

@@ -8,7 +8,7 @@
 //! them. Stamping a release at its reply instead would show overlaps that never happened.
 
 use super::{RunVerdict, Verdict};
-use crate::strategy::events::HandlerEvent;
+use crate::handler::order::events::HandlerEvent;
 use crate::timeline::{Actor, Event};
 
 /// Redis expires keys on a whole-millisecond clock: a key set with PX p may be gone up to a

@@ -8,7 +8,7 @@
 //! printed, and a variant must declare the drops it expects (`expect.dropped`).
 
 use super::{RunVerdict, Verdict};
-use crate::strategy::events::HandlerEvent;
+use crate::handler::order::events::HandlerEvent;
 use crate::timeline::{Actor, Event, EventKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -6,11 +6,11 @@
 use super::RunContext;
 use crate::error::Error;
 use crate::fault::{CrashSpec, HandlerWork, PlannedCrashes};
+use crate::handler::order::Strategy;
 use crate::roles::claimer::{ClaimerConfig, ReaperSpec};
 use crate::roles::consumer::ConsumerConfig;
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
-use crate::strategy::Strategy;
 use crate::streams::{self, StreamEntry, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent};
 use redis::aio::MultiplexedConnection;

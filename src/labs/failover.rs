@@ -42,7 +42,7 @@ use crate::roles::producer::{sleep_until, Producer};
 use crate::roles::readiness;
 use crate::service::{NodeSpec, RedisNode, ServiceError, Services};
 use crate::stats::quantile;
-use crate::strategy::Strategy;
+use crate::handler::order::Strategy;
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, Event, EventKind, RawEvent, Sink};
 use rand::Rng;
@@ -406,7 +406,7 @@ impl Judge for FailoverSpec {
             duplicates: o.duplicates,
             stuck_pending: o.stuck_pending,
             wrong_stale: stale(&self.versions(), run.events, &o.final_rows).len() as i64,
-            never_lowers_versions: matches!(self.strategy, Strategy::Cas(_)),
+            never_lowers_versions: self.strategy.never_lowers_version(),
             orders_last_event_lost: o.last_event_lost(&self.events()) as i64,
         }
     }

@@ -11,7 +11,7 @@ mod publish;
 
 pub use plan::{Cell, Fate, JobPlan};
 
-use crate::technique::events::JobEvent;
+use crate::handler::job::events::JobEvent;
 use super::consumer_group::drain;
 use super::worker_pool::{Pool, WorkerTemplate};
 use super::{
@@ -30,7 +30,7 @@ use crate::roles::job_worker::JobWorkerConfig;
 use crate::roles::RoleConfig;
 use crate::side_effect::{EffectRecord, SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
-use crate::technique::Technique;
+use crate::handler::job::Technique;
 use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -195,7 +195,7 @@ impl WorkerTemplate for JobsTemplate {
 /// The worker's own tables for the database techniques: empty of this run's jobs, each
 /// notification pending, order rows at `paid`.
 async fn reset_tables(pg: &tokio_postgres::Client, jobs: &[JobPlan]) -> Result<(), Error> {
-    pg.batch_execute(&crate::technique::create_tables_sql()).await.context("create job tables")?;
+    pg.batch_execute(&crate::handler::job::create_tables_sql()).await.context("create job tables")?;
     for j in jobs {
         pg.execute(&format!("DELETE FROM {SCHEMA}.processed_orders WHERE order_id = $1"), &[&j.job])
             .await

@@ -15,7 +15,7 @@ use crate::error::{Context, Error};
 use crate::orders::{EventSpec, OrderRow};
 use crate::lang::{pick, Lang};
 use crate::stats::quantile;
-use crate::strategy::Strategy;
+use crate::handler::order::Strategy;
 use crate::checker::concurrency::max_concurrent_handlers;
 use crate::timeline::{Actor, Event, EventKind};
 use serde::{Deserialize, Serialize};
@@ -137,10 +137,7 @@ impl LoadSpec {
 
     /// Handlers that may run at once: consumers, or a fan-out reader's workers.
     pub fn handler_budget(&self) -> u32 {
-        match &self.strategy {
-            Strategy::Fanout(f) => self.consumers * f.workers,
-            _ => self.consumers,
-        }
+        self.consumers * self.strategy.handlers_per_consumer()
     }
 }
 
@@ -215,9 +212,7 @@ impl LabProcedure for LoadSpec {
             return Err("setup.generate: use orders ≥ 1, at least one type, 0 ≤ slow_share ≤ 1".into());
         }
         stream::check_consumers(self.consumers)?;
-        if let Strategy::Fanout(f) = &self.strategy {
-            f.check()?;
-        }
+        self.strategy.check()?;
         if self.shards == 0 {
             return Err("setup.shards = 0: use at least 1".into());
         }

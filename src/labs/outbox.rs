@@ -17,7 +17,7 @@ use crate::outbox_table;
 use crate::lang::{pick, Lang};
 use crate::roles::dispatcher::{Dispatcher, DispatcherConfig, DispatcherKind, DispatcherSpec, Exclusion};
 use crate::roles::RoleConfig;
-use crate::strategy::Strategy;
+use crate::handler::order::Strategy;
 use crate::streams::StreamEntry;
 use crate::timeline::RawEvent;
 use serde::{Deserialize, Serialize};
@@ -135,9 +135,7 @@ impl LabProcedure for OutboxSpec {
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<OutboxObserved>, Error> {
         orders::reset(ctx.pg, &self.initial()).await?;
-        if matches!(self.strategy, Strategy::Idempotent(_)) {
-            crate::strategy::idempotent::reset(ctx.pg).await?;
-        }
+        self.strategy.prepare(ctx.pg).await?;
         outbox_table::fill(ctx.pg, &self.events).await?;
         let work = HandlerWork::new(&self.cost_ms, &self.events);
         let spec = GroupSpec { consumers: self.consumers, shards: 1, strategy: &self.strategy, work, crash: None, reaper: None, follow_primary: &[] };

@@ -10,7 +10,7 @@ mod stats;
 
 pub use plan::{Burst, Fault, PlannedJob, Workload};
 
-use crate::technique::events::JobEvent;
+use crate::handler::job::events::JobEvent;
 use super::consumer_group::drain;
 use super::worker_pool::{Pool, WorkerTemplate};
 use super::{
@@ -30,7 +30,8 @@ use crate::roles::priority_loop::LoopSpec;
 use crate::roles::RoleConfig;
 use crate::side_effect::{SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
-use crate::technique::pipeline::PipelineHandler;
+use crate::handler::job::pipeline::PipelineHandler;
+use crate::handler::Described;
 use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -131,7 +132,7 @@ impl PipelineSpec {
     }
 
     fn is_seed(&self) -> bool {
-        matches!(self.handler, PipelineHandler::Seed)
+        self.handler.dies_on_unparseable()
     }
 }
 
@@ -227,7 +228,7 @@ impl LabProcedure for PipelineSpec {
         if self.reaper.min_idle_ms <= 0.0 || self.settle_ms <= self.reaper.min_idle_ms {
             return Err("setup.reaper.min_idle_ms must be > 0 and setup.settle_ms larger than it".into());
         }
-        if let PipelineHandler::Corrected { lease_ms, .. } = self.handler {
+        if let Some(lease_ms) = self.handler.lease_ms() {
             if lease_ms >= self.reaper.min_idle_ms {
                 return Err("setup.handler.lease_ms must be shorter than setup.reaper.min_idle_ms".into());
             }
@@ -355,7 +356,7 @@ impl Present for PipelineSpec {
     }
 
     fn approach(&self) -> String {
-        if self.is_seed() { "seed production worker" } else { "corrected worker" }.to_string()
+        self.handler.short()
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
@@ -405,15 +406,7 @@ async fn read_dlq(conn: &mut redis::aio::MultiplexedConnection, dlq: &str) -> Re
 
 fn describe(s: &PipelineSpec, lang: Lang) -> String {
     let w = &s.workload;
-    let handler = match (&s.handler, lang) {
-        (PipelineHandler::Seed, Lang::En) => "the seed's handle_message (json.loads before try, idempotent wrapper SET NX EX 86400, DEL on an exception)".to_string(),
-        (PipelineHandler::Seed, Lang::Vi) => "handle_message của seed (json.loads trước try, idempotent wrapper SET NX EX 86400, DEL khi có exception)".to_string(),
-        (PipelineHandler::Corrected { lease_ms, max_failures, max_deliveries }, _) => crate::tr!(
-            lang,
-            "corrected handler: payload checked inside, lease PX {lease_ms} done after the effect, partner key = job id, DLQ after {max_failures} failures or {max_deliveries} deliveries",
-            "handler đã sửa: kiểm tra payload bên trong, lease PX {lease_ms} chỉ done sau side effect, key đối tác = job id, vào DLQ sau {max_failures} lần lỗi hoặc {max_deliveries} lần giao"
-        ),
-    };
+    let handler = s.handler.describe(lang);
     crate::tr!(
         lang,
         "{handler}; {} workers; retry: XAUTOCLAIM min-idle {} ms; {} jobs at {}/s (+{} low at once), {} unparseable, {} unknown type, {} refused, {} reply lost, {} SIGKILLs at each crash point",

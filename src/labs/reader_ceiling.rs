@@ -21,8 +21,8 @@ use crate::roles::consumer::{ConsumerConfig, HandlerMode};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::RoleConfig;
 use crate::stats::quantile;
-use crate::strategy::fanout::Fanout;
-use crate::strategy::Strategy;
+use crate::handler::order::fanout::Fanout;
+use crate::handler::order::Strategy;
 use crate::timeline::{Actor, RawEvent};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -114,10 +114,7 @@ impl CeilingObserved {
 
 impl ReaderCeilingSpec {
     fn options(&self) -> Fanout {
-        match &self.strategy {
-            Strategy::Fanout(f) => f.clone(),
-            _ => Fanout::default(),
-        }
+        self.strategy.spec::<Fanout>().cloned().unwrap_or_default()
     }
 
     fn work(&self) -> HandlerWork {
@@ -264,7 +261,7 @@ impl LabProcedure for ReaderCeilingSpec {
         if self.consumers != 1 {
             return Err(format!("setup.consumers = {}: the reader ceiling is one reader; use 1", self.consumers));
         }
-        if !matches!(self.strategy, Strategy::Fanout(_)) {
+        if self.strategy.spec::<Fanout>().is_none() {
             return Err("setup.strategy: the reader ceiling measures the fan-out reader; use strategy = \"fanout\"".into());
         }
         let c = &self.ceiling;

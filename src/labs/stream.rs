@@ -21,7 +21,7 @@ use crate::orders::{self, EventSpec, OrderRow};
 use crate::lang::{pick, Lang};
 use crate::roles::claimer::ReaperSpec;
 use crate::roles::producer::Producer;
-use crate::strategy::Strategy;
+use crate::handler::order::Strategy;
 use crate::streams::{self, StreamEntry, GROUP};
 use crate::timeline::{Event, EventKind, Job, RawEvent};
 use tokio::sync::mpsc;
@@ -126,10 +126,7 @@ impl StreamSpec {
             .iter()
             .map(|e| e.at_ms.unwrap_or(0.0) + PublishSchedule(e).last_offset_ms())
             .fold(0.0, f64::max);
-        let lock_waits = match &self.strategy {
-            Strategy::Lock(l) => (l.ttl_ms + l.prework_max_ms) as f64 * self.events.len() as f64,
-            _ => 0.0,
-        };
+        let lock_waits = self.strategy.max_wait_per_event_ms() * self.events.len() as f64;
         scale.duration((total_work + publish + lock_waits) * 3.0) + Duration::from_secs(10)
     }
 
@@ -223,9 +220,7 @@ impl LabProcedure for StreamSpec {
         }
         check_costs(&self.cost_ms)?;
         check_events(&self.events)?;
-        if let Strategy::Fanout(f) = &self.strategy {
-            f.check()?;
-        }
+        self.strategy.check()?;
         if let Some(i) = self.crash.as_ref().and_then(|c| c.consumer) {
             if !(1..=self.consumers).contains(&i) {
                 return Err(format!("setup.crash.consumer = {i}: use 1 to {}", self.consumers));
@@ -237,9 +232,7 @@ impl LabProcedure for StreamSpec {
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<StreamObserved>, Error> {
         orders::reset(ctx.pg, &self.initial()).await?;
-        if matches!(self.strategy, Strategy::Idempotent(_)) {
-            crate::strategy::idempotent::reset(ctx.pg).await?;
-        }
+        self.strategy.prepare(ctx.pg).await?;
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &self.group_spec(), &tx).await?;
         let (streams, waiting_order) = (group.streams.clone(), group.waiting_order.clone());
@@ -285,7 +278,7 @@ impl Judge for StreamSpec {
     fn judge(&self, run: &RunView<'_, StreamObserved>) -> RunVerdict {
         let expected = orders::expected_statuses(&self.events);
         let mut v = health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows));
-        if matches!(self.strategy, Strategy::Lock(_)) {
+        if self.strategy.lock_ttl_ms().is_some() {
             v = v.and(exclusion::check(run.events).verdict());
         }
         if let Some(want) = orders::expected_documents(&self.events) {
@@ -363,7 +356,7 @@ impl Present for StreamSpec {
             many_orders: self.orders().len() > 1,
             // With a lock, each consumer's lines are fixed by the seed (it received its event, took
             // the lock, wrote, released); who goes first is the race.
-            per_process_stable: matches!(self.strategy, Strategy::Lock(_)),
+            per_process_stable: self.strategy.lock_ttl_ms().is_some(),
             ..TimelineDisplay::default()
         }
     }
@@ -374,9 +367,9 @@ impl Present for StreamSpec {
         if let Some((first, label)) = self.raced_event() {
             lines.push(TakenBy::new(&runs, first.order, first.version, &label).line(lang));
         }
-        if let (Strategy::Lock(lock), Some(last)) = (&self.strategy, self.newest_event()) {
+        if let (Some(ttl_ms), Some(last)) = (self.strategy.lock_ttl_ms(), self.newest_event()) {
             lines.push(LockFirst::new(&runs, &last.event_type).line(lang));
-            lines.push(race_lines::exclusion_line(&runs, self.lock_may_expire(lock.ttl_ms), lang));
+            lines.push(race_lines::exclusion_line(&runs, self.lock_may_expire(ttl_ms), lang));
         }
         lines
     }
@@ -388,7 +381,7 @@ impl Present for StreamSpec {
         if note.is_empty() {
             return None;
         }
-        if let (Strategy::Lock(_), Some(last)) = (&self.strategy, self.newest_event()) {
+        if let (Some(_), Some(last)) = (self.strategy.lock_ttl_ms(), self.newest_event()) {
             note = format!("{note}; {}", LockFirst::new(&runs, &last.event_type).sentence(Lang::En));
         }
         Some(note)

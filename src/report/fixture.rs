@@ -1,11 +1,11 @@
 //! Hand-written reports for the renderers' unit tests: small, and each shows one race.
 
 use crate::checker::{Expectation, Outcome, RunVerdict, Verdict};
+use crate::handler::order::events::HandlerEvent;
 use crate::labs::stream::StreamObserved;
 use crate::labs::{Observed, RunRecord};
 use crate::orders::OrderRow;
 use crate::report::{Environment, LabInfo, LabReport, VariantReport};
-use crate::strategy::events::HandlerEvent;
 use crate::streams::StreamEntry;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, Event, EventKind, Job};

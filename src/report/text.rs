@@ -32,7 +32,27 @@ impl Default for TextOptions {
 }
 
 pub fn render(report: &LabReport, opts: &TextOptions) -> String {
-    let mut out = String::new();
+    render_marked(report, opts).text
+}
+
+/// A text report and which of its lines carry a verdict (each variant's final states, count
+/// of wrong and of unjudged runs, expectation), as the renderer wrote them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Marked {
+    pub text: String,
+    /// 0-based line numbers in `text`, ascending.
+    pub verdict_lines: Vec<usize>,
+}
+
+impl Marked {
+    pub fn is_verdict_line(&self, line: usize) -> bool {
+        self.verdict_lines.binary_search(&line).is_ok()
+    }
+}
+
+/// [`render`], with the verdict lines marked.
+pub fn render_marked(report: &LabReport, opts: &TextOptions) -> Marked {
+    let (mut out, mut verdict_lines) = (String::new(), Vec::new());
     header::environment(&mut out, &report.environment, opts);
     let lab = &report.lab;
     let _ = writeln!(out, "\n# {} — {}", lab.id, lab.title.get(opts.lang));
@@ -42,7 +62,7 @@ pub fn render(report: &LabReport, opts: &TextOptions) -> String {
     let _ = writeln!(out, "{}: {}", crate::lang::pick(opts.lang, "source", "nguồn"), lab.source);
     for v in &report.variants {
         out.push('\n');
-        variant::render(&mut out, v, opts);
+        variant::render(&mut out, v, opts, &mut verdict_lines);
     }
     header::side_by_side(&mut out, report, opts);
     // Charts as numbers; a snapshot leaves them out (every value in them is measured).
@@ -51,7 +71,7 @@ pub fn render(report: &LabReport, opts: &TextOptions) -> String {
             let _ = write!(out, "\n{}", crate::report::chart::table(&chart, opts.lang));
         }
     }
-    out
+    Marked { text: out, verdict_lines }
 }
 
 /// The side-by-side table of the lab's variants (run 1 of each), if the lab has one.

@@ -5,7 +5,7 @@
 
 use super::consumer::{named_connection, Applier, ConsumerConfig};
 use crate::error::{Context, Error};
-use crate::strategy::Payload;
+use crate::handler::order::Payload;
 use crate::streams::job_of;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply};

@@ -82,9 +82,7 @@ impl RoleConfig {
 /// Run a role until it is killed or done: the body of `ordlab __role`.
 pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
     match config {
-        RoleConfig::Consumer(c) if matches!(c.strategy, crate::strategy::Strategy::Fanout(_)) => {
-            super::fanout::run(c).await
-        }
+        RoleConfig::Consumer(c) if c.strategy.reads_through_fanout() => super::fanout::run(c).await,
         RoleConfig::Consumer(c) => super::consumer::run(c).await,
         RoleConfig::Claimer(c) => super::claimer::run(c).await,
         RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,

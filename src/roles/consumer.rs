@@ -10,9 +10,9 @@ use super::RoleEnv;
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, CrashSpec, HandlerWork};
-use crate::strategy::events::HandlerEvent;
-use crate::strategy::reorder_buffer::{Offer, ReorderBuffer};
-use crate::strategy::{Delivery, Handler, Payload, Strategy};
+use crate::handler::order::events::HandlerEvent;
+use crate::handler::order::reorder_buffer::{Offer, ReorderBuffer};
+use crate::handler::order::{Delivery, Handler, Payload, Strategy};
 use crate::streams::job_of;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
@@ -96,10 +96,7 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let applier = Applier::connect(cfg.actor(), cfg.clone(), cfg.env.seed).await?;
     let mut c = Consumer { cfg, applier, buffer: ReorderBuffer::default(), received: 0, history: false };
     // A reorder buffer holds entries across reads; other strategies apply each as it comes.
-    let gap_ns = match &c.cfg.strategy {
-        Strategy::ReorderBuffer(spec) => Some(c.cfg.env.scale.duration(spec.gap_timeout_ms).as_nanos() as u64),
-        _ => None,
-    };
+    let gap_ns = c.cfg.strategy.gap_timeout_ms().map(|ms| c.cfg.env.scale.duration(ms).as_nanos() as u64);
     StdoutSink.emit(c.cfg.actor(), EventKind::Ready);
     loop {
         // While something is held, poll (the gap timeout must fire on time, and Redis answers

@@ -36,7 +36,7 @@
 //! `crash_after_xadd_of_row = N` announces a planned crash after the XADD of row N and kills
 //! itself with SIGKILL. The next dispatcher finds row N unpublished and publishes it again:
 //! the event is in the stream twice. The outbox gives at-least-once, never exactly-once; the
-//! consumer must be idempotent ([`crate::strategy::idempotent`]).
+//! consumer must be idempotent ([`crate::handler::order::idempotent`]).
 
 use super::RoleEnv;
 use crate::connect::SCHEMA;

@@ -14,9 +14,9 @@
 use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig, HandlerMode};
 use super::keyed_queues::KeyedQueues;
 use crate::error::{Context, Error};
-use crate::strategy::events::HandlerEvent;
-use crate::strategy::fanout::Fanout;
-use crate::strategy::{Payload, Strategy};
+use crate::handler::order::events::HandlerEvent;
+use crate::handler::order::fanout::Fanout;
+use crate::handler::order::Payload;
 use crate::streams::job_of;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
@@ -49,7 +49,7 @@ pub fn worker_name(reader: &str, order: i64) -> String {
 /// The reader loop; returns only on error. A worker that fails ends the process (status 1),
 /// which the orchestrator reports as an unplanned death.
 pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
-    let Strategy::Fanout(options) = cfg.strategy.clone() else {
+    let Some(options) = cfg.strategy.spec::<Fanout>().cloned() else {
         unreachable!("the fan-out role runs only with the fanout strategy")
     };
     let cfg = Arc::new(cfg);

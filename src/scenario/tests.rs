@@ -1,6 +1,6 @@
 use super::*;
+use crate::handler::order::{lock::LockSpec, Strategy};
 use crate::labs::stream::StreamSpec;
-use crate::strategy::{lock::LockSpec, Strategy};
 
 const MINIMAL: &str = r#"
 id = "demo"

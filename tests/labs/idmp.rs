@@ -6,8 +6,8 @@
 
 use super::support;
 use ordlab::checker::Outcome;
+use ordlab::handler::job::events::JobEvent;
 use ordlab::report::LabReport;
-use ordlab::technique::events::JobEvent;
 
 fn server(var: &str, what: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| panic!("no {what} server: set {var} to its redis-server"))

@@ -13,11 +13,11 @@
 use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
 use ordlab::checker::{Outcome, Verdict};
+use ordlab::handler::job::events::JobEvent;
+use ordlab::handler::job::events::SkipReason;
 use ordlab::labs::{Observed, RunRecord};
 use ordlab::report::{LabReport, VariantReport};
 use ordlab::side_effect::{EffectOutcome, EffectRecord};
-use ordlab::technique::events::JobEvent;
-use ordlab::technique::events::SkipReason;
 use ordlab::timeline::Actor;
 
 fn ledger(r: &RunRecord) -> &[EffectRecord] {

@@ -6,7 +6,7 @@
 //! what is missing.
 
 use super::support;
-use ordlab::strategy::events::HandlerEvent;
+use ordlab::handler::order::events::HandlerEvent;
 
 fn server(var: &str, what: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| panic!("no {what} server: set {var} to its redis-server"))

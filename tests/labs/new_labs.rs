@@ -4,9 +4,9 @@
 use super::core_labs::assert_snapshots;
 use super::support::{self, facts, variant};
 use ordlab::checker::Outcome;
+use ordlab::handler::order::events::HandlerEvent;
 use ordlab::labs::Observed;
 use ordlab::report::VariantReport;
-use ordlab::strategy::events::HandlerEvent;
 use ordlab::timeline::EventKind;
 
 fn last_write_ms(v: &VariantReport, order: i64) -> f64 {

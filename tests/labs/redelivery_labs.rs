@@ -7,8 +7,8 @@ use super::support::{self, facts, variant};
 use ordlab::checker::fates::first_receiver;
 use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
+use ordlab::handler::order::events::HandlerEvent;
 use ordlab::labs::stream::{RedeliveryFacts, StreamSpec};
-use ordlab::strategy::events::HandlerEvent;
 use ordlab::timeline::{Actor, EventKind};
 
 #[tokio::test]

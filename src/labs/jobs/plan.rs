@@ -146,7 +146,7 @@ pub fn cells(
             let key = format!("{effect}:{}", plan.job);
             let applied = match redis_values.get(&key) {
                 Some(v) => *v as u32,
-                None if crate::technique::Technique::is_redis_effect(effect) => 0,
+                None if crate::handler::job::Technique::is_redis_effect(effect) => 0,
                 None => records
                     .iter()
                     .filter(|r| r.job == plan.job && r.effect == *effect && r.outcome == EffectOutcome::Applied)

@@ -4,7 +4,7 @@
 //! `XADD … IDMP <producer> <job>` (Redis ≥ 8.6) the server answers a resend with the ID it
 //! already gave and adds nothing.
 
-use crate::technique::events::JobEvent;
+use crate::handler::job::events::JobEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use super::plan::JobPlan;
 use crate::error::{Context, Error};

@@ -2,7 +2,7 @@
 //! `XADD` to its priority's stream at its planned time after t=0, so arrivals follow the
 //! workload and not how fast the harness can send.
 
-use crate::technique::events::JobEvent;
+use crate::handler::job::events::JobEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use super::plan::PlannedJob;
 use crate::error::{Context, Error};

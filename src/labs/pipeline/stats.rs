@@ -2,7 +2,7 @@
 //! to its acknowledgement, per priority (p50, p90, p99), and the throughput of done jobs;
 //! and the chart that sets the variants' latencies side by side.
 
-use crate::technique::events::JobEvent;
+use crate::handler::job::events::JobEvent;
 use super::plan::PRIORITIES;
 use crate::chart::{Axis, Chart, Scale, Series, Style};
 use crate::lang::Words;
@@ -111,7 +111,7 @@ mod tests {
     use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::EventKind;
     use crate::timeline::Actor;
-    use crate::technique::events::FailReason;
+    use crate::handler::job::events::FailReason;
 
     fn ev(t_ms: i64, kind: EventKind) -> Event {
         Event { t_us: t_ms * 1000, actor: Actor::Consumer(1), kind }

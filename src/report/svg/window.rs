@@ -94,10 +94,10 @@ fn belongs(e: &crate::timeline::Event) -> Belongs {
 mod tests {
     use super::*;
     use crate::checker::Verdict;
+    use crate::handler::order::events::HandlerEvent;
     use crate::labs::Observed;
     use crate::orders::OrderRow;
     use crate::report::fixture::{ev, job, lock_race};
-    use crate::strategy::events::HandlerEvent;
     use crate::timeline::vocabulary::Vocabulary;
     use crate::timeline::Actor;
 

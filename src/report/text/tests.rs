@@ -282,3 +282,29 @@ fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
     assert!(vi.contains("  bỏ qua: needs Redis ≥ 8.6"), "{vi}");
     assert_eq!(r.rejudged().variants[1].outcome, Outcome::Skipped, "re-judging keeps it skipped");
 }
+
+#[test]
+fn the_renderer_marks_the_verdict_lines_it_writes() {
+    let mut unknown = baseline_run(2, Verdict::Unknown, "paid");
+    unknown.timed_out = true;
+    let r = report(vec![variant(
+        "baseline",
+        BASELINE,
+        Expectation::All,
+        vec![baseline_run(1, Verdict::Wrong, "created"), unknown],
+    )]);
+    for lang in [Lang::En, Lang::Vi] {
+        let opts = TextOptions { lang, redact: Redactor::SNAPSHOT, ..TextOptions::default() };
+        let marked = render_marked(&r, &opts);
+        assert_eq!(marked.text, render(&r, &opts));
+        let lines: Vec<&str> = marked.text.lines().collect();
+        let verdicts: Vec<&str> = marked.verdict_lines.iter().map(|&i| lines[i]).collect();
+        let (status, could_not, expected) = match lang {
+            Lang::En => ("  final status per run: ", "  → could not judge: ", "  expected wrong: "),
+            Lang::Vi => ("  status cuối từng lần: ", "  → không kết luận được: ", "  kỳ vọng số lần sai: "),
+        };
+        assert_eq!(verdicts.len(), 4, "{verdicts:?}");
+        assert!(verdicts[0].starts_with(status) && verdicts[1].starts_with("  → "), "{verdicts:?}");
+        assert!(verdicts[2].starts_with(could_not) && verdicts[3].starts_with(expected), "{verdicts:?}");
+    }
+}

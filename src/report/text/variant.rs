@@ -12,7 +12,9 @@ use std::fmt::Write;
 /// More items than this are summarised (`3/1000-wrong`): listing fifty statuses helps nobody.
 const LISTED_ITEMS: usize = 5;
 
-pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
+/// Write the section to `out`; the numbers (0-based, in `out`) of the lines that carry a
+/// verdict go to `verdicts`.
+pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions, verdicts: &mut Vec<usize>) {
     let _ = writeln!(out, "### {}: {}; {}", v.id, v.title.get(opts.lang), v.procedure.describe(opts.lang));
     if let Some(why) = &v.skipped {
         let _ = writeln!(out, "  {}: {why}", pick(opts.lang, "skipped", "bỏ qua"));
@@ -40,13 +42,24 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions) {
             let _ = writeln!(out, "  {note}");
         }
     }
-    outcome(out, v, opts);
+    outcome_marked(out, v, opts, verdicts);
 }
 
 /// Everything after the timeline: every run's final state, the lab's per-run lines, what was
 /// measured, and the count of wrong runs against the expectation (the lab book shows these
 /// lines under its step-through picture).
 pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
+    outcome_marked(out, v, opts, &mut Vec::new());
+}
+
+/// The next line written to `out` carries a verdict: note its number.
+fn mark(out: &str, verdicts: &mut Vec<usize>) {
+    verdicts.push(out.matches('\n').count());
+}
+
+/// [`outcome`], noting which lines carry a verdict: the final states, the count of wrong
+/// (and of unjudged) runs, the expectation.
+fn outcome_marked(out: &mut String, v: &VariantReport, opts: &TextOptions, verdicts: &mut Vec<usize>) {
     // A measured-only or at-least-one count differs between runs of the lab: redact it.
     let unstable = opts.redact.active() && v.expected.is_probabilistic();
     // Where the scheduler decides the interleaving, each run's details differ too.
@@ -66,6 +79,7 @@ pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
         .collect();
     let label = pick(opts.lang, "final status per run", "status cuối từng lần");
     if has_final_state {
+        mark(out, verdicts);
         let _ = writeln!(out, "  {label}: {}", finals.join(" "));
     }
     for line in v.procedure.per_run_lines(&v.run_records, opts.lang) {
@@ -74,8 +88,9 @@ pub fn outcome(out: &mut String, v: &VariantReport, opts: &TextOptions) {
     }
     fates::per_run(out, v, opts, per_run_varies);
     facts(out, v, opts);
-    verdict(out, v, opts, unstable);
+    verdict(out, v, opts, unstable, verdicts);
     fates::dropped_example(out, v, opts, per_run_varies);
+    mark(out, verdicts);
     expectation(out, v, opts, unstable);
 }
 
@@ -124,7 +139,7 @@ fn facts(out: &mut String, v: &VariantReport, opts: &TextOptions) {
 }
 
 /// The count of wrong runs, why the first one is wrong, and whether it matches.
-fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bool) {
+fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bool, verdicts: &mut Vec<usize>) {
     let k = if unstable { "[k]".to_string() } else { v.wrong.to_string() };
     let interval = if v.expected.is_probabilistic() && !opts.redact.active() {
         let (lo, hi) = wilson_95(v.wrong, v.runs - v.unknown);
@@ -134,6 +149,7 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
     };
     let runs = pick(opts.lang, "runs", "lần");
     let drops = fates::verdict_part(v, opts, unstable);
+    mark(out, verdicts);
     let _ = writeln!(out, "  → {}: {k}/{} {runs}{interval}{drops}", v.procedure.wrong_means(opts.lang), v.runs);
     // Why the first wrong run is wrong, in the checker's words (they name entry IDs, so the
     // snapshot leaves them out).
@@ -145,6 +161,7 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
     }
     if v.unknown > 0 {
         let (u, n) = (v.unknown, v.runs);
+        mark(out, verdicts);
         let _ = writeln!(
             out,
             "  {}",

@@ -5,11 +5,73 @@
 //! the retry resumes at step 2. The corrected form never returns early, skips a step only if
 //! it was marked done after it succeeded, and sends each with the partner's idempotency key.
 
-use super::{Handled, JobRun, MultistepForm};
+use super::{Handled, JobRun, TechniqueKind};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::HandlerPoint;
-use crate::technique::events::SkipReason;
+use crate::handler::job::events::SkipReason;
+use crate::handler::Described;
+use crate::lang::Lang;
+use serde::{Deserialize, Serialize};
+
+/// `technique = { kind = "multistep", form = "seed" | "no-early-return" | "corrected" }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Multistep {
+    pub form: MultistepForm,
+    #[serde(default = "day_ms")]
+    pub ttl_ms: f64,
+}
+
+fn day_ms() -> f64 {
+    86_400_000.0
+}
+
+/// Which form of the seed's multi-step job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MultistepForm {
+    /// As written: returns at step 1 when the order is already completed.
+    Seed,
+    /// Only the early return removed: the step keys are still set before the step runs.
+    NoEarlyReturn,
+    /// No early return; each external step skipped only if marked done after it succeeded,
+    /// and sent with the partner's idempotency key.
+    Corrected,
+}
+
+impl Described for Multistep {
+    fn describe(&self, lang: Lang) -> String {
+        match self.form {
+            MultistepForm::Seed => crate::tr!(lang, "seed's complete_order_job as written: DB step, then e-mail and partner API behind SET NX keys", "complete_order_job của seed nguyên văn: bước DB, rồi e-mail và API đối tác sau SET NX key"),
+            MultistepForm::NoEarlyReturn => crate::tr!(lang, "seed's job with its early return removed (step keys still set before each step)", "job của seed bỏ return sớm (key từng bước vẫn set trước khi chạy bước)"),
+            MultistepForm::Corrected => crate::tr!(lang, "corrected: no early return; a step is skipped only if marked done after it succeeded; partner idempotency key per step", "đã sửa: không return sớm; bỏ qua bước chỉ khi đã đánh dấu xong sau khi thành công; idempotency key của đối tác cho từng bước"),
+        }
+    }
+
+    fn short(&self) -> String {
+        match self.form {
+            MultistepForm::Seed => "multi-step job (seed)",
+            MultistepForm::NoEarlyReturn => "multi-step, early return removed",
+            MultistepForm::Corrected => "multi-step, corrected",
+        }
+        .into()
+    }
+}
+
+impl TechniqueKind for Multistep {
+    async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
+        complete_order(run, self.form, self.ttl_ms).await
+    }
+
+    fn effects(&self, _effect: &str) -> Vec<String> {
+        vec!["email".into(), "partner_api".into()]
+    }
+
+    fn uses_database(&self) -> bool {
+        true
+    }
+}
 
 /// ```python
 /// rows = db.execute("""UPDATE orders SET status='completed', completed_at=NOW()

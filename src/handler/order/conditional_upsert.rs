@@ -3,6 +3,7 @@
 //! events cannot both decide to insert, and a stale one changes nothing.
 
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct ConditionalUpsert {}
 
-impl StrategyKind for ConditionalUpsert {
+impl Described for ConditionalUpsert {
     fn describe(&self, lang: Lang) -> String {
         pick(
             lang,
@@ -26,9 +27,16 @@ impl StrategyKind for ConditionalUpsert {
     fn short(&self) -> String {
         "conditional upsert".into()
     }
+}
 
+impl StrategyKind for ConditionalUpsert {
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         upsert(h, d).await
+    }
+
+    /// A conditional write (`WHERE version < $v`): a stale event changes nothing.
+    fn never_lowers_version(&self) -> bool {
+        true
     }
 }
 

@@ -3,6 +3,7 @@
 //! order, as long as the version was born with the event and not assigned by the log.
 
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
@@ -27,19 +28,7 @@ pub enum VersionSource {
     EntryId,
 }
 
-impl StrategyKind for CasSpec {
-    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
-        h.work(d).await;
-        let version = match self.version {
-            VersionSource::Business => d.job.version,
-            VersionSource::EntryId => crate::streams::id_as_number(d.entry_id).unwrap_or(0),
-        };
-        let sql = format!("UPDATE {SCHEMA}.orders SET status = $1, version = $2 WHERE id = $3 AND version < $2");
-        let rows = h.pg.execute(&sql, &[&d.job.event_type, &version, &d.job.order]).await.context("CAS UPDATE")?;
-        h.wrote(d, Some(version), rows);
-        Ok(())
-    }
-
+impl Described for CasSpec {
     fn describe(&self, lang: Lang) -> String {
         match self.version {
             VersionSource::Business => pick(lang, "CAS on the business version", "CAS theo version nghiệp vụ"),
@@ -56,5 +45,24 @@ impl StrategyKind for CasSpec {
             VersionSource::EntryId => "CAS (entry ID)",
         }
         .to_string()
+    }
+}
+
+impl StrategyKind for CasSpec {
+    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
+        h.work(d).await;
+        let version = match self.version {
+            VersionSource::Business => d.job.version,
+            VersionSource::EntryId => crate::streams::id_as_number(d.entry_id).unwrap_or(0),
+        };
+        let sql = format!("UPDATE {SCHEMA}.orders SET status = $1, version = $2 WHERE id = $3 AND version < $2");
+        let rows = h.pg.execute(&sql, &[&d.job.event_type, &version, &d.job.order]).await.context("CAS UPDATE")?;
+        h.wrote(d, Some(version), rows);
+        Ok(())
+    }
+
+    /// A conditional write (`WHERE version < $v`): a stale event changes nothing.
+    fn never_lowers_version(&self) -> bool {
+        true
     }
 }

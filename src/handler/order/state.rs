@@ -4,6 +4,7 @@
 //! is in every entry's size (a full document instead of a change).
 
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct KeepNewestState {}
 
-impl StrategyKind for KeepNewestState {
+impl Described for KeepNewestState {
     fn describe(&self, lang: Lang) -> String {
         pick(
             lang,
@@ -27,7 +28,9 @@ impl StrategyKind for KeepNewestState {
     fn short(&self) -> String {
         "state events, keep newest".into()
     }
+}
 
+impl StrategyKind for KeepNewestState {
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         h.work(d).await;
         let sql = format!(
@@ -41,5 +44,10 @@ impl StrategyKind for KeepNewestState {
         let rows = h.pg.execute(&sql, &[&status, &d.job.version, &doc, &d.job.order]).await.context("state UPDATE")?;
         h.wrote(d, Some(d.job.version), rows);
         Ok(())
+    }
+
+    /// A conditional write (`WHERE version < $v`): a stale event changes nothing.
+    fn never_lowers_version(&self) -> bool {
+        true
     }
 }

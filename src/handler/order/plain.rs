@@ -2,6 +2,7 @@
 //! the bug of seed 001: a slow, older event overwrites a fast, newer one.
 
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Plain {}
 
-impl StrategyKind for Plain {
+impl Described for Plain {
     fn describe(&self, lang: Lang) -> String {
         pick(lang, "plain UPDATE", "UPDATE thường").to_string()
     }
@@ -20,7 +21,9 @@ impl StrategyKind for Plain {
     fn short(&self) -> String {
         "plain UPDATE".into()
     }
+}
 
+impl StrategyKind for Plain {
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         h.work(d).await;
         write(h, d).await

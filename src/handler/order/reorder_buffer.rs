@@ -6,6 +6,7 @@
 //! buffer and applies what it releases with a plain write.
 
 use super::{plain, Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::error::Error;
 use crate::lang::Lang;
 use serde::{Deserialize, Serialize};
@@ -26,13 +27,7 @@ impl ReorderBufferSpec {
     }
 }
 
-impl StrategyKind for ReorderBufferSpec {
-    /// The buffer decides when (in the consumer loop); once released, a plain write.
-    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
-        h.work(d).await;
-        plain::write(h, d).await
-    }
-
+impl Described for ReorderBufferSpec {
     fn describe(&self, lang: Lang) -> String {
         let t = self.gap_timeout_ms;
         crate::tr!(
@@ -44,6 +39,18 @@ impl StrategyKind for ReorderBufferSpec {
 
     fn short(&self) -> String {
         format!("reorder buffer, gap timeout {} ms", self.gap_timeout_ms)
+    }
+}
+
+impl StrategyKind for ReorderBufferSpec {
+    /// The buffer decides when (in the consumer loop); once released, a plain write.
+    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
+        h.work(d).await;
+        plain::write(h, d).await
+    }
+
+    fn gap_timeout_ms(&self) -> Option<f64> {
+        Some(self.gap_timeout_ms)
     }
 }
 

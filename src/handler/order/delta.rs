@@ -7,6 +7,7 @@
 //! change would be applied twice.
 
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::Lang;
@@ -22,7 +23,7 @@ pub struct Delta {
     pub cas: bool,
 }
 
-impl StrategyKind for Delta {
+impl Described for Delta {
     fn describe(&self, lang: Lang) -> String {
         match (self.cas, lang) {
             (false, Lang::En) => "delta events applied to the document as they come".into(),
@@ -35,7 +36,9 @@ impl StrategyKind for Delta {
     fn short(&self) -> String {
         if self.cas { "delta events + CAS skip".into() } else { "delta events, as they come".into() }
     }
+}
 
+impl StrategyKind for Delta {
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         h.work(d).await;
         // The version is parameter $3 in both statements.
@@ -69,5 +72,9 @@ impl StrategyKind for Delta {
             rows,
         });
         Ok(())
+    }
+
+    fn never_lowers_version(&self) -> bool {
+        self.cas
     }
 }

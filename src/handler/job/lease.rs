@@ -5,10 +5,52 @@
 //! lease (only if still ours). What no key in Redis can close is a kill after the effect and
 //! before `done`: the partner's own idempotency key (`sink_key`) closes it.
 
-use super::{Handled, JobRun};
+use super::{Handled, JobRun, TechniqueKind};
 use crate::error::{Context, Error};
 use crate::fault::HandlerPoint;
-use crate::technique::events::{FailReason, SkipReason};
+use crate::handler::job::events::{FailReason, SkipReason};
+use crate::handler::Described;
+use crate::lang::Lang;
+use serde::{Deserialize, Serialize};
+
+/// `technique = { kind = "lease", lease_ms = 400, sink_key = true }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lease {
+    pub lease_ms: f64,
+    #[serde(default)]
+    pub sink_key: bool,
+}
+
+impl Described for Lease {
+    fn describe(&self, lang: Lang) -> String {
+        let lease_ms = self.lease_ms;
+        let key = if self.sink_key {
+            crate::tr!(lang, "; partner idempotency key = job id", "; idempotency key của đối tác = job id")
+        } else {
+            String::new()
+        };
+        crate::tr!(
+            lang,
+            "lease SET NX PX {lease_ms}, the effect, then SET done{key}",
+            "lease SET NX PX {lease_ms}, side effect, rồi SET done{key}"
+        )
+    }
+
+    fn short(&self) -> String {
+        match self.sink_key {
+            false => "lease, done after the effect",
+            true => "lease + partner idempotency key",
+        }
+        .into()
+    }
+}
+
+impl TechniqueKind for Lease {
+    async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
+        lease(run, self.lease_ms, self.sink_key).await
+    }
+}
 
 /// Delete the key only if it still holds our token.
 const RELEASE: &str =

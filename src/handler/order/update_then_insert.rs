@@ -2,9 +2,10 @@
 //! window between check and act). Two first events can both decide to insert; the loser gets
 //! a duplicate key and its change is lost.
 
-use crate::strategy::events::HandlerEvent;
+use crate::handler::order::events::HandlerEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::Lang;
@@ -24,11 +25,18 @@ impl UpdateThenInsertSpec {
     }
 }
 
-impl StrategyKind for UpdateThenInsertSpec {
+impl Described for UpdateThenInsertSpec {
+    fn describe(&self, lang: Lang) -> String {
+        let gap = self.gap_ms;
+        crate::tr!(lang, "UPDATE, and if no row INSERT {gap} ms later", "UPDATE, không có dòng thì INSERT sau {gap} ms")
+    }
+
     fn short(&self) -> String {
         "UPDATE, then INSERT".into()
     }
+}
 
+impl StrategyKind for UpdateThenInsertSpec {
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         h.work(d).await;
         let update = format!("UPDATE {SCHEMA}.orders SET status = $1, version = $2 WHERE id = $3 AND version < $2");
@@ -52,8 +60,8 @@ impl StrategyKind for UpdateThenInsertSpec {
         Ok(())
     }
 
-    fn describe(&self, lang: Lang) -> String {
-        let gap = self.gap_ms;
-        crate::tr!(lang, "UPDATE, and if no row INSERT {gap} ms later", "UPDATE, không có dòng thì INSERT sau {gap} ms")
+    /// The UPDATE is conditional, and the INSERT fails on a row that exists.
+    fn never_lowers_version(&self) -> bool {
+        true
     }
 }

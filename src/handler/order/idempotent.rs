@@ -9,6 +9,7 @@
 //! The timeline shows a skipped duplicate as `wrote … → UPDATE 0` (rows = 0).
 
 use super::{Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
@@ -19,7 +20,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Idempotent {}
 
-impl StrategyKind for Idempotent {
+impl Described for Idempotent {
     fn describe(&self, lang: Lang) -> String {
         pick(
             lang,
@@ -32,15 +33,21 @@ impl StrategyKind for Idempotent {
     fn short(&self) -> String {
         "idempotent (processed table)".into()
     }
+}
 
+impl StrategyKind for Idempotent {
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         h.work(d).await;
         write(h, d).await
     }
+
+    /// Create the dedup table if needed and empty it: every run starts with nothing processed.
+    async fn prepare(&self, pg: &tokio_postgres::Client) -> Result<(), Error> {
+        reset(pg).await
+    }
 }
 
-/// Create the dedup table if needed and empty it: every run starts with nothing processed.
-pub async fn reset(pg: &tokio_postgres::Client) -> Result<(), Error> {
+async fn reset(pg: &tokio_postgres::Client) -> Result<(), Error> {
     pg.batch_execute(&format!(
         "CREATE TABLE IF NOT EXISTS {SCHEMA}.processed (order_id bigint NOT NULL, version bigint NOT NULL,
             PRIMARY KEY (order_id, version));

@@ -4,6 +4,7 @@
 //! strategy's options and words.
 
 use super::{plain, Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::error::Error;
 use crate::lang::Lang;
 use serde::{Deserialize, Serialize};
@@ -42,17 +43,9 @@ impl Fanout {
     pub fn in_flight_limit(&self) -> usize {
         self.max_in_flight.map_or((16 * self.workers).max(100), |m| m.max(1)) as usize
     }
-
-    /// One line naming what is wrong, for the scenario check.
-    pub fn check(&self) -> Result<(), String> {
-        if self.workers == 0 || self.read_count == 0 {
-            return Err("strategy fanout: use workers ≥ 1 and read_count ≥ 1".into());
-        }
-        Ok(())
-    }
 }
 
-impl StrategyKind for Fanout {
+impl Described for Fanout {
     fn describe(&self, lang: Lang) -> String {
         let w = self.workers;
         crate::tr!(
@@ -65,10 +58,27 @@ impl StrategyKind for Fanout {
     fn short(&self) -> String {
         format!("fan-out (S3: one reader, {} workers)", self.workers)
     }
+}
 
+impl StrategyKind for Fanout {
     /// A worker applies one entry of an order with a plain write.
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
         h.work(d).await;
         plain::write(h, d).await
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.workers == 0 || self.read_count == 0 {
+            return Err("strategy fanout: use workers ≥ 1 and read_count ≥ 1".into());
+        }
+        Ok(())
+    }
+
+    fn reads_through_fanout(&self) -> bool {
+        true
+    }
+
+    fn handlers_per_consumer(&self) -> u32 {
+        self.workers
     }
 }

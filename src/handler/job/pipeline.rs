@@ -16,7 +16,9 @@ use super::lease;
 use super::JobRun;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, HandlerPoint};
-use crate::technique::events::{FailReason, SkipReason};
+use crate::handler::job::events::{FailReason, SkipReason};
+use crate::handler::Described;
+use crate::lang::Lang;
 use crate::timeline::StdoutSink;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -57,7 +59,43 @@ struct Payload {
 /// The job types a handler knows.
 const KNOWN: [&str; 3] = ["charge", "email", "report"];
 
+impl Described for PipelineHandler {
+    fn describe(&self, lang: Lang) -> String {
+        match (self, lang) {
+            (PipelineHandler::Seed, Lang::En) => "the seed's handle_message (json.loads before try, idempotent wrapper SET NX EX 86400, DEL on an exception)".to_string(),
+            (PipelineHandler::Seed, Lang::Vi) => "handle_message của seed (json.loads trước try, idempotent wrapper SET NX EX 86400, DEL khi có exception)".to_string(),
+            (PipelineHandler::Corrected { lease_ms, max_failures, max_deliveries }, _) => crate::tr!(
+                lang,
+                "corrected handler: payload checked inside, lease PX {lease_ms} done after the effect, partner key = job id, DLQ after {max_failures} failures or {max_deliveries} deliveries",
+                "handler đã sửa: kiểm tra payload bên trong, lease PX {lease_ms} chỉ done sau side effect, key đối tác = job id, vào DLQ sau {max_failures} lần lỗi hoặc {max_deliveries} lần giao"
+            ),
+        }
+    }
+
+    fn short(&self) -> String {
+        match self {
+            PipelineHandler::Seed => "seed production worker",
+            PipelineHandler::Corrected { .. } => "corrected worker",
+        }
+        .into()
+    }
+}
+
 impl PipelineHandler {
+    /// Does a process that takes an unparseable job die with it (the seed's `json.loads`
+    /// before the `try`), the claimer too?
+    pub fn dies_on_unparseable(&self) -> bool {
+        matches!(self, PipelineHandler::Seed)
+    }
+
+    /// The lease of the claim, if the claim is a lease (it must expire before a retry).
+    pub fn lease_ms(&self) -> Option<f64> {
+        match self {
+            PipelineHandler::Seed => None,
+            PipelineHandler::Corrected { lease_ms, .. } => Some(*lease_ms),
+        }
+    }
+
     /// Handle one delivery of `run.job` whose entry carries `payload`; `work` is the
     /// dispatch's own work before the effect.
     pub async fn handle(&self, run: &mut JobRun<'_>, payload: &str, work: Duration) -> Result<Disposition, Error> {

@@ -5,9 +5,10 @@
 //! Release uses `DELEX key IFEQ token` where the server has it (Redis ≥ 8.4) and otherwise
 //! the classic atomic Lua compare-and-delete; the timeline says which one ran.
 
-use crate::strategy::events::HandlerEvent;
+use crate::handler::order::events::HandlerEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use super::{plain, Delivery, Handler, StrategyKind};
+use crate::handler::Described;
 use crate::error::{Context, Error};
 use crate::lang::Lang;
 use crate::timeline::RawEvent;
@@ -43,14 +44,7 @@ struct Held {
     token: String,
 }
 
-impl StrategyKind for LockSpec {
-    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
-        let held = self.acquire(h, d.job.order).await?;
-        h.work(d).await;
-        plain::write(h, d).await?;
-        release(h, held).await
-    }
-
+impl Described for LockSpec {
     fn describe(&self, lang: Lang) -> String {
         let (ttl, retry, pre) = (self.ttl_ms, self.retry_ms, self.prework_max_ms);
         let mut t = crate::tr!(
@@ -70,6 +64,24 @@ impl StrategyKind for LockSpec {
         } else {
             format!("lock TTL {} ms", self.ttl_ms)
         }
+    }
+}
+
+impl StrategyKind for LockSpec {
+    async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
+        let held = self.acquire(h, d.job.order).await?;
+        h.work(d).await;
+        plain::write(h, d).await?;
+        release(h, held).await
+    }
+
+    fn lock_ttl_ms(&self) -> Option<u64> {
+        Some(self.ttl_ms)
+    }
+
+    /// Waiting for the lock (at most its TTL) after the random pre-work.
+    fn max_wait_per_event_ms(&self) -> f64 {
+        (self.ttl_ms + self.prework_max_ms) as f64
     }
 }
 

@@ -2,11 +2,72 @@
 //! `INSERT … ON CONFLICT DO NOTHING RETURNING`, then the effect) and its state check
 //! (`mark_notification_sent`: read the status, send, then mark it sent).
 
-use super::{Handled, JobRun};
+use super::{Handled, JobRun, TechniqueKind};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::HandlerPoint;
-use crate::technique::events::SkipReason;
+use crate::handler::job::events::SkipReason;
+use crate::handler::Described;
+use crate::lang::Lang;
+use serde::{Deserialize, Serialize};
+
+/// `technique = { kind = "db-unique" }`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbUnique {}
+
+impl Described for DbUnique {
+    fn describe(&self, lang: Lang) -> String {
+        crate::tr!(
+            lang,
+            "INSERT … ON CONFLICT DO NOTHING RETURNING, then the effect (seed process_order)",
+            "INSERT … ON CONFLICT DO NOTHING RETURNING rồi side effect (process_order của seed)"
+        )
+    }
+
+    fn short(&self) -> String {
+        "unique row ON CONFLICT (seed)".into()
+    }
+}
+
+impl TechniqueKind for DbUnique {
+    async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
+        db_unique(run).await
+    }
+
+    fn uses_database(&self) -> bool {
+        true
+    }
+}
+
+/// `technique = { kind = "check-state" }`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckState {}
+
+impl Described for CheckState {
+    fn describe(&self, lang: Lang) -> String {
+        crate::tr!(
+            lang,
+            "check the notification's status, the effect, then mark it sent (seed mark_notification_sent)",
+            "kiểm tra status notification, side effect, rồi đánh dấu sent (mark_notification_sent của seed)"
+        )
+    }
+
+    fn short(&self) -> String {
+        "check state (seed)".into()
+    }
+}
+
+impl TechniqueKind for CheckState {
+    async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
+        check_state(run).await
+    }
+
+    fn uses_database(&self) -> bool {
+        true
+    }
+}
 
 /// The tables these techniques use, emptied of the run's jobs before each run.
 pub fn create_tables_sql() -> String {

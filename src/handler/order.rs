@@ -1,13 +1,15 @@
-//! How a consumer applies one event: do the handler's work, then write the row, possibly
-//! guarded by a lock or made conditional on a version. One file per strategy below, each with
-//! its options, its write, and its words in both languages; `strategies!` lists them, one
-//! line each.
+//! How a stream consumer applies one order event: do the handler's work, then write the row,
+//! possibly guarded by a lock or made conditional on a version. One file per strategy below,
+//! each with its options, its write, its words in both languages and what the labs and roles
+//! ask of it; `strategies!` lists them, one line each (see [`crate::handler`] for the shape
+//! this registry shares with [`super::job`]).
 //!
 //! In a scenario file a strategy is its name (`strategy = "cas"`) or, with options, a table
 //! naming it (`strategy = { kind = "lock", ttl_ms = 500 }`).
 
 pub mod events;
 
+use super::Described;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::lang::Lang;
@@ -18,16 +20,57 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// What every strategy provides. Adding one: a file with a type implementing this (a struct
-/// of its options, or an empty one), and a line in `strategies!`.
+/// What every strategy provides. Adding one: a file with a type implementing this and
+/// [`Described`] (a struct of its options, or an empty one), and a line in `strategies!`.
+/// The methods with a default answer what labs and roles ask of a strategy; a strategy
+/// overrides the ones that concern it, in its own file.
 #[allow(async_fn_in_trait)] // Consumers run on a single-threaded runtime.
-pub trait StrategyKind: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
-    /// The strategy in one phrase of the set-up line.
-    fn describe(&self, lang: Lang) -> String;
-    /// The strategy in a few words, for the SUMMARY table (English).
-    fn short(&self) -> String;
+pub trait StrategyKind: Described + Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned + 'static {
     /// Apply one delivery: the handler's work, then the write.
     async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error>;
+
+    /// One line naming what is wrong with the options, for the scenario check.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Set up what the strategy keeps in PostgreSQL besides the orders, empty, before a run.
+    async fn prepare(&self, _pg: &tokio_postgres::Client) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Does a consumer process read through one fan-out reader handing entries to workers
+    /// (the `fanout` role) rather than apply each entry itself (the `consumer` role)?
+    fn reads_through_fanout(&self) -> bool {
+        false
+    }
+
+    /// Handlers one consumer process runs at once (a fan-out reader's workers).
+    fn handlers_per_consumer(&self) -> u32 {
+        1
+    }
+
+    /// How long a consumer holds an entry waiting for its order's next version, if it holds
+    /// entries across reads at all (ms, unscaled).
+    fn gap_timeout_ms(&self) -> Option<f64> {
+        None
+    }
+
+    /// The TTL of the per-order lock held while applying an event, if the strategy takes one.
+    fn lock_ttl_ms(&self) -> Option<u64> {
+        None
+    }
+
+    /// Beyond the handler's work, the longest one event may wait before its write (for a
+    /// run's time bound; ms, unscaled).
+    fn max_wait_per_event_ms(&self) -> f64 {
+        0.0
+    }
+
+    /// Can no write of it ever lower a row's version (each write conditional on being newer)?
+    fn never_lowers_version(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! strategies {
@@ -63,17 +106,64 @@ macro_rules! strategies {
                 v.expect("strategy options serialize")
             }
 
-            pub fn describe(&self, lang: Lang) -> String {
-                match self { $( Strategy::$variant(s) => s.describe(lang), )* }
-            }
-
-            pub fn short(&self) -> String {
-                match self { $( Strategy::$variant(s) => s.short(), )* }
+            /// The options of the strategy of type `T`, if it is this one: for the code that
+            /// exists only for it (the fan-out role reads its `Fanout`).
+            pub fn spec<T: StrategyKind>(&self) -> Option<&T> {
+                match self { $( Strategy::$variant(s) => (s as &dyn std::any::Any).downcast_ref::<T>(), )* }
             }
 
             /// Apply one delivery with this strategy.
             pub async fn apply(&self, h: &mut Handler<'_>, d: &Delivery<'_>) -> Result<(), Error> {
                 match self { $( Strategy::$variant(s) => s.apply(h, d).await, )* }
+            }
+
+            pub async fn prepare(&self, pg: &tokio_postgres::Client) -> Result<(), Error> {
+                match self { $( Strategy::$variant(s) => s.prepare(pg).await, )* }
+            }
+
+            /// The strategy in one phrase of the set-up line.
+            pub fn describe(&self, lang: Lang) -> String {
+                match self { $( Strategy::$variant(s) => s.describe(lang), )* }
+            }
+
+            /// The strategy in a few words, for the SUMMARY table (English).
+            pub fn short(&self) -> String {
+                match self { $( Strategy::$variant(s) => s.short(), )* }
+            }
+
+            /// See [`StrategyKind::check`].
+            pub fn check(&self) -> Result<(), String> {
+                match self { $( Strategy::$variant(s) => s.check(), )* }
+            }
+
+            /// See [`StrategyKind::reads_through_fanout`].
+            pub fn reads_through_fanout(&self) -> bool {
+                match self { $( Strategy::$variant(s) => s.reads_through_fanout(), )* }
+            }
+
+            /// See [`StrategyKind::handlers_per_consumer`].
+            pub fn handlers_per_consumer(&self) -> u32 {
+                match self { $( Strategy::$variant(s) => s.handlers_per_consumer(), )* }
+            }
+
+            /// See [`StrategyKind::gap_timeout_ms`].
+            pub fn gap_timeout_ms(&self) -> Option<f64> {
+                match self { $( Strategy::$variant(s) => s.gap_timeout_ms(), )* }
+            }
+
+            /// See [`StrategyKind::lock_ttl_ms`].
+            pub fn lock_ttl_ms(&self) -> Option<u64> {
+                match self { $( Strategy::$variant(s) => s.lock_ttl_ms(), )* }
+            }
+
+            /// See [`StrategyKind::max_wait_per_event_ms`].
+            pub fn max_wait_per_event_ms(&self) -> f64 {
+                match self { $( Strategy::$variant(s) => s.max_wait_per_event_ms(), )* }
+            }
+
+            /// See [`StrategyKind::never_lowers_version`].
+            pub fn never_lowers_version(&self) -> bool {
+                match self { $( Strategy::$variant(s) => s.never_lowers_version(), )* }
             }
         }
     };
@@ -231,6 +321,21 @@ mod tests {
         assert!(e.starts_with("strategy lock: unknown field `ttl`"), "{e}");
         assert!(parse("{ ttl_ms = 5 }").unwrap_err().contains("needs kind"));
         assert!(parse("{ kind = \"plain\", x = 1 }").unwrap_err().starts_with("strategy plain: unknown field `x`"));
+    }
+
+    #[test]
+    fn labs_ask_the_strategy_not_its_name() {
+        let fanout = parse("{ kind = \"fanout\", workers = 3 }").unwrap();
+        assert!(fanout.reads_through_fanout() && fanout.handlers_per_consumer() == 3);
+        assert_eq!(fanout.spec::<fanout::Fanout>().map(|f| f.workers), Some(3));
+        assert!(parse("{ kind = \"fanout\", workers = 0 }").unwrap().check().is_err());
+        let lock = parse("{ kind = \"lock\", ttl_ms = 500, prework_max_ms = 20 }").unwrap();
+        assert_eq!((lock.lock_ttl_ms(), lock.max_wait_per_event_ms()), (Some(500), 520.0));
+        assert!(lock.spec::<fanout::Fanout>().is_none() && !lock.reads_through_fanout());
+        assert_eq!(parse("\"reorder-buffer\"").unwrap().gap_timeout_ms(), Some(1000.0));
+        assert!(parse("\"cas\"").unwrap().never_lowers_version() && !Strategy::default().never_lowers_version());
+        let plain = Strategy::default();
+        assert_eq!((plain.lock_ttl_ms(), plain.gap_timeout_ms(), plain.handlers_per_consumer()), (None, None, 1));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::chart::Chart;
 use crate::checker::{RunVerdict, Verdict};
 use crate::error::Error;
 use crate::lang::{Lang, Words};
+use crate::roles::{role, RoleRegistry};
 use crate::timeline::vocabulary::{entry, Registry};
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +40,22 @@ pub static VOCABULARIES: Registry = Registry(&[
     entry::<crate::outbox_table::OutboxEvent>(),
     entry::<failover::events::FailoverEvent>(),
 ]);
+
+/// Every role a lab can start as a process of its own, one line each: `ordlab __role` finds
+/// a child's role here by the name in its config.
+pub static ROLES: RoleRegistry = RoleRegistry(&[&[
+    role::<crate::roles::consumer::ConsumerConfig>(),
+    role::<crate::roles::claimer::ClaimerConfig>(),
+    role::<crate::roles::dispatcher::DispatcherConfig>(),
+    role::<crate::roles::priority_worker::PriorityWorkerConfig>(),
+    role::<crate::roles::zset_worker::ZsetWorkerConfig>(),
+    role::<crate::roles::job_worker::JobWorkerConfig>(),
+    role::<crate::roles::pipeline_worker::PipelineWorkerConfig>(),
+    role::<crate::roles::list_worker::ListWorkerConfig>(),
+    role::<crate::roles::list_supervisor::ListSupervisorConfig>(),
+    role::<crate::roles::cluster_worker::ClusterWorkerConfig>(),
+    role::<crate::roles::scale_worker::ScaleWorkerConfig>(),
+]]);
 
 /// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
 /// and serde's message (which names an unknown or missing key).
@@ -339,4 +356,18 @@ lab_kinds! {
     ListQueue(list_jobs::ListQueueSpec) = "list-queue",
     /// 1, 2, 4, 8 worker processes on a list or a stream group: where more stop helping, and why.
     QueueScale(queue_scale::QueueScaleSpec) = "queue-scale",
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::timeline::EventKind;
+
+    #[test]
+    fn every_event_kind_and_role_has_one_owner() {
+        assert_eq!(super::VOCABULARIES.clashes(), Vec::<&str>::new());
+        assert_eq!(super::ROLES.clashes(), Vec::<&str>::new());
+        for k in super::VOCABULARIES.kinds() {
+            assert!(!EventKind::CORE_KINDS.contains(&k), "{k} is a core event's tag");
+        }
+    }
 }

@@ -10,7 +10,7 @@ use ordlab::report::{files, json, snapshot, summary, text, LabReport};
 use ordlab::runner::RunOptions;
 use ordlab::scenario::Scenario;
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
-use ordlab::{bench, catalog, roles};
+use ordlab::{bench, catalog};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -229,15 +229,8 @@ fn one_line(e: &anyhow::Error) -> String {
 fn run_role_process() -> i32 {
     let mut config = String::new();
     let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut config);
-    let cfg: roles::RoleConfig = match serde_json::from_str(&config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("ordlab __role: bad config: {e}");
-            return EXIT_ERROR;
-        }
-    };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
-    match rt.block_on(roles::run_role(cfg)) {
+    match rt.block_on(ordlab::labs::ROLES.run(&config)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ordlab __role: {e}");

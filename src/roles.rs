@@ -31,5 +31,5 @@ mod role_process;
 pub mod scale_worker;
 pub mod zset_worker;
 
-pub use config::{run_role, RoleConfig, RoleEnv};
+pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};
 pub use role_process::RoleProcess;

@@ -224,6 +224,24 @@ impl FamilyEvent {
 }
 
 impl EventKind {
+    /// The `kind` tags of the core events, which no vocabulary may use.
+    pub const CORE_KINDS: &'static [&'static str] = &[
+        "ready",
+        "published",
+        "publish_failed",
+        "received",
+        "work_started",
+        "wrote",
+        "acked",
+        "crashed",
+        "sql_sent",
+        "sql_done",
+        "server_command",
+        "server_killed",
+        "reconnected",
+        "effect",
+    ];
+
     /// The event as one of vocabulary `V`'s, if it is.
     pub fn family<V: vocabulary::Vocabulary>(&self) -> Option<V> {
         match self {
@@ -361,6 +379,63 @@ impl Sink for tokio::sync::mpsc::UnboundedSender<RawEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_kinds_are_the_core_tags() {
+        let job = Job::new(42, "created", 1);
+        let samples = [
+            EventKind::Ready,
+            EventKind::Published { entry_id: "1-0".into(), job: job.clone(), attempt: 1 },
+            EventKind::PublishFailed { job: job.clone(), attempt: 1, retry_in_ms: None, reason: "r".into() },
+            EventKind::Received { entry_id: "1-0".into(), job, deliveries: None },
+            EventKind::WorkStarted { entry_id: "1-0".into(), ms: 1.0 },
+            EventKind::Wrote { entry_id: "1-0".into(), order: 42, status: "paid".into(), version: None, rows: 1 },
+            EventKind::Acked { entry_id: "1-0".into() },
+            EventKind::crashed(true, "x"),
+            EventKind::SqlSent { case: 1, order: 42, statement: "BEGIN".into() },
+            EventKind::SqlDone {
+                case: 1,
+                order: 42,
+                outcome: "COMMIT".into(),
+                waited_ms: 0.0,
+                status: SqlStatus::Done,
+            },
+            EventKind::ServerCommand {
+                server: ServerKind::Redis,
+                connection: 1,
+                args: vec!["PING".into()],
+                reply: "PONG".into(),
+                error: false,
+            },
+            EventKind::ServerKilled { server: "redis".into(), signal: "SIGKILL".into() },
+            EventKind::Reconnected { server: "replica".into() },
+            EventKind::Effect {
+                job: "job-1".into(),
+                effect: "email".into(),
+                requested_by: Actor::Consumer(1),
+                idem_key: None,
+                outcome: EffectOutcome::Applied,
+            },
+        ];
+        let tags: Vec<String> =
+            samples.iter().map(|k| serde_json::to_value(k).unwrap()["kind"].as_str().unwrap().to_string()).collect();
+        assert_eq!(tags, EventKind::CORE_KINDS);
+        for k in samples {
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), k, "{json}");
+        }
+    }
+
+    #[test]
+    fn an_event_of_a_vocabulary_reads_back_as_it_was_written() {
+        let json = r#"{"t_us":5,"actor":"W1","kind":"taken","job":"j1","via":"BLMOVE","lease_ms":null}"#;
+        let e: Event = serde_json::from_str(json).unwrap();
+        assert!(matches!(&e.kind, EventKind::Family(f) if f.kind() == "taken"));
+        // The same JSON (its fields may come back in another order).
+        let again: serde_json::Value = serde_json::to_value(&e).unwrap();
+        assert_eq!(again, serde_json::from_str::<serde_json::Value>(json).unwrap());
+        assert_eq!(serde_json::from_value::<Event>(again).unwrap(), e);
+    }
 
     #[test]
     fn actor_labels_round_trip() {

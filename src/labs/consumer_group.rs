@@ -92,13 +92,13 @@ impl ConsumerGroup {
             let cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
             let name = cfg.client_name.clone();
             group
-                .start_role(ctx, server.conn, RoleConfig::Consumer(cfg), &name, ClientState::BlockedInXreadgroup, tx)
+                .start_role(ctx, server.conn, RoleConfig::of(&cfg), &name, ClientState::BlockedInXreadgroup, tx)
                 .await?;
         }
         if let Some(reaper) = spec.reaper {
             let consumer = group.consumer_config(ctx, server.url, spec, first + spec.consumers, Actor::Reaper);
             let name = consumer.client_name.clone();
-            let cfg = RoleConfig::Claimer(ClaimerConfig { consumer, reaper: reaper.clone() });
+            let cfg = RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() });
             group.start_role(ctx, server.conn, cfg, &name, ClientState::Connected, tx).await?;
         }
         Ok(group)

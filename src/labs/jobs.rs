@@ -188,7 +188,7 @@ impl WorkerTemplate for JobsTemplate {
         cfg.client_name = ctx.client_name(actor);
         cfg.claim = (actor == Actor::Reaper).then(|| self.reaper.clone());
         let name = cfg.client_name.clone();
-        (RoleConfig::JobWorker(cfg), name)
+        (RoleConfig::of(&cfg), name)
     }
 }
 

@@ -323,7 +323,7 @@ async fn dispatcher_processes(
 ) -> Result<(), Error> {
     let poll_ns = ctx.scale.duration(cfg.spec.poll_ms).as_nanos().max(1) as u64;
     loop {
-        let mut child = ctx.spawn(&RoleConfig::Dispatcher(cfg.clone()), sink.clone())?;
+        let mut child = ctx.spawn(&RoleConfig::of(&cfg.clone()), sink.clone())?;
         // Done (status 0) or died unplanned (the watcher recorded it): no one takes over.
         if child.wait().await != Some(true) || cfg.index >= 5 {
             return Ok(());

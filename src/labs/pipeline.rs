@@ -150,7 +150,7 @@ impl WorkerTemplate for PipelineTemplate {
         cfg.client_name = ctx.client_name(actor);
         cfg.claim = (actor == Actor::Reaper).then(|| self.reaper.clone());
         let name = cfg.client_name.clone();
-        (RoleConfig::PipelineWorker(cfg), name)
+        (RoleConfig::of(&cfg), name)
     }
 }
 

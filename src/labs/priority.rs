@@ -384,7 +384,7 @@ impl LabProcedure for PrioritySpec {
         }
         let run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
         let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
-        let worker_cfg = RoleConfig::PriorityWorker(self.worker_config(ctx, &names));
+        let worker_cfg = RoleConfig::of(&self.worker_config(ctx, &names));
         let shared: &RunContext<'_> = ctx;
         let mut d = Driver { ctx: shared, run, conn: producer, streams: names.clone(), next_id: [0; 3], rng: shared.rng() };
         let t0_ns = crate::clock::now_ns();

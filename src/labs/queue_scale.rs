@@ -296,7 +296,7 @@ impl QueueScaleSpec {
                 read_count: self.read_count,
                 cost_ms: self.cost_ms,
             };
-            let role = ctx.spawn(&RoleConfig::ScaleWorker(cfg.clone()), sink.clone())?;
+            let role = ctx.spawn(&RoleConfig::of(&cfg.clone()), sink.clone())?;
             wait_for_client(&mut conn, &cfg.client_name, ClientState::Connected, &role).await?;
             workers.push(role);
         }

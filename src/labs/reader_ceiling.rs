@@ -139,7 +139,7 @@ impl ReaderCeilingSpec {
             handler,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-        let role = ctx.spawn(&RoleConfig::Consumer(cfg.clone()), tx)?;
+        let role = ctx.spawn(&RoleConfig::of(&cfg.clone()), tx)?;
         let mut conn = ctx.redis.clone();
         wait_for_client(&mut conn, &cfg.client_name, ClientState::Connected, &role).await?;
         ctx.scale.sleep(self.ceiling.warmup_ms).await;

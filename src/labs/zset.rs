@@ -122,7 +122,7 @@ fn base_score(p: Priority) -> f64 {
 
 impl ZsetSpec {
     fn worker(&self, ctx: &RunContext<'_>, keys: &ZsetKeys, index: u32, crash: bool) -> RoleConfig {
-        RoleConfig::ZsetWorker(ZsetWorkerConfig {
+        RoleConfig::of(&ZsetWorkerConfig {
             env: ctx.role_env(index),
             index,
             client_name: ctx.client_name(Actor::Consumer(index)),

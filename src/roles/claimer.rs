@@ -77,3 +77,16 @@ pub async fn run(cfg: ClaimerConfig) -> Result<(), Error> {
         }
     }
 }
+
+impl crate::roles::Role for ClaimerConfig {
+    const NAME: &'static str = "claimer";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        use crate::timeline::Actor;
+        Actor::Reaper
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}

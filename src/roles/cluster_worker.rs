@@ -208,6 +208,18 @@ fn own_cpu_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
+impl crate::roles::Role for ClusterWorkerConfig {
+    const NAME: &'static str = "cluster-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        ClusterWorkerConfig::actor(self)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

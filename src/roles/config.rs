@@ -1,22 +1,15 @@
-//! What a role process is told when it starts: which role, with what. The orchestrator writes
-//! a [`RoleConfig`] as JSON on the child's stdin; `ordlab __role` reads it and runs the role
-//! until it is killed (or, for a dispatcher, until its outbox is published).
+//! What a role process is told when it starts: which role, with what. A role is a config type
+//! that implements [`Role`]; the orchestrator writes it as JSON (tagged with the role's name)
+//! on the child's stdin, and `ordlab __role` finds the role by that name in a [`RoleRegistry`]
+//! and runs it until it is killed (or, for a dispatcher, until its outbox is published).
 
-use super::claimer::ClaimerConfig;
-use super::cluster_worker::ClusterWorkerConfig;
-use super::consumer::ConsumerConfig;
-use super::dispatcher::DispatcherConfig;
-use super::job_worker::JobWorkerConfig;
-use super::list_supervisor::ListSupervisorConfig;
-use super::list_worker::ListWorkerConfig;
-use super::pipeline_worker::PipelineWorkerConfig;
-use super::priority_worker::PriorityWorkerConfig;
-use super::scale_worker::ScaleWorkerConfig;
-use super::zset_worker::ZsetWorkerConfig;
 use crate::error::Error;
 use crate::fault::TimeScale;
 use crate::timeline::Actor;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
 
 /// What every role of a run shares: where the servers are, the run's key prefix and clock.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -32,67 +25,91 @@ pub struct RoleEnv {
     pub has_delex: bool,
 }
 
-/// One role process.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "kebab-case")]
-pub enum RoleConfig {
-    /// Reads the group one entry at a time, or as a fan-out reader when its strategy says so.
-    Consumer(ConsumerConfig),
-    /// Takes over idle pending entries with XAUTOCLAIM.
-    Claimer(ClaimerConfig),
-    /// Publishes outbox rows to the stream.
-    Dispatcher(DispatcherConfig),
-    /// Polls one stream per priority with a priority loop.
-    PriorityWorker(PriorityWorkerConfig),
-    /// Takes jobs from one sorted set (ZPOPMAX, BZPOPMAX or a leased pop).
-    ZsetWorker(ZsetWorkerConfig),
-    /// Handles queue jobs with an idempotency technique (reader or claimer).
-    JobWorker(JobWorkerConfig),
-    /// The seed's production worker: priority polling, idempotent handler, retry, DLQ.
-    PipelineWorker(PipelineWorkerConfig),
-    /// Takes jobs from a Redis list queue (seed 003).
-    ListWorker(ListWorkerConfig),
-    /// Puts back jobs whose lease ran out and moves due retries to a list queue.
-    ListSupervisor(ListSupervisorConfig),
-    /// Takes jobs from a list queue on a Redis Cluster.
-    ClusterWorker(ClusterWorkerConfig),
-    /// Takes jobs from a list or a stream group as fast as it can, for throughput.
-    ScaleWorker(ScaleWorkerConfig),
+/// A kind of process a lab starts: its config is `Self`. Adding one: a config type that
+/// implements this beside the role's code, and a line in a registry.
+#[allow(async_fn_in_trait)] // Roles run on a single-threaded runtime.
+pub trait Role: Serialize + DeserializeOwned + 'static {
+    /// The `role` tag of its config (`consumer`, `zset-worker`).
+    const NAME: &'static str;
+
+    /// Who the process is on the timeline.
+    fn actor(&self) -> Actor;
+
+    /// Run until killed or done: the body of `ordlab __role`.
+    async fn run(self) -> Result<(), Error>;
+}
+
+/// One role process's config, tagged with its role: what a child reads on its stdin.
+#[derive(Clone, Debug)]
+pub struct RoleConfig {
+    actor: Actor,
+    json: serde_json::Value,
 }
 
 impl RoleConfig {
+    /// The config of role `R`, as the child reads it.
+    pub fn of<R: Role>(role: &R) -> RoleConfig {
+        let mut json = serde_json::to_value(role).expect("role configs serialize");
+        let fields = json.as_object_mut().expect("a role's config is a struct");
+        fields.insert("role".into(), serde_json::Value::String(R::NAME.into()));
+        RoleConfig { actor: role.actor(), json }
+    }
+
     /// Who the process is on the timeline.
     pub fn actor(&self) -> Actor {
-        match self {
-            RoleConfig::Consumer(c) => c.actor(),
-            RoleConfig::Claimer(_) => Actor::Reaper,
-            RoleConfig::Dispatcher(d) => Actor::Dispatcher(d.index),
-            RoleConfig::PriorityWorker(w) => w.actor(),
-            RoleConfig::ZsetWorker(w) => Actor::Consumer(w.index),
-            RoleConfig::JobWorker(w) => w.actor,
-            RoleConfig::PipelineWorker(w) => w.actor,
-            RoleConfig::ListWorker(w) => w.actor(),
-            RoleConfig::ListSupervisor(s) => s.actor(),
-            RoleConfig::ClusterWorker(w) => w.actor(),
-            RoleConfig::ScaleWorker(w) => Actor::Worker(w.index),
-        }
+        self.actor
+    }
+
+    /// The JSON written to the child's stdin.
+    pub fn to_json(&self) -> String {
+        self.json.to_string()
     }
 }
 
-/// Run a role until it is killed or done: the body of `ordlab __role`.
-pub async fn run_role(config: RoleConfig) -> Result<(), Error> {
-    match config {
-        RoleConfig::Consumer(c) if c.strategy.reads_through_fanout() => super::fanout::run(c).await,
-        RoleConfig::Consumer(c) => super::consumer::run(c).await,
-        RoleConfig::Claimer(c) => super::claimer::run(c).await,
-        RoleConfig::Dispatcher(d) => super::dispatcher::run_process(d).await,
-        RoleConfig::PriorityWorker(w) => super::priority_worker::run(w).await,
-        RoleConfig::ZsetWorker(w) => super::zset_worker::run(w).await,
-        RoleConfig::JobWorker(w) => super::job_worker::run(w).await,
-        RoleConfig::PipelineWorker(w) => super::pipeline_worker::run(w).await,
-        RoleConfig::ListWorker(w) => super::list_worker::run(w).await,
-        RoleConfig::ListSupervisor(s) => super::list_supervisor::run(s).await,
-        RoleConfig::ClusterWorker(w) => super::cluster_worker::run(w).await,
-        RoleConfig::ScaleWorker(w) => super::scale_worker::run(w).await,
+type RoleFuture = Pin<Box<dyn Future<Output = Result<(), Error>>>>;
+
+/// One role as a registry lists it.
+pub struct RoleEntry {
+    name: &'static str,
+    run: fn(serde_json::Value) -> Result<RoleFuture, serde_json::Error>,
+}
+
+fn start<R: Role>(json: serde_json::Value) -> Result<RoleFuture, serde_json::Error> {
+    let role: R = serde_json::from_value(json)?;
+    Ok(Box::pin(role.run()))
+}
+
+/// The entry of role `R`.
+pub const fn role<R: Role>() -> RoleEntry {
+    RoleEntry { name: R::NAME, run: start::<R> }
+}
+
+/// Every role a build can start, found by name.
+pub struct RoleRegistry(pub &'static [&'static [RoleEntry]]);
+
+impl RoleRegistry {
+    /// Run the role a child's config names: the body of `ordlab __role`.
+    pub async fn run(&self, config: &str) -> Result<(), Error> {
+        let mut json: serde_json::Value =
+            serde_json::from_str(config).map_err(|e| Error::RoleConfig(format!("bad role config: {e}")))?;
+        let name = json
+            .as_object_mut()
+            .and_then(|o| o.remove("role"))
+            .and_then(|r| r.as_str().map(str::to_string))
+            .ok_or_else(|| Error::RoleConfig("bad role config: no `role`".into()))?;
+        let entry = self
+            .0
+            .iter()
+            .flat_map(|list| list.iter())
+            .find(|e| e.name == name)
+            .ok_or_else(|| Error::RoleConfig(format!("bad role config: unknown role {name:?}")))?;
+        let future = (entry.run)(json).map_err(|e| Error::RoleConfig(format!("bad {name} config: {e}")))?;
+        future.await
+    }
+
+    /// Role names listed twice (a registry must have none).
+    pub fn clashes(&self) -> Vec<&'static str> {
+        let names: Vec<&'static str> = self.0.iter().flat_map(|l| l.iter().map(|e| e.name)).collect();
+        names.iter().enumerate().filter(|(i, n)| names[..*i].contains(n)).map(|(_, n)| *n).collect()
     }
 }

@@ -370,3 +370,16 @@ pub async fn run_process(cfg: DispatcherConfig) -> Result<(), Error> {
     };
     d.run(cfg.first_round_ns.unwrap_or_else(crate::clock::now_ns)).await
 }
+
+impl crate::roles::Role for DispatcherConfig {
+    const NAME: &'static str = "dispatcher";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        use crate::timeline::Actor;
+        Actor::Dispatcher(self.index)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run_process(self).await
+    }
+}

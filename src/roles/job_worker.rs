@@ -226,3 +226,15 @@ pub async fn delivery_count(
         .context("XPENDING")?;
     Ok(pending.ids.first().map_or(1, |p| p.times_delivered as u64))
 }
+
+impl crate::roles::Role for JobWorkerConfig {
+    const NAME: &'static str = "job-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        self.actor
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}

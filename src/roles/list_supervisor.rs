@@ -82,3 +82,15 @@ pub async fn run_loop<C: ConnectionLike + Send>(
         }
     }
 }
+
+impl crate::roles::Role for ListSupervisorConfig {
+    const NAME: &'static str = "list-supervisor";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        ListSupervisorConfig::actor(self)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}

@@ -270,6 +270,18 @@ fn short_error(e: &crate::side_effect::SinkError) -> String {
     }
 }
 
+impl crate::roles::Role for ListWorkerConfig {
+    const NAME: &'static str = "list-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        ListWorkerConfig::actor(self)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

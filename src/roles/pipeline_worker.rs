@@ -180,3 +180,15 @@ impl Worker {
         Ok(())
     }
 }
+
+impl crate::roles::Role for PipelineWorkerConfig {
+    const NAME: &'static str = "pipeline-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        self.actor
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}

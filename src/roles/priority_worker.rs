@@ -159,6 +159,18 @@ pub fn describe(read: &Read, scale: crate::fault::TimeScale) -> String {
     format!("XREADGROUP {} COUNT {}{block}", names.join(" "), read.count)
 }
 
+impl crate::roles::Role for PriorityWorkerConfig {
+    const NAME: &'static str = "priority-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        PriorityWorkerConfig::actor(self)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

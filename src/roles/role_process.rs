@@ -33,7 +33,7 @@ impl RoleProcess {
     /// Start `exe __role` with `config` on its stdin; its events go to `sink`.
     pub fn spawn(exe: &Path, config: &RoleConfig, sink: mpsc::UnboundedSender<RawEvent>) -> Result<RoleProcess, Error> {
         let actor = config.actor();
-        let json = serde_json::to_string(config).expect("role configs serialize");
+        let json = config.to_json();
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
         // The config goes in on stdin: a generated workload is larger than an argument may be.
         cmd.arg("__role").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);

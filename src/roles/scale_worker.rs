@@ -119,3 +119,16 @@ async fn stream_jobs(cfg: &ScaleWorkerConfig, conn: &mut MultiplexedConnection) 
     }
     ack.query_async::<i64>(conn).await.context("XACK").map(drop)
 }
+
+impl crate::roles::Role for ScaleWorkerConfig {
+    const NAME: &'static str = "scale-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        use crate::timeline::Actor;
+        Actor::Worker(self.index)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}

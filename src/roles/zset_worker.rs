@@ -265,6 +265,19 @@ async fn handle(
     Ok(())
 }
 
+impl crate::roles::Role for ZsetWorkerConfig {
+    const NAME: &'static str = "zset-worker";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        use crate::timeline::Actor;
+        Actor::Consumer(self.index)
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        run(self).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

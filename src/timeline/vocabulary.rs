@@ -240,6 +240,11 @@ impl Registry {
         self.0.iter().find(|v| v.kinds.contains(&e.kind())).and_then(|v| (v.decode)(e))
     }
 
+    /// Every kind tag the registry knows.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        self.0.iter().flat_map(|v| v.kinds.iter().copied()).collect()
+    }
+
     /// Kinds named by two vocabularies (a registry must have none).
     pub fn clashes(&self) -> Vec<&'static str> {
         let mut seen: Vec<&'static str> = Vec::new();

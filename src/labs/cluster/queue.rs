@@ -105,7 +105,7 @@ impl WorkerPlan<'_> {
                     retry_wait: self.retry_wait,
                 };
                 let name = cfg.client_name.clone();
-                workers.push(ctx.spawn(&RoleConfig::ClusterWorker(cfg), tx.clone())?);
+                workers.push(ctx.spawn(&RoleConfig::of(&cfg), tx.clone())?);
                 let child = workers.last().expect("just pushed");
                 wait_for_client(&mut conns[queue.master], &name, self.ready, child).await?;
                 index += 1;

@@ -94,7 +94,7 @@ impl Crew {
             sink: self.sink.clone(),
             effect: EFFECT.into(),
         };
-        let child = ctx.spawn(&RoleConfig::ListWorker(cfg.clone()), self.tx.clone())?;
+        let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), self.tx.clone())?;
         let want = if spec.take == Take::Lease { ClientState::Connected } else { ClientState::Blocked };
         wait_for_client(&mut ctx.redis, &cfg.client_name, want, &child).await?;
         self.workers.push(Some(child));
@@ -128,7 +128,7 @@ async fn start_supervisor(
         reaper_poll_ms: spec.reaper.map(|r| r.poll_ms),
         scheduler_poll_ms: spec.scheduler.map(|r| r.poll_ms),
     };
-    let child = ctx.spawn(&RoleConfig::ListSupervisor(cfg.clone()), tx.clone())?;
+    let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), tx.clone())?;
     wait_for_client(&mut ctx.redis, &cfg.client_name, ClientState::Connected, &child).await?;
     Ok(Some(child))
 }

@@ -33,3 +33,21 @@ pub mod zset_worker;
 
 pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};
 pub use role_process::RoleProcess;
+
+/// A consumer reads the group one entry at a time, or as a fan-out reader when its strategy
+/// says so (here, above both, so neither imports the other to choose).
+impl Role for consumer::ConsumerConfig {
+    const NAME: &'static str = "consumer";
+
+    fn actor(&self) -> crate::timeline::Actor {
+        self.actor()
+    }
+
+    async fn run(self) -> Result<(), crate::error::Error> {
+        if self.strategy.reads_through_fanout() {
+            fanout::run(self).await
+        } else {
+            consumer::run(self).await
+        }
+    }
+}

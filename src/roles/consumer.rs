@@ -297,18 +297,3 @@ impl Applier {
     }
 }
 
-impl crate::roles::Role for ConsumerConfig {
-    const NAME: &'static str = "consumer";
-
-    fn actor(&self) -> crate::timeline::Actor {
-        self.actor()
-    }
-
-    async fn run(self) -> Result<(), crate::error::Error> {
-        if self.strategy.reads_through_fanout() {
-            super::fanout::run(self).await
-        } else {
-            run(self).await
-        }
-    }
-}

@@ -17,25 +17,13 @@
 //! the side-effect sink's ledger), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
-pub mod concurrency;
-pub mod delivery;
-pub mod durability;
-pub mod effect_counts;
-pub mod exclusion;
-pub mod failover;
 pub mod fates;
 pub mod final_state;
 pub mod health;
-pub mod job_effects;
 pub mod limit;
 pub mod outcome;
-pub mod priority;
-pub mod redelivery;
-pub mod retry_schedule;
-pub mod spread;
 pub mod total_queue;
 mod verdict;
-pub mod zset;
 
 pub use outcome::{Expectation, Outcome};
 pub use verdict::{RunVerdict, Verdict};

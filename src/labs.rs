@@ -8,11 +8,8 @@
 
 mod consumer_group;
 mod context;
-mod job_run;
 mod procedure;
-mod race_lines;
 mod record;
-mod worker_pool;
 
 pub use context::RunContext;
 pub use procedure::{
@@ -37,8 +34,8 @@ pub static VOCABULARIES: Registry = Registry(&[
     entry::<crate::priority_queue::PriorityEvent>(),
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
-    entry::<crate::outbox_table::OutboxEvent>(),
-    entry::<failover::events::FailoverEvent>(),
+    entry::<crate::labs::outbox::table::OutboxEvent>(),
+    entry::<delivery::failover::events::FailoverEvent>(),
 ]);
 
 /// Every role a lab can start as a process of its own, one line each: `ordlab __role` finds
@@ -46,15 +43,15 @@ pub static VOCABULARIES: Registry = Registry(&[
 pub static ROLES: RoleRegistry = RoleRegistry(&[&[
     role::<crate::roles::consumer::ConsumerConfig>(),
     role::<crate::roles::claimer::ClaimerConfig>(),
-    role::<crate::roles::dispatcher::DispatcherConfig>(),
-    role::<crate::roles::priority_worker::PriorityWorkerConfig>(),
-    role::<crate::roles::zset_worker::ZsetWorkerConfig>(),
-    role::<crate::roles::job_worker::JobWorkerConfig>(),
-    role::<crate::roles::pipeline_worker::PipelineWorkerConfig>(),
-    role::<crate::roles::list_worker::ListWorkerConfig>(),
-    role::<crate::roles::list_supervisor::ListSupervisorConfig>(),
+    role::<crate::labs::outbox::dispatcher::DispatcherConfig>(),
+    role::<crate::labs::priority::worker::PriorityWorkerConfig>(),
+    role::<crate::labs::priority::zset_worker::ZsetWorkerConfig>(),
+    role::<crate::labs::idempotency::job_worker::JobWorkerConfig>(),
+    role::<crate::labs::idempotency::pipeline_worker::PipelineWorkerConfig>(),
+    role::<crate::labs::list_queue::worker::ListWorkerConfig>(),
+    role::<crate::labs::list_queue::supervisor::ListSupervisorConfig>(),
     role::<crate::roles::cluster_worker::ClusterWorkerConfig>(),
-    role::<crate::roles::scale_worker::ScaleWorkerConfig>(),
+    role::<crate::labs::list_queue::scale_worker::ScaleWorkerConfig>(),
 ]]);
 
 /// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
@@ -114,26 +111,34 @@ fn mismatch(record: &RunRecord) -> RunVerdict {
     v
 }
 
+/// The families, each a module of its own, and their kinds, one line each: what `lab_kinds!`
+/// turns into the enums and dispatch below.
+macro_rules! lab_families {
+    ($( $(#[$fdoc:meta])* $family:ident { $( $(#[$doc:meta])* $kind:ident($module:ident::$spec:ident) = $name:literal, )* } )*) => {
+        $( $(#[$fdoc])* pub mod $family; )*
+        lab_kinds! { $( $( $(#[$doc])* $kind($family::$module::$spec) = $name, )* )* }
+    };
+}
+
 macro_rules! lab_kinds {
-    ($( $(#[$doc:meta])* $kind:ident($module:ident::$spec:ident) = $name:literal, )*) => {
-        $( pub mod $module; )*
+    ($( $(#[$doc:meta])* $kind:ident($($path:ident)::+) = $name:literal, )*) => {
 
         /// A lab procedure and its spec: one arm per kind.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind")]
         pub enum Procedure {
-            $( $(#[$doc])* #[serde(rename = $name)] $kind($module::$spec), )*
+            $( $(#[$doc])* #[serde(rename = $name)] $kind($($path)::+), )*
         }
 
         /// What one run observed, typed by its procedure.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind")]
         pub enum Observed {
-            $( #[serde(rename = $name)] $kind(<$module::$spec as Judge>::Observed), )*
+            $( #[serde(rename = $name)] $kind(<$($path)::+ as Judge>::Observed), )*
         }
 
         $(
-            impl Kind for $module::$spec {
+            impl Kind for $($path)::+ {
                 fn spec_of(procedure: &Procedure) -> Option<&Self> {
                     match procedure {
                         Procedure::$kind(p) => Some(p),
@@ -254,11 +259,11 @@ macro_rules! lab_kinds {
             }
 
             pub fn per_run_lines(&self, records: &[RunRecord], lang: Lang) -> Vec<Line> {
-                match self { $( Procedure::$kind(p) => p.per_run_lines(&views(records, <$module::$spec as Kind>::observed_of), lang), )* }
+                match self { $( Procedure::$kind(p) => p.per_run_lines(&views(records, <$($path)::+ as Kind>::observed_of), lang), )* }
             }
 
             pub fn summary_note(&self, records: &[RunRecord]) -> Option<String> {
-                match self { $( Procedure::$kind(p) => p.summary_note(&views(records, <$module::$spec as Kind>::observed_of)), )* }
+                match self { $( Procedure::$kind(p) => p.summary_note(&views(records, <$($path)::+ as Kind>::observed_of)), )* }
             }
 
             pub fn table_row(&self, record: &RunRecord, lang: Lang) -> Option<Vec<(String, Line)>> {
@@ -267,14 +272,14 @@ macro_rules! lab_kinds {
 
             /// The variant's own charts (see [`Present::charts`]).
             pub fn charts(&self, records: &[RunRecord]) -> Vec<Chart> {
-                match self { $( Procedure::$kind(p) => p.charts(&views(records, <$module::$spec as Kind>::observed_of)), )* }
+                match self { $( Procedure::$kind(p) => p.charts(&views(records, <$($path)::+ as Kind>::observed_of)), )* }
             }
 
             /// Charts comparing the variants of one lab, by the kind of its first variant
             /// (see [`Present::compare`]); variants of another kind are left out.
             pub fn compare_charts(variants: &[VariantOf<'_>]) -> Vec<Chart> {
                 let Some(first) = variants.first() else { return Vec::new() };
-                match first.procedure { $( Procedure::$kind(_) => compare::<$module::$spec>(variants), )* }
+                match first.procedure { $( Procedure::$kind(_) => compare::<$($path)::+>(variants), )* }
             }
         }
     };
@@ -320,42 +325,69 @@ impl Procedure {
     }
 }
 
-lab_kinds! {
-    /// A producer publishes events to a stream; consumer processes apply them with a strategy.
-    Stream(stream::StreamSpec) = "stream",
-    /// Two PostgreSQL sessions race on one row per case.
-    SqlRace(sql_race::SqlRaceSpec) = "sql-race",
-    /// Outbox rows published to the stream by dispatchers; consumers apply the stream.
-    Outbox(outbox::OutboxSpec) = "outbox",
-    /// The state change and its outbox row in one transaction, rolled back.
-    OutboxRollback(outbox_rollback::OutboxRollbackSpec) = "outbox-rollback",
-    /// A primary and an asynchronous replica; the primary dies, the replica is promoted.
-    Failover(failover::FailoverSpec) = "failover",
-    /// Many orders, every strategy side by side: throughput, latency, wrong orders.
-    Load(load::LoadSpec) = "load",
-    /// One stream per priority and a worker polling them with a strict or weighted loop.
-    Priority(priority::PrioritySpec) = "priority",
-    /// One sorted set, the score as the priority, a worker popping the highest.
-    Zset(zset::ZsetSpec) = "zset",
-    /// Jobs with side effects under at-least-once delivery: an idempotency technique, crashes
-    /// at named points, a partner that fails; effects counted in the side-effect sink.
-    Jobs(jobs::JobsSpec) = "jobs",
-    /// The seed's production queue end to end: priority streams, several workers, retries, a
-    /// DLQ; every job counted once from the sink's ledger and the DLQ.
-    Pipeline(pipeline::PipelineSpec) = "pipeline",
-    /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
-    /// a hash slot moved while workers run.
-    Cluster(cluster::ClusterSpec) = "cluster",
-    /// One fan-out reader, more and more workers: where the reader becomes the limit.
-    ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
-    /// A steady producer, redis-server SIGKILLed and restarted on its own files.
-    Persistence(persistence::PersistenceSpec) = "persistence",
-    /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.
-    Eviction(eviction::EvictionSpec) = "eviction",
-    /// Seed 003's list queue: workers, a processing list, leases, retries, poison payloads.
-    ListQueue(list_jobs::ListQueueSpec) = "list-queue",
-    /// 1, 2, 4, 8 worker processes on a list or a stream group: where more stop helping, and why.
-    QueueScale(queue_scale::QueueScaleSpec) = "queue-scale",
+lab_families! {
+    /// Order events on a stream, applied by consumers with a strategy (and two SQL sessions).
+    ordering {
+        /// A producer publishes events to a stream; consumer processes apply them with a strategy.
+        Stream(stream::StreamSpec) = "stream",
+        /// Two PostgreSQL sessions race on one row per case.
+        SqlRace(sql_race::SqlRaceSpec) = "sql-race",
+    }
+    /// What a failover does to delivery: a promoted replica, lost and redelivered entries.
+    delivery {
+        /// A primary and an asynchronous replica; the primary dies, the replica is promoted.
+        Failover(failover::FailoverSpec) = "failover",
+    }
+    /// The transactional outbox: the state change and its row in one transaction, dispatchers.
+    outbox {
+        /// Outbox rows published to the stream by dispatchers; consumers apply the stream.
+        Outbox(outbox::OutboxSpec) = "outbox",
+        /// The state change and its outbox row in one transaction, rolled back.
+        OutboxRollback(outbox_rollback::OutboxRollbackSpec) = "outbox-rollback",
+    }
+    /// Many orders at once: throughput, latency and the limits of one reader.
+    load {
+        /// Many orders, every strategy side by side: throughput, latency, wrong orders.
+        Load(load::LoadSpec) = "load",
+        /// One fan-out reader, more and more workers: where the reader becomes the limit.
+        ReaderCeiling(reader_ceiling::ReaderCeilingSpec) = "reader-ceiling",
+    }
+    /// Seed 000's priority queues: a stream per priority, or one sorted set.
+    priority {
+        /// One stream per priority and a worker polling them with a strict or weighted loop.
+        Priority(priority::PrioritySpec) = "priority",
+        /// One sorted set, the score as the priority, a worker popping the highest.
+        Zset(zset::ZsetSpec) = "zset",
+    }
+    /// Seed 000's jobs with side effects: idempotency techniques and the production pipeline.
+    idempotency {
+        /// Jobs with side effects under at-least-once delivery: an idempotency technique, crashes
+        /// at named points, a partner that fails; effects counted in the side-effect sink.
+        Jobs(jobs::JobsSpec) = "jobs",
+        /// The seed's production queue end to end: priority streams, several workers, retries, a
+        /// DLQ; every job counted once from the sink's ledger and the DLQ.
+        Pipeline(pipeline::PipelineSpec) = "pipeline",
+    }
+    /// Seed 003's list queue: a processing list, leases, retries, and more workers.
+    list_queue {
+        /// Seed 003's list queue: workers, a processing list, leases, retries, poison payloads.
+        ListQueue(list_queue::ListQueueSpec) = "list-queue",
+        /// 1, 2, 4, 8 worker processes on a list or a stream group: where more stop helping, and why.
+        QueueScale(queue_scale::QueueScaleSpec) = "queue-scale",
+    }
+    /// What a Redis that holds a queue keeps: after a crash, and when its memory is full.
+    durability {
+        /// A steady producer, redis-server SIGKILLed and restarted on its own files.
+        Persistence(persistence::PersistenceSpec) = "persistence",
+        /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.
+        Eviction(eviction::EvictionSpec) = "eviction",
+    }
+    /// Seed 003's list queue past one node: a Redis Cluster.
+    cluster {
+        /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,
+        /// a hash slot moved while workers run.
+        Cluster(cluster::ClusterSpec) = "cluster",
+    }
 }
 
 #[cfg(test)]

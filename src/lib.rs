@@ -50,7 +50,6 @@ pub mod lang;
 pub mod list_queue;
 pub mod order_document;
 pub mod orders;
-pub mod outbox_table;
 pub mod priority_queue;
 pub mod redis_info;
 pub mod report;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::handler::order::{lock::LockSpec, Strategy};
-use crate::labs::stream::StreamSpec;
+use crate::labs::ordering::stream::StreamSpec;
 
 const MINIMAL: &str = r#"
 id = "demo"

@@ -11,7 +11,7 @@
 
 use super::support;
 use ordlab::checker::{Outcome, Verdict};
-use ordlab::labs::cluster::{ClusterFacts, ClusterSpec, ReshardFacts};
+use ordlab::labs::cluster::cluster::{ClusterFacts, ClusterSpec, ReshardFacts};
 use ordlab::report::{LabReport, VariantReport};
 use ordlab::service::cluster::RedisCluster;
 use ordlab::service::Services;

@@ -19,7 +19,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::support;
-use ordlab::labs::failover::FailoverSpec;
+use ordlab::labs::delivery::failover::FailoverSpec;
 use ordlab::service::{Backend, BackendChoice, ServiceOptions, Services};
 
 /// The engine, reached directly (not through ordlab), to see what ordlab left.

@@ -19,7 +19,7 @@ fn each_run(v: &VariantReport) -> impl Iterator<Item = &ordlab::labs::RunRecord>
 async fn persistence_loses_acknowledged_jobs_unless_every_write_is_synced() {
     let report = support::snapshot_run("persistence").await;
     assert_snapshots(&report);
-    let durability = |v: &VariantReport| -> Vec<ordlab::checker::durability::Durability> {
+    let durability = |v: &VariantReport| -> Vec<ordlab::labs::durability::checker::Durability> {
         each_run(v)
             .map(|r| match &r.observed {
                 Observed::Persistence(o) => o.durability(),
@@ -63,7 +63,7 @@ async fn persistence_loses_acknowledged_jobs_unless_every_write_is_synced() {
 async fn eviction_deletes_queued_jobs_under_allkeys_and_refuses_under_the_others() {
     let report = support::snapshot_run("eviction").await;
     assert_snapshots(&report);
-    let observed = |v: &VariantReport| -> Vec<ordlab::labs::eviction::EvictionObserved> {
+    let observed = |v: &VariantReport| -> Vec<ordlab::labs::durability::eviction::EvictionObserved> {
         each_run(v)
             .map(|r| match &r.observed {
                 Observed::Eviction(o) => o.clone(),

@@ -4,7 +4,7 @@
 
 use super::core_labs::assert_snapshots;
 use super::support::{self, facts, variant};
-use ordlab::labs::failover::{FailoverFacts, FailoverSpec};
+use ordlab::labs::delivery::failover::{FailoverFacts, FailoverSpec};
 use ordlab::report::VariantReport;
 
 fn per_run(v: &VariantReport) -> Vec<FailoverFacts> {

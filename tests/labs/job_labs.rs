@@ -88,7 +88,7 @@ async fn idem_antipatterns_each_next_to_its_fix() {
         });
         assert!(skipped, "run {}", r.run);
         assert!(!r.events.iter().any(|e| matches!(e.kind.family::<JobEvent>(), Some(JobEvent::DeadLettered { .. }))));
-        assert_eq!(support::facts::<ordlab::labs::jobs::JobsSpec>(kept, r).pending_after_run, 0);
+        assert_eq!(support::facts::<ordlab::labs::idempotency::jobs::JobsSpec>(kept, r).pending_after_run, 0);
     }
     assert!(applied(variant(&report, "ttl-shorter"), "job-1", "email").iter().all(|n| *n == 2));
     assert_snapshots(&report);

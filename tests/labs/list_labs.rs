@@ -8,7 +8,7 @@
 use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
 use ordlab::checker::Verdict;
-use ordlab::labs::list_jobs::{ListQueueFacts, ListQueueObserved, ListQueueSpec};
+use ordlab::labs::list_queue::list_queue::{ListQueueFacts, ListQueueObserved, ListQueueSpec};
 use ordlab::labs::Observed;
 use ordlab::list_queue::events::ListEvent;
 use ordlab::report::{LabReport, VariantReport};

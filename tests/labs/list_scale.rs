@@ -6,7 +6,7 @@
 
 use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
-use ordlab::labs::queue_scale::{QueueScaleObserved, ScalePoint};
+use ordlab::labs::list_queue::queue_scale::{QueueScaleObserved, ScalePoint};
 use ordlab::labs::Observed;
 use ordlab::report::LabReport;
 

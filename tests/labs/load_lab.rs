@@ -3,7 +3,7 @@
 
 use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
-use ordlab::labs::load::{LoadFacts, LoadSpec};
+use ordlab::labs::load::load::{LoadFacts, LoadSpec};
 use ordlab::report::VariantReport;
 
 fn facts(v: &VariantReport, r: &ordlab::labs::RunRecord) -> LoadFacts {

@@ -86,7 +86,7 @@ async fn deltas_with_a_cas_skip_lose_an_item_and_state_events_keep_the_whole_doc
         assert_eq!(v.dropped, if dropped == 1 { v.runs } else { 0 }, "{id}");
     }
     let v = variant(&report, "state-keep-newest");
-    let facts = facts::<ordlab::labs::stream::StreamSpec>(v, &v.run_records[0]);
+    let facts = facts::<ordlab::labs::ordering::stream::StreamSpec>(v, &v.run_records[0]);
     // 512 bytes of state per entry against a few dozen for the delta.
     let (with_state, delta) = (facts.entry_bytes.expect("measured"), facts.delta_entry_bytes.expect("measured"));
     assert!(with_state >= 512 && delta < 64, "{facts:?}");

@@ -3,7 +3,7 @@
 //! odds are in the comments and in the scenario files.
 
 use super::support::{self, final_rows, stream, variant};
-use ordlab::checker::delivery::{self as checker, DeliveryStats};
+use ordlab::labs::outbox::delivery::{self as checker, DeliveryStats};
 use ordlab::report::VariantReport;
 use ordlab::timeline::{Actor, EventKind};
 

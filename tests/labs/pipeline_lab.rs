@@ -13,7 +13,7 @@ use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
 use ordlab::checker::{Outcome, Verdict};
 use ordlab::fault::HandlerPoint;
-use ordlab::labs::pipeline::{Fault, PipelineObserved, PipelineSpec};
+use ordlab::labs::idempotency::pipeline::{Fault, PipelineObserved, PipelineSpec};
 use ordlab::labs::{Observed, RunRecord};
 
 fn observed(r: &RunRecord) -> &PipelineObserved {

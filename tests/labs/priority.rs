@@ -5,8 +5,8 @@
 use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
 use ordlab::checker::Outcome;
-use ordlab::labs::priority::{PriorityFacts, PrioritySpec};
-use ordlab::labs::zset::{ZsetFacts, ZsetSpec};
+use ordlab::labs::priority::priority::{PriorityFacts, PrioritySpec};
+use ordlab::labs::priority::zset::{ZsetFacts, ZsetSpec};
 use ordlab::labs::Kind;
 use ordlab::report::{LabReport, VariantReport};
 

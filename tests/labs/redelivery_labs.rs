@@ -5,10 +5,10 @@
 use super::core_labs::assert_snapshots;
 use super::support::{self, facts, variant};
 use ordlab::checker::fates::first_receiver;
-use ordlab::checker::redelivery::{redelivered, Redelivered};
 use ordlab::checker::{Outcome, Verdict};
 use ordlab::handler::order::events::HandlerEvent;
-use ordlab::labs::stream::{RedeliveryFacts, StreamSpec};
+use ordlab::labs::ordering::redelivery::{redelivered, Redelivered};
+use ordlab::labs::ordering::stream::{RedeliveryFacts, StreamSpec};
 use ordlab::timeline::{Actor, EventKind};
 
 #[tokio::test]

@@ -2,7 +2,7 @@ use super::layout::{place_labels, tick_step};
 use super::model::{Glyph, Mark};
 use super::*;
 use crate::checker::Verdict;
-use crate::outbox_table::OutboxEvent;
+use crate::labs::outbox::table::OutboxEvent;
 use crate::report::fixture::{assert_well_formed, ev, lock_race as report};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind};

@@ -1,0 +1,7 @@
+//! What a Redis that holds a queue keeps: redis-server SIGKILLed and restarted on its own files,
+//! and a maxmemory policy when the queue grows beside a cache. Both judge the acknowledged jobs
+//! the server lost.
+
+pub mod persistence;
+pub mod eviction;
+pub mod checker;

@@ -1,0 +1,9 @@
+//! Seed 000's jobs with side effects under at-least-once delivery: each idempotency technique with
+//! crashes at named points and a partner that fails, and the seed's production pipeline end to
+//! end. Effects are counted in the side-effect sink.
+
+pub mod jobs;
+pub mod pipeline;
+pub mod job_worker;
+pub mod pipeline_worker;
+mod worker_pool;

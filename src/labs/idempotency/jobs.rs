@@ -1,0 +1,530 @@
+//! Jobs with side effects under at-least-once delivery (seed 000's idempotency half): a queue
+//! of jobs on one stream, one worker process at a time (a supervisor starts the next when one
+//! is SIGKILLed at a planned point), a claimer that hands back what a dead or failed worker
+//! left pending (`XAUTOCLAIM`), an idempotency technique ported from the seed, and a partner
+//! that can refuse or lose its reply. The verdict counts each job's effects in the
+//! side-effect sink's ledger: exactly once is right; lost or duplicated is wrong. Labs
+//! `idempotency`, `idem-antipatterns` and `multistep` are this kind.
+
+mod plan;
+mod publish;
+
+pub use plan::{Cell, Fate, JobPlan};
+
+use crate::handler::job::events::JobEvent;
+use crate::labs::consumer_group::drain;
+use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    TimelineDisplay,
+};
+use crate::checker::health::health;
+use crate::checker::{RunVerdict, Verdict};
+use crate::connect::{self, SCHEMA};
+use crate::error::{Context, Error};
+use crate::fault::TimeScale;
+use crate::lang::{pick, Lang};
+use crate::orders::{self, OrderRow};
+use crate::roles::claimer::ReaperSpec;
+use crate::labs::idempotency::job_worker::JobWorkerConfig;
+use crate::roles::RoleConfig;
+use crate::side_effect::{EffectRecord, SideEffectSink, SinkConfig};
+use crate::streams::{self, GROUP};
+use crate::handler::job::Technique;
+use crate::timeline::{Actor, EventKind, RawEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// `kind = "jobs"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsSpec {
+    pub technique: Technique,
+    /// The claimer: when a pending job counts as abandoned, how often it looks.
+    pub reaper: ReaperSpec,
+    /// Readers at a time (2 for a race between two workers).
+    #[serde(default = "crate::labs::ordering::stream::one")]
+    pub workers: u32,
+    /// What the partner does for one-effect techniques, and how long it takes.
+    #[serde(default)]
+    pub partner: PartnerSpec,
+    pub jobs: Vec<JobPlan>,
+    /// The lab's prediction, one per job and effect in plan order (`once | lost | twice`).
+    pub expect: Vec<Fate>,
+    /// Publish with `XADD … IDMP` (Redis ≥ 8.6), remembering at most `maxsize` ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idmp: Option<IdmpSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerSpec {
+    #[serde(default = "PartnerSpec::default_effect")]
+    pub effect: String,
+    /// Each request takes this long at the partner (ms, before `--time-scale`).
+    #[serde(default = "PartnerSpec::default_latency")]
+    pub latency_ms: f64,
+}
+
+impl PartnerSpec {
+    fn default_effect() -> String {
+        "email".into()
+    }
+    fn default_latency() -> f64 {
+        50.0
+    }
+}
+
+impl Default for PartnerSpec {
+    fn default() -> Self {
+        PartnerSpec { effect: Self::default_effect(), latency_ms: Self::default_latency() }
+    }
+}
+
+/// `XCFGSET <stream> IDMP-MAXSIZE <maxsize>` before publishing (None: the server's 100).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdmpSpec {
+    #[serde(default)]
+    pub maxsize: Option<u32>,
+}
+
+/// What a jobs run left: the partner's ledger, the Redis values of counter techniques, the
+/// cells the verdict counts, and entries still pending.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobsObserved {
+    /// The stream after the run, in log order: (entry ID, job).
+    pub stream: Vec<(String, String)>,
+    pub ledger: Vec<EffectRecord>,
+    /// `views:<job>` / `status:<job>` → value (1 for a value that is set).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redis_values: BTreeMap<String, i64>,
+    pub entries: u32,
+    pub pending_after_run: i64,
+}
+
+impl JobsSpec {
+    fn effects(&self) -> Vec<String> {
+        self.technique.effects(&self.partner.effect)
+    }
+
+    pub fn cells(&self, observed: &JobsObserved, lang: Lang) -> Vec<Cell> {
+        plan::cells(&self.jobs, &self.effects(), &self.expect, &observed.ledger, &observed.redis_values, lang)
+    }
+
+    /// Everything a run could wait for, tripled, plus 10 s: only a hung run reaches it.
+    fn bound(&self, scale: TimeScale) -> Duration {
+        let per_job = self.reaper.min_idle_ms + self.reaper.poll_ms + 2.0 * self.partner.latency_ms;
+        scale.duration(per_job * 3.0 * self.jobs.len() as f64 * 2.0) + Duration::from_secs(10)
+    }
+
+    fn worker_template(&self, ctx: &RunContext<'_>, stream: &str, sink: SinkConfig) -> JobsTemplate {
+        JobsTemplate { reaper: self.reaper.clone(), cfg: JobWorkerConfig {
+            env: ctx.role_env(0),
+            actor: Actor::Consumer(0),
+            stream: stream.to_string(),
+            group: GROUP.to_string(),
+            client_name: String::new(),
+            claim: None,
+            technique: self.technique.clone(),
+            effect: self.partner.effect.clone(),
+            sink,
+            crashes: plan::crashes(&self.jobs),
+            orders: self.jobs.iter().map(|j| (j.job.clone(), j.order)).collect(),
+        } }
+    }
+
+    /// The partner's faults and latency, the worker's tables, the orders row.
+    async fn prepare(&self, ctx: &RunContext<'_>) -> Result<(SinkConfig, SideEffectSink), Error> {
+        let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config).await?.for_run(ctx.key_prefix());
+        let ledger = SideEffectSink::connect(&sink_cfg).await?;
+        ledger.reset().await?;
+        for fault in self.jobs.iter().filter_map(JobPlan::sink_fault) {
+            ledger.add_fault(&fault).await?;
+        }
+        for effect in self.effects() {
+            ledger.set_latency(&effect, ctx.scale.duration(self.partner.latency_ms)).await?;
+        }
+        if self.technique.uses_database() {
+            reset_tables(ctx.pg, &self.jobs).await?;
+        }
+        Ok((sink_cfg, ledger))
+    }
+
+    /// Values of the counter techniques' keys after the run.
+    async fn redis_values(&self, ctx: &mut RunContext<'_>) -> Result<BTreeMap<String, i64>, Error> {
+        let mut out = BTreeMap::new();
+        for effect in self.effects().iter().filter(|e| Technique::is_redis_effect(e)) {
+            for j in &self.jobs {
+                let key = format!("{effect}:{}", j.job);
+                let v: Option<String> = redis::cmd("GET")
+                    .arg(format!("{}{key}", ctx.key_prefix()))
+                    .query_async(&mut ctx.redis)
+                    .await
+                    .context("GET")?;
+                // A counter's value; a written status counts as one effect however often written.
+                let n = v.map(|v| v.parse::<i64>().unwrap_or(1)).unwrap_or(0);
+                out.insert(key, n);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A jobs worker's config, stamped per process by the pool.
+struct JobsTemplate {
+    cfg: JobWorkerConfig,
+    reaper: ReaperSpec,
+}
+
+impl WorkerTemplate for JobsTemplate {
+    fn for_process(&self, ctx: &RunContext<'_>, actor: Actor, index: u32) -> (RoleConfig, String) {
+        let mut cfg = self.cfg.clone();
+        cfg.env = ctx.role_env(index);
+        cfg.actor = actor;
+        cfg.client_name = ctx.client_name(actor);
+        cfg.claim = (actor == Actor::Reaper).then(|| self.reaper.clone());
+        let name = cfg.client_name.clone();
+        (RoleConfig::of(&cfg), name)
+    }
+}
+
+/// The worker's own tables for the database techniques: empty of this run's jobs, each
+/// notification pending, order rows at `paid`.
+async fn reset_tables(pg: &tokio_postgres::Client, jobs: &[JobPlan]) -> Result<(), Error> {
+    pg.batch_execute(&crate::handler::job::create_tables_sql()).await.context("create job tables")?;
+    for j in jobs {
+        pg.execute(&format!("DELETE FROM {SCHEMA}.processed_orders WHERE order_id = $1"), &[&j.job])
+            .await
+            .context("reset processed_orders")?;
+        pg.execute(
+            &format!(
+                "INSERT INTO {SCHEMA}.notifications (id, status) VALUES ($1, 'pending')
+                 ON CONFLICT (id) DO UPDATE SET status = 'pending', sent_at = NULL"
+            ),
+            &[&j.job],
+        )
+        .await
+        .context("reset notifications")?;
+    }
+    let mut rows: Vec<OrderRow> = Vec::new();
+    for j in jobs {
+        if !rows.iter().any(|r| r.order == j.order) {
+            rows.push(OrderRow { order: j.order, status: "paid".into(), version: 2 });
+        }
+    }
+    orders::reset(pg, &rows).await
+}
+
+/// The stream in log order: (entry ID, job).
+async fn read_jobs(conn: &mut redis::aio::MultiplexedConnection, stream: &str) -> Result<Vec<(String, String)>, Error> {
+    let reply: redis::streams::StreamRangeReply =
+        redis::cmd("XRANGE").arg(stream).arg("-").arg("+").query_async(conn).await.context("XRANGE")?;
+    Ok(reply.ids.iter().filter_map(|e| Some((e.id.clone(), crate::labs::idempotency::job_worker::job_id(e)?))).collect())
+}
+
+/// What the run has seen: entries published, handled once by a reader, acknowledged; planned
+/// deaths.
+#[derive(Default)]
+struct Seen {
+    published: HashSet<String>,
+    acked: HashSet<String>,
+    /// Entries a reader is done with (acknowledged, failed, or it died holding them).
+    first_done: HashSet<String>,
+    /// The entry each reader holds (one at a time).
+    holding: HashMap<Actor, String>,
+    /// Workers that died by a planned crash and are not replaced yet.
+    to_replace: Vec<Actor>,
+}
+
+impl Seen {
+    fn observe(&mut self, ev: &RawEvent) {
+        let reader = matches!(ev.actor, Actor::Consumer(_));
+        match (&ev.kind, ev.kind.family::<JobEvent>().as_ref()) {
+            (_, Some(JobEvent::JobPublished { entry_id, .. })) => {
+                self.published.insert(entry_id.clone());
+            }
+            (_, Some(JobEvent::JobReceived { entry_id, .. })) if reader => {
+                self.holding.insert(ev.actor, entry_id.clone());
+            }
+            (_, Some(JobEvent::JobAcked { entry_id, .. })) => {
+                self.acked.insert(entry_id.clone());
+                self.release(ev.actor);
+            }
+            (_, Some(JobEvent::JobFailed { .. })) => self.release(ev.actor),
+            (EventKind::Crashed { planned: true, .. }, _) if reader => {
+                self.release(ev.actor);
+                self.to_replace.push(ev.actor);
+            }
+            _ => {}
+        }
+    }
+
+    fn release(&mut self, actor: Actor) {
+        if let Some(entry) = self.holding.remove(&actor) {
+            self.first_done.insert(entry);
+        }
+    }
+
+    /// Every job published and handled once by the readers: time for the retries.
+    fn first_pass_over(&self, publisher_done: bool) -> bool {
+        publisher_done && !self.published.is_empty() && self.first_done.is_superset(&self.published)
+    }
+
+    fn over(&self, publisher_done: bool) -> bool {
+        publisher_done && !self.published.is_empty() && self.acked.is_superset(&self.published)
+    }
+}
+
+/// What a jobs run measured; every figure is the same in every run of the variant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobsFacts {
+    /// Jobs whose effect was applied once, never, more than once.
+    pub exactly_once: i64,
+    pub lost: i64,
+    pub duplicated: i64,
+    /// Entries in the stream.
+    pub entries: i64,
+    /// Receipts of a job delivered before.
+    pub redelivered: i64,
+    pub pending_after_run: i64,
+}
+
+impl Facts for JobsFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![
+            FactRow::stable("exactly_once", self.exactly_once),
+            FactRow::stable("lost", self.lost),
+            FactRow::stable("duplicated", self.duplicated),
+            FactRow::stable("entries", self.entries),
+            FactRow::stable("redelivered", self.redelivered),
+            FactRow::stable("pending_after_run", self.pending_after_run),
+        ]
+    }
+}
+
+impl LabProcedure for JobsSpec {
+    fn validate(&mut self) -> Result<(), String> {
+        crate::labs::ordering::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
+        if self.jobs.is_empty() {
+            return Err("setup.jobs is empty: list at least one job".into());
+        }
+        let cells = self.jobs.len() * self.effects().len();
+        if self.expect.len() != cells {
+            return Err(format!(
+                "setup.expect has {} entries: give one per job and effect ({} jobs × {} effects = {cells})",
+                self.expect.len(),
+                self.jobs.len(),
+                self.effects().len()
+            ));
+        }
+        if self.reaper.min_idle_ms <= 0.0 {
+            return Err("setup.reaper.min_idle_ms must be > 0".into());
+        }
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<JobsObserved>, Error> {
+        let (sink_cfg, ledger) = self.prepare(ctx).await?;
+        let stream = format!("{}jobs", ctx.key_prefix());
+        streams::create_group(&mut ctx.redis, &stream, GROUP).await?;
+        if let Some(n) = self.idmp.as_ref().and_then(|i| i.maxsize) {
+            let _: () = redis::cmd("XCFGSET").arg(&stream).arg("IDMP-MAXSIZE").arg(n).query_async(&mut ctx.redis).await.context("XCFGSET")?;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+        let template = self.worker_template(ctx, &stream, sink_cfg);
+        let mut pool = Pool::start(ctx, template, self.workers, &tx).await?;
+        let producer = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
+        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
+        let t0_ns = crate::clock::now_ns();
+        let publish = publish::publish(producer, stream.clone(), self.jobs.clone(), self.idmp.is_some(), Arc::new(tx.clone()));
+        tokio::pin!(publish);
+        let (mut raw, mut seen, mut published, mut claiming) = (Vec::new(), Seen::default(), false, false);
+        let finished = loop {
+            if seen.over(published) {
+                break true;
+            }
+            // The claimer starts once every job has been handled once, so retries never
+            // interleave with first deliveries (the counts would be the same; the order of the
+            // timeline's lines would not).
+            if !claiming && seen.first_pass_over(published) {
+                claiming = true;
+                pool.start_claimer(ctx, &tx).await?;
+            }
+            tokio::select! {
+                r = &mut publish, if !published => { r?; published = true; }
+                ev = rx.recv() => match ev {
+                    Some(ev) => { seen.observe(&ev); raw.push(ev); }
+                    None => break false,
+                },
+                _ = tokio::time::sleep_until(deadline) => break false,
+            }
+            for dead in std::mem::take(&mut seen.to_replace) {
+                pool.replace(ctx, dead, &tx)?;
+            }
+        };
+        pool.stop().await;
+        drop(tx);
+        drain(rx, &mut raw);
+        let pending_after_run = streams::pending_count(&mut ctx.redis, &stream, GROUP).await?;
+        let log = read_jobs(&mut ctx.redis, &stream).await?;
+        let redis_values = self.redis_values(ctx).await?;
+        let ledger_rows = ledger.records().await?;
+        ledger.reset().await?;
+        ctx.delete_run_keys().await?;
+        raw.extend(crate::side_effect::timeline_events(&ledger_rows));
+        let entries = seen.published.len() as u32;
+        let observed = JobsObserved { stream: log, ledger: ledger_rows, redis_values, entries, pending_after_run };
+        Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
+    }
+
+    fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
+        (self.idmp.is_some() && !server.redis.xadd_idmp).then(|| {
+            format!("needs Redis ≥ 8.6 (XADD … IDMP); this server is {}", server.redis_version)
+        })
+    }
+}
+
+impl Judge for JobsSpec {
+    type Observed = JobsObserved;
+    type Facts = JobsFacts;
+    /// Wrong when an effect is not exactly once. A cell that differs from the lab's own
+    /// prediction makes the run unknown whatever else it shows: the lab then does not show
+    /// what it says it shows, and the variant must not pass as matching.
+    fn judge(&self, run: &RunView<'_, JobsObserved>) -> RunVerdict {
+        let mut v = health(run.events, run.timed_out);
+        let mut mispredicted = false;
+        for c in self.cells(run.observed, Lang::En) {
+            if c.applied != 1 {
+                let what = if c.applied == 0 { "lost".to_string() } else { format!("applied {} times", c.applied) };
+                v.add(Verdict::Wrong, format!("{} {} ({}): {what}", c.job, c.effect, c.column));
+            }
+            if c.fate() != Some(c.expected) {
+                mispredicted = true;
+                let (p, n) = (c.expected.name(), c.applied);
+                v.add(Verdict::Unknown, format!("{} {}: predicted {p}, measured {n} (the lab's reading of the code is wrong)", c.job, c.effect));
+            }
+        }
+        if mispredicted {
+            v.verdict = Verdict::Unknown;
+        }
+        v
+    }
+
+    fn final_state(&self, observed: &JobsObserved) -> Vec<FinalItem> {
+        self.cells(observed, Lang::En)
+            .into_iter()
+            .map(|c| FinalItem {
+                order: None,
+                subject: format!("{} {}", c.job, c.effect),
+                value: c.applied.to_string(),
+                should_be: (c.applied != 1).then(|| "1".to_string()),
+            })
+            .collect()
+    }
+
+    fn facts(&self, run: &RunView<'_, JobsObserved>) -> JobsFacts {
+        let cells = self.cells(run.observed, Lang::En);
+        let count = |f: fn(u32) -> bool| cells.iter().filter(|c| f(c.applied)).count() as i64;
+        let redelivered = run
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind.family::<JobEvent>(), Some(JobEvent::JobReceived { deliveries, .. }) if deliveries > 1))
+            .count() as i64;
+        JobsFacts {
+            exactly_once: count(|n| n == 1),
+            lost: count(|n| n == 0),
+            duplicated: count(|n| n > 1),
+            entries: run.observed.entries as i64,
+            redelivered,
+            pending_after_run: run.observed.pending_after_run,
+        }
+    }
+}
+
+impl Present for JobsSpec {
+    fn describe(&self, lang: Lang) -> String {
+        describe(self, lang)
+    }
+
+    fn approach(&self) -> String {
+        self.technique.short()
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        pick(lang, "an effect not exactly once (lost or duplicated)", "có side effect không đúng một lần (mất hoặc lặp)").to_string()
+    }
+
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay {
+            shows_publishing: self.idmp.is_some() || self.jobs.iter().any(|j| j.copies > 1 || j.resend_after.is_some()),
+            ..TimelineDisplay::default()
+        }
+    }
+
+    fn notes(&self, run: &RunView<'_, JobsObserved>, lang: Lang) -> RunNotes {
+        let cells: Vec<Line> = self
+            .cells(run.observed, lang)
+            .iter()
+            .map(|c| {
+                let column = if c.column == c.effect { String::new() } else { format!(" ({})", c.column) };
+                Line::text(format!("{} {}{column} {}", c.job, c.effect, cell_word(c.applied, lang)))
+            })
+            .collect();
+        let label = if self.effects().iter().any(|e| Technique::is_redis_effect(e)) {
+            pick(lang, "effects per job (the Redis values after the run)", "side effect theo job (giá trị trong Redis sau lần chạy)")
+        } else {
+            pick(lang, "effects per job (from the sink's ledger)", "side effect theo job (theo sổ của sink)")
+        };
+        let heading = self.timeline().shows_publishing.then(|| {
+            let entries: Vec<Line> =
+                run.observed.stream.iter().map(|(id, job)| Line(vec![Piece::EntryId(id.clone()), Piece::Text(format!(" {job}"))])).collect();
+            Line::text("stream: ").and_line(Line::join(entries, ", "))
+        });
+        RunNotes { heading, after: vec![Line::text(format!("{label}: ")).and_line(Line::join(cells, " · "))] }
+    }
+
+    fn table_row(&self, run: &RunView<'_, JobsObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
+        let cells = self.cells(run.observed, lang);
+        Some(cells.iter().map(|c| (c.column.clone(), Line(vec![Piece::Text(cell_word(c.applied, lang))]))).collect())
+    }
+}
+
+/// `1 ✓`, `0 lost`, `2 dup`.
+fn cell_word(applied: u32, lang: Lang) -> String {
+    match (applied, lang) {
+        (1, _) => "1 ✓".to_string(),
+        (0, Lang::En) => "0 ✕ lost".to_string(),
+        (0, Lang::Vi) => "0 ✕ mất".to_string(),
+        (n, Lang::En) => format!("{n} ✕ dup"),
+        (n, Lang::Vi) => format!("{n} ✕ lặp"),
+    }
+}
+
+fn describe(s: &JobsSpec, lang: Lang) -> String {
+    let mut parts = vec![s.technique.describe(lang)];
+    let (effects, ms) = (s.effects().join(" + "), s.partner.latency_ms);
+    if !s.effects().iter().all(|e| Technique::is_redis_effect(e)) {
+        parts.push(crate::tr!(lang, "the partner takes {ms} ms per request", "đối tác xử lý mỗi request {ms} ms"));
+    }
+    if s.workers > 1 {
+        let n = s.workers;
+        parts.push(crate::tr!(lang, "{n} workers at once", "{n} worker cùng lúc"));
+    }
+    let (idle, poll) = (s.reaper.min_idle_ms, s.reaper.poll_ms);
+    parts.push(crate::tr!(
+        lang,
+        "retry: XAUTOCLAIM min-idle {idle} ms, every {poll} ms",
+        "retry: XAUTOCLAIM min-idle {idle} ms, mỗi {poll} ms"
+    ));
+    let jobs: Vec<String> = s.jobs.iter().map(|j| format!("{} {}", j.job, j.label(lang))).collect();
+    parts.push(crate::tr!(lang, "jobs ({effects}): {}", "job ({effects}): {}", jobs.join(", ")));
+    if let Some(i) = &s.idmp {
+        let max = i.maxsize.map_or("100".to_string(), |n| n.to_string());
+        parts.push(crate::tr!(lang, "XADD … IDMP (remembers {max} ids)", "XADD … IDMP (nhớ {max} id)"));
+    }
+    parts.join("; ")
+}

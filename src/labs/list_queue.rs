@@ -1,0 +1,11 @@
+//! Seed 003's list queue: workers, a processing list, leases and a reaper, retries and poison
+//! payloads; and more worker processes on a list or a stream group. Effects are counted in the
+//! side-effect sink.
+
+pub mod list_queue;
+pub mod queue_scale;
+pub mod worker;
+pub mod supervisor;
+pub mod scale_worker;
+pub mod effect_counts;
+pub mod retry_schedule;

@@ -1,0 +1,337 @@
+//! One run of a list-queue lab: keys and ledger, worker and supervisor processes, the producer
+//! (a task of the orchestrator, gated pushes), the run loop that ends it, and what is left.
+
+use crate::list_queue::events::ListEvent;
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::labs::list_queue::list_queue::{JobPlan, ListQueueObserved, ListQueueSpec, PushEnd, EFFECT};
+use crate::checker::total_queue::DeadLetter;
+use crate::error::{Context, Error};
+use crate::labs::{RunContext, RunOutcome};
+use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
+use crate::labs::list_queue::supervisor::ListSupervisorConfig;
+use crate::labs::list_queue::worker::ListWorkerConfig;
+use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::{RoleConfig, RoleProcess};
+use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink, KILLED_BY_RUNNER};
+use redis::aio::MultiplexedConnection;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOutcome<ListQueueObserved>, Error> {
+    let keys = ListKeys::new(&ctx.key_prefix());
+    let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config)
+        .await?
+        .for_run(format!("{}:{}:{}:{}", ctx.nonce, ctx.lab, ctx.variant, ctx.run));
+    let ledger = SideEffectSink::connect(&sink_cfg).await?;
+    ledger.reset().await?;
+    for j in spec.jobs.iter().filter(|j| j.refused > 0) {
+        let fault = SinkFault { job: Some(j.label()), effect: Some(EFFECT.into()), kind: SinkFaultKind::Refuse, times: j.refused };
+        ledger.add_fault(&fault).await?;
+    }
+    let deprecation = match spec.take {
+        Take::Brpoplpush => deprecation(&mut ctx.redis, "brpoplpush").await,
+        _ => None,
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+    let mut crew = Crew { keys: keys.clone(), sink: sink_cfg.clone(), tx: tx.clone(), workers: Vec::new() };
+    for _ in 0..spec.workers {
+        crew.start_worker(spec, ctx).await?;
+    }
+    let supervisor = start_supervisor(spec, ctx, &keys, &tx).await?;
+    let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
+    let t0_ns = crate::clock::now_ns();
+    let mut raw = Vec::new();
+    let timed_out = drive(spec, ctx, producer, &mut crew, &mut rx, &mut raw).await?;
+    for w in crew.workers.into_iter().flatten() {
+        w.stop().await;
+    }
+    if let Some(s) = supervisor {
+        s.stop().await;
+    }
+    drop(tx);
+    crate::labs::consumer_group::drain(rx, &mut raw);
+    let records = ledger.records().await?;
+    raw.extend(timeline_events(&records));
+    let mut observed = leftovers(&mut ctx.redis, &keys, spec.take).await?;
+    observed.records = records;
+    observed.deprecation = deprecation;
+    observed.scale = ctx.scale.0;
+    ctx.delete_run_keys().await?;
+    Ok(RunOutcome { t0_ns, raw, timed_out, observed })
+}
+
+/// The worker processes of a run and what starting one more needs.
+struct Crew {
+    keys: ListKeys,
+    sink: SinkConfig,
+    tx: mpsc::UnboundedSender<RawEvent>,
+    /// `W<i+1>` at index i; None once killed by the runner.
+    workers: Vec<Option<RoleProcess>>,
+}
+
+impl Crew {
+    /// Start the next worker `W<n+1>` and wait until it is ready: a blocking worker blocked in
+    /// its command (so the first started takes the first job), a polling one connected.
+    async fn start_worker(&mut self, spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<(), Error> {
+        let index = self.workers.len() as u32 + 1;
+        let cfg = ListWorkerConfig {
+            env: ctx.role_env(index),
+            index,
+            client_name: ctx.client_name(Actor::Worker(index)),
+            keys: self.keys.clone(),
+            take: spec.take,
+            identity: spec.identity,
+            lease_ms: spec.lease_ms,
+            poll_ms: spec.poll_ms,
+            on_failure: spec.on_failure.clone(),
+            on_poison: spec.on_poison,
+            cost_ms: spec.worker_cost(index),
+            job_cost_ms: spec.jobs.iter().filter_map(|j| j.cost_ms.map(|c| (j.label(), c))).collect(),
+            first_cost_ms: spec.jobs.iter().filter_map(|j| j.first_cost_ms.map(|c| (j.label(), c))).collect(),
+            crash: spec.crash.clone(),
+            sink: self.sink.clone(),
+            effect: EFFECT.into(),
+        };
+        let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), self.tx.clone())?;
+        let want = if spec.take == Take::Lease { ClientState::Connected } else { ClientState::Blocked };
+        wait_for_client(&mut ctx.redis, &cfg.client_name, want, &child).await?;
+        self.workers.push(Some(child));
+        Ok(())
+    }
+
+    /// SIGKILL worker `index` mid-job, as the plan says; its timeline says so first.
+    async fn kill(&mut self, index: u32) {
+        let Some(slot) = self.workers.get_mut(index as usize - 1) else { return };
+        if let Some(w) = slot.take() {
+            self.tx.emit(Actor::Worker(index), EventKind::killed_by_runner(KILLED_BY_RUNNER));
+            w.stop().await;
+        }
+    }
+}
+
+
+async fn start_supervisor(
+    spec: &ListQueueSpec,
+    ctx: &mut RunContext<'_>,
+    keys: &ListKeys,
+    tx: &mpsc::UnboundedSender<RawEvent>,
+) -> Result<Option<RoleProcess>, Error> {
+    if spec.reaper.is_none() && spec.scheduler.is_none() {
+        return Ok(None);
+    }
+    let cfg = ListSupervisorConfig {
+        env: ctx.role_env(spec.workers + 1),
+        client_name: ctx.client_name(Actor::Reaper),
+        keys: keys.clone(),
+        reaper_poll_ms: spec.reaper.map(|r| r.poll_ms),
+        scheduler_poll_ms: spec.scheduler.map(|r| r.poll_ms),
+    };
+    let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), tx.clone())?;
+    wait_for_client(&mut ctx.redis, &cfg.client_name, ClientState::Connected, &child).await?;
+    Ok(Some(child))
+}
+
+/// What the run loop knows: jobs pushed, who is busy, what each job came to.
+#[derive(Default)]
+struct Progress {
+    next: usize,
+    /// The next job waits until this one is taken.
+    gate: Option<String>,
+    busy: HashMap<Actor, bool>,
+    /// Jobs done or dead-lettered, per label.
+    settled: HashMap<String, u32>,
+    last_event: Option<tokio::time::Instant>,
+}
+
+/// Push the jobs (each gated job once the previous one was taken), collect events, kill and
+/// restart as planned, and end the run. Returns whether it hit its deadline.
+async fn drive(
+    spec: &ListQueueSpec,
+    ctx: &mut RunContext<'_>,
+    mut producer: MultiplexedConnection,
+    crew: &mut Crew,
+    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
+    raw: &mut Vec<RawEvent>,
+) -> Result<bool, Error> {
+    let start = tokio::time::Instant::now();
+    let deadline = start + ctx.scale.duration(30_000.0) + Duration::from_secs(10);
+    let max_end = spec.max_ms.map(|ms| start + ctx.scale.duration(ms));
+    let quiet = ctx.scale.duration(spec.observe_ms);
+    let mut p = Progress { last_event: Some(start), ..Progress::default() };
+    push_ready(spec, &mut producer, crew, &mut p).await?;
+    loop {
+        if p.next == spec.jobs.len() && all_settled(spec, &p) && p.busy.values().all(|b| !b) {
+            return Ok(false);
+        }
+        let quiet_end = p.last_event.unwrap_or(start) + quiet;
+        let wake = [Some(deadline), Some(quiet_end), max_end].into_iter().flatten().min().expect("deadline");
+        tokio::select! {
+            ev = rx.recv() => {
+                let Some(ev) = ev else { return Ok(true) };
+                p.last_event = Some(tokio::time::Instant::now());
+                let step = observe(spec, &ev, &mut p);
+                raw.push(ev);
+                match step {
+                    Step::Push => push_ready(spec, &mut producer, crew, &mut p).await?,
+                    Step::Kill(index) => crew.kill(index).await,
+                    Step::Restart => crew.start_worker(spec, ctx).await?,
+                    Step::Nothing => {}
+                }
+            }
+            _ = tokio::time::sleep_until(wake) => {
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    return Ok(true);
+                }
+                // Quiet (every job pushed, nothing happening) or the lab's end: over.
+                if p.next == spec.jobs.len() || max_end.is_some_and(|m| now >= m) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+/// Push every job from `p.next` up to the next gated one (a gated job goes once the job before
+/// it was taken: `observe` opens the gate). A push is stamped when it is sent.
+async fn push_ready(spec: &ListQueueSpec, producer: &mut MultiplexedConnection, crew: &Crew, p: &mut Progress) -> Result<(), Error> {
+    let cmd = match spec.push {
+        PushEnd::Rpush => "RPUSH",
+        PushEnd::Lpush => "LPUSH",
+    };
+    while p.next < spec.jobs.len() && p.gate.is_none() {
+        let job: &JobPlan = &spec.jobs[p.next];
+        let sent = crate::clock::now_ns();
+        let len: i64 = redis::cmd(cmd).arg(&crew.keys.queue).arg(job.payload()).query_async(producer).await.context(cmd)?;
+        let kind = ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len }.event();
+        crew.tx.record(RawEvent { mono_ns: sent, actor: Actor::Producer, kind });
+        p.next += 1;
+        if spec.jobs.get(p.next).is_some_and(|j| j.after_taken) {
+            p.gate = Some(job.label());
+        }
+    }
+    Ok(())
+}
+
+/// What the run loop does after an event.
+enum Step {
+    Nothing,
+    /// A job was taken: push what its gate held back.
+    Push,
+    /// The plan kills this worker now.
+    Kill(u32),
+    /// A worker died as planned: its process manager starts another.
+    Restart,
+}
+
+/// One event: who is busy, what is settled, and what the run loop does next.
+fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
+    match (&ev.kind, ev.kind.family::<ListEvent>().as_ref()) {
+        (_, Some(ListEvent::Taken { job, .. })) => {
+            p.busy.insert(ev.actor, true);
+            if p.gate.as_ref() == Some(job) {
+                p.gate = None;
+                return Step::Push;
+            }
+        }
+        (_, Some(ListEvent::ListJobDone { job, .. })) => {
+            p.busy.insert(ev.actor, false);
+            *p.settled.entry(job.clone()).or_insert(0) += 1;
+            if let (Some(k), Actor::Worker(by)) = (spec.kill, ev.actor) {
+                if k.after_done_by == by {
+                    return Step::Kill(k.worker);
+                }
+            }
+        }
+        (_, Some(ListEvent::ListDeadLettered { job, .. })) => {
+            p.busy.insert(ev.actor, false);
+            *p.settled.entry(job.clone()).or_insert(0) += 1;
+        }
+        (EventKind::Crashed { planned: true, by_runner, .. }, _) => {
+            p.busy.insert(ev.actor, false);
+            if spec.restart && !by_runner {
+                return Step::Restart;
+            }
+        }
+        (_, Some(ListEvent::RetryScheduled { .. })) | (_, Some(ListEvent::Poison { .. })) | (EventKind::Crashed { .. }, _) => {
+            p.busy.insert(ev.actor, false);
+        }
+        _ => {}
+    }
+    Step::Nothing
+}
+
+/// Every job has come to its end (done, or dead-lettered) as often as it was pushed.
+fn all_settled(spec: &ListQueueSpec, p: &Progress) -> bool {
+    spec.labels().iter().all(|(label, times)| p.settled.get(label).copied().unwrap_or(0) >= *times)
+}
+
+/// What is left in each list, as job labels, and the dead-letter list as the checker wants it.
+async fn leftovers(conn: &mut MultiplexedConnection, keys: &ListKeys, take: Take) -> Result<ListQueueObserved, Error> {
+    let read = |key: String| {
+        let mut conn = conn.clone();
+        async move { redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async::<Vec<String>>(&mut conn).await.context("LRANGE") }
+    };
+    let strip = |e: &str| e.split_once('|').filter(|(t, _)| t.chars().all(|c| c.is_ascii_digit())).map_or(e.to_string(), |(_, p)| p.to_string());
+    let processing_raw = read(keys.processing.clone()).await?;
+    let labels = |v: Vec<String>| v.iter().map(|e| payload_label(&strip(e))).collect::<Vec<_>>();
+    let failed = read(keys.failed.clone()).await?;
+    let dead = failed
+        .iter()
+        .map(|p| DeadLetter {
+            job: payload_label(p),
+            reason: if ListJob::parse(p).is_ok() { "max attempts".into() } else { "poison".into() },
+        })
+        .collect();
+    let delayed: Vec<String> =
+        redis::cmd("ZRANGE").arg(&keys.delayed).arg(0).arg(-1).query_async(&mut conn.clone()).await.context("ZRANGE")?;
+    let mut orphans = 0;
+    if take == Take::Lease {
+        for e in &processing_raw {
+            let score: Option<f64> = redis::cmd("ZSCORE").arg(&keys.leases).arg(e).query_async(&mut conn.clone()).await.context("ZSCORE")?;
+            orphans += u32::from(score.is_none());
+        }
+    }
+    Ok(ListQueueObserved {
+        records: Vec::new(),
+        queue: labels(read(keys.queue.clone()).await?),
+        processing: labels(processing_raw),
+        delayed: labels(delayed),
+        retry: labels(read(keys.retry.clone()).await?),
+        dead,
+        orphans,
+        deprecation: None,
+        scale: 1.0,
+    })
+}
+
+/// `deprecated since 6.2.0, replaced by BLMOVE with the RIGHT and LEFT arguments`, from the
+/// server's COMMAND DOCS (None when the server does not say).
+async fn deprecation(conn: &mut MultiplexedConnection, command: &str) -> Option<String> {
+    let reply: redis::Value = redis::cmd("COMMAND").arg("DOCS").arg(command).query_async(conn).await.ok()?;
+    let docs = doc_fields(&reply)?;
+    let since = docs.get("deprecated_since")?;
+    let by = docs.get("replaced_by").map(|r| format!(", replaced by {}", r.replace('`', ""))).unwrap_or_default();
+    Some(format!("{command} deprecated since {since}{by}"))
+}
+
+/// The name → text fields of a one-command COMMAND DOCS reply (RESP2 arrays or RESP3 maps).
+fn doc_fields(reply: &redis::Value) -> Option<HashMap<String, String>> {
+    use redis::Value;
+    let pairs = |v: &Value| -> Option<Vec<(Value, Value)>> {
+        match v {
+            Value::Map(m) => Some(m.clone()),
+            Value::Array(a) => Some(a.chunks(2).filter(|c| c.len() == 2).map(|c| (c[0].clone(), c[1].clone())).collect()),
+            _ => None,
+        }
+    };
+    let (_, body) = pairs(reply)?.into_iter().next()?;
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    Some(pairs(&body)?.iter().filter_map(|(k, v)| Some((text(k)?, text(v)?))).collect())
+}

@@ -1,0 +1,9 @@
+//! Order events on a stream, applied by consumer processes with a strategy: what breaks the order
+//! and what each fix costs (seed 001, 08a-08g, S2-S3, P3-P4, and the redelivery lab). Two SQL
+//! sessions racing on one row show the database's side of CAS.
+
+pub mod stream;
+pub mod sql_race;
+pub mod exclusion;
+pub mod redelivery;
+mod race_lines;

@@ -1,0 +1,337 @@
+//! The transactional outbox (seed 001, 08g, and its follow-ups): the events are rows of an
+//! outbox table, dispatchers publish them to the stream, and consumers apply the stream.
+//! Order survives only if publishing is sequential per key; several dispatchers, or one
+//! killed between XADD and marking its row, publish an event twice or out of order.
+
+use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
+use crate::labs::ordering::stream::{self, order_items};
+use crate::labs::{
+    FinalItem, Judge, LabProcedure, Line, NoFacts, Present, RunContext, RunNotes, RunOutcome, RunView, TimelineDisplay,
+};
+use crate::checker::{final_state::final_state, health::health, RunVerdict};
+use crate::labs::outbox::delivery;
+use crate::connect;
+use crate::error::{Context, Error};
+use crate::fault::{HandlerWork, TimeScale};
+use crate::orders::{self, EventSpec, OrderRow};
+use crate::labs::outbox::table;
+use crate::lang::{pick, Lang};
+use crate::labs::outbox::dispatcher::{Dispatcher, DispatcherConfig, DispatcherKind, DispatcherSpec, Exclusion};
+use crate::roles::RoleConfig;
+use crate::handler::order::Strategy;
+use crate::streams::StreamEntry;
+use crate::timeline::RawEvent;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// `kind = "outbox"`: `events` are the outbox rows in id order; `outbox` says how they are
+/// dispatched; consumers apply the stream with `strategy`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboxSpec {
+    pub outbox: DispatcherSpec,
+    #[serde(default = "stream::one")]
+    pub consumers: u32,
+    #[serde(default)]
+    pub strategy: Strategy,
+    #[serde(default)]
+    pub cost_ms: BTreeMap<String, f64>,
+    pub events: Vec<EventSpec>,
+    #[serde(default)]
+    pub initial: Option<Vec<OrderRow>>,
+}
+
+/// What an outbox run left: the stream, the rows, the outbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutboxObserved {
+    pub stream: Vec<StreamEntry>,
+    pub final_rows: Vec<OrderRow>,
+    pub outbox_rows: i64,
+}
+
+impl OutboxSpec {
+    fn initial(&self) -> Vec<OrderRow> {
+        self.initial.clone().unwrap_or_else(|| orders::default_initial(&self.events))
+    }
+
+    fn orders(&self) -> Vec<i64> {
+        orders::orders_of(&self.initial(), &self.events)
+    }
+
+    fn bound(&self, scale: TimeScale) -> Duration {
+        let work = HandlerWork::new(&self.cost_ms, &self.events);
+        let total_work: f64 = self.events.iter().map(|e| work.cost_ms(&e.job())).sum();
+        let o = &self.outbox;
+        let retries: u32 = o.failing_rows.iter().map(|f| f.attempts).sum();
+        let dispatch = o.poll_ms * (retries + 1) as f64 + o.publish_ms.iter().sum::<f64>() * self.events.len() as f64;
+        scale.duration((total_work + dispatch) * 3.0) + Duration::from_secs(10)
+    }
+
+    /// Dispatchers as tasks of the orchestrator, each with its own connections.
+    async fn dispatcher_tasks(
+        &self,
+        ctx: &RunContext<'_>,
+        stream: &str,
+        sink: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<Vec<Dispatcher>, Error> {
+        let mut out = Vec::new();
+        for index in 1..=self.outbox.dispatchers {
+            out.push(Dispatcher {
+                pg: connect::postgres(&ctx.services.pg_config).await.context("dispatcher connect")?,
+                redis: connect::redis(&ctx.services.redis_url).await.context("dispatcher connect")?,
+                stream: stream.to_string(),
+                spec: self.outbox.clone(),
+                scale: ctx.scale,
+                sink: Arc::new(sink.clone()),
+                index,
+                may_crash: false,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Publish every row: by tasks, or, for a planned crash, by processes of their own.
+    async fn dispatch(
+        &self,
+        ctx: &RunContext<'_>,
+        tasks: Vec<Dispatcher>,
+        stream: String,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        t0_ns: u64,
+    ) -> Result<(), Error> {
+        if self.outbox.crash_after_xadd_of_row.is_some() {
+            let spec = self.outbox.clone();
+            let cfg = DispatcherConfig { env: ctx.role_env(1), index: 1, stream, spec, may_crash: true, first_round_ns: Some(t0_ns) };
+            return dispatcher_processes(ctx, cfg, sink, t0_ns).await;
+        }
+        // Dropped with the future (deadline): every dispatcher task is aborted.
+        let mut set = tokio::task::JoinSet::new();
+        for mut d in tasks {
+            set.spawn(async move { d.run(t0_ns).await });
+        }
+        while let Some(done) = set.join_next().await {
+            done.expect("dispatcher task does not panic")?;
+        }
+        Ok(())
+    }
+}
+
+impl LabProcedure for OutboxSpec {
+    fn validate(&mut self) -> Result<(), String> {
+        stream::check_consumers(self.consumers)?;
+        stream::check_costs(&self.cost_ms)?;
+        stream::check_events(&self.events)?;
+        if self.outbox.dispatchers == 0 {
+            return Err("setup.outbox.dispatchers = 0: use at least 1".into());
+        }
+        if self.outbox.crash_after_xadd_of_row.is_some() && self.outbox.dispatchers != 1 {
+            return Err("setup.outbox.crash_after_xadd_of_row needs dispatchers = 1 (one crashes, one takes over)".into());
+        }
+        self.initial = Some(self.initial());
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<OutboxObserved>, Error> {
+        orders::reset(ctx.pg, &self.initial()).await?;
+        self.strategy.prepare(ctx.pg).await?;
+        table::fill(ctx.pg, &self.events).await?;
+        let work = HandlerWork::new(&self.cost_ms, &self.events);
+        let spec = GroupSpec { consumers: self.consumers, shards: 1, strategy: &self.strategy, work, crash: None, reaper: None, follow_primary: &[] };
+        let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
+        let group = ConsumerGroup::start(ctx, &spec, &tx).await?;
+        let stream = group.streams[0].clone();
+        let tasks = match self.outbox.crash_after_xadd_of_row {
+            Some(_) => Vec::new(),
+            None => self.dispatcher_tasks(ctx, &stream, &tx).await?,
+        };
+        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
+        let t0_ns = crate::clock::now_ns();
+        let (mut raw, mut progress) = (Vec::new(), Progress::default());
+        let publish = self.dispatch(ctx, tasks, stream.clone(), tx.clone(), t0_ns);
+        let finished = drive(publish, &mut rx, &mut raw, deadline, |ev, done| {
+            if let Some(ev) = ev {
+                progress.observe(ev, |_| 0, |_| 0);
+            }
+            progress.over(done, self.events.len(), self.consumers, false)
+        })
+        .await?;
+        group.stop().await;
+        drop(tx);
+        drain(rx, &mut raw);
+        let stream = read_streams(&mut ctx.redis, &[stream]).await?;
+        ctx.delete_run_keys().await?;
+        let observed = OutboxObserved {
+            stream,
+            final_rows: orders::final_rows(ctx.pg, &self.orders()).await?,
+            outbox_rows: table::row_count(ctx.pg).await?,
+        };
+        Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
+    }
+}
+
+impl Judge for OutboxSpec {
+    type Observed = OutboxObserved;
+    type Facts = NoFacts;
+
+    fn judge(&self, run: &RunView<'_, OutboxObserved>) -> RunVerdict {
+        let expected = orders::expected_statuses(&self.events);
+        let v = health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows));
+        if self.outbox.checks_delivery() {
+            v.and(delivery::delivery(&run.observed.stream, run.events))
+        } else {
+            v
+        }
+    }
+
+    fn intended(&self) -> Option<Vec<crate::checker::fates::Intended>> {
+        Some(stream::intended_of(&self.events))
+    }
+
+    fn final_state(&self, observed: &OutboxObserved) -> Vec<FinalItem> {
+        order_items(&orders::expected_statuses(&self.events), &observed.final_rows)
+    }
+
+    fn facts(&self, _run: &RunView<'_, OutboxObserved>) -> NoFacts {
+        NoFacts
+    }
+}
+
+impl Present for OutboxSpec {
+    fn describe(&self, lang: Lang) -> String {
+        let mut parts = vec![dispatcher_phrase(&self.outbox, lang)];
+        parts.extend(several_phrase(&self.outbox, lang));
+        if let Some(row) = self.outbox.crash_after_xadd_of_row {
+            parts.push(crate::tr!(
+                lang,
+                "dispatcher SIGKILLed after XADD of row {row}, before marking it; a new dispatcher takes over",
+                "dispatcher bị SIGKILL sau XADD row {row}, trước khi đánh dấu; một dispatcher mới tiếp quản"
+            ));
+        }
+        parts.push(stream::consumers_phrase(self.consumers, lang));
+        parts.extend(stream::costs_phrase(&self.cost_ms, &self.events));
+        parts.push(self.strategy.describe(lang));
+        parts.join("; ")
+    }
+
+    fn approach(&self) -> String {
+        let d = match self.outbox.dispatcher {
+            DispatcherKind::Naive => "naive dispatcher",
+            DispatcherKind::PerKey => "per-key dispatcher",
+        };
+        format!("{d}, {}", self.strategy.short())
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        let expected = stream::expected_label(&self.events, lang);
+        if self.outbox.checks_delivery() {
+            crate::tr!(
+                lang,
+                "wrong (final state not {expected}, or an event applied twice)",
+                "SAI (trạng thái cuối không phải {expected}, hoặc một event bị áp dụng hai lần)"
+            )
+        } else {
+            crate::tr!(lang, "wrong final state (not {expected})", "SAI trạng thái cuối (không phải {expected})")
+        }
+    }
+
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay {
+            many_orders: self.orders().len() > 1,
+            // A dispatcher killed while the consumer applies what it published: where the kill falls
+            // among the consumer's writes is the scheduler's.
+            processes_interleave_freely: self.outbox.crash_after_xadd_of_row.is_some(),
+            ..TimelineDisplay::default()
+        }
+    }
+
+    fn notes(&self, run: &RunView<'_, OutboxObserved>, lang: Lang) -> RunNotes {
+        let many = self.orders().len() > 1;
+        RunNotes {
+            heading: Some(stream::stream_heading(&run.observed.stream, 1, many)),
+            after: stream::publish_delays(run.events, lang).into_iter().collect(),
+        }
+    }
+
+    fn per_run_lines(&self, runs: &[RunView<'_, OutboxObserved>], lang: Lang) -> Vec<Line> {
+        if !self.outbox.checks_delivery() {
+            return Vec::new();
+        }
+        // Several dispatchers or a crash: what the stream and the side effects say, per run.
+        let per_run: Vec<String> = runs
+            .iter()
+            .map(|r| {
+                let s = delivery::stream_stats(&r.observed.stream);
+                let twice = delivery::applied_twice(&r.observed.stream, r.events);
+                format!("{}/{}/{}", s.duplicates, s.out_of_order_pairs, twice)
+            })
+            .collect();
+        let label = pick(
+            lang,
+            "duplicates/out-of-order pairs in the stream/events applied twice, per run",
+            "bản trùng/cặp sai thứ tự trong stream/event bị áp dụng hai lần, từng lần",
+        );
+        vec![Line::text(format!("{label}: {}", per_run.join(" ")))]
+    }
+}
+
+/// `dispatcher ORDER BY id, polls every 200 ms, row 1 fails 2×`.
+fn dispatcher_phrase(o: &DispatcherSpec, lang: Lang) -> String {
+    let order = match o.dispatcher {
+        DispatcherKind::Naive => "ORDER BY id",
+        DispatcherKind::PerKey => "ORDER BY aggregate_id, id",
+    };
+    let fails: String = o
+        .failing_rows
+        .iter()
+        .map(|f| {
+            let (row, n) = (f.row, f.attempts);
+            crate::tr!(lang, ", row {row} fails {n}×", ", row {row} lỗi {n} lần đầu")
+        })
+        .collect();
+    let poll = o.poll_ms;
+    crate::tr!(lang, "dispatcher {order}, polls every {poll} ms{fails}", "dispatcher {order}, poll mỗi {poll} ms{fails}")
+}
+
+/// `2 dispatchers, no exclusion, latency before XADD: D1 300 ms, D2 20 ms`.
+fn several_phrase(o: &DispatcherSpec, lang: Lang) -> Option<String> {
+    if o.dispatchers <= 1 {
+        return None;
+    }
+    let how = match o.exclusion {
+        Exclusion::None => pick(lang, "no exclusion", "không loại trừ"),
+        Exclusion::SkipLocked => "FOR UPDATE SKIP LOCKED",
+        Exclusion::AdvisoryLock => "pg_try_advisory_xact_lock",
+    };
+    let latency: Vec<String> = (1..=o.dispatchers).map(|i| format!("D{i} {} ms", o.publish_latency_ms(i))).collect();
+    let (n, latency) = (o.dispatchers, latency.join(", "));
+    Some(crate::tr!(
+        lang,
+        "{n} dispatchers, {how}, latency before XADD: {latency}",
+        "{n} dispatcher, {how}, trễ trước XADD: {latency}"
+    ))
+}
+
+/// Dispatchers as processes, one after the other: D1 runs until it exits; after a planned
+/// crash D2 takes over at the run's next polling round, and so on (at most 5).
+async fn dispatcher_processes(
+    ctx: &RunContext<'_>,
+    mut cfg: DispatcherConfig,
+    sink: mpsc::UnboundedSender<RawEvent>,
+    t0_ns: u64,
+) -> Result<(), Error> {
+    let poll_ns = ctx.scale.duration(cfg.spec.poll_ms).as_nanos().max(1) as u64;
+    loop {
+        let mut child = ctx.spawn(&RoleConfig::of(&cfg.clone()), sink.clone())?;
+        // Done (status 0) or died unplanned (the watcher recorded it): no one takes over.
+        if child.wait().await != Some(true) || cfg.index >= 5 {
+            return Ok(());
+        }
+        let elapsed = crate::clock::now_ns().saturating_sub(t0_ns);
+        cfg.first_round_ns = Some(t0_ns + (elapsed / poll_ns + 1) * poll_ns);
+        cfg.index += 1;
+        cfg.may_crash = false;
+    }
+}

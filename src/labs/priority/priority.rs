@@ -1,0 +1,1031 @@
+//! Priority queues on streams (seed 000): one stream per priority, one worker process that
+//! polls them with the seed's strict or weighted loop or a corrected one, and a run made of
+//! phases that each ask one question of the loop.
+//!
+//! 1. **backlog**: jobs of every priority queued before the worker starts — is critical served
+//!    first (strict), or in the weighted ratio, and does low get a turn?
+//! 2. **aligned probe**: one critical job queued while the worker is blocked in its longest
+//!    read on another stream (the seed's `BLOCK 5000` on low) — how long does it wait?
+//! 3. **burst**: critical jobs alone — how fast does critical go when the others are empty?
+//! 4. **trickle**: light critical traffic (one job every `every_ms`) with some low jobs
+//!    queued at its start — does low starve although the worker is mostly idle?
+//! 5. **probes**: critical jobs at random moments into the idle system — the usual wait.
+//!
+//! Each phase starts once the previous one's jobs are done and at least 40 ms after the
+//! worker's last step, so a snapshot's order of events is the lab's, not the scheduler's.
+//! Every figure is read from the timeline ([`crate::labs::priority::served`]).
+
+pub mod seed_lines;
+
+use crate::priority_queue::PriorityEvent;
+use crate::labs::priority::job_run::JobRun;
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    VariantRuns,
+};
+use crate::checker::health::health;
+use crate::labs::priority::served::{self as priority, BacklogMeasures, Claims, PriorityMeasures};
+use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
+use crate::checker::RunVerdict;
+use crate::error::{Context, Error};
+use crate::fault::TimeScale;
+use crate::lang::{pick, Lang, Words};
+use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
+use crate::labs::priority::worker::{describe, PriorityWorkerConfig, QueuedJob};
+use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::{RoleConfig, RoleProcess};
+use crate::streams::{self, GROUP};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::priority_queue::{phase_label, PhasePlan, Priority};
+use rand::Rng;
+use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// `kind = "priority"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrioritySpec {
+    /// The worker's polling loop.
+    #[serde(rename = "loop")]
+    pub worker_loop: LoopSpec,
+    /// Handler work per job in ms, per priority.
+    pub cost_ms: PerPriority<f64>,
+    /// Jobs queued before the worker starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<PerPriority<u32>>,
+    /// One critical job while the worker is blocked in its longest read on another stream.
+    #[serde(default)]
+    pub aligned_probe: bool,
+    /// Critical jobs queued at once, nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trickle: Option<Trickle>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<Probes>,
+    /// What the loop promises; the judge checks each.
+    #[serde(default)]
+    pub claims: Claims,
+}
+
+/// A figure per priority: `{ critical = 200, low = 20 }` (missing ones are 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerPriority<T: Default> {
+    #[serde(default)]
+    pub critical: T,
+    #[serde(default)]
+    pub normal: T,
+    #[serde(default)]
+    pub low: T,
+}
+
+impl<T: Copy + Default> PerPriority<T> {
+    pub fn array(&self) -> [T; 3] {
+        [self.critical, self.normal, self.low]
+    }
+}
+
+/// `trickle = { every_ms = 40, critical = 40, low = 3 }`: a critical job every `every_ms`,
+/// the first at the phase's start together with every normal and low job.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trickle {
+    pub every_ms: f64,
+    pub critical: u32,
+    #[serde(default)]
+    pub normal: u32,
+    #[serde(default)]
+    pub low: u32,
+}
+
+/// `probes = { count = 2, max_delay_ms = 5200 }`: critical jobs, each a seeded random
+/// 0–`max_delay_ms` after the previous one was done.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probes {
+    pub count: u32,
+    pub max_delay_ms: f64,
+}
+
+/// What a priority run left on the server, and its scale (the judge scales the claims).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriorityObserved {
+    pub scale: f64,
+    pub queued: u32,
+    pub done: u32,
+    /// Entries delivered and never acknowledged (XPENDING over the three streams).
+    pub pending_after_run: i64,
+}
+
+impl PrioritySpec {
+    fn worker_config(&self, ctx: &RunContext<'_>, streams: &[String]) -> PriorityWorkerConfig {
+        PriorityWorkerConfig {
+            env: ctx.role_env(1),
+            index: 1,
+            client_name: ctx.client_name(Actor::Consumer(1)),
+            streams: streams.to_vec(),
+            group: GROUP.to_string(),
+            worker_loop: self.worker_loop.clone(),
+            cost_ms: self.cost_ms.array(),
+        }
+    }
+
+    fn jobs(&self) -> u32 {
+        let backlog: u32 = self.backlog.map_or(0, |b| b.array().iter().sum());
+        let trickle = self.trickle.as_ref().map_or(0, |t| t.critical + t.normal + t.low);
+        backlog + u32::from(self.aligned_probe) + self.burst.unwrap_or(0) + trickle + self.probes.as_ref().map_or(0, |p| p.count)
+    }
+
+    /// A generous bound on a run: the work, every phase and probe waiting a whole idle cycle
+    /// of the loop, a burst paying a cycle per read, the probes' delays; tripled, plus 15 s.
+    /// Only a hung run reaches it.
+    fn bound(&self, scale: TimeScale) -> Duration {
+        let reads = idle_cycle(&self.worker_loop);
+        let cycle: f64 = reads.iter().map(|r| block_ms(r.block) + 200.0).sum();
+        let cost = self.cost_ms.array().iter().copied().fold(0.0, f64::max);
+        let probes = self.probes.as_ref().map_or(0, |p| p.count);
+        let delays = self.probes.as_ref().map_or(0.0, |p| p.count as f64 * p.max_delay_ms);
+        let trickle = self.trickle.as_ref().map_or(0.0, |t| t.every_ms * t.critical as f64);
+        let burst_reads = self.burst.unwrap_or(0) as f64 / reads[0].count.max(1) as f64;
+        let waits = (5 + probes) as f64 * cycle + burst_reads * cycle;
+        let ms = self.jobs() as f64 * cost + waits + delays + trickle;
+        scale.duration(ms * 3.0) + Duration::from_secs(15)
+    }
+
+    async fn phases(&self, d: &mut Driver<'_>, worker: &RoleProcess, backlog: HashSet<String>) -> Result<bool, Error> {
+        if backlog.is_empty() {
+            d.wait_blocked(worker).await?;
+        } else if !d.run.wait_done(&backlog).await {
+            return Ok(false);
+        }
+        if self.aligned_probe && !d.aligned_probe(&self.worker_loop, worker).await? {
+            return Ok(false);
+        }
+        if let Some(n) = self.burst {
+            if !d.burst(n).await? {
+                return Ok(false);
+            }
+        }
+        if let Some(t) = &self.trickle {
+            if !d.trickle(t).await? {
+                return Ok(false);
+            }
+        }
+        match &self.probes {
+            Some(p) => d.random_probes(p).await,
+            None => Ok(true),
+        }
+    }
+}
+
+/// The reads a loop sends while every stream is empty, one cycle of them.
+pub fn idle_cycle(spec: &LoopSpec) -> Vec<Read> {
+    let mut p = Planner::new(spec.clone(), 3);
+    let mut out: Vec<Read> = Vec::new();
+    for _ in 0..8 {
+        let r = p.next();
+        if out.first() == Some(&r) {
+            break;
+        }
+        p.got(&[0, 0, 0]);
+        out.push(r);
+    }
+    // A loop that settles into one blocking read repeats only that one.
+    if let Some(k) = out.iter().position(|r| r.block == Block::Forever) {
+        out.truncate(k + 1);
+    }
+    out
+}
+
+fn block_ms(b: Block) -> f64 {
+    match b {
+        Block::No => 0.0,
+        Block::Ms(ms) => ms,
+        Block::Forever => 0.0,
+    }
+}
+
+/// Where to put the aligned probe: the empty read after which the worker blocks on a stream
+/// other than critical for longest (None: the loop blocks on every stream at once, any
+/// blocked moment will do), and that blocked read.
+pub fn aligned_target(spec: &LoopSpec) -> (Option<Read>, Read) {
+    let cycle = idle_cycle(spec);
+    let weight = |r: &Read| match r.block {
+        Block::No => -1.0,
+        Block::Ms(ms) => ms,
+        Block::Forever => f64::INFINITY,
+    };
+    let longest_elsewhere = (1..cycle.len())
+        .filter(|k| !cycle[*k].streams.contains(&0) && weight(&cycle[*k]) >= 0.0)
+        .max_by(|a, b| weight(&cycle[*a]).total_cmp(&weight(&cycle[*b])).then(b.cmp(a)));
+    match longest_elsewhere {
+        Some(k) => (Some(cycle[k - 1].clone()), cycle[k].clone()),
+        None => {
+            let k = cycle.iter().position(|r| weight(r) >= 0.0).unwrap_or(0);
+            (None, cycle[k].clone())
+        }
+    }
+}
+
+/// The orchestrator's side of a run: it queues jobs and starts phases; `run` records.
+struct Driver<'a> {
+    ctx: &'a RunContext<'a>,
+    run: JobRun,
+    conn: MultiplexedConnection,
+    streams: Vec<String>,
+    next_id: [u32; 3],
+    rng: rand_chacha::ChaCha8Rng,
+}
+
+impl Driver<'_> {
+    /// `n` jobs of one priority for `phase`, the first and the last traced.
+    fn jobs(&mut self, priority: Priority, phase: &str, n: u32) -> Vec<QueuedJob> {
+        (0..n).map(|i| self.job(priority, phase, i == 0 || i + 1 == n)).collect()
+    }
+
+    fn job(&mut self, priority: Priority, phase: &str, traced: bool) -> QueuedJob {
+        let n = &mut self.next_id[priority.index()];
+        *n += 1;
+        let job = format!("{}-{:04}", &priority.name()[..1], n);
+        QueuedJob { job, priority, phase: phase.to_string(), traced, queued_ns: 0 }
+    }
+
+    /// XADD every job in one pipeline, each stamped just before; returns their ids.
+    async fn queue(&mut self, mut jobs: Vec<QueuedJob>) -> Result<HashSet<String>, Error> {
+        let mut pipe = redis::pipe();
+        for j in &mut jobs {
+            j.queued_ns = crate::clock::now_ns();
+            pipe.add_command(j.xadd(&self.streams[j.priority.index()]));
+        }
+        pipe.query_async::<()>(&mut self.conn).await.context("XADD")?;
+        for j in &jobs {
+            self.run.tx.record(j.queued_event(Actor::Producer, None));
+        }
+        Ok(jobs.into_iter().map(|j| j.job).collect())
+    }
+
+    /// Until CLIENT LIST shows the worker blocked in XREADGROUP.
+    async fn wait_blocked(&mut self, worker: &RoleProcess) -> Result<(), Error> {
+        let name = self.ctx.client_name(Actor::Consumer(1));
+        let mut conn = self.conn.clone();
+        wait_for_client(&mut conn, &name, ClientState::BlockedInXreadgroup, worker).await
+    }
+
+    async fn aligned_probe(&mut self, spec: &LoopSpec, worker: &RoleProcess) -> Result<bool, Error> {
+        let scale = self.ctx.scale;
+        let (after, blocked) = aligned_target(spec);
+        if let Some(after) = after {
+            let after = describe(&after, scale);
+            let empty_read = |ev: &RawEvent| {
+                matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { read, got, .. }) if *read == after && got.iter().all(|n| *n == 0))
+            };
+            if !self.run.wait_for(empty_read).await {
+                return Ok(false);
+            }
+        }
+        self.wait_blocked(worker).await?;
+        if !self.run.pause().await {
+            return Ok(false);
+        }
+        let probe = self.job(Priority::Critical, PhasePlan::ALIGNED_PROBE, true);
+        self.run.phase(PhasePlan::Probe { blocked_in: Some(describe(&blocked, scale)), after_ms: None });
+        let ids = self.queue(vec![probe]).await?;
+        Ok(self.run.wait_done(&ids).await)
+    }
+
+    async fn burst(&mut self, n: u32) -> Result<bool, Error> {
+        if !self.run.pause().await {
+            return Ok(false);
+        }
+        let jobs = self.jobs(Priority::Critical, "burst", n);
+        self.run.phase(PhasePlan::Burst { critical: n });
+        let ids = self.queue(jobs).await?;
+        Ok(self.run.wait_done(&ids).await)
+    }
+
+    async fn trickle(&mut self, t: &Trickle) -> Result<bool, Error> {
+        if !self.run.pause().await {
+            return Ok(false);
+        }
+        let mut lower = Vec::new();
+        for (p, n) in [(Priority::Normal, t.normal), (Priority::Low, t.low)] {
+            for i in 0..n {
+                lower.push(self.job(p, "trickle", n <= 3 || i == 0 || i + 1 == n));
+            }
+        }
+        self.run.phase(PhasePlan::Trickle { every_ms: t.every_ms, jobs: [t.critical, t.normal, t.low] });
+        let start = tokio::time::Instant::now();
+        let mut ids = HashSet::new();
+        for k in 0..t.critical {
+            let at = start + self.ctx.scale.duration(t.every_ms * k as f64);
+            if !self.run.pause_for(at.saturating_duration_since(tokio::time::Instant::now())).await {
+                return Ok(false);
+            }
+            let mut batch = vec![self.job(Priority::Critical, "trickle", k == 0 || k + 1 == t.critical)];
+            if k == 0 {
+                // The first critical job goes first, the lower ones right behind it.
+                batch.append(&mut lower);
+            }
+            ids.extend(self.queue(batch).await?);
+        }
+        Ok(self.run.wait_done(&ids).await)
+    }
+
+    async fn random_probes(&mut self, p: &Probes) -> Result<bool, Error> {
+        for _ in 0..p.count {
+            // A random moment, but never closer than a phase gap to the last job.
+            let gap_ms = crate::labs::priority::job_run::PHASE_GAP_MS as f64 / self.ctx.scale.0;
+            let after_ms = (self.rng.random::<f64>() * p.max_delay_ms).round().max(gap_ms);
+            if !self.run.pause_for(self.ctx.scale.duration(after_ms)).await {
+                return Ok(false);
+            }
+            let probe = self.job(Priority::Critical, PhasePlan::RANDOM_PROBE, true);
+            self.run.phase(PhasePlan::Probe { blocked_in: None, after_ms: Some(after_ms) });
+            let ids = self.queue(vec![probe]).await?;
+            if !self.run.wait_done(&ids).await {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl LabProcedure for PrioritySpec {
+    fn validate(&mut self) -> Result<(), String> {
+        self.worker_loop.validate(3)?;
+        if self.cost_ms.array().iter().any(|c| !c.is_finite() || *c < 0.0) {
+            return Err("setup.cost_ms: use durations ≥ 0 in ms".into());
+        }
+        if self.jobs() == 0 {
+            return Err("setup: queue some jobs (backlog, aligned_probe, burst, trickle or probes)".into());
+        }
+        if let Some(t) = &self.trickle {
+            if t.critical == 0 || !(t.every_ms.is_finite() && t.every_ms > 0.0) {
+                return Err("setup.trickle: use critical ≥ 1 and every_ms > 0".into());
+            }
+        }
+        if let Some(p) = &self.probes {
+            if !(p.max_delay_ms.is_finite() && p.max_delay_ms >= 0.0) {
+                return Err("setup.probes.max_delay_ms: use a duration ≥ 0 in ms".into());
+            }
+        }
+        Ok(())
+    }
+
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<PriorityObserved>, Error> {
+        let prefix = ctx.key_prefix();
+        let names: Vec<String> = Priority::ALL.iter().map(|p| format!("{prefix}{p}")).collect();
+        let mut conn = ctx.redis.clone();
+        for s in &names {
+            streams::create_group(&mut conn, s, GROUP).await?;
+        }
+        let run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
+        let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
+        let worker_cfg = RoleConfig::of(&self.worker_config(ctx, &names));
+        let shared: &RunContext<'_> = ctx;
+        let mut d = Driver { ctx: shared, run, conn: producer, streams: names.clone(), next_id: [0; 3], rng: shared.rng() };
+        let t0_ns = crate::clock::now_ns();
+        let backlog = match self.backlog {
+            Some(b) => {
+                d.run.phase(PhasePlan::Backlog { jobs: b.array() });
+                let jobs = Priority::ALL.iter().flat_map(|p| d.jobs(*p, "backlog", b.array()[p.index()])).collect();
+                d.queue(jobs).await?
+            }
+            None => HashSet::new(),
+        };
+        let worker = shared.spawn(&worker_cfg, d.run.tx.clone())?;
+        let finished = self.phases(&mut d, &worker, backlog).await;
+        worker.stop().await;
+        let raw = d.run.finish();
+        let finished = finished?;
+        let mut pending = 0;
+        for s in &names {
+            pending += streams::pending_count(&mut ctx.redis, s, GROUP).await?;
+        }
+        ctx.delete_run_keys().await?;
+        let count = |f: fn(&EventKind) -> bool| raw.iter().filter(|e| f(&e.kind)).count() as u32;
+        let observed = PriorityObserved {
+            scale: ctx.scale.0,
+            queued: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. }))),
+            done: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobDone { .. }))),
+            pending_after_run: pending,
+        };
+        Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
+    }
+}
+
+impl Judge for PrioritySpec {
+    type Observed = PriorityObserved;
+    type Facts = PriorityFacts;
+
+    fn judge(&self, run: &RunView<'_, PriorityObserved>) -> RunVerdict {
+        let m = priority::measure(run.events);
+        health(run.events, run.timed_out).and(priority::judge(&self.claims, &m, run.observed.scale))
+    }
+
+    fn final_state(&self, observed: &PriorityObserved) -> Vec<FinalItem> {
+        let all = observed.queued;
+        vec![FinalItem {
+            order: None,
+            subject: "jobs done".to_string(),
+            value: format!("{}/{all}", observed.done),
+            should_be: (observed.done != all).then(|| format!("{all}/{all}")),
+        }]
+    }
+
+    fn facts(&self, run: &RunView<'_, PriorityObserved>) -> PriorityFacts {
+        let [c, n, l] = self.cost_ms.array();
+        measure_facts(&priority::measure(run.events), &self.claims, c != n || n != l)
+    }
+}
+
+impl Present for PrioritySpec {
+    fn describe(&self, lang: Lang) -> String {
+        let mut parts = vec![loop_phrase(&self.worker_loop, lang)];
+        let [c, n, l] = self.cost_ms.array();
+        parts.push(crate::tr!(lang, "work {c}/{n}/{l} ms per critical/normal/low job", "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"));
+        if let Some(b) = self.backlog {
+            parts.push(format!("{}: {}", pick(lang, "backlog", "tồn đọng"), counts_phrase(b.array())));
+        }
+        if self.aligned_probe {
+            parts.push(pick(lang, "a critical probe at the worst moment", "một job critical thăm dò vào lúc tệ nhất").to_string());
+        }
+        if let Some(n) = self.burst {
+            parts.push(crate::tr!(lang, "burst of {n} critical alone", "{n} critical dồn một lúc, không có gì khác"));
+        }
+        if let Some(t) = &self.trickle {
+            let (e, k, lower) = (t.every_ms, t.critical, counts_phrase([0, t.normal, t.low]));
+            parts.push(crate::tr!(lang, "trickle: a critical job every {e} ms × {k}, {lower} at its start", "nhỏ giọt: một job critical mỗi {e} ms × {k}, {lower} lúc bắt đầu"));
+        }
+        if let Some(p) = &self.probes {
+            let (k, max) = (p.count, p.max_delay_ms);
+            parts.push(crate::tr!(lang, "{k} probes at random moments (0–{max} ms apart)", "{k} job thăm dò vào lúc ngẫu nhiên (cách nhau 0–{max} ms)"));
+        }
+        parts.join("; ")
+    }
+
+    fn approach(&self) -> String {
+        self.worker_loop.name().to_string()
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        claims_phrase(&self.claims, lang)
+    }
+
+    fn notes(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> RunNotes {
+        let cycle: Vec<String> = idle_cycle(&self.worker_loop).iter().map(|r| describe(r, TimeScale(run.observed.scale))).collect();
+        let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
+        let [c, n, l] = self.cost_ms.array();
+        RunNotes { heading: Some(heading), after: phase_lines(run.events, c != n || n != l, lang) }
+    }
+
+    fn table_row(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
+        Some(table_cells(&priority::measure(run.events), lang))
+    }
+
+    /// What the seed says about this loop, and what the runs measured.
+    fn per_run_lines(&self, runs: &[RunView<'_, PriorityObserved>], lang: Lang) -> Vec<Line> {
+        seed_lines::lines(self, &seed_lines::measures_of(runs), lang)
+    }
+
+    /// Run 1's service over time: jobs served so far per priority, and for a weighted claim
+    /// jobs served per 100 ms.
+    fn charts(&self, runs: &[RunView<'_, PriorityObserved>]) -> Vec<Chart> {
+        let Some(first) = runs.first() else { return Vec::new() };
+        let mut out = vec![served_chart(first.events)];
+        if self.claims.ratio.is_some() {
+            out.push(rate_chart(first.events, 100.0 * first.observed.scale));
+        }
+        out
+    }
+
+    /// How long critical and low jobs waited under each variant's loop (min–max over runs).
+    fn compare(variants: &[VariantRuns<'_, Self>]) -> Vec<Chart> {
+        vec![waits_chart(variants)]
+    }
+}
+
+/// Where the orchestrator started each phase: vertical marks on a time axis.
+fn phase_marks(events: &[crate::timeline::Event]) -> Vec<Mark> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind.family::<PriorityEvent>().as_ref() {
+            Some(PriorityEvent::PhaseStarted { plan }) => {
+                let id = plan.id();
+                let label = Words::new(phase_label(id, Lang::En), phase_label(id, Lang::Vi));
+                Some(Mark { label, axis: MarkAxis::X, at: e.t_us as f64 / 1000.0 })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn time_axis() -> Axis {
+    Axis { label: Words::new("time since t=0", "thời gian từ t=0"), unit: "ms".into(), scale: Scale::Linear }
+}
+
+fn priority_name(p: Priority) -> Words {
+    Words::same(p.name())
+}
+
+/// Jobs served so far per priority (a flat low line is starvation), at most ~200 steps.
+pub fn served_chart(events: &[crate::timeline::Event]) -> Chart {
+    let tracks = priority::tracks(events);
+    let end = tracks.iter().filter_map(|t| t.taken_us).max().unwrap_or(0) as f64 / 1000.0;
+    let windows = priority::taken_per_window(&tracks, (end / 200.0).max(10.0));
+    let series = Priority::ALL
+        .iter()
+        .filter(|p| tracks.iter().any(|t| t.priority == **p))
+        .map(|p| {
+            let mut total = 0.0;
+            let mut points = vec![(0.0, 0.0)];
+            for (start, counts) in &windows {
+                total += counts[p.index()] as f64;
+                points.push((*start, total));
+            }
+            Series { name: priority_name(*p), style: Style::Step, points, err: None }
+        })
+        .collect();
+    Chart {
+        id: "served".into(),
+        title: Words::new("Jobs served so far, per priority", "Số job đã xử lý, theo mức ưu tiên"),
+        x: time_axis(),
+        y: Axis { label: Words::new("jobs served", "job đã xử lý"), unit: String::new(), scale: Scale::Linear },
+        series,
+        marks: phase_marks(events),
+        note: Some(Words::new("run 1; a vertical line is the start of a phase", "lần 1; vạch dọc là lúc bắt đầu một giai đoạn")),
+    }
+}
+
+/// Jobs served per window of `window_ms` per priority: 10:5:1 while all are backlogged.
+pub fn rate_chart(events: &[crate::timeline::Event], window_ms: f64) -> Chart {
+    let tracks = priority::tracks(events);
+    let windows = priority::taken_per_window(&tracks, window_ms);
+    let series = Priority::ALL
+        .iter()
+        .map(|p| Series {
+            name: priority_name(*p),
+            style: Style::Line,
+            points: windows.iter().map(|(start, c)| (*start, c[p.index()] as f64)).collect(),
+            err: None,
+        })
+        .collect();
+    let w = window_ms.round();
+    Chart {
+        id: "rate".into(),
+        title: crate::words!("Jobs served per {w} ms, per priority", "Số job xử lý mỗi {w} ms, theo mức ưu tiên"),
+        x: time_axis(),
+        y: Axis { label: crate::words!("jobs per {w} ms", "job mỗi {w} ms"), unit: String::new(), scale: Scale::Linear },
+        series,
+        marks: phase_marks(events),
+        note: Some(Words::new("run 1", "lần 1")),
+    }
+}
+
+/// A critical job's worst wait where the worker had time (a probe, or the trickle's 90th
+/// percentile), and low's longest wait (the trickle's low jobs, else the backlog's longest
+/// stretch with no low job served), in ms.
+fn critical_and_low(m: &PriorityMeasures) -> CriticalAndLow {
+    let probes = m.aligned_probe_ms.into_iter().chain(m.random_probes.as_ref().map(|w| w.max_ms));
+    let critical = probes.chain(m.trickle_critical.as_ref().map(|w| w.p90_ms)).reduce(f64::max);
+    let low = m.trickle_lower.as_ref().map(|w| w.max_ms).or(m.backlog.as_ref().and_then(|b| b.low_gap_ms));
+    CriticalAndLow { critical, low }
+}
+
+/// The two waits a variant is compared on, in ms.
+struct CriticalAndLow {
+    critical: Option<f64>,
+    low: Option<f64>,
+}
+
+/// Per variant: the critical and the low wait of [`critical_and_low`], median of the runs,
+/// whiskers from the least to the most (log scale: below 1 ms shows as 1 ms).
+pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
+    let categories: Vec<Words> = variants.iter().map(|v| Words::same(v.id)).collect();
+    let pick_series = |name: Words, which: fn(CriticalAndLow) -> Option<f64>| {
+        let mut points = Vec::new();
+        let mut err = Vec::new();
+        for (i, v) in variants.iter().enumerate() {
+            let mut xs: Vec<f64> =
+                v.runs.iter().filter_map(|r| which(critical_and_low(&priority::measure(r.events)))).map(|x| x.max(1.0)).collect();
+            xs.sort_by(f64::total_cmp);
+            if let (Some(lo), Some(hi)) = (xs.first(), xs.last()) {
+                points.push((i as f64, xs[xs.len() / 2]));
+                err.push((*lo, *hi));
+            }
+        }
+        Series { name, style: Style::Bars, points, err: Some(err) }
+    };
+    Chart {
+        id: "waits".into(),
+        title: Words::new("How long critical and low jobs waited, per loop", "Job critical và low chờ bao lâu, theo từng vòng lặp"),
+        x: Axis { label: Words::new("loop", "vòng lặp"), unit: String::new(), scale: Scale::Categories(categories) },
+        y: Axis { label: Words::new("wait", "thời gian chờ"), unit: "ms".into(), scale: Scale::Log10 },
+        series: vec![
+            pick_series(Words::new("critical, worst while the worker had time", "critical, lâu nhất khi worker rảnh"), |w| w.critical),
+            pick_series(Words::new("low, longest unserved", "low, lâu nhất chưa được xử lý"), |w| w.low),
+        ],
+        marks: Vec::new(),
+        note: Some(Words::new("median of the runs, whiskers min–max", "trung vị các lần chạy, râu min–max")),
+    }
+}
+
+/// `1 worker, seed-strict loop: XREADGROUP … COUNT 10, BLOCK 100 / 100 / 5000`.
+fn loop_phrase(spec: &LoopSpec, lang: Lang) -> String {
+    let name = spec.name();
+    let detail = match spec {
+        LoopSpec::SeedStrict { count, block_ms } => {
+            let b: Vec<String> = block_ms.iter().map(|b| b.to_string()).collect();
+            format!("COUNT {count}, BLOCK {}", b.join("/"))
+        }
+        LoopSpec::OneCall { count, block_ms } => format!("COUNT {count}, BLOCK {block_ms}"),
+        LoopSpec::ProbeThenBlock { count, .. } => format!("COUNT {count}"),
+        LoopSpec::SeedWeighted { weights, block_ms } => format!("{}, BLOCK {block_ms}", weights_text(weights)),
+        LoopSpec::FixedWeighted { weights, .. } => weights_text(weights),
+    };
+    crate::tr!(lang, "1 worker, {name} loop ({detail})", "1 worker, vòng {name} ({detail})")
+}
+
+fn weights_text(w: &[u32]) -> String {
+    let w: Vec<String> = w.iter().map(|x| x.to_string()).collect();
+    format!("COUNT {}", w.join(":"))
+}
+
+/// `200 critical, 20 low` (priorities with none left out).
+fn counts_phrase(jobs: [u32; 3]) -> String {
+    let parts: Vec<String> =
+        Priority::ALL.iter().filter(|p| jobs[p.index()] > 0).map(|p| format!("{} {p}", jobs[p.index()])).collect();
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// What makes a run wrong, from the claims.
+fn claims_phrase(c: &Claims, lang: Lang) -> String {
+    let mut parts = Vec::new();
+    if c.strict {
+        parts.push(pick(lang, "normal/low served before critical", "normal/low được xử lý trước critical").to_string());
+    }
+    if let Some(r) = c.ratio {
+        let (a, b, d) = (r[0], r[1], r[2]);
+        let tol = c.ratio_tolerance * 100.0;
+        parts.push(crate::tr!(lang, "ratio not {a}:{b}:{d} (±{tol} %)", "tỷ lệ không phải {a}:{b}:{d} (±{tol} %)"));
+    }
+    if let Some(ms) = c.low_gap_ms {
+        parts.push(crate::tr!(lang, "low unserved > {ms} ms", "low không được xử lý > {ms} ms"));
+    }
+    if let Some(ms) = c.low_wait_ms {
+        parts.push(crate::tr!(lang, "low waits > {ms} ms under light traffic", "low chờ > {ms} ms khi tải nhẹ"));
+    }
+    if let Some(ms) = c.critical_wait_ms {
+        parts.push(crate::tr!(lang, "critical waits > {ms} ms", "critical chờ > {ms} ms"));
+    }
+    let what = if parts.is_empty() { pick(lang, "nothing checked", "không kiểm tra gì").to_string() } else { parts.join(pick(lang, " or ", " hoặc ")) };
+    crate::tr!(lang, "wrong: {what}", "SAI: {what}")
+}
+
+fn ms(x: f64) -> i64 {
+    x.round() as i64
+}
+
+fn measure_facts(m: &PriorityMeasures, claims: &Claims, costs_differ: bool) -> PriorityFacts {
+    let mut f = PriorityFacts::default();
+    if let Some(b) = &m.backlog {
+        if claims.strict {
+            f.backlog_lower_before_critical = Some(b.lower_before_critical_drained as i64);
+        }
+        f.served_while_backlogged = b.served_while_all_backlogged.map(|s| s.map(|n| n as i64));
+        f.backlog_low_gap_ms = b.low_gap_ms.map(ms);
+        if let (Some(w), true) = (b.work_ms_while_all_backlogged, costs_differ) {
+            let total: f64 = w.iter().sum();
+            if total > 0.0 {
+                f.work_share_low_pct = Some(ms(w[2] * 100.0 / total));
+            }
+        }
+    }
+    f.aligned_probe_wait_ms = m.aligned_probe_ms.map(ms);
+    f.burst_critical_jobs_per_s = m.burst_jobs_per_s.map(ms);
+    f.trickle_critical_p50_ms = m.trickle_critical.as_ref().map(|w| ms(w.p50_ms));
+    f.trickle_critical_p90_ms = m.trickle_critical.as_ref().map(|w| ms(w.p90_ms));
+    f.trickle_low_max_wait_ms = m.trickle_lower.as_ref().map(|w| ms(w.max_ms));
+    f.probe_p50_ms = m.random_probes.as_ref().map(|w| ms(w.p50_ms));
+    f.probe_max_ms = m.random_probes.as_ref().map(|w| ms(w.max_ms));
+    f.empty_reads = m.empty_reads as i64;
+    f.longest_empty_read_ms = ms(m.longest_empty_read_ms);
+    f
+}
+
+/// What a priority run measured, phase by phase; a phase the run did not have leaves None.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorityFacts {
+    /// Lower-priority jobs served before the critical backlog drained (a strict claim only).
+    pub backlog_lower_before_critical: Option<i64>,
+    /// Jobs served per priority (critical, normal, low) while all three were backlogged.
+    pub served_while_backlogged: Option<[i64; 3]>,
+    pub backlog_low_gap_ms: Option<i64>,
+    /// The low priority's share of the handler time while all were backlogged, where costs differ.
+    pub work_share_low_pct: Option<i64>,
+    pub aligned_probe_wait_ms: Option<i64>,
+    pub burst_critical_jobs_per_s: Option<i64>,
+    pub trickle_critical_p50_ms: Option<i64>,
+    pub trickle_critical_p90_ms: Option<i64>,
+    pub trickle_low_max_wait_ms: Option<i64>,
+    pub probe_p50_ms: Option<i64>,
+    pub probe_max_ms: Option<i64>,
+    pub empty_reads: i64,
+    pub longest_empty_read_ms: i64,
+}
+
+impl Facts for PriorityFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        let mut f = Vec::new();
+        f.extend(self.backlog_lower_before_critical.map(|n| FactRow::stable("backlog_lower_before_critical", n)));
+        if let Some([critical, normal, low]) = self.served_while_backlogged {
+            f.push(FactRow::stable("served_critical_while_backlogged", critical));
+            f.push(FactRow::stable("served_normal_while_backlogged", normal));
+            f.push(FactRow::stable("served_low_while_backlogged", low));
+        }
+        let measured = [
+            ("backlog_low_gap_ms", self.backlog_low_gap_ms),
+            ("work_share_low_pct", self.work_share_low_pct),
+            ("aligned_probe_wait_ms", self.aligned_probe_wait_ms),
+            ("burst_critical_jobs_per_s", self.burst_critical_jobs_per_s),
+            ("trickle_critical_p50_ms", self.trickle_critical_p50_ms),
+            ("trickle_critical_p90_ms", self.trickle_critical_p90_ms),
+            ("trickle_low_max_wait_ms", self.trickle_low_max_wait_ms),
+            ("probe_p50_ms", self.probe_p50_ms),
+            ("probe_max_ms", self.probe_max_ms),
+        ];
+        f.extend(measured.into_iter().filter_map(|(name, n)| n.map(|n| FactRow::measured(name, n))));
+        f.push(FactRow::measured("empty_reads", self.empty_reads));
+        f.push(FactRow::measured("longest_empty_read_ms", self.longest_empty_read_ms));
+        f
+    }
+}
+
+/// Lines after the timeline: per phase, the order jobs were served and how long they waited.
+fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang) -> Vec<Line> {
+    let tracks = priority::tracks(events);
+    let m = priority::measure(events);
+    let mut out = Vec::new();
+    if let Some(b) = &m.backlog {
+        out.extend(backlog_lines(&tracks, b, costs_differ, lang));
+    }
+    if let Some(w) = m.aligned_probe_ms {
+        let label = pick(lang, "probe at the worst moment: waited", "job thăm dò vào lúc tệ nhất: chờ");
+        out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w))));
+    }
+    if let Some(r) = m.burst_jobs_per_s {
+        let label = pick(lang, "burst, critical alone", "dồn critical, không có gì khác");
+        out.push(Line::text(format!("{label}: ")).and(Piece::Count(ms(r))).and_text(pick(lang, " jobs/s", " job/s")));
+    }
+    if m.trickle_critical.is_some() {
+        // Where low falls among the critical jobs is the point; how many critical jobs come
+        // before it depends on a stall of the worker at the trickle's start (a snapshot shows
+        // the shape, `[n] critical, [n] low, [n] critical`).
+        let label = pick(lang, "trickle served in order", "nhỏ giọt, thứ tự xử lý");
+        out.push(order_line(&tracks, "trickle", label).redacting_numbers());
+        if let Some(w) = &m.trickle_critical {
+            let label = pick(lang, "trickle, critical waited p50 / p90 / max", "nhỏ giọt, critical chờ p50 / p90 / max");
+            out.push(waits_line(label, w));
+        }
+        if let Some(w) = &m.trickle_lower {
+            let label = pick(lang, "trickle, normal/low waited up to", "nhỏ giọt, normal/low chờ tới");
+            out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w.max_ms))));
+        }
+    }
+    if let Some(w) = &m.random_probes {
+        let label = pick(lang, "probes at random moments waited p50 / max", "job thăm dò lúc ngẫu nhiên chờ p50 / max");
+        out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))));
+    }
+    let label = pick(lang, "empty reads", "lần đọc rỗng");
+    let longest = pick(lang, "the longest", "lâu nhất");
+    out.push(Line::text(format!("{label}: ")).and(Piece::Count(m.empty_reads as i64)).and_text(format!(", {longest} ")).and(Piece::Ms(ms(m.longest_empty_read_ms))));
+    out
+}
+
+fn backlog_lines(tracks: &[priority::JobTrack], b: &BacklogMeasures, costs_differ: bool, lang: Lang) -> Vec<Line> {
+    let mut out = vec![order_line(tracks, "backlog", pick(lang, "backlog served in order", "tồn đọng, thứ tự xử lý"))];
+    if let Some(s) = b.served_while_all_backlogged {
+        let backlogged: Vec<Priority> =
+            Priority::ALL.into_iter().filter(|p| tracks.iter().any(|t| t.phase == "backlog" && t.priority == *p)).collect();
+        let counts: Vec<String> = backlogged.iter().map(|p| format!("{} {p}", s[p.index()])).collect();
+        let ratio = if backlogged.iter().all(|p| s[p.index()] > 0) { format!(" ({})", ratio_text(s)) } else { String::new() };
+        let label = pick(lang, "served while every backlogged priority had jobs", "đã xử lý khi mọi mức tồn đọng còn job");
+        out.push(Line::text(format!("{label}: {}{ratio}", counts.join(", "))));
+        if let (Some(w), true) = (b.work_ms_while_all_backlogged, costs_differ) {
+            let total: f64 = w.iter().sum::<f64>().max(1e-9);
+            let label = pick(lang, "share of worker time critical : normal : low", "tỷ lệ thời gian worker critical : normal : low");
+            let pct = |x: f64| Piece::Count(ms(x * 100.0 / total));
+            out.push(
+                Line::text(format!("{label} "))
+                    .and(pct(w[0]))
+                    .and_text(" : ")
+                    .and(pct(w[1]))
+                    .and_text(" : ")
+                    .and(pct(w[2]))
+                    .and_text(" %"),
+            );
+        }
+    }
+    if let Some(g) = b.low_gap_ms {
+        let label = pick(
+            lang,
+            "backlog, the longest time low waited with none served",
+            "tồn đọng, thời gian dài nhất low chờ mà không job low nào được xử lý",
+        );
+        out.push(Line::text(format!("{label}: ")).and(Piece::Ms(ms(g))));
+    }
+    out
+}
+
+/// `10.0 : 5.0 : 1.0` from served counts, relative to the last priority served.
+fn ratio_text(s: [u32; 3]) -> String {
+    let Some(base) = (0..3).rev().find(|i| s[*i] > 0) else { return "-".into() };
+    let r: Vec<String> = s.iter().map(|n| format!("{:.1}", *n as f64 / s[base] as f64)).collect();
+    r.join(" : ")
+}
+
+/// `backlog served in order: (10 critical, 5 normal, 1 low) × 30`.
+fn order_line(tracks: &[priority::JobTrack], phase: &str, label: &str) -> Line {
+    let runs = priority::served_runs(tracks, phase);
+    Line::text(format!("{label}: {}", runs_text(&runs)))
+}
+
+/// Runs of priorities, a repeating group written once with its count.
+pub fn runs_text(runs: &[(Priority, u32)]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < runs.len() {
+        let (period, times) = (1..=3)
+            .map(|p| {
+                let mut k = 1;
+                while i + (k + 1) * p <= runs.len() && runs[i..i + p] == runs[i + k * p..i + (k + 1) * p] {
+                    k += 1;
+                }
+                (p, k)
+            })
+            .filter(|(_, k)| *k > 1)
+            .max_by_key(|(p, k)| p * k)
+            .unwrap_or((1, 1));
+        let group: Vec<String> = runs[i..i + period].iter().map(|(p, n)| format!("{n} {p}")).collect();
+        parts.push(if times > 1 { format!("({}) × {times}", group.join(", ")) } else { group.join(", ") });
+        i += period * times;
+    }
+    parts.join(", ")
+}
+
+fn waits_line(label: &str, w: &priority::Waits) -> Line {
+    Line::text(format!("{label} "))
+        .and(Piece::Ms(ms(w.p50_ms)))
+        .and_text(" / ")
+        .and(Piece::Ms(ms(w.p90_ms)))
+        .and_text(" / ")
+        .and(Piece::Ms(ms(w.max_ms)))
+}
+
+/// Run 1's figures side by side with the other variants'.
+fn table_cells(m: &PriorityMeasures, lang: Lang) -> Vec<(String, Line)> {
+    let msl = |x: f64| Line(vec![Piece::Ms(ms(x))]);
+    let mut cells = Vec::new();
+    if let Some(b) = &m.backlog {
+        if let Some(s) = b.served_while_all_backlogged {
+            cells.push((pick(lang, "served c:n:l", "đã xử lý c:n:l").to_string(), Line::text(format!("{}:{}:{}", s[0], s[1], s[2]))));
+        }
+        if let Some(g) = b.low_gap_ms {
+            cells.push((pick(lang, "low gap", "low chờ").to_string(), msl(g)));
+        }
+    }
+    if let Some(p) = m.aligned_probe_ms {
+        cells.push((pick(lang, "worst probe", "thăm dò tệ nhất").to_string(), msl(p)));
+    }
+    if let Some(r) = m.burst_jobs_per_s {
+        cells.push((pick(lang, "critical/s", "critical/s").to_string(), Line(vec![Piece::Count(ms(r))])));
+    }
+    if let Some(w) = &m.trickle_critical {
+        cells.push(("p90 critical".to_string(), msl(w.p90_ms)));
+    }
+    if let Some(w) = &m.trickle_lower {
+        cells.push((pick(lang, "low max", "low tối đa").to_string(), msl(w.max_ms)));
+    }
+    if let Some(w) = &m.random_probes {
+        cells.push((pick(lang, "probe p50", "thăm dò p50").to_string(), msl(w.p50_ms)));
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::labs::priority::priority::*;
+    use crate::timeline::vocabulary::Vocabulary;
+
+    fn spec(text: &str) -> LoopSpec {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_aligned_probe_waits_for_the_longest_block_away_from_critical() {
+        let s = TimeScale(1.0);
+        let (after, blocked) = aligned_target(&spec(r#"kind = "seed-strict""#));
+        assert_eq!(describe(&after.unwrap(), s), "XREADGROUP normal COUNT 10 BLOCK 100");
+        assert_eq!(describe(&blocked, s), "XREADGROUP low COUNT 10 BLOCK 5000");
+        let (after, blocked) = aligned_target(&spec(r#"kind = "seed-weighted""#));
+        assert_eq!(describe(&after.unwrap(), s), "XREADGROUP critical COUNT 10 BLOCK 100");
+        assert_eq!(describe(&blocked, s), "XREADGROUP normal COUNT 5 BLOCK 100");
+        let (after, blocked) = aligned_target(&spec(r#"kind = "probe-then-block""#));
+        assert_eq!((after, describe(&blocked, s)), (None, "XREADGROUP critical normal low COUNT 1 BLOCK 0".to_string()));
+        let (after, blocked) = aligned_target(&spec(r#"kind = "one-call""#));
+        assert_eq!((after, describe(&blocked, s)), (None, "XREADGROUP critical normal low COUNT 10 BLOCK 5000".to_string()));
+    }
+
+    #[test]
+    fn idle_cycles_are_one_round_of_the_loop() {
+        let words = |k: &str| -> Vec<String> {
+            idle_cycle(&spec(&format!("kind = \"{k}\""))).iter().map(|r| describe(r, TimeScale(1.0))).collect()
+        };
+        assert_eq!(words("seed-strict").len(), 3);
+        assert_eq!(words("one-call").len(), 1);
+        assert_eq!(words("fixed-weighted").last().unwrap(), "XREADGROUP critical normal low COUNT 1 BLOCK 0");
+        assert_eq!(words("fixed-weighted").len(), 4);
+    }
+
+    fn ev(t_ms: f64, kind: EventKind) -> crate::timeline::Event {
+        crate::timeline::Event { t_us: (t_ms * 1000.0) as i64, actor: Actor::Consumer(1), kind }
+    }
+
+    /// Two critical and one low job of a backlog, a probe that waited 5 s.
+    fn small_run() -> Vec<crate::timeline::Event> {
+        let queued = |t, job: &str, priority, phase: &str| {
+            ev(t, PriorityEvent::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None }.event())
+        };
+        let taken = |t, job: &str, priority, phase: &str| {
+            ev(t, PriorityEvent::PriorityJobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None }.event())
+        };
+        let (c, l) = (Priority::Critical, Priority::Low);
+        vec![
+            ev(0.0, PriorityEvent::PhaseStarted { plan: PhasePlan::Backlog { jobs: [2, 0, 1] } }.event()),
+            queued(0.0, "c-0001", c, "backlog"),
+            queued(0.0, "c-0002", c, "backlog"),
+            queued(0.0, "l-0001", l, "backlog"),
+            taken(5.0, "c-0001", c, "backlog"),
+            taken(25.0, "c-0002", c, "backlog"),
+            taken(45.0, "l-0001", l, "backlog"),
+            ev(100.0, PriorityEvent::PhaseStarted { plan: PhasePlan::Probe { blocked_in: Some("XREADGROUP low".into()), after_ms: None } }.event()),
+            queued(100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
+            taken(5100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
+        ]
+    }
+
+    #[test]
+    fn the_service_charts_count_what_was_taken() {
+        let events = small_run();
+        let served = served_chart(&events);
+        assert_eq!(served.validate(), Ok(()));
+        let names: Vec<&str> = served.series.iter().map(|s| s.name.en.as_str()).collect();
+        assert_eq!(names, ["critical", "low"], "normal had no job");
+        assert_eq!(served.series[0].points.last().unwrap().1, 3.0);
+        assert_eq!(served.series[1].points.last().unwrap().1, 1.0);
+        let at: Vec<f64> = served.marks.iter().map(|m| m.at).collect();
+        assert_eq!(at, [0.0, 100.0]);
+        let rate = rate_chart(&events, 100.0);
+        assert_eq!(rate.validate(), Ok(()));
+        // Window 0–100 ms: 2 critical, 1 low; the probe in window 5100.
+        assert_eq!(rate.series[0].points[0], (0.0, 2.0));
+        assert_eq!(rate.series[2].points[0], (0.0, 1.0));
+        assert_eq!(rate.series[0].points.last().unwrap(), &(5100.0, 1.0));
+    }
+
+    #[test]
+    fn the_waits_chart_puts_each_loop_side_by_side() {
+        let spec: PrioritySpec = toml::from_str("loop = { kind = \"seed-strict\" }\ncost_ms = { critical = 2 }").unwrap();
+        let events = small_run();
+        let observed = PriorityObserved { scale: 1.0, queued: 4, done: 4, pending_after_run: 0 };
+        let view = || RunView { run: 1, events: &events, timed_out: false, observed: &observed };
+        let title = Words::same("t");
+        let variants = [
+            VariantRuns { id: "seed-strict", title: &title, spec: &spec, runs: vec![view(), view()] },
+            VariantRuns { id: "other", title: &title, spec: &spec, runs: vec![view()] },
+        ];
+        let chart = waits_chart(&variants);
+        assert_eq!(chart.validate(), Ok(()));
+        // Critical: the probe's 5000 ms; low: the backlog's 45 ms without a low job.
+        assert_eq!(chart.series[0].points, [(0.0, 5000.0), (1.0, 5000.0)]);
+        assert_eq!(chart.series[1].points, [(0.0, 45.0), (1.0, 45.0)]);
+        assert_eq!(chart.series[1].err.as_ref().unwrap()[0], (45.0, 45.0));
+    }
+
+    #[test]
+    fn repeating_groups_are_written_once() {
+        use Priority::*;
+        let weighted: Vec<(Priority, u32)> = (0..30).flat_map(|_| [(Critical, 10), (Normal, 5), (Low, 1)]).collect();
+        assert_eq!(runs_text(&weighted), "(10 critical, 5 normal, 1 low) × 30");
+        let one_call = [(Critical, 10), (Low, 10), (Critical, 10), (Low, 10), (Critical, 180)];
+        assert_eq!(runs_text(&one_call), "(10 critical, 10 low) × 2, 180 critical");
+        assert_eq!(runs_text(&[(Critical, 200), (Low, 20)]), "200 critical, 20 low");
+    }
+}

@@ -6,17 +6,18 @@
    where the two modules part (siblings under their nearest common parent), so a child using
    its parent's items is not a cycle, but `labs` → `report` → `labs` is.
 2. No non-test function longer than 100 lines (`--warn N` lists those over N as well).
-3. With `--kinds`: no lab kind imports another. The kinds are read from the `lab_kinds!`
-   invocation (`Kind(module::path::Spec) = "name"`: the path before the spec type is the
-   kind's module, under the module that invokes the macro), so `stream::StreamSpec` names
-   `labs::stream` and `priority::zset::ZsetSpec` names `labs::priority::zset`. A file belongs
+3. No lab kind imports another. The kinds are read from the `lab_families!` invocation
+   (`family { Kind(module::Spec) = "name", … }`: the family and the path before the spec type
+   are the kind's module, under the module that invokes the macro, so `priority { Zset(zset::
+   ZsetSpec) … }` names `labs::priority::zset`), or a flat `lab_kinds!` one; finding no kind
+   at all is itself a finding (the rule would check nothing). A file belongs
    to the deepest kind whose module contains it (the kind's own file and its children); any
    `crate::…`/`super::…` path in it, use groups `{a, b::c}` expanded, that names a module of
    another kind is a finding. Shared modules that are no kind (a family's common parts,
    `labs::procedure`) may be imported by every kind.
 
 Exit status 1 and one line per finding when a rule is broken; 0 otherwise.
-Usage: scripts/check-structure.py [--warn 60] [--kinds] [src dir]
+Usage: scripts/check-structure.py [--warn 60] [src dir]
        scripts/check-structure.py --self-test
 """
 import re
@@ -208,6 +209,8 @@ def long_functions(files, limit):
 
 
 LAB_KINDS = re.compile(r"\blab_kinds!\s*\{")
+LAB_FAMILIES = re.compile(r"\blab_families!\s*\{")
+FAMILY_BLOCK = re.compile(r"\b([a-z_]\w*)\s*\{")
 KIND_LINE = re.compile(r"\b\w+\s*\(\s*((?:\w+\s*::\s*)+)\w+\s*\)\s*=")
 
 
@@ -230,6 +233,17 @@ def lab_kinds(src: Path, files):
             for line in KIND_LINE.finditer(block(text, m.end() - 1)):
                 path = [p.strip() for p in line.group(1).split("::") if p.strip()]
                 kinds.add(tuple(base) + tuple(path))
+        # `lab_families! { family { Kind(kind::Spec) = "name", … } … }`: kinds inside their family.
+        for m in LAB_FAMILIES.finditer(text):
+            base = module_of(f, src)
+            inner = block(text, m.end() - 1)
+            pos = 0
+            while (fm := FAMILY_BLOCK.search(inner, pos)):
+                body = block(inner, fm.end() - 1)
+                for line in KIND_LINE.finditer(body):
+                    path = [p.strip() for p in line.group(1).split("::") if p.strip()]
+                    kinds.add(tuple(base) + (fm.group(1),) + tuple(path))
+                pos = fm.end() + len(body) + 1
     return kinds
 
 
@@ -334,6 +348,8 @@ def findings(src: Path, kinds: bool):
     for length, where, name in long_functions(files, MAX_FN_LINES):
         out.append(f"{where}: fn {name} is {length} lines (at most {MAX_FN_LINES})")
     if kinds:
+        if not lab_kinds(src, files):
+            out.append("no lab kind found (no `lab_families!` or `lab_kinds!` invocation): the kind rule checks nothing")
         for mine, theirs, where in kind_imports(src, files):
             out.append(f"kind {mine} imports kind {theirs} ({where})")
     return out
@@ -343,10 +359,10 @@ def main():
     args = sys.argv[1:]
     if args == ["--self-test"]:
         sys.exit(self_test())
-    warn, kinds = None, False
+    warn, kinds = None, True
     while args[:1] in (["--warn"], ["--kinds"]):
-        if args[0] == "--kinds":
-            kinds, args = True, args[1:]
+        if args[0] == "--kinds":  # the kind rule is always on; the flag is kept for old callers
+            args = args[1:]
         else:
             warn, args = int(args[1]), args[2:]
     src = Path(args[0] if args else "src")
@@ -435,6 +451,27 @@ def self_test() -> int:
                 f"kind fam::beta imports kind fam::gamma ({root}/labs/fam/beta.rs:2)",
                 f"kind fam::beta imports kind fam::gamma ({root}/labs/fam/beta.rs:4)",
             ])
+
+        def test_kinds_are_read_from_families(self):
+            families = """
+                macro_rules! lab_families { ($($t:tt)*) => {}; }
+                lab_families! {
+                    /// A family: its kinds are modules under it.
+                    fam {
+                        Beta(beta::BetaSpec) = "beta",
+                        Gamma(gamma::GammaSpec) = "gamma",
+                    }
+                    solo { Alpha(alpha::AlphaSpec) = "alpha", }
+                }
+            """
+            root = tree(dict(clean, **{"labs.rs": "pub mod procedure;\n" + families}))
+            files = sorted(root.rglob("*.rs"))
+            self.assertEqual(lab_kinds(root, files), {("labs", "solo", "alpha"), ("labs", "fam", "beta"), ("labs", "fam", "gamma")})
+
+        def test_no_kind_found_is_a_finding(self):
+            root = tree(dict(clean, **{"labs.rs": "pub mod procedure;\n"}))
+            self.assertEqual(findings(root, kinds=True), [
+                "no lab kind found (no `lab_families!` or `lab_kinds!` invocation): the kind rule checks nothing"])
 
         def test_kinds_are_read_from_the_invocation(self):
             root = tree(clean)

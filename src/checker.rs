@@ -17,6 +17,7 @@
 //! the side-effect sink's ledger), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
+pub mod exclusion;
 pub mod fates;
 pub mod final_state;
 pub mod health;

@@ -8,6 +8,7 @@
 
 mod consumer_group;
 mod context;
+pub mod order_stream;
 mod procedure;
 mod record;
 

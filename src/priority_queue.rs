@@ -114,6 +114,24 @@ pub fn phase_label(phase: &str, lang: Lang) -> &str {
     }
 }
 
+/// A figure per priority: `{ critical = 200, low = 20 }` (missing ones are 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerPriority<T: Default> {
+    #[serde(default)]
+    pub critical: T,
+    #[serde(default)]
+    pub normal: T,
+    #[serde(default)]
+    pub low: T,
+}
+
+impl<T: Copy + Default> PerPriority<T> {
+    pub fn array(&self) -> [T; 3] {
+        [self.critical, self.normal, self.low]
+    }
+}
+
 /// What a priority run's processes did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

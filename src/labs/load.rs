@@ -4,3 +4,4 @@
 pub mod load;
 pub mod reader_ceiling;
 pub mod concurrency;
+pub mod generate;

@@ -4,6 +4,5 @@
 
 pub mod stream;
 pub mod sql_race;
-pub mod exclusion;
 pub mod redelivery;
 mod race_lines;

@@ -8,3 +8,4 @@ pub mod zset_checker;
 pub mod worker;
 pub mod zset_worker;
 mod job_run;
+mod seed_claims;

@@ -2,7 +2,7 @@
 
 use crate::checker::{Expectation, Outcome, RunVerdict, Verdict};
 use crate::handler::order::events::HandlerEvent;
-use crate::labs::ordering::stream::StreamObserved;
+use crate::labs::order_stream::StreamObserved;
 use crate::labs::{Observed, RunRecord};
 use crate::orders::OrderRow;
 use crate::report::{Environment, LabInfo, LabReport, VariantReport};

@@ -170,7 +170,7 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
 mod tests {
     use super::*;
     use crate::checker::{Expectation, RunVerdict, Verdict};
-    use crate::labs::ordering::stream::StreamObserved;
+    use crate::labs::order_stream::StreamObserved;
     use crate::labs::{Observed, RunRecord};
     use crate::report::LabInfo;
     use crate::scenario::SeedFigure;

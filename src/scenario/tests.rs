@@ -1,6 +1,6 @@
 use super::*;
 use crate::handler::order::{lock::LockSpec, Strategy};
-use crate::labs::ordering::stream::StreamSpec;
+use crate::labs::order_stream::StreamSpec;
 
 const MINIMAL: &str = r#"
 id = "demo"

@@ -4,9 +4,9 @@
 
 use super::core_labs::assert_snapshots;
 use super::support::{self, final_rows, stream, variant, waiting_order};
+use ordlab::checker::exclusion::{self, Exclusion};
 use ordlab::checker::fates::first_receiver;
 use ordlab::checker::{Outcome, Verdict};
-use ordlab::labs::ordering::exclusion::{self, Exclusion};
 use ordlab::labs::outbox::outbox_rollback::OutboxRollbackSpec;
 use ordlab::report::VariantReport;
 use ordlab::timeline::{Actor, EventKind};

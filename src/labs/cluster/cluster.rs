@@ -30,7 +30,7 @@ use queue::{
     delete_keys, last_effect_ns, place, read_back, sample_all, stop, wait_for_event, watch_run, Ending, Publisher, Queue,
     QueueObserved, WorkerPlan,
 };
-use crate::labs::ordering::stream::{self, shard_of};
+use crate::labs::order_stream::{self as stream, shard_of};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, Present, RunContext, RunOutcome, RunView,
     TimelineDisplay, VariantRuns,

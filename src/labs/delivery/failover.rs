@@ -26,7 +26,7 @@ pub mod events;
 use crate::labs::delivery::failover::events::FailoverEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::labs::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
-use crate::labs::ordering::stream::{self, order_items};
+use crate::labs::order_stream::{self as stream, order_items};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
     TimelineDisplay,

@@ -3,6 +3,7 @@
 //! ids it refused with an error, and the ids it holds afterwards.
 
 use crate::checker::{RunVerdict, Verdict};
+use crate::labs::FinalItem;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -93,6 +94,17 @@ pub fn first_few(ids: &[String]) -> String {
         s.push_str(&format!(" … and {} more", ids.len() - SHOWN));
     }
     s
+}
+
+/// The final state of a durability lab: were the acknowledged jobs kept.
+pub fn acknowledged_jobs(d: &Durability) -> Vec<FinalItem> {
+    let lost = !d.lost_acked.is_empty();
+    vec![FinalItem {
+        order: None,
+        subject: "acknowledged jobs".into(),
+        value: if lost { "lost" } else { "kept" }.into(),
+        should_be: lost.then(|| "kept".into()),
+    }]
 }
 
 #[cfg(test)]

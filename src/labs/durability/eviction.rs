@@ -244,7 +244,7 @@ impl Judge for EvictionSpec {
     }
 
     fn final_state(&self, observed: &EvictionObserved) -> Vec<FinalItem> {
-        crate::labs::durability::persistence::acknowledged_jobs(&observed.durability())
+        crate::labs::durability::checker::acknowledged_jobs(&observed.durability())
     }
 
     fn facts(&self, run: &RunView<'_, EvictionObserved>) -> EvictionFacts {

@@ -268,7 +268,7 @@ impl Judge for PersistenceSpec {
     }
 
     fn final_state(&self, observed: &PersistenceObserved) -> Vec<FinalItem> {
-        acknowledged_jobs(&observed.durability())
+        crate::labs::durability::checker::acknowledged_jobs(&observed.durability())
     }
 
     fn facts(&self, run: &RunView<'_, PersistenceObserved>) -> PersistenceFacts {
@@ -546,15 +546,4 @@ fn notes(spec: &PersistenceSpec, o: &PersistenceObserved, lang: Lang) -> Vec<Lin
         Piece::Text(crate::tr!(lang, " with {n} at once", " với {n} producer cùng lúc")),
     ]));
     lines
-}
-
-/// The final state of a durability lab: were the acknowledged jobs kept (shared with eviction).
-pub(super) fn acknowledged_jobs(d: &Durability) -> Vec<FinalItem> {
-    let lost = !d.lost_acked.is_empty();
-    vec![FinalItem {
-        order: None,
-        subject: "acknowledged jobs".into(),
-        value: if lost { "lost" } else { "kept" }.into(),
-        should_be: lost.then(|| "kept".into()),
-    }]
 }

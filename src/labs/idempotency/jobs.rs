@@ -46,7 +46,7 @@ pub struct JobsSpec {
     /// The claimer: when a pending job counts as abandoned, how often it looks.
     pub reaper: ReaperSpec,
     /// Readers at a time (2 for a race between two workers).
-    #[serde(default = "crate::labs::ordering::stream::one")]
+    #[serde(default = "crate::labs::order_stream::one")]
     pub workers: u32,
     /// What the partner does for one-effect techniques, and how long it takes.
     #[serde(default)]
@@ -308,7 +308,7 @@ impl Facts for JobsFacts {
 
 impl LabProcedure for JobsSpec {
     fn validate(&mut self) -> Result<(), String> {
-        crate::labs::ordering::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
+        crate::labs::order_stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         if self.jobs.is_empty() {
             return Err("setup.jobs is empty: list at least one job".into());
         }

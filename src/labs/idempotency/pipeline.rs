@@ -223,7 +223,7 @@ impl Facts for PipelineFacts {
 
 impl LabProcedure for PipelineSpec {
     fn validate(&mut self) -> Result<(), String> {
-        crate::labs::ordering::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
+        crate::labs::order_stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         self.workload.validate()?;
         if self.reaper.min_idle_ms <= 0.0 || self.settle_ms <= self.reaper.min_idle_ms {
             return Err("setup.reaper.min_idle_ms must be > 0 and setup.settle_ms larger than it".into());

@@ -34,7 +34,7 @@ mod run;
 #[serde(deny_unknown_fields)]
 pub struct ListQueueSpec {
     /// Worker processes, `W1..Wn`.
-    #[serde(default = "crate::labs::ordering::stream::one")]
+    #[serde(default = "crate::labs::order_stream::one")]
     pub workers: u32,
     /// How the producer pushes: `rpush` (the seed; with a right-end take the queue is LIFO) or
     /// `lpush` (FIFO).
@@ -263,7 +263,7 @@ impl ListQueueSpec {
 
 impl LabProcedure for ListQueueSpec {
     fn validate(&mut self) -> Result<(), String> {
-        crate::labs::ordering::stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
+        crate::labs::order_stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         if self.jobs.is_empty() {
             return Err("setup.jobs is empty: list at least one job".into());
         }

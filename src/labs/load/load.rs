@@ -3,7 +3,8 @@
 //! wrong final states per strategy, and the producer's own XADD rate against redis-benchmark
 //! on the same server in the same run.
 
-use crate::labs::ordering::stream::{self, StreamSpec};
+pub use crate::labs::load::generate::GenerateSpec;
+use crate::labs::order_stream::{self as stream, StreamSpec};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
     TimelineDisplay, VariantRuns,
@@ -12,7 +13,7 @@ use crate::chart::Chart;
 use crate::checker::RunVerdict;
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::orders::{EventSpec, OrderRow};
+use crate::orders::OrderRow;
 use crate::lang::{pick, Lang};
 use crate::stats::quantile;
 use crate::handler::order::Strategy;
@@ -34,22 +35,6 @@ pub struct LoadSpec {
     pub shards: u32,
     #[serde(default)]
     pub strategy: Strategy,
-}
-
-/// `generate = { … }`: `orders` orders, each with one event per type in `types` (versions
-/// 1, 2, …), published interleaved order by order as fast as one producer can. A
-/// `slow_share` of the orders have a slow first event (`slow_ms`, an external call); every
-/// other event costs `fast_ms`. Which orders are slow is fixed by their id (a hash), so every
-/// strategy sees the same workload.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct GenerateSpec {
-    pub orders: u32,
-    #[serde(default = "GenerateSpec::default_types")]
-    pub types: Vec<String>,
-    pub slow_share: f64,
-    pub slow_ms: f64,
-    pub fast_ms: f64,
 }
 
 /// What the servers said: the rows, and the producer alone against redis-benchmark.
@@ -75,29 +60,6 @@ pub struct XaddRate {
 const PROBE_REQUESTS: u32 = 5000;
 /// Alternating rounds; the median of each side is reported.
 const PROBE_ROUNDS: usize = 3;
-
-impl GenerateSpec {
-    fn default_types() -> Vec<String> {
-        vec!["created".into(), "paid".into()]
-    }
-
-    /// Is `order`'s first event slow? A multiplicative hash spreads the slow orders evenly.
-    pub fn is_slow(&self, order: i64) -> bool {
-        let h = (order as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        (h % 10_000) < (self.slow_share * 10_000.0) as u64
-    }
-
-    pub fn events(&self) -> Vec<EventSpec> {
-        let mut out = Vec::new();
-        for order in 1..=self.orders as i64 {
-            for (i, t) in self.types.iter().enumerate() {
-                let cost = if i == 0 && self.is_slow(order) { self.slow_ms } else { self.fast_ms };
-                out.push(EventSpec { cost_ms: Some(cost), ..EventSpec::new(order, t, i as i64 + 1) });
-            }
-        }
-        out
-    }
-}
 
 impl LoadSpec {
     /// The stream run this load is: the generated events, no other fault.

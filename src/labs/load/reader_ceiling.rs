@@ -8,8 +8,8 @@
 //! reader alone dispatches). The per-entry timeline is off (a line costs more than the
 //! hand-over it would record).
 
-use crate::labs::load::load::GenerateSpec;
-use crate::labs::ordering::stream;
+use crate::labs::load::generate::GenerateSpec;
+use crate::labs::order_stream as stream;
 use crate::labs::{FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView};
 use crate::checker::limit::{classify, CpuReading, Limit};
 use crate::cpu_time as cpu;

@@ -5,7 +5,7 @@
 
 use crate::labs::{Line, Piece};
 use crate::checker::fates;
-use crate::labs::ordering::exclusion;
+use crate::checker::exclusion;
 use crate::lang::{pick, Lang};
 use crate::timeline::{Actor, Event, EventKind};
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! meanwhile and waits. After A commits, B re-checks its WHERE clause against the new row
 //! (READ COMMITTED) or fails with a serialization error (REPEATABLE READ).
 
-use crate::labs::ordering::stream::order_items;
+use crate::labs::order_stream::order_items;
 use crate::labs::{FinalItem, Judge, LabProcedure, NoFacts, Present, RunContext, RunOutcome, RunView};
 use crate::checker::{final_state::final_state, health::health, RunVerdict};
 use crate::connect::{self, SCHEMA};

@@ -4,7 +4,7 @@
 //! killed between XADD and marking its row, publish an event twice or out of order.
 
 use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
-use crate::labs::ordering::stream::{self, order_items};
+use crate::labs::order_stream::{self as stream, order_items};
 use crate::labs::{
     FinalItem, Judge, LabProcedure, Line, NoFacts, Present, RunContext, RunNotes, RunOutcome, RunView, TimelineDisplay,
 };

@@ -2,7 +2,7 @@
 //! row commit in one transaction or not at all. One session writes both and rolls back; the
 //! order keeps its status and the outbox stays empty.
 
-use crate::labs::ordering::stream::order_items;
+use crate::labs::order_stream::order_items;
 use crate::labs::{FactRow, Facts, FinalItem, Judge, LabProcedure, Present, RunContext, RunOutcome, RunView};
 use crate::checker::{final_state::final_state, health::health, RunVerdict, Verdict};
 use crate::connect::SCHEMA;
@@ -59,7 +59,7 @@ impl Facts for OutboxRollbackFacts {
 
 impl LabProcedure for OutboxRollbackSpec {
     fn validate(&mut self) -> Result<(), String> {
-        crate::labs::ordering::stream::check_events(&self.events)?;
+        crate::labs::order_stream::check_events(&self.events)?;
         self.initial = Some(self.initial());
         Ok(())
     }

@@ -17,6 +17,7 @@
 
 pub mod seed_lines;
 
+use crate::labs::priority::seed_claims::ms;
 use crate::priority_queue::PriorityEvent;
 use crate::labs::priority::job_run::JobRun;
 use crate::labs::{
@@ -36,7 +37,7 @@ use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
-use crate::priority_queue::{phase_label, PhasePlan, Priority};
+use crate::priority_queue::{phase_label, PerPriority, PhasePlan, Priority};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -68,24 +69,6 @@ pub struct PrioritySpec {
     /// What the loop promises; the judge checks each.
     #[serde(default)]
     pub claims: Claims,
-}
-
-/// A figure per priority: `{ critical = 200, low = 20 }` (missing ones are 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PerPriority<T: Default> {
-    #[serde(default)]
-    pub critical: T,
-    #[serde(default)]
-    pub normal: T,
-    #[serde(default)]
-    pub low: T,
-}
-
-impl<T: Copy + Default> PerPriority<T> {
-    pub fn array(&self) -> [T; 3] {
-        [self.critical, self.normal, self.low]
-    }
 }
 
 /// `trickle = { every_ms = 40, critical = 40, low = 3 }`: a critical job every `every_ms`,
@@ -687,10 +670,6 @@ fn claims_phrase(c: &Claims, lang: Lang) -> String {
     }
     let what = if parts.is_empty() { pick(lang, "nothing checked", "không kiểm tra gì").to_string() } else { parts.join(pick(lang, " or ", " hoặc ")) };
     crate::tr!(lang, "wrong: {what}", "SAI: {what}")
-}
-
-fn ms(x: f64) -> i64 {
-    x.round() as i64
 }
 
 fn measure_facts(m: &PriorityMeasures, claims: &Claims, costs_differ: bool) -> PriorityFacts {

@@ -18,7 +18,7 @@ mod seed_lines;
 use crate::priority_queue::PriorityEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::labs::priority::job_run::JobRun;
-use crate::labs::priority::priority::PerPriority;
+use crate::priority_queue::PerPriority;
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
     VariantRuns,

@@ -3,28 +3,12 @@
 //! run are measured pieces (a snapshot shows `[ms]`, `[n]`); counts the loop decides by
 //! construction are words.
 
-use crate::labs::priority::priority::{ms, ratio_text, PrioritySpec};
+use crate::labs::priority::priority::{ratio_text, PrioritySpec};
+use crate::labs::priority::seed_claims::{ms, says, spread};
 use crate::labs::priority::served::{self as priority, PriorityMeasures};
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::roles::priority_loop::LoopSpec;
-
-/// `seed says: <claim>; measured: ` — the start of every line.
-pub(crate) fn says(lang: Lang, claim: &str) -> Line {
-    Line::text(crate::tr!(lang, "seed says: {claim}; measured: ", "bài viết nói: {claim}; đo được: "))
-}
-
-/// `a–b` over the runs, least to most (one value for one run), as measured pieces: always
-/// both ends, so a snapshot's shape does not depend on two runs rounding alike.
-pub(crate) fn spread(xs: &[f64], piece: fn(i64) -> Piece) -> Line {
-    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    match xs.len() {
-        0 => Line::text("-"),
-        1 => Line(vec![piece(ms(lo))]),
-        _ => Line(vec![piece(ms(lo)), Piece::Text("–".into()), piece(ms(hi))]),
-    }
-}
 
 /// A count the loop decides (the same in every run unless something is broken): the value,
 /// or `a–b` when runs differ, as words.

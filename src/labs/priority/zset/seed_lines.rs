@@ -4,7 +4,7 @@
 
 use crate::labs::priority::zset::{Experiment, ZsetSpec};
 use crate::labs::priority::zset_checker::ZsetMeasures;
-use crate::labs::priority::priority::seed_lines::{says, spread};
+use crate::labs::priority::seed_claims::{says, spread};
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::labs::priority::zset_worker::PopSpec;

@@ -145,7 +145,7 @@ pub fn check(events: &[Event]) -> Exclusion {
 
 #[cfg(test)]
 mod tests {
-    use crate::labs::ordering::exclusion::*;
+    use crate::checker::exclusion::*;
     use crate::timeline::vocabulary::Vocabulary;
 
     const KEY: &str = "lock:order:42";

@@ -23,37 +23,37 @@ use crate::chart::Chart;
 use crate::checker::{RunVerdict, Verdict};
 use crate::error::Error;
 use crate::lang::{Lang, Words};
-use crate::roles::{role, RoleRegistry};
-use crate::timeline::vocabulary::{entry, Registry};
+use crate::roles::{role, RoleEntry, RoleRegistry};
+use crate::timeline::vocabulary::{entry, Entry, Registry};
 use serde::{Deserialize, Serialize};
 
-/// Every vocabulary of events beyond the core ones ([`crate::timeline::EventKind`]), one line
-/// each: the reporters word and draw any event through it, and match on none of them.
-pub static VOCABULARIES: Registry = Registry(&[
+/// The vocabularies and roles that several families share; each family lists its own in its
+/// [`Family`] (its module's `FAMILY`).
+const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::handler::order::events::HandlerEvent>(),
     entry::<crate::handler::job::events::JobEvent>(),
     entry::<crate::priority_queue::PriorityEvent>(),
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
-    entry::<crate::labs::outbox::table::OutboxEvent>(),
-    entry::<delivery::failover::events::FailoverEvent>(),
-]);
+];
 
-/// Every role a lab can start as a process of its own, one line each: `ordlab __role` finds
-/// a child's role here by the name in its config.
-pub static ROLES: RoleRegistry = RoleRegistry(&[&[
+const SHARED_ROLES: &[RoleEntry] = &[
     role::<crate::roles::consumer::ConsumerConfig>(),
     role::<crate::roles::claimer::ClaimerConfig>(),
-    role::<crate::labs::outbox::dispatcher::DispatcherConfig>(),
-    role::<crate::labs::priority::worker::PriorityWorkerConfig>(),
-    role::<crate::labs::priority::zset_worker::ZsetWorkerConfig>(),
-    role::<crate::labs::idempotency::job_worker::JobWorkerConfig>(),
-    role::<crate::labs::idempotency::pipeline_worker::PipelineWorkerConfig>(),
-    role::<crate::labs::list_queue::worker::ListWorkerConfig>(),
-    role::<crate::labs::list_queue::supervisor::ListSupervisorConfig>(),
     role::<crate::roles::cluster_worker::ClusterWorkerConfig>(),
-    role::<crate::labs::list_queue::scale_worker::ScaleWorkerConfig>(),
-]]);
+];
+
+/// What a family adds to the registries besides its kinds: the events and the roles only it
+/// uses.
+pub struct Family {
+    pub vocabularies: &'static [Entry],
+    pub roles: &'static [RoleEntry],
+}
+
+impl Family {
+    /// A family with no events or roles of its own.
+    pub const NOTHING_OF_ITS_OWN: Family = Family { vocabularies: &[], roles: &[] };
+}
 
 /// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
 /// and serde's message (which names an unknown or missing key).
@@ -117,6 +117,14 @@ fn mismatch(record: &RunRecord) -> RunVerdict {
 macro_rules! lab_families {
     ($( $(#[$fdoc:meta])* $family:ident { $( $(#[$doc:meta])* $kind:ident($module:ident::$spec:ident) = $name:literal, )* } )*) => {
         $( $(#[$fdoc])* pub mod $family; )*
+
+        /// Every vocabulary of events beyond the core ones ([`crate::timeline::EventKind`]): the
+        /// reporters word and draw any event through it, and match on none of them.
+        pub static VOCABULARIES: Registry = Registry(&[SHARED_VOCABULARIES, $( $family::FAMILY.vocabularies, )*]);
+
+        /// Every role a lab can start as a process of its own: `ordlab __role` finds a child's
+        /// role here by the name in its config.
+        pub static ROLES: RoleRegistry = RoleRegistry(&[SHARED_ROLES, $( $family::FAMILY.roles, )*]);
         lab_kinds! { $( $( $(#[$doc])* $kind($family::$module::$spec) = $name, )* )* }
     };
 }

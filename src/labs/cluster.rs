@@ -4,3 +4,8 @@
 pub mod cluster;
 pub mod spread;
 pub mod job_effects;
+
+use crate::labs::Family;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family::NOTHING_OF_ITS_OWN;

@@ -3,3 +3,9 @@
 
 pub mod failover;
 pub mod counts;
+
+use crate::labs::Family;
+use crate::timeline::vocabulary::entry;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family { vocabularies: &[entry::<failover::events::FailoverEvent>()], roles: &[] };

@@ -5,3 +5,8 @@
 pub mod persistence;
 pub mod eviction;
 pub mod checker;
+
+use crate::labs::Family;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family::NOTHING_OF_ITS_OWN;

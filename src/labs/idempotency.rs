@@ -7,3 +7,9 @@ pub mod pipeline;
 pub mod job_worker;
 pub mod pipeline_worker;
 mod worker_pool;
+
+use crate::labs::Family;
+use crate::roles::role;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family { vocabularies: &[], roles: &[role::<job_worker::JobWorkerConfig>(), role::<pipeline_worker::PipelineWorkerConfig>()] };

@@ -9,3 +9,12 @@ pub mod supervisor;
 pub mod scale_worker;
 pub mod effect_counts;
 pub mod retry_schedule;
+
+use crate::labs::Family;
+use crate::roles::role;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family {
+    vocabularies: &[],
+    roles: &[role::<worker::ListWorkerConfig>(), role::<supervisor::ListSupervisorConfig>(), role::<scale_worker::ScaleWorkerConfig>()],
+};

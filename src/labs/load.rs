@@ -5,3 +5,8 @@ pub mod load;
 pub mod reader_ceiling;
 pub mod concurrency;
 pub mod generate;
+
+use crate::labs::Family;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family::NOTHING_OF_ITS_OWN;

@@ -6,3 +6,8 @@ pub mod stream;
 pub mod sql_race;
 pub mod redelivery;
 mod race_lines;
+
+use crate::labs::Family;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family::NOTHING_OF_ITS_OWN;

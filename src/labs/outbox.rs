@@ -7,3 +7,10 @@ pub mod outbox_rollback;
 pub mod table;
 pub mod dispatcher;
 pub mod delivery;
+
+use crate::labs::Family;
+use crate::roles::role;
+use crate::timeline::vocabulary::entry;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family { vocabularies: &[entry::<table::OutboxEvent>()], roles: &[role::<dispatcher::DispatcherConfig>()] };

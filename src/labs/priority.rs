@@ -9,3 +9,9 @@ pub mod worker;
 pub mod zset_worker;
 mod job_run;
 mod seed_claims;
+
+use crate::labs::Family;
+use crate::roles::role;
+
+/// The events and roles only this family uses.
+pub const FAMILY: Family = Family { vocabularies: &[], roles: &[role::<worker::PriorityWorkerConfig>(), role::<zset_worker::ZsetWorkerConfig>()] };

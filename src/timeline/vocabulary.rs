@@ -231,25 +231,26 @@ pub const fn entry<V: Vocabulary>() -> Entry {
     Entry { kinds: V::KINDS, decode: decode_boxed::<V> }
 }
 
-/// Every vocabulary a build knows, so a reporter can word any event.
-pub struct Registry(pub &'static [Entry]);
+/// Every vocabulary a build knows (in lists: the shared ones, each family's), so a reporter
+/// can word any event.
+pub struct Registry(pub &'static [&'static [Entry]]);
 
 impl Registry {
     /// The decoded event, if a vocabulary knows its kind.
     pub fn describe(&self, e: &FamilyEvent) -> Option<Box<dyn Described>> {
-        self.0.iter().find(|v| v.kinds.contains(&e.kind())).and_then(|v| (v.decode)(e))
+        self.0.iter().flat_map(|l| l.iter()).find(|v| v.kinds.contains(&e.kind())).and_then(|v| (v.decode)(e))
     }
 
     /// Every kind tag the registry knows.
     pub fn kinds(&self) -> Vec<&'static str> {
-        self.0.iter().flat_map(|v| v.kinds.iter().copied()).collect()
+        self.0.iter().flat_map(|l| l.iter()).flat_map(|v| v.kinds.iter().copied()).collect()
     }
 
     /// Kinds named by two vocabularies (a registry must have none).
     pub fn clashes(&self) -> Vec<&'static str> {
         let mut seen: Vec<&'static str> = Vec::new();
         let mut out = Vec::new();
-        for k in self.0.iter().flat_map(|v| v.kinds.iter().copied()) {
+        for k in self.kinds() {
             if seen.contains(&k) {
                 out.push(k);
             }

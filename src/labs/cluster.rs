@@ -2,8 +2,8 @@
 //! hash slot moved while workers run.
 
 pub mod cluster;
-pub mod spread;
 pub mod job_effects;
+pub mod spread;
 
 use crate::labs::Family;
 

@@ -1,8 +1,8 @@
 //! What a failover does to delivery: a primary killed under a steady producer, its replica
 //! promoted with a real replication lag. Every count is read from the promoted replica.
 
-pub mod failover;
 pub mod counts;
+pub mod failover;
 
 use crate::labs::Family;
 use crate::timeline::vocabulary::entry;

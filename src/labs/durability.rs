@@ -2,9 +2,9 @@
 //! and a maxmemory policy when the queue grows beside a cache. Both judge the acknowledged jobs
 //! the server lost.
 
-pub mod persistence;
-pub mod eviction;
 pub mod checker;
+pub mod eviction;
+pub mod persistence;
 
 use crate::labs::Family;
 

@@ -2,9 +2,9 @@
 //! crashes at named points and a partner that fails, and the seed's production pipeline end to
 //! end. Effects are counted in the side-effect sink.
 
+pub mod job_worker;
 pub mod jobs;
 pub mod pipeline;
-pub mod job_worker;
 pub mod pipeline_worker;
 mod worker_pool;
 
@@ -12,4 +12,7 @@ use crate::labs::Family;
 use crate::roles::role;
 
 /// The events and roles only this family uses.
-pub const FAMILY: Family = Family { vocabularies: &[], roles: &[role::<job_worker::JobWorkerConfig>(), role::<pipeline_worker::PipelineWorkerConfig>()] };
+pub const FAMILY: Family = Family {
+    vocabularies: &[],
+    roles: &[role::<job_worker::JobWorkerConfig>(), role::<pipeline_worker::PipelineWorkerConfig>()],
+};

@@ -2,13 +2,13 @@
 //! payloads; and more worker processes on a list or a stream group. Effects are counted in the
 //! side-effect sink.
 
+pub mod effect_counts;
 pub mod list_queue;
 pub mod queue_scale;
-pub mod worker;
-pub mod supervisor;
-pub mod scale_worker;
-pub mod effect_counts;
 pub mod retry_schedule;
+pub mod scale_worker;
+pub mod supervisor;
+pub mod worker;
 
 use crate::labs::Family;
 use crate::roles::role;
@@ -16,5 +16,9 @@ use crate::roles::role;
 /// The events and roles only this family uses.
 pub const FAMILY: Family = Family {
     vocabularies: &[],
-    roles: &[role::<worker::ListWorkerConfig>(), role::<supervisor::ListSupervisorConfig>(), role::<scale_worker::ScaleWorkerConfig>()],
+    roles: &[
+        role::<worker::ListWorkerConfig>(),
+        role::<supervisor::ListSupervisorConfig>(),
+        role::<scale_worker::ScaleWorkerConfig>(),
+    ],
 };

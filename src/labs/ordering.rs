@@ -2,10 +2,10 @@
 //! and what each fix costs (seed 001, 08a-08g, S2-S3, P3-P4, and the redelivery lab). Two SQL
 //! sessions racing on one row show the database's side of CAS.
 
-pub mod stream;
-pub mod sql_race;
-pub mod redelivery;
 mod race_lines;
+pub mod redelivery;
+pub mod sql_race;
+pub mod stream;
 
 use crate::labs::Family;
 

@@ -2,15 +2,16 @@
 //! dispatcher processes publish the rows. Its kinds share the table, the dispatcher role and the
 //! delivery checker.
 
+pub mod delivery;
+pub mod dispatcher;
 pub mod outbox;
 pub mod outbox_rollback;
 pub mod table;
-pub mod dispatcher;
-pub mod delivery;
 
 use crate::labs::Family;
 use crate::roles::role;
 use crate::timeline::vocabulary::entry;
 
 /// The events and roles only this family uses.
-pub const FAMILY: Family = Family { vocabularies: &[entry::<table::OutboxEvent>()], roles: &[role::<dispatcher::DispatcherConfig>()] };
+pub const FAMILY: Family =
+    Family { vocabularies: &[entry::<table::OutboxEvent>()], roles: &[role::<dispatcher::DispatcherConfig>()] };

@@ -24,30 +24,30 @@ mod charts;
 mod lines;
 mod queue;
 
+use crate::chart::Chart;
+use crate::checker::{health::health, RunVerdict};
 use crate::cluster_queue::ClusterEvent;
-use lines::{master_lines, point_line, queue_lines, reshard_lines};
-use queue::{
-    delete_keys, last_effect_ns, place, read_back, sample_all, stop, wait_for_event, watch_run, Ending, Publisher, Queue,
-    QueueObserved, WorkerPlan,
-};
+use crate::error::{Context, Error};
+use crate::fault::slot_migration::SlotMove;
+use crate::fault::{HandlerWork, TimeScale};
+use crate::labs::cluster::job_effects::{tally, EffectTally};
+use crate::labs::cluster::spread;
 use crate::labs::order_stream::{self as stream, shard_of};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, Present, RunContext, RunOutcome, RunView,
     TimelineDisplay, VariantRuns,
 };
-use crate::chart::Chart;
-use crate::labs::cluster::job_effects::{tally, EffectTally};
-use crate::checker::{health::health, RunVerdict};
-use crate::labs::cluster::spread;
-use crate::error::{Context, Error};
-use crate::fault::slot_migration::SlotMove;
-use crate::fault::{HandlerWork, TimeScale};
 use crate::lang::{pick, Lang};
 use crate::roles::cluster_worker::{QueueKeys, QueuedJob, RetryWait};
 use crate::roles::readiness::ClientState;
 use crate::service::cluster::stats::NodeCounters;
 use crate::service::cluster::{tag_on, ClusterNode, RedisCluster};
 use crate::timeline::{Event, EventKind, Job, NullSink, RawEvent};
+use lines::{master_lines, point_line, queue_lines, reshard_lines};
+use queue::{
+    delete_keys, last_effect_ns, place, read_back, sample_all, stop, wait_for_event, watch_run, Ending, Publisher,
+    Queue, QueueObserved, WorkerPlan,
+};
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
 use serde::{Deserialize, Serialize};
@@ -379,7 +379,8 @@ impl ClusterSpec {
         let workers = plan.start(ctx, queues, &mut s.conns, &tx).await?;
         if self.keys == KeyLayout::Seed {
             // Its BLMOVE is refused at once, so it never blocks: ready once it is in its loop.
-            let first_error = |k: &EventKind| matches!(k.family::<ClusterEvent>(), Some(ClusterEvent::QueueError { .. }));
+            let first_error =
+                |k: &EventKind| matches!(k.family::<ClusterEvent>(), Some(ClusterEvent::QueueError { .. }));
             wait_for_event(&mut rx, &mut s.raw, "the worker's first BLMOVE", first_error).await?;
         }
         let before = sample_all(&mut s.conns).await?;
@@ -476,7 +477,8 @@ struct Measures {
 
 fn measure(p: &PointObserved) -> Measures {
     let applied: usize = p.queues.iter().map(|q| q.applied.len()).sum();
-    let per_master: Vec<(String, u64)> = p.masters.iter().map(|m| (m.name.clone(), m.counters.queue_commands)).collect();
+    let per_master: Vec<(String, u64)> =
+        p.masters.iter().map(|m| (m.name.clone(), m.counters.queue_commands)).collect();
     let busiest_cpu = p.masters.iter().map(|m| m.counters.cpu_us).max().unwrap_or(0);
     let per_s = |n: usize, us: i64| if us > 0 { (n as f64 * 1e6 / us as f64) as i64 } else { 0 };
     Measures {
@@ -492,7 +494,8 @@ fn measure(p: &PointObserved) -> Measures {
 fn gaps(events: &[Event], tag: &str) -> (i64, i64) {
     let mut last: BTreeMap<&str, i64> = BTreeMap::new();
     let (mut mine, mut others) = (0, 0);
-    let decoded: Vec<(i64, ClusterEvent)> = events.iter().filter_map(|e| e.kind.family().map(|c| (e.t_us, c))).collect();
+    let decoded: Vec<(i64, ClusterEvent)> =
+        events.iter().filter_map(|e| e.kind.family().map(|c| (e.t_us, c))).collect();
     for (t_us, e) in &decoded {
         if let ClusterEvent::JobApplied { queue, .. } = e {
             if let Some(prev) = last.insert(queue.as_str(), *t_us) {
@@ -596,11 +599,17 @@ impl LabProcedure for ClusterSpec {
             return Err("setup.steps is empty: name at least one step (\"created\")".into());
         }
         stream::check_costs(&self.cost_ms)?;
-        if self.publish_every_ms.is_some_and(|e| !e.is_finite() || e < 0.0) || self.idle_ms.is_nan() || self.idle_ms <= 0.0 {
+        if self.publish_every_ms.is_some_and(|e| !e.is_finite() || e < 0.0)
+            || self.idle_ms.is_nan()
+            || self.idle_ms <= 0.0
+        {
             return Err("setup: publish_every_ms must be ≥ 0 and idle_ms > 0 (ms)".into());
         }
         if counts.len() > 1 && self.per_job_events {
-            return Err("setup.workers_per_queue lists several counts: that is a throughput run, set per_job_events = false".into());
+            return Err(
+                "setup.workers_per_queue lists several counts: that is a throughput run, set per_job_events = false"
+                    .into(),
+            );
         }
         let Some(plan) = &self.reshard else { return Ok(()) };
         let jobs = self.orders as usize * self.steps.len();
@@ -608,7 +617,9 @@ impl LabProcedure for ClusterSpec {
             return Err("setup.reshard needs tagged keys, a steady producer (publish_every_ms), per_job_events = true and one worker count".into());
         }
         if plan.queue as usize >= self.queue_count(self.masters as usize) || plan.after_jobs as usize > jobs {
-            return Err(format!("setup.reshard: queue must name one of the queues, after_jobs at most the {jobs} jobs"));
+            return Err(format!(
+                "setup.reshard: queue must name one of the queues, after_jobs at most the {jobs} jobs"
+            ));
         }
         Ok(())
     }
@@ -656,7 +667,11 @@ impl Judge for ClusterSpec {
             for (q, seen) in p.queues.iter().enumerate() {
                 let want = jobs.iter().filter(|j| shard_of(j.job.order, n) as usize == q).count();
                 let done = seen.applied.len();
-                let subject = if o.points.len() > 1 { format!("{}×{}", seen.tag, p.workers_per_queue) } else { seen.tag.clone() };
+                let subject = if o.points.len() > 1 {
+                    format!("{}×{}", seen.tag, p.workers_per_queue)
+                } else {
+                    seen.tag.clone()
+                };
                 let should_be = (done != want).then(|| format!("{want}/{want}"));
                 items.push(FinalItem { order: None, subject, value: format!("{done}/{want}"), should_be });
             }
@@ -728,7 +743,11 @@ impl Present for ClusterSpec {
                 crate::tr!(lang, "queues {{shard-0}}…{{shard-{last}}}", "các hàng đợi {{shard-0}}…{{shard-{last}}}")
             }
             (KeyLayout::BalancedTags, _) => {
-                crate::tr!(lang, "one queue per master, tags picked by slot", "mỗi master một hàng đợi, tag chọn theo slot")
+                crate::tr!(
+                    lang,
+                    "one queue per master, tags picked by slot",
+                    "mỗi master một hàng đợi, tag chọn theo slot"
+                )
             }
         };
         let counts = self.workers_per_queue.counts();
@@ -833,7 +852,11 @@ impl ClusterSpec {
             .collect();
         let work = if costs.is_empty() { String::new() } else { format!(" ({})", costs.join(", ")) };
         match self.publish_every_ms {
-            None => crate::tr!(lang, "{orders} orders × {steps}{work}, pushed at once", "{orders} đơn × {steps}{work}, đẩy một lần"),
+            None => crate::tr!(
+                lang,
+                "{orders} orders × {steps}{work}, pushed at once",
+                "{orders} đơn × {steps}{work}, đẩy một lần"
+            ),
             Some(e) => crate::tr!(
                 lang,
                 "{orders} orders × {steps}{work}, one job every {e} ms",

@@ -23,27 +23,27 @@
 
 pub mod events;
 
-use crate::labs::delivery::failover::events::FailoverEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
+use crate::checker::{health::health, RunVerdict, Verdict};
+use crate::error::{Context as _, Error};
+use crate::fault::link::{Link, LinkCounts, LinkShape};
+use crate::fault::{HandlerWork, TimeScale};
+use crate::handler::order::Strategy;
 use crate::labs::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
+use crate::labs::delivery::counts::{self as counting, FailoverCounts, Promoted};
+use crate::labs::delivery::failover::events::FailoverEvent;
 use crate::labs::order_stream::{self as stream, order_items};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
     TimelineDisplay,
 };
-use crate::labs::delivery::counts::{self as counting, FailoverCounts, Promoted};
-use crate::checker::{health::health, RunVerdict, Verdict};
-use crate::error::{Context as _, Error};
-use crate::fault::link::{Link, LinkCounts, LinkShape};
-use crate::fault::{HandlerWork, TimeScale};
 use crate::lang::{pick, Lang};
 use crate::orders::{self, EventSpec, OrderRow};
 use crate::roles::producer::{sleep_until, Producer};
 use crate::roles::readiness;
 use crate::service::{NodeSpec, RedisNode, ServiceError, Services};
 use crate::stats::quantile;
-use crate::handler::order::Strategy;
 use crate::streams::{self, GROUP};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, Event, EventKind, RawEvent, Sink};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
@@ -293,16 +293,25 @@ impl LabProcedure for FailoverSpec {
         let span = f.orders.saturating_sub(1) as f64 * f.order_every_ms + f.paid_after_ms;
         let [from, to] = f.kill_between_ms;
         if f.orders == 0 || f.order_every_ms <= 0.0 || f.paid_after_ms < 0.0 || f.promote_after_ms < 0.0 {
-            return Err("setup.failover: use orders ≥ 1, order_every_ms > 0, paid_after_ms ≥ 0, promote_after_ms ≥ 0".into());
+            return Err(
+                "setup.failover: use orders ≥ 1, order_every_ms > 0, paid_after_ms ≥ 0, promote_after_ms ≥ 0".into()
+            );
         }
         if !(0.0 < from && from <= to && to < span) {
-            return Err(format!("setup.failover.kill_between_ms = [{from}, {to}]: use 0 < from ≤ to < {span} (the publish span)"));
+            return Err(format!(
+                "setup.failover.kill_between_ms = [{from}, {to}]: use 0 < from ≤ to < {span} (the publish span)"
+            ));
         }
         let l = &f.link;
         if !l.proxy && (l.delay_ms != 0.0 || l.kb_per_s.is_some() || l.partition_ms.is_some()) {
-            return Err("setup.failover.link: proxy = false is a direct link; drop delay_ms, kb_per_s, partition_ms".into());
+            return Err(
+                "setup.failover.link: proxy = false is a direct link; drop delay_ms, kb_per_s, partition_ms".into()
+            );
         }
-        if l.delay_ms < 0.0 || l.kb_per_s.is_some_and(|b| b <= 0.0) || l.partition_ms.is_some_and(|p| p <= 0.0 || p >= from) {
+        if l.delay_ms < 0.0
+            || l.kb_per_s.is_some_and(|b| b <= 0.0)
+            || l.partition_ms.is_some_and(|p| p <= 0.0 || p >= from)
+        {
             return Err(format!(
                 "setup.failover.link: use delay_ms ≥ 0, kb_per_s > 0, 0 < partition_ms < kill_between_ms[0] ({from})"
             ));
@@ -333,12 +342,19 @@ impl LabProcedure for FailoverSpec {
         let (stop_sampling, sampling) = watch::channel(false);
         let sampler = tokio::spawn(sample_replica(nodes.r.clone(), stream.clone(), sampling));
         let t0_ns = crate::clock::now_ns();
-        let mut producer =
-            Producer { redis: nodes.p.clone(), streams: vec![stream.clone()], state_bytes: 0, scale: ctx.scale, sink: Arc::new(tx.clone()) };
+        let mut producer = Producer {
+            redis: nodes.p.clone(),
+            streams: vec![stream.clone()],
+            state_bytes: 0,
+            scale: ctx.scale,
+            sink: Arc::new(tx.clone()),
+        };
         let crash = Crash { plan: &self.failover, scale: ctx.scale, t0_ns, kill_at_ms, stop_sampling };
         let run = async {
-            let (published, promoted) =
-                tokio::join!(producer.publish_following_primary(&events, t0_ns, &urls), crash.run(&mut nodes, &stream, &tx));
+            let (published, promoted) = tokio::join!(
+                producer.publish_following_primary(&events, t0_ns, &urls),
+                crash.run(&mut nodes, &stream, &tx)
+            );
             published?;
             promoted
         };
@@ -378,7 +394,8 @@ impl Judge for FailoverSpec {
         order_items(&expected, &observed.final_rows)
             .into_iter()
             .map(|mut item| {
-                let lost_only = item.should_be.is_some() && !item.order.is_some_and(|o| observed.stale_orders.contains(&o));
+                let lost_only =
+                    item.should_be.is_some() && !item.order.is_some_and(|o| observed.stale_orders.contains(&o));
                 if lost_only {
                     item.should_be = None;
                 }
@@ -418,7 +435,12 @@ impl Present for FailoverSpec {
         let (orders, every, paid, n) = (f.orders, f.order_every_ms, f.paid_after_ms, self.consumers);
         let [from, to] = f.kill_between_ms;
         let mut parts = vec![
-            crate::tr!(lang, "primary + 1 async replica, {}", "primary + 1 replica bất đồng bộ, {}", link_phrase(&f.link, lang)),
+            crate::tr!(
+                lang,
+                "primary + 1 async replica, {}",
+                "primary + 1 replica bất đồng bộ, {}",
+                link_phrase(&f.link, lang)
+            ),
             crate::tr!(
                 lang,
                 "{orders} orders, one every {every} ms, paid {paid} ms after created",
@@ -510,7 +532,12 @@ fn stale_in<'a>(
 /// The link in words.
 fn link_phrase(l: &LinkPlan, lang: Lang) -> String {
     if !l.proxy {
-        return pick(lang, "replicating directly on loopback (no injected lag)", "replicate trực tiếp qua loopback (không thêm trễ)").into();
+        return pick(
+            lang,
+            "replicating directly on loopback (no injected lag)",
+            "replicate trực tiếp qua loopback (không thêm trễ)",
+        )
+        .into();
     }
     let mut parts = Vec::new();
     if l.delay_ms > 0.0 {
@@ -521,7 +548,11 @@ fn link_phrase(l: &LinkPlan, lang: Lang) -> String {
         parts.push(crate::tr!(lang, "{kb} KB/s primary → replica", "{kb} KB/s primary → replica"));
     }
     if let Some(p) = l.partition_ms {
-        parts.push(crate::tr!(lang, "a partition {p} ms before the kill", "mất kết nối (partition) {p} ms trước khi kill"));
+        parts.push(crate::tr!(
+            lang,
+            "a partition {p} ms before the kill",
+            "mất kết nối (partition) {p} ms trước khi kill"
+        ));
     }
     if parts.is_empty() {
         parts.push(pick(lang, "no delay", "không trễ").into());
@@ -534,7 +565,9 @@ fn link_phrase(l: &LinkPlan, lang: Lang) -> String {
 /// run's own server, which the report's header names.
 async fn start_nodes(services: &Services, link: &LinkPlan, scale: TimeScale, stream: &str) -> Result<Nodes, Error> {
     // Both nodes are stopped when dropped, on every path out of here.
-    let primary = services.start_redis_node(&NodeSpec::new(["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"])).await?;
+    let primary = services
+        .start_redis_node(&NodeSpec::new(["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]))
+        .await?;
     let mut p = crate::connect::redis(&primary.url).await.context("connect to the primary")?;
     same_redis_as_the_header(&mut p, &services.info.redis_version).await?;
     let link = match link.proxy {
@@ -549,7 +582,8 @@ async fn start_nodes(services: &Services, link: &LinkPlan, scale: TimeScale, str
         Some(l) => (l.addr().ip().to_string(), l.addr().port()),
         None => (primary.peer.host.clone(), primary.peer.port),
     };
-    let replica = services.start_redis_node(&NodeSpec::new(["--replicaof".to_string(), host, port.to_string()])).await?;
+    let replica =
+        services.start_redis_node(&NodeSpec::new(["--replicaof".to_string(), host, port.to_string()])).await?;
     if let Some(link) = &link {
         replica_reaches(link).await?;
     }
@@ -584,7 +618,10 @@ async fn replica_reaches(link: &Link) -> Result<(), Error> {
     })
     .await;
     connected.map_err(|_| {
-        let reason = format!("the replica did not connect within {} s; a firewall between the containers and this host?", LINK_CONNECT_TIMEOUT.as_secs());
+        let reason = format!(
+            "the replica did not connect within {} s; a firewall between the containers and this host?",
+            LINK_CONNECT_TIMEOUT.as_secs()
+        );
         Error::Service(ServiceError::HostUnreachable { addr: link.addr().to_string(), reason })
     })
 }
@@ -622,11 +659,17 @@ struct Takeover {
 impl Crash<'_> {
     /// At the drawn moment (after the partition, if any): the primary's machine dies, then
     /// the replica is promoted; what it holds then.
-    async fn run(&self, nodes: &mut Nodes, stream: &str, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<Takeover, Error> {
+    async fn run(
+        &self,
+        nodes: &mut Nodes,
+        stream: &str,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<Takeover, Error> {
         if let (Some(p), Some(link)) = (self.plan.link.partition_ms, &nodes.link) {
             sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms - p)).await;
             link.partition();
-            let how = "a partition: the link drops everything both ways; each side still sees the connection up".to_string();
+            let how =
+                "a partition: the link drops everything both ways; each side still sees the connection up".to_string();
             tx.emit(Actor::Runner, FailoverEvent::LagWindow { how }.event());
         }
         sleep_until(self.t0_ns, self.scale.duration(self.kill_at_ms)).await;
@@ -640,7 +683,12 @@ impl Crash<'_> {
         nodes.primary.kill().await?;
         sleep_until(died_ns, self.scale.duration(self.plan.promote_after_ms)).await;
         let replica_offset = repl_offset(&mut nodes.r).await?;
-        redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async::<()>(&mut nodes.r).await.context("REPLICAOF NO ONE")?;
+        redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query_async::<()>(&mut nodes.r)
+            .await
+            .context("REPLICAOF NO ONE")?;
         let promoted_after_ms = (crate::clock::now_ns() - died_ns) as f64 / 1e6;
         let behind_bytes = (primary_offset - replica_offset).max(0);
         tx.emit(Actor::Runner, FailoverEvent::ReplicaPromoted { behind_bytes }.event());
@@ -675,14 +723,26 @@ async fn promoted_view(r: &mut MultiplexedConnection, stream: &str) -> Result<Pr
     let entries = streams::read_entries(r, stream, 0).await?.into_iter().map(|e| e.entry_id).collect();
     let groups: redis::streams::StreamInfoGroupsReply =
         redis::cmd("XINFO").arg("GROUPS").arg(stream).query_async(r).await.context("XINFO GROUPS")?;
-    let last_delivered = groups.groups.iter().find(|g| g.name == GROUP).map(|g| g.last_delivered_id.clone()).unwrap_or_default();
-    let pending: redis::streams::StreamPendingCountReply =
-        redis::cmd("XPENDING").arg(stream).arg(GROUP).arg("-").arg("+").arg(1_000_000).query_async(r).await.context("XPENDING")?;
+    let last_delivered =
+        groups.groups.iter().find(|g| g.name == GROUP).map(|g| g.last_delivered_id.clone()).unwrap_or_default();
+    let pending: redis::streams::StreamPendingCountReply = redis::cmd("XPENDING")
+        .arg(stream)
+        .arg(GROUP)
+        .arg("-")
+        .arg("+")
+        .arg(1_000_000)
+        .query_async(r)
+        .await
+        .context("XPENDING")?;
     Ok(Promoted { entries, last_delivered, pending: pending.ids.into_iter().map(|p| p.id).collect() })
 }
 
 /// The replica's newest entry ID every few ms, until told to stop: (monotonic ns, ID).
-async fn sample_replica(mut r: MultiplexedConnection, stream: String, mut stop: watch::Receiver<bool>) -> Vec<(u64, Option<String>)> {
+async fn sample_replica(
+    mut r: MultiplexedConnection,
+    stream: String,
+    mut stop: watch::Receiver<bool>,
+) -> Vec<(u64, Option<String>)> {
     let mut samples = Vec::new();
     while !*stop.borrow() {
         let newest: Result<redis::streams::StreamRangeReply, _> =
@@ -745,7 +805,8 @@ impl FailoverSpec {
         let duplicates = final_stream.iter().filter(|e| !seen.insert((e.job.order, e.job.version))).count() as i64;
         let stuck_pending = streams::pending_count(&mut nodes.r, stream, GROUP).await?;
         let final_rows = orders::final_rows(ctx.pg, &orders::orders_of(&[], &self.events())).await?;
-        let stale_orders = stale_in(&self.versions(), raw.iter().map(|e| &e.kind), &final_rows).iter().map(|s| s.0).collect();
+        let stale_orders =
+            stale_in(&self.versions(), raw.iter().map(|e| &e.kind), &final_rows).iter().map(|s| s.0).collect();
         Ok(FailoverObserved {
             stale_orders,
             final_rows,
@@ -850,10 +911,16 @@ fn distribution(rows: &[RunFigures], lang: Lang) -> Vec<Line> {
     }
     let figures: [Figure; 7] = [
         ("replica lag at the kill (ms)", "độ trễ replica lúc kill (ms)", |f| f.lag_ms),
-        ("entries lost (confirmed, missing on the new primary)", "entry mất (đã xác nhận, không có ở primary mới)", |f| f.counts.lost() as f64),
+        (
+            "entries lost (confirmed, missing on the new primary)",
+            "entry mất (đã xác nhận, không có ở primary mới)",
+            |f| f.counts.lost() as f64,
+        ),
         ("  … never applied", "  … chưa từng được áp dụng", |f| f.counts.lost_never_applied as f64),
         ("acks lost", "ack bị mất", |f| f.counts.acks_lost as f64),
-        ("redelivered (acked + in flight)", "giao lại (đã ack + đang xử lý)", |f| f.counts.redelivered() as f64),
+        ("redelivered (acked + in flight)", "giao lại (đã ack + đang xử lý)", |f| {
+            f.counts.redelivered() as f64
+        }),
         ("orders wrong: stale state", "đơn sai: trạng thái cũ", |f| f.stale as f64),
         ("orders whose last event was lost", "đơn mất sự kiện cuối", |f| f.last_lost as f64),
     ];
@@ -866,7 +933,14 @@ fn distribution(rows: &[RunFigures], lang: Lang) -> Vec<Line> {
     for (en, vi, get) in figures {
         let values: Vec<f64> = rows.iter().map(get).collect();
         let q = |p: f64| Piece::Count(quantile(&values, p).unwrap_or(0.0).round() as i64);
-        lines.push(Line::text(format!("  {:<54} ", pick(lang, en, vi))).and(q(0.0)).and_text(" / ").and(q(0.5)).and_text(" / ").and(q(1.0)));
+        lines.push(
+            Line::text(format!("  {:<54} ", pick(lang, en, vi)))
+                .and(q(0.0))
+                .and_text(" / ")
+                .and(q(0.5))
+                .and_text(" / ")
+                .and(q(1.0)),
+        );
     }
     lines
 }
@@ -914,8 +988,11 @@ mod tests {
 
     #[test]
     fn a_steady_stream_publishes_each_paid_after_its_created_in_time_order() {
-        let at: Vec<(i64, &str, f64)> =
-            plan().events().iter().map(|e| (e.order, if e.version == 1 { "c" } else { "p" }, e.at_ms.unwrap())).collect();
+        let at: Vec<(i64, &str, f64)> = plan()
+            .events()
+            .iter()
+            .map(|e| (e.order, if e.version == 1 { "c" } else { "p" }, e.at_ms.unwrap()))
+            .collect();
         assert_eq!(at, [(1, "c", 0.0), (2, "c", 5.0), (1, "p", 8.0), (3, "c", 10.0), (2, "p", 13.0), (3, "p", 18.0)]);
     }
 
@@ -942,7 +1019,11 @@ mod tests {
         let published = |id: &str, at: u64| RawEvent {
             mono_ns: at,
             actor: Actor::Producer,
-            kind: EventKind::Published { entry_id: id.into(), job: crate::timeline::Job::new(1, "created", 1), attempt: 1 },
+            kind: EventKind::Published {
+                entry_id: id.into(),
+                job: crate::timeline::Job::new(1, "created", 1),
+                attempt: 1,
+            },
         };
         let raw = vec![published("1-0", 1_000_000), published("2-0", 2_000_000), published("3-0", 3_000_000)];
         // At 3.5 ms the replica has 1-0: 2-0 (published at 2 ms) is 1.5 ms old.

@@ -12,17 +12,17 @@
 //! (`job:<id>`, as Bull keeps jobs) and only its id is queued: eviction then takes the least
 //! recently used bodies — the oldest jobs — and leaves their ids in the queue.
 
-use crate::list_queue::events::ListEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
+use crate::checker::{health::health, RunVerdict};
+use crate::error::{Context, Error};
+use crate::labs::durability::checker::{durability, Durability, JobRanges};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
 };
-use crate::labs::durability::checker::{durability, Durability, JobRanges};
-use crate::checker::{health::health, RunVerdict};
-use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
+use crate::list_queue::events::ListEvent;
 use crate::list_queue::{job_id, job_number, numbered_job, ListJob};
 use crate::service::NodeSpec;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -206,7 +206,13 @@ impl LabProcedure for EvictionSpec {
         let info = crate::redis_info::read(&mut conn, "memory").await.context("INFO memory")?;
         let used_before = crate::redis_info::int(&info, "used_memory").unwrap_or(0);
         let maxmemory = used_before + (self.budget_kib * 1024) as i64;
-        redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(maxmemory).query_async::<()>(&mut conn).await.context("CONFIG SET maxmemory")?;
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(maxmemory)
+            .query_async::<()>(&mut conn)
+            .await
+            .context("CONFIG SET maxmemory")?;
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let t0_ns = crate::clock::now_ns();
         let pushes = self.push_all(&mut conn, &prefix, &tx).await?;
@@ -332,7 +338,9 @@ impl EvictionSpec {
         for n in 1..=self.jobs {
             let job = numbered_job(n, self.job_bytes, crate::clock::now_ns() / 1_000_000);
             let reply = match self.layout {
-                QueueLayout::OneList => redis::cmd("RPUSH").arg(&queue).arg(job.to_json()).query_async::<i64>(conn).await,
+                QueueLayout::OneList => {
+                    redis::cmd("RPUSH").arg(&queue).arg(job.to_json()).query_async::<i64>(conn).await
+                }
                 QueueLayout::JobKeys => redis::pipe()
                     .atomic()
                     .cmd("SET")
@@ -371,7 +379,10 @@ impl EvictionSpec {
                         // memory. Under allkeys-* Redis 7.0 refuses nothing and 8.6 now and
                         // then a few pushes around an eviction: notes and facts count those.
                         if !self.policy.evicts_any_key() {
-                            sink.emit(Actor::Producer, ListEvent::Refused { job: job_id(n), error: error.clone(), refusals: 1 }.event());
+                            sink.emit(
+                                Actor::Producer,
+                                ListEvent::Refused { job: job_id(n), error: error.clone(), refusals: 1 }.event(),
+                            );
                         }
                         out.first_refusal = Some(error);
                     }
@@ -384,7 +395,8 @@ impl EvictionSpec {
     /// The jobs still queued with their body, and the queued ids whose body is gone.
     async fn held(&self, conn: &mut MultiplexedConnection, prefix: &str) -> Result<(JobRanges, u64), Error> {
         let queue = self.queue_key(prefix);
-        let items: Vec<String> = redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query_async(conn).await.context("LRANGE")?;
+        let items: Vec<String> =
+            redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query_async(conn).await.context("LRANGE")?;
         if self.layout == QueueLayout::OneList {
             let numbers =
                 items.iter().filter_map(|p| ListJob::parse(p).ok()?.id.and_then(|id| job_number(&id))).collect();
@@ -394,7 +406,8 @@ impl EvictionSpec {
         for chunk in items.chunks(500) {
             let keys: Vec<String> = chunk.iter().map(|id| format!("{prefix}job:{id}")).collect();
             let bodies: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query_async(conn).await.context("MGET")?;
-            with_body.extend(chunk.iter().zip(bodies).filter(|(_, b)| b.is_some()).filter_map(|(id, _)| job_number(id)));
+            with_body
+                .extend(chunk.iter().zip(bodies).filter(|(_, b)| b.is_some()).filter_map(|(id, _)| job_number(id)));
         }
         let missing = items.len() as u64 - with_body.len() as u64;
         Ok((JobRanges::from_numbers(with_body), missing))
@@ -445,17 +458,24 @@ fn notes(spec: &EvictionSpec, o: &EvictionObserved, lang: Lang) -> Vec<Line> {
     ]));
     if spec.layout == QueueLayout::JobKeys {
         lines.push(Line(vec![
-            Piece::Text(pick(lang, "ids still queued whose job body was evicted: ", "id vẫn trong hàng đợi nhưng thân job đã bị evict: ").into()),
+            Piece::Text(
+                pick(
+                    lang,
+                    "ids still queued whose job body was evicted: ",
+                    "id vẫn trong hàng đợi nhưng thân job đã bị evict: ",
+                )
+                .into(),
+            ),
             Piece::Count(o.ids_without_body as i64),
         ]));
     }
     let lost: Vec<u64> = d.lost_acked.iter().filter_map(|id| job_number(id)).collect();
     if !lost.is_empty() {
         lines.push(Line(vec![
-        Piece::Text(pick(lang, "lost jobs by number: oldest ", "job bị mất theo số thứ tự: cũ nhất ").into()),
-        Piece::Count(lost.iter().min().map_or(0, |n| *n as i64)),
-        Piece::Text(pick(lang, ", newest ", ", mới nhất ").into()),
-        Piece::Count(lost.iter().max().map_or(0, |n| *n as i64)),
+            Piece::Text(pick(lang, "lost jobs by number: oldest ", "job bị mất theo số thứ tự: cũ nhất ").into()),
+            Piece::Count(lost.iter().min().map_or(0, |n| *n as i64)),
+            Piece::Text(pick(lang, ", newest ", ", mới nhất ").into()),
+            Piece::Count(lost.iter().max().map_or(0, |n| *n as i64)),
         ]));
     }
     lines.push(Line(vec![

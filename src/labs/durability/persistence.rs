@@ -13,17 +13,17 @@
 //!    with it, as it would with the machine); the producer stops at its first error;
 //! 4. redis-server starts again on the same dir; LRANGE says what came back.
 
-use crate::list_queue::events::ListEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
+use crate::checker::{health::health, RunVerdict};
+use crate::error::{Context, Error};
+use crate::labs::durability::checker::{durability, Durability, JobRanges};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
 };
-use crate::labs::durability::checker::{durability, Durability, JobRanges};
-use crate::checker::{health::health, RunVerdict};
-use crate::error::{Context, Error};
 use crate::lang::{pick, Lang};
+use crate::list_queue::events::ListEvent;
 use crate::list_queue::{job_id, job_number, numbered_job, ListJob};
 use crate::service::{Backend, NodeSpec, RedisNode};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
@@ -326,7 +326,11 @@ impl Present for PersistenceSpec {
                 ])
             })
             .collect();
-        let label = pick(lang, "lost / acknowledged @ kill moment, per run", "mất / đã xác nhận @ thời điểm kill, theo lần chạy");
+        let label = pick(
+            lang,
+            "lost / acknowledged @ kill moment, per run",
+            "mất / đã xác nhận @ thời điểm kill, theo lần chạy",
+        );
         vec![Line::text(format!("{label}: ")).and_line(Line::join(cells, ", "))]
     }
 
@@ -338,9 +342,16 @@ impl Present for PersistenceSpec {
             (pick(lang, "mode", "chế độ").into(), Line::text(self.mode.short())),
             (
                 pick(lang, "lost / acknowledged", "mất / đã xác nhận").into(),
-                Line(vec![Piece::Count(d.lost_acked.len() as i64), Piece::Text(" / ".into()), Piece::Count(d.acked as i64)]),
+                Line(vec![
+                    Piece::Count(d.lost_acked.len() as i64),
+                    Piece::Text(" / ".into()),
+                    Piece::Count(d.acked as i64),
+                ]),
             ),
-            (pick(lang, "pushes/s, 1 producer", "lần đẩy/s, 1 producer").into(), Line(vec![Piece::Count(o.push_per_s.0.round() as i64)])),
+            (
+                pick(lang, "pushes/s, 1 producer", "lần đẩy/s, 1 producer").into(),
+                Line(vec![Piece::Count(o.push_per_s.0.round() as i64)]),
+            ),
             (
                 crate::tr!(lang, "pushes/s, {n} producers", "lần đẩy/s, {n} producer"),
                 Line(vec![Piece::Count(o.push_per_s.1.round() as i64)]),
@@ -433,7 +444,12 @@ impl PersistenceSpec {
 
 /// Push job 1, 2, … at `rate` per second (each due at n / rate, not after the previous one)
 /// until the first error; the acknowledged job numbers and the one in flight at the error.
-async fn push_steadily(mut conn: MultiplexedConnection, key: String, rate: f64, bytes: usize) -> (Vec<u64>, Option<u64>) {
+async fn push_steadily(
+    mut conn: MultiplexedConnection,
+    key: String,
+    rate: f64,
+    bytes: usize,
+) -> (Vec<u64>, Option<u64>) {
     let start = tokio::time::Instant::now();
     let mut acked = Vec::new();
     let mut n = 0u64;
@@ -470,7 +486,8 @@ async fn sample_persistence(
 
 /// Job numbers in the queue (LRANGE), from each payload's id.
 async fn held_jobs(conn: &mut MultiplexedConnection, key: &str) -> Result<JobRanges, Error> {
-    let payloads: Vec<String> = redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query_async(conn).await.context("LRANGE")?;
+    let payloads: Vec<String> =
+        redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query_async(conn).await.context("LRANGE")?;
     let numbers = payloads
         .iter()
         .filter_map(|p| ListJob::parse(p).ok().and_then(|j| j.id).and_then(|id| job_number(&id)))
@@ -481,19 +498,30 @@ async fn held_jobs(conn: &mut MultiplexedConnection, key: &str) -> Result<JobRan
 /// A dir for the server's files on a real disk: `$ORDLAB_DISK_TMPDIR`, else the system temp dir.
 fn disk_dir() -> Result<tempfile::TempDir, Error> {
     let root = std::env::var_os("ORDLAB_DISK_TMPDIR").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    tempfile::Builder::new().prefix("ordlab-persist-").tempdir_in(&root).context(&format!("create a data dir in {}", root.display()))
+    tempfile::Builder::new()
+        .prefix("ordlab-persist-")
+        .tempdir_in(&root)
+        .context(&format!("create a data dir in {}", root.display()))
 }
 
 /// The filesystem type of `path`, by name where known.
 fn fs_name(path: &Path) -> String {
-    use nix::sys::statfs::{statfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC};
+    use nix::sys::statfs::{
+        statfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC,
+    };
     let Ok(fs) = statfs(path) else { return "unknown".into() };
     let t = fs.filesystem_type();
-    [(EXT4_SUPER_MAGIC, "ext4"), (TMPFS_MAGIC, "tmpfs"), (XFS_SUPER_MAGIC, "xfs"), (BTRFS_SUPER_MAGIC, "btrfs"), (OVERLAYFS_SUPER_MAGIC, "overlayfs")]
-        .iter()
-        .find(|(magic, _)| *magic == t)
-        .map(|(_, name)| name.to_string())
-        .unwrap_or_else(|| format!("{:#x}", t.0))
+    [
+        (EXT4_SUPER_MAGIC, "ext4"),
+        (TMPFS_MAGIC, "tmpfs"),
+        (XFS_SUPER_MAGIC, "xfs"),
+        (BTRFS_SUPER_MAGIC, "btrfs"),
+        (OVERLAYFS_SUPER_MAGIC, "overlayfs"),
+    ]
+    .iter()
+    .find(|(magic, _)| *magic == t)
+    .map(|(_, name)| name.to_string())
+    .unwrap_or_else(|| format!("{:#x}", t.0))
 }
 
 /// The run's lines after its timeline: the data dir, what came back, the last INFO sample and
@@ -503,7 +531,11 @@ fn notes(spec: &PersistenceSpec, o: &PersistenceObserved, lang: Lang) -> Vec<Lin
     let mut lines = Vec::new();
     // Only a warning: on a real disk there is nothing to say (and a snapshot stays the same).
     if o.data_fs == "tmpfs" {
-        lines.push(Line::text(pick(lang, "data dir on tmpfs: fsync costs nothing here, the push rates are not a disk's", "thư mục dữ liệu trên tmpfs: fsync ở đây không tốn gì, tốc độ đẩy không phải của đĩa thật")));
+        lines.push(Line::text(pick(
+            lang,
+            "data dir on tmpfs: fsync costs nothing here, the push rates are not a disk's",
+            "thư mục dữ liệu trên tmpfs: fsync ở đây không tốn gì, tốc độ đẩy không phải của đĩa thật",
+        )));
     }
     let (ack, held, lost) = (d.acked as i64, d.held as i64, d.lost_acked.len() as i64);
     lines.push(Line(vec![
@@ -516,7 +548,14 @@ fn notes(spec: &PersistenceSpec, o: &PersistenceObserved, lang: Lang) -> Vec<Lin
     ]));
     let due = (o.kill_at_ms * spec.rate_per_s / 1000.0).floor() as i64 + 1;
     lines.push(Line(vec![
-        Piece::Text(pick(lang, "pushes acknowledged / due by the kill at the steady rate: ", "lần đẩy được xác nhận / đến hạn trước khi kill theo tốc độ đều: ").into()),
+        Piece::Text(
+            pick(
+                lang,
+                "pushes acknowledged / due by the kill at the steady rate: ",
+                "lần đẩy được xác nhận / đến hạn trước khi kill theo tốc độ đều: ",
+            )
+            .into(),
+        ),
         Piece::Count(ack),
         Piece::Text(" / ".into()),
         Piece::Count(due),
@@ -527,7 +566,10 @@ fn notes(spec: &PersistenceSpec, o: &PersistenceObserved, lang: Lang) -> Vec<Lin
     );
     if let Some(s) = &o.last_sample {
         lines.push(Line(vec![
-            Piece::Text(pick(lang, "last INFO persistence before the kill, t=", "INFO persistence cuối trước khi kill, t=").into()),
+            Piece::Text(
+                pick(lang, "last INFO persistence before the kill, t=", "INFO persistence cuối trước khi kill, t=")
+                    .into(),
+            ),
             Piece::Ms(s.at_ms.round() as i64),
             Piece::Text(": rdb_changes_since_last_save=".into()),
             Piece::Count(s.rdb_changes_since_last_save),

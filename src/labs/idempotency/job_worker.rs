@@ -5,14 +5,14 @@
 //! job with the lab's idempotency technique and acknowledge it unless the handler failed
 //! (then it stays pending for the claimer: the retry).
 
-use crate::roles::claimer::ReaperSpec;
-use crate::roles::consumer::named_connection;
-use crate::roles::RoleEnv;
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerPoint, JobCrash};
 use crate::handler::job::events::JobEvent;
 use crate::handler::job::{Handled, JobRun, Technique};
+use crate::roles::claimer::ReaperSpec;
+use crate::roles::consumer::named_connection;
+use crate::roles::RoleEnv;
 use crate::side_effect::{SideEffectSink, SinkConfig};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};

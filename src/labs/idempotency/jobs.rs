@@ -11,26 +11,26 @@ mod publish;
 
 pub use plan::{Cell, Fate, JobPlan};
 
-use crate::handler::job::events::JobEvent;
-use crate::labs::consumer_group::drain;
-use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
-use crate::labs::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
-    TimelineDisplay,
-};
 use crate::checker::health::health;
 use crate::checker::{RunVerdict, Verdict};
 use crate::connect::{self, SCHEMA};
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
+use crate::handler::job::events::JobEvent;
+use crate::handler::job::Technique;
+use crate::labs::consumer_group::drain;
+use crate::labs::idempotency::job_worker::JobWorkerConfig;
+use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    TimelineDisplay,
+};
 use crate::lang::{pick, Lang};
 use crate::orders::{self, OrderRow};
 use crate::roles::claimer::ReaperSpec;
-use crate::labs::idempotency::job_worker::JobWorkerConfig;
 use crate::roles::RoleConfig;
 use crate::side_effect::{EffectRecord, SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
-use crate::handler::job::Technique;
 use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -122,19 +122,22 @@ impl JobsSpec {
     }
 
     fn worker_template(&self, ctx: &RunContext<'_>, stream: &str, sink: SinkConfig) -> JobsTemplate {
-        JobsTemplate { reaper: self.reaper.clone(), cfg: JobWorkerConfig {
-            env: ctx.role_env(0),
-            actor: Actor::Consumer(0),
-            stream: stream.to_string(),
-            group: GROUP.to_string(),
-            client_name: String::new(),
-            claim: None,
-            technique: self.technique.clone(),
-            effect: self.partner.effect.clone(),
-            sink,
-            crashes: plan::crashes(&self.jobs),
-            orders: self.jobs.iter().map(|j| (j.job.clone(), j.order)).collect(),
-        } }
+        JobsTemplate {
+            reaper: self.reaper.clone(),
+            cfg: JobWorkerConfig {
+                env: ctx.role_env(0),
+                actor: Actor::Consumer(0),
+                stream: stream.to_string(),
+                group: GROUP.to_string(),
+                client_name: String::new(),
+                claim: None,
+                technique: self.technique.clone(),
+                effect: self.partner.effect.clone(),
+                sink,
+                crashes: plan::crashes(&self.jobs),
+                orders: self.jobs.iter().map(|j| (j.job.clone(), j.order)).collect(),
+            },
+        }
     }
 
     /// The partner's faults and latency, the worker's tables, the orders row.
@@ -223,7 +226,11 @@ async fn reset_tables(pg: &tokio_postgres::Client, jobs: &[JobPlan]) -> Result<(
 async fn read_jobs(conn: &mut redis::aio::MultiplexedConnection, stream: &str) -> Result<Vec<(String, String)>, Error> {
     let reply: redis::streams::StreamRangeReply =
         redis::cmd("XRANGE").arg(stream).arg("-").arg("+").query_async(conn).await.context("XRANGE")?;
-    Ok(reply.ids.iter().filter_map(|e| Some((e.id.clone(), crate::labs::idempotency::job_worker::job_id(e)?))).collect())
+    Ok(reply
+        .ids
+        .iter()
+        .filter_map(|e| Some((e.id.clone(), crate::labs::idempotency::job_worker::job_id(e)?)))
+        .collect())
 }
 
 /// What the run has seen: entries published, handled once by a reader, acknowledged; planned
@@ -332,7 +339,13 @@ impl LabProcedure for JobsSpec {
         let stream = format!("{}jobs", ctx.key_prefix());
         streams::create_group(&mut ctx.redis, &stream, GROUP).await?;
         if let Some(n) = self.idmp.as_ref().and_then(|i| i.maxsize) {
-            let _: () = redis::cmd("XCFGSET").arg(&stream).arg("IDMP-MAXSIZE").arg(n).query_async(&mut ctx.redis).await.context("XCFGSET")?;
+            let _: () = redis::cmd("XCFGSET")
+                .arg(&stream)
+                .arg("IDMP-MAXSIZE")
+                .arg(n)
+                .query_async(&mut ctx.redis)
+                .await
+                .context("XCFGSET")?;
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let template = self.worker_template(ctx, &stream, sink_cfg);
@@ -340,7 +353,8 @@ impl LabProcedure for JobsSpec {
         let producer = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
         let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
         let t0_ns = crate::clock::now_ns();
-        let publish = publish::publish(producer, stream.clone(), self.jobs.clone(), self.idmp.is_some(), Arc::new(tx.clone()));
+        let publish =
+            publish::publish(producer, stream.clone(), self.jobs.clone(), self.idmp.is_some(), Arc::new(tx.clone()));
         tokio::pin!(publish);
         let (mut raw, mut seen, mut published, mut claiming) = (Vec::new(), Seen::default(), false, false);
         let finished = loop {
@@ -382,9 +396,8 @@ impl LabProcedure for JobsSpec {
     }
 
     fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
-        (self.idmp.is_some() && !server.redis.xadd_idmp).then(|| {
-            format!("needs Redis ≥ 8.6 (XADD … IDMP); this server is {}", server.redis_version)
-        })
+        (self.idmp.is_some() && !server.redis.xadd_idmp)
+            .then(|| format!("needs Redis ≥ 8.6 (XADD … IDMP); this server is {}", server.redis_version))
     }
 }
 
@@ -405,7 +418,13 @@ impl Judge for JobsSpec {
             if c.fate() != Some(c.expected) {
                 mispredicted = true;
                 let (p, n) = (c.expected.name(), c.applied);
-                v.add(Verdict::Unknown, format!("{} {}: predicted {p}, measured {n} (the lab's reading of the code is wrong)", c.job, c.effect));
+                v.add(
+                    Verdict::Unknown,
+                    format!(
+                        "{} {}: predicted {p}, measured {n} (the lab's reading of the code is wrong)",
+                        c.job, c.effect
+                    ),
+                );
             }
         }
         if mispredicted {
@@ -455,7 +474,12 @@ impl Present for JobsSpec {
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
-        pick(lang, "an effect not exactly once (lost or duplicated)", "có side effect không đúng một lần (mất hoặc lặp)").to_string()
+        pick(
+            lang,
+            "an effect not exactly once (lost or duplicated)",
+            "có side effect không đúng một lần (mất hoặc lặp)",
+        )
+        .to_string()
     }
 
     fn timeline(&self) -> TimelineDisplay {
@@ -475,13 +499,21 @@ impl Present for JobsSpec {
             })
             .collect();
         let label = if self.effects().iter().any(|e| Technique::is_redis_effect(e)) {
-            pick(lang, "effects per job (the Redis values after the run)", "side effect theo job (giá trị trong Redis sau lần chạy)")
+            pick(
+                lang,
+                "effects per job (the Redis values after the run)",
+                "side effect theo job (giá trị trong Redis sau lần chạy)",
+            )
         } else {
             pick(lang, "effects per job (from the sink's ledger)", "side effect theo job (theo sổ của sink)")
         };
         let heading = self.timeline().shows_publishing.then(|| {
-            let entries: Vec<Line> =
-                run.observed.stream.iter().map(|(id, job)| Line(vec![Piece::EntryId(id.clone()), Piece::Text(format!(" {job}"))])).collect();
+            let entries: Vec<Line> = run
+                .observed
+                .stream
+                .iter()
+                .map(|(id, job)| Line(vec![Piece::EntryId(id.clone()), Piece::Text(format!(" {job}"))]))
+                .collect();
             Line::text("stream: ").and_line(Line::join(entries, ", "))
         });
         RunNotes { heading, after: vec![Line::text(format!("{label}: ")).and_line(Line::join(cells, " · "))] }

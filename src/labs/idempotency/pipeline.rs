@@ -10,28 +10,28 @@ mod stats;
 
 pub use plan::{Burst, Fault, PlannedJob, Workload};
 
-use crate::handler::job::events::JobEvent;
-use crate::labs::consumer_group::drain;
-use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
-use crate::labs::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Present, RunContext, RunNotes, RunOutcome, RunView,
-    VariantRuns,
-};
 use crate::chart::Chart;
 use crate::checker::health::health;
 use crate::checker::total_queue::{self, DeadLetter, ExpectedFate, JobExpectation, TotalQueue};
 use crate::checker::{RunVerdict, Verdict};
 use crate::connect;
 use crate::error::{Context, Error};
+use crate::handler::job::events::JobEvent;
+use crate::handler::job::pipeline::PipelineHandler;
+use crate::handler::Described;
+use crate::labs::consumer_group::drain;
+use crate::labs::idempotency::pipeline_worker::PipelineWorkerConfig;
+use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Present, RunContext, RunNotes, RunOutcome, RunView,
+    VariantRuns,
+};
 use crate::lang::{pick, Lang};
 use crate::roles::claimer::ReaperSpec;
-use crate::labs::idempotency::pipeline_worker::PipelineWorkerConfig;
 use crate::roles::priority_loop::LoopSpec;
 use crate::roles::RoleConfig;
 use crate::side_effect::{SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
-use crate::handler::job::pipeline::PipelineHandler;
-use crate::handler::Described;
 use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -165,7 +165,9 @@ struct Progress {
 impl Progress {
     fn observe(&mut self, ev: &RawEvent) {
         match (&ev.kind, ev.kind.family::<JobEvent>().as_ref()) {
-            (_, Some(JobEvent::JobAcked { job, .. })) | (_, Some(JobEvent::DeadLettered { job, .. })) if self.finished.insert(job.clone()) => {
+            (_, Some(JobEvent::JobAcked { job, .. })) | (_, Some(JobEvent::DeadLettered { job, .. }))
+                if self.finished.insert(job.clone()) =>
+            {
                 self.last_finish = Instant::now();
             }
             (EventKind::Crashed { .. }, _) => self.to_replace.push(ev.actor),
@@ -397,11 +399,7 @@ impl Present for PipelineSpec {
 async fn read_dlq(conn: &mut redis::aio::MultiplexedConnection, dlq: &str) -> Result<Vec<DeadLetter>, Error> {
     let reply: redis::streams::StreamRangeReply =
         redis::cmd("XRANGE").arg(dlq).arg("-").arg("+").query_async(conn).await.context("XRANGE dlq")?;
-    Ok(reply
-        .ids
-        .iter()
-        .filter_map(|e| Some(DeadLetter { job: e.get("job")?, reason: e.get("reason")? }))
-        .collect())
+    Ok(reply.ids.iter().filter_map(|e| Some(DeadLetter { job: e.get("job")?, reason: e.get("reason")? })).collect())
 }
 
 fn describe(s: &PipelineSpec, lang: Lang) -> String {

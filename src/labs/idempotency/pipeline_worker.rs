@@ -7,15 +7,15 @@
 //! Thousands of jobs pass through: the timeline gets what matters for the verdict and the
 //! latencies (acks, dead letters, failures, redeliveries, crashes), not every command.
 
-use crate::roles::claimer::ReaperSpec;
-use crate::labs::idempotency::job_worker::{delivery_count, job_id, WorkerIo};
-use crate::roles::priority_loop::{self, LoopSpec, Planner};
-use crate::roles::RoleEnv;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerPoint, JobCrash};
 use crate::handler::job::events::JobEvent;
 use crate::handler::job::pipeline::{Disposition, PipelineHandler};
 use crate::handler::job::JobRun;
+use crate::labs::idempotency::job_worker::{delivery_count, job_id, WorkerIo};
+use crate::roles::claimer::ReaperSpec;
+use crate::roles::priority_loop::{self, LoopSpec, Planner};
+use crate::roles::RoleEnv;
 use crate::side_effect::{SideEffectSink, SinkConfig};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};

@@ -10,17 +10,17 @@
 //! (a job marked `after_taken` once the one before it was taken); the run ends when every job
 //! is settled and every worker idle, or nothing happened for `observe_ms`, or at `max_ms`.
 
-use crate::list_queue::events::ListEvent;
-use crate::labs::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
-};
-use crate::labs::list_queue::effect_counts::{effect_counts, Wanted};
-use crate::labs::list_queue::retry_schedule::{job_schedule, scaled_delays, Attempt};
 use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, ExpectedFate, JobExpectation};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::Error;
 use crate::fault::ListCrash;
+use crate::labs::list_queue::effect_counts::{effect_counts, Wanted};
+use crate::labs::list_queue::retry_schedule::{job_schedule, scaled_delays, Attempt};
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+};
 use crate::lang::{pick, Lang, Words};
+use crate::list_queue::events::ListEvent;
 use crate::list_queue::{Identity, ListJob, OnFailure, OnPoison, Take};
 use crate::side_effect::EffectRecord;
 use crate::timeline::{Event, EventKind};
@@ -273,7 +273,12 @@ impl LabProcedure for ListQueueSpec {
         if self.identity == Identity::Token && self.take != Take::Lease {
             return Err("setup.identity = \"token\" needs take = \"lease\" (only the lease script makes tokens)".into());
         }
-        for (what, ms) in [("lease_ms", self.lease_ms), ("poll_ms", self.poll_ms), ("cost_ms", self.cost_ms), ("observe_ms", self.observe_ms)] {
+        for (what, ms) in [
+            ("lease_ms", self.lease_ms),
+            ("poll_ms", self.poll_ms),
+            ("cost_ms", self.cost_ms),
+            ("observe_ms", self.observe_ms),
+        ] {
             if !ms.is_finite() || ms < 0.0 {
                 return Err(format!("setup.{what} = {ms}: use a duration ≥ 0 in ms"));
             }
@@ -342,7 +347,12 @@ impl Present for ListQueueSpec {
 
     fn wrong_means(&self, lang: Lang) -> String {
         if self.check_order {
-            return pick(lang, "a job lost, done twice or done out of order", "job bị mất, làm hai lần hoặc làm sai thứ tự").into();
+            return pick(
+                lang,
+                "a job lost, done twice or done out of order",
+                "job bị mất, làm hai lần hoặc làm sai thứ tự",
+            )
+            .into();
         }
         pick(lang, "a job lost or done twice", "job bị mất hoặc làm hai lần").into()
     }
@@ -370,7 +380,14 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
         (n, Lang::Vi) => format!("{n} process worker"),
     }];
     if s.restart {
-        parts.push(pick(lang, "a worker that dies is replaced by a new process (a process manager)", "worker chết thì có process mới thay (process manager)").into());
+        parts.push(
+            pick(
+                lang,
+                "a worker that dies is replaced by a new process (a process manager)",
+                "worker chết thì có process mới thay (process manager)",
+            )
+            .into(),
+        );
     }
     let push = match s.push {
         PushEnd::Rpush => "RPUSH",
@@ -378,31 +395,66 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
     };
     parts.push(match s.take {
         Take::Brpop => format!("{push} + BRPOP"),
-        Take::Brpoplpush => crate::tr!(lang, "{push} + BRPOPLPUSH into a processing list, LREM when done (the seed)", "{push} + BRPOPLPUSH vào processing list, LREM khi xong (seed)"),
-        Take::Blmove => crate::tr!(lang, "{push} + BLMOVE into a processing list, LREM when done", "{push} + BLMOVE vào processing list, LREM khi xong"),
+        Take::Brpoplpush => crate::tr!(
+            lang,
+            "{push} + BRPOPLPUSH into a processing list, LREM when done (the seed)",
+            "{push} + BRPOPLPUSH vào processing list, LREM khi xong (seed)"
+        ),
+        Take::Blmove => crate::tr!(
+            lang,
+            "{push} + BLMOVE into a processing list, LREM when done",
+            "{push} + BLMOVE vào processing list, LREM khi xong"
+        ),
         Take::Lease => {
             let (l, p) = (s.lease_ms, s.poll_ms);
-            let id = if s.identity == Identity::Token { pick(lang, ", a token per delivery", ", mỗi lần giao một token") } else { "" };
-            crate::tr!(lang, "{push} + a script that moves a job and leases it for {l} ms{id} (polled every {p} ms)", "{push} + script chuyển job và giữ lease {l} ms{id} (poll mỗi {p} ms)")
+            let id = if s.identity == Identity::Token {
+                pick(lang, ", a token per delivery", ", mỗi lần giao một token")
+            } else {
+                ""
+            };
+            crate::tr!(
+                lang,
+                "{push} + a script that moves a job and leases it for {l} ms{id} (polled every {p} ms)",
+                "{push} + script chuyển job và giữ lease {l} ms{id} (poll mỗi {p} ms)"
+            )
         }
     });
     if let Some(r) = s.reaper {
         let p = r.poll_ms;
-        parts.push(crate::tr!(lang, "a reaper puts back expired leases every {p} ms", "reaper đưa lại job hết lease mỗi {p} ms"));
+        parts.push(crate::tr!(
+            lang,
+            "a reaper puts back expired leases every {p} ms",
+            "reaper đưa lại job hết lease mỗi {p} ms"
+        ));
     }
     if s.jobs.iter().any(|j| j.refused > 0) {
         parts.push(match &s.on_failure {
-            OnFailure::SeedRetryList => pick(lang, "a failure goes to queue:retry (the seed)", "lỗi thì đẩy vào queue:retry (seed)").into(),
+            OnFailure::SeedRetryList => {
+                pick(lang, "a failure goes to queue:retry (the seed)", "lỗi thì đẩy vào queue:retry (seed)").into()
+            }
             OnFailure::Backoff(b) => {
                 let (base, f, max) = (b.base_ms, b.factor, b.max_attempts);
-                crate::tr!(lang, "a failure waits {base} ms × {f}^(k−1) in a delayed set, dead-letter after {max} attempts", "lỗi thì chờ {base} ms × {f}^(k−1) trong delayed set, vào hàng lỗi sau {max} lần thử")
+                crate::tr!(
+                    lang,
+                    "a failure waits {base} ms × {f}^(k−1) in a delayed set, dead-letter after {max} attempts",
+                    "lỗi thì chờ {base} ms × {f}^(k−1) trong delayed set, vào hàng lỗi sau {max} lần thử"
+                )
             }
         });
     }
     if s.jobs.iter().any(|j| j.poison) {
         parts.push(match s.on_poison {
-            OnPoison::SeedSleep { ms } => crate::tr!(lang, "a payload that does not parse: sleep {ms} ms (the seed)", "payload không parse được: ngủ {ms} ms (seed)"),
-            OnPoison::DeadLetter => pick(lang, "a payload that does not parse: dead-letter at once", "payload không parse được: vào hàng lỗi ngay").into(),
+            OnPoison::SeedSleep { ms } => crate::tr!(
+                lang,
+                "a payload that does not parse: sleep {ms} ms (the seed)",
+                "payload không parse được: ngủ {ms} ms (seed)"
+            ),
+            OnPoison::DeadLetter => pick(
+                lang,
+                "a payload that does not parse: dead-letter at once",
+                "payload không parse được: vào hàng lỗi ngay",
+            )
+            .into(),
         });
     }
     parts.push(crate::tr!(lang, "handler {} ms", "handler {} ms", s.cost_ms));
@@ -414,16 +466,30 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
             (None, Lang::Vi) => format!("worker đầu tiên lấy {job}"),
         };
         match c.at {
-            crate::fault::ListCrashPoint::AfterTake => crate::tr!(lang, "{who} is SIGKILLed after taking {job}", "{who} bị SIGKILL sau khi lấy {job}"),
-            crate::fault::ListCrashPoint::AfterEffect => crate::tr!(lang, "{who} is SIGKILLed after the side effect of {job}, before LREM", "{who} bị SIGKILL sau side effect của {job}, trước LREM"),
+            crate::fault::ListCrashPoint::AfterTake => {
+                crate::tr!(lang, "{who} is SIGKILLed after taking {job}", "{who} bị SIGKILL sau khi lấy {job}")
+            }
+            crate::fault::ListCrashPoint::AfterEffect => crate::tr!(
+                lang,
+                "{who} is SIGKILLed after the side effect of {job}, before LREM",
+                "{who} bị SIGKILL sau side effect của {job}, trước LREM"
+            ),
         }
     }));
     parts.extend(s.jobs.iter().filter_map(|j| j.first_cost_ms.map(|ms| (j.label(), ms))).map(|(job, ms)| {
-        crate::tr!(lang, "the first delivery of {job} takes {ms} ms (a stalled worker)", "lần giao đầu của {job} mất {ms} ms (worker bị treo)")
+        crate::tr!(
+            lang,
+            "the first delivery of {job} takes {ms} ms (a stalled worker)",
+            "lần giao đầu của {job} mất {ms} ms (worker bị treo)"
+        )
     }));
     if let Some(k) = s.kill {
         let (w, by) = (k.worker, k.after_done_by);
-        parts.push(crate::tr!(lang, "W{w} SIGKILLed mid-job when W{by} finishes", "W{w} bị SIGKILL giữa chừng khi W{by} làm xong"));
+        parts.push(crate::tr!(
+            lang,
+            "W{w} SIGKILLed mid-job when W{by} finishes",
+            "W{w} bị SIGKILL giữa chừng khi W{by} làm xong"
+        ));
     }
     parts.join("; ")
 }
@@ -447,14 +513,17 @@ fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> ListQueueFa
         left_in_processing: o.processing.len() as i64,
         left_in_retry_list: o.retry.len() as i64,
         dead_lettered: o.dead.len() as i64,
-        lrem_found_nothing: count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::ListJobDone { removed: Some(0), .. }))),
+        lrem_found_nothing: count(|k| {
+            matches!(k.family::<ListEvent>(), Some(ListEvent::ListJobDone { removed: Some(0), .. }))
+        }),
         processing_without_lease: (s.take == Take::Lease).then_some(o.orphans as i64),
-        requeued: s.reaper.is_some().then(|| count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))),
-        poison_sleeps: s
-            .jobs
-            .iter()
-            .any(|j| j.poison)
-            .then(|| count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Poison { slept_ms, .. }) if slept_ms > 0.0))),
+        requeued: s
+            .reaper
+            .is_some()
+            .then(|| count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))),
+        poison_sleeps: s.jobs.iter().any(|j| j.poison).then(|| {
+            count(|k| matches!(k.family::<ListEvent>(), Some(ListEvent::Poison { slept_ms, .. }) if slept_ms > 0.0))
+        }),
     }
 }
 
@@ -513,10 +582,18 @@ fn notes(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>, lang: Lang) ->
         list(&o.delayed)
     )));
     if o.orphans > 0 {
-        lines.push(Line::text(pick(lang, "in processing with no lease: a reaper that puts back expired leases never sees it", "nằm trong processing mà không có lease: reaper đưa lại job hết lease sẽ không bao giờ thấy nó")));
+        lines.push(Line::text(pick(
+            lang,
+            "in processing with no lease: a reaper that puts back expired leases never sees it",
+            "nằm trong processing mà không có lease: reaper đưa lại job hết lease sẽ không bao giờ thấy nó",
+        )));
     }
     if !o.processing.is_empty() && s.reaper.is_none() {
-        lines.push(Line::text(pick(lang, "nothing ever reads processing: what is there stays there", "không có gì đọc processing: thứ gì ở đó sẽ nằm đó mãi")));
+        lines.push(Line::text(pick(
+            lang,
+            "nothing ever reads processing: what is there stays there",
+            "không có gì đọc processing: thứ gì ở đó sẽ nằm đó mãi",
+        )));
     }
     lines.extend(schedule_lines(s, run.events, o.scale, lang));
     if let Some(claim) = &s.seed_says {
@@ -540,23 +617,45 @@ fn measured(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>, lang: Lang)
         facts.jobs_done_twice
     ))];
     if !o.processing.is_empty() {
-        parts.push(Line::text(crate::tr!(lang, "left in processing: {}", "còn trong processing: {}", list(&o.processing))));
+        parts.push(Line::text(crate::tr!(
+            lang,
+            "left in processing: {}",
+            "còn trong processing: {}",
+            list(&o.processing)
+        )));
     }
     if !o.retry.is_empty() {
-        parts.push(Line::text(crate::tr!(lang, "never retried, in queue:retry: {}", "không bao giờ thử lại, nằm trong queue:retry: {}", list(&o.retry))));
+        parts.push(Line::text(crate::tr!(
+            lang,
+            "never retried, in queue:retry: {}",
+            "không bao giờ thử lại, nằm trong queue:retry: {}",
+            list(&o.retry)
+        )));
     }
     if !o.dead.is_empty() {
         let dead: Vec<String> = o.dead.iter().map(|d| format!("{} ({})", d.job, d.reason)).collect();
         parts.push(Line::text(crate::tr!(lang, "dead-lettered: {}", "vào hàng lỗi: {}", dead.join(", "))));
     }
     if let Some(requeued) = facts.requeued {
-        parts.push(Line::text(pick(lang, "put back by the reaper ", "reaper đưa lại ")).and(Piece::Count(requeued)).and_text(pick(lang, " times", " lần")));
+        parts.push(
+            Line::text(pick(lang, "put back by the reaper ", "reaper đưa lại "))
+                .and(Piece::Count(requeued))
+                .and_text(pick(lang, " times", " lần")),
+        );
     }
     if let Some(sleeps) = facts.poison_sleeps.filter(|n| *n > 0) {
-        parts.push(Line::text(pick(lang, "1 s sleeps over the poison: ", "số lần ngủ 1 s vì payload độc: ")).and(Piece::Count(sleeps)));
+        parts.push(
+            Line::text(pick(lang, "1 s sleeps over the poison: ", "số lần ngủ 1 s vì payload độc: "))
+                .and(Piece::Count(sleeps)),
+        );
     }
     if s.check_order {
-        parts.push(Line::text(crate::tr!(lang, "done in the order {}", "làm theo thứ tự {}", done_order(&o.records).join(", "))));
+        parts.push(Line::text(crate::tr!(
+            lang,
+            "done in the order {}",
+            "làm theo thứ tự {}",
+            done_order(&o.records).join(", ")
+        )));
     }
     Line::join(parts, "; ")
 }
@@ -582,8 +681,14 @@ fn schedule_lines(s: &ListQueueSpec, events: &[Event], scale: f64, lang: Lang) -
         line = line.and_line(Line::join(runs, ", "));
         if let OnFailure::Backoff(b) = &s.on_failure {
             let sched = job_schedule(attempts, scaled_delays(*b, scale), 2.0);
-            let gaps: Vec<Line> = sched.gaps.iter().map(|(due, gap)| Line(vec![Piece::Ms(gap.round() as i64), Piece::Text(format!(" (≥ {due:.0})"))])).collect();
-            line = line.and_text(pick(lang, "; waited after each failure ", "; chờ sau mỗi lần lỗi ")).and_line(Line::join(gaps, ", "));
+            let gaps: Vec<Line> = sched
+                .gaps
+                .iter()
+                .map(|(due, gap)| Line(vec![Piece::Ms(gap.round() as i64), Piece::Text(format!(" (≥ {due:.0})"))]))
+                .collect();
+            line = line
+                .and_text(pick(lang, "; waited after each failure ", "; chờ sau mỗi lần lỗi "))
+                .and_line(Line::join(gaps, ", "));
             line = line.and_text(crate::tr!(lang, "; early: {}", "; sớm hơn lịch: {}", sched.early));
         } else {
             line = line.and_text(pick(lang, "; never again", "; không bao giờ chạy lại"));
@@ -599,7 +704,9 @@ fn attempts_per_job(events: &[Event]) -> BTreeMap<String, Vec<Attempt>> {
     for e in events {
         let ms = e.t_us as f64 / 1000.0;
         match e.kind.family::<ListEvent>().as_ref() {
-            Some(ListEvent::Taken { job, .. }) => per_job.entry(job.clone()).or_default().push(Attempt { started_ms: ms, failed_ms: None }),
+            Some(ListEvent::Taken { job, .. }) => {
+                per_job.entry(job.clone()).or_default().push(Attempt { started_ms: ms, failed_ms: None })
+            }
             Some(ListEvent::ListJobFailed { job, .. }) => {
                 if let Some(last) = per_job.get_mut(job).and_then(|a| a.last_mut()) {
                     last.failed_ms = Some(ms);

@@ -15,18 +15,18 @@
 
 mod charts;
 
-use crate::labs::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView, VariantRuns,
-};
 use crate::chart::Chart;
 use crate::checker::limit::{classify_at, CpuReading, Limit, CONTENDED_MACHINE_PCT};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::cpu_time;
 use crate::error::{Context as _, Error};
+use crate::labs::list_queue::scale_worker::{QueueKind, ScaleWorkerConfig, JOB_FIELD};
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView, VariantRuns,
+};
 use crate::lang::{pick, Lang};
 use crate::roles::cluster_worker::QueuedJob;
 use crate::roles::readiness::{wait_for_client, ClientState};
-use crate::labs::list_queue::scale_worker::{QueueKind, ScaleWorkerConfig, JOB_FIELD};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::stats::quantile;
 use crate::timeline::{Actor, Job, RawEvent};
@@ -137,10 +137,17 @@ pub fn summarize(runs: &[&QueueScaleObserved]) -> Vec<PointSummary> {
         .points
         .iter()
         .map(|p| {
-            let same: Vec<&ScalePoint> = runs.iter().filter_map(|r| r.points.iter().find(|q| q.workers == p.workers)).collect();
-            let median = |f: &dyn Fn(&ScalePoint) -> f64| quantile(&same.iter().map(|q| f(q)).collect::<Vec<_>>(), 0.5).unwrap_or(0.0);
+            let same: Vec<&ScalePoint> =
+                runs.iter().filter_map(|r| r.points.iter().find(|q| q.workers == p.workers)).collect();
+            let median = |f: &dyn Fn(&ScalePoint) -> f64| {
+                quantile(&same.iter().map(|q| f(q)).collect::<Vec<_>>(), 0.5).unwrap_or(0.0)
+            };
             let rates: Vec<f64> = same.iter().map(|q| q.jobs_per_s()).collect();
-            let cpu = CpuReading { reader_pct: 0.0, redis_pct: Some(median(&|q| q.redis_pct())), machine_pct: median(&|q| q.machine_pct) };
+            let cpu = CpuReading {
+                reader_pct: 0.0,
+                redis_pct: Some(median(&|q| q.redis_pct())),
+                machine_pct: median(&|q| q.machine_pct),
+            };
             let per_job: Vec<f64> = same.iter().filter_map(|q| q.redis_us_per_job()).collect();
             PointSummary {
                 workers: p.workers,
@@ -206,7 +213,8 @@ struct Sample {
 impl QueueScaleSpec {
     /// The jobs of a point, as the seed's JSON with a working id.
     fn payloads(&self) -> impl Iterator<Item = String> {
-        (1..=self.jobs as i64).map(|n| QueuedJob { id: format!("job-{n:06}"), job: Job::new(n, "created", 1) }.payload())
+        (1..=self.jobs as i64)
+            .map(|n| QueuedJob { id: format!("job-{n:06}"), job: Job::new(n, "created", 1) }.payload())
     }
 
     /// The keys of the point with `n` workers: a list of its own (taking a job removes it), or
@@ -219,7 +227,9 @@ impl QueueScaleSpec {
                 processing: format!("{prefix}w{n}:processing"),
                 group: String::new(),
             },
-            QueueKind::Stream => PointKeys { queue: format!("{prefix}stream"), processing: String::new(), group: format!("w{n}") },
+            QueueKind::Stream => {
+                PointKeys { queue: format!("{prefix}stream"), processing: String::new(), group: format!("w{n}") }
+            }
         }
     }
 
@@ -229,7 +239,9 @@ impl QueueScaleSpec {
         for chunk in payloads.chunks(1000) {
             match self.queue {
                 // LPUSH a b c leaves c b a; BLMOVE … RIGHT takes a first.
-                QueueKind::List => redis::cmd("LPUSH").arg(queue).arg(chunk).query_async::<()>(conn).await.context("LPUSH (fill)")?,
+                QueueKind::List => {
+                    redis::cmd("LPUSH").arg(queue).arg(chunk).query_async::<()>(conn).await.context("LPUSH (fill)")?
+                }
                 QueueKind::Stream => {
                     let mut pipe = redis::pipe();
                     for p in chunk {
@@ -255,7 +267,12 @@ impl QueueScaleSpec {
         Ok(())
     }
 
-    async fn sample(&self, conn: &mut MultiplexedConnection, keys: &PointKeys, workers: &[RoleProcess]) -> Result<Sample, Error> {
+    async fn sample(
+        &self,
+        conn: &mut MultiplexedConnection,
+        keys: &PointKeys,
+        workers: &[RoleProcess],
+    ) -> Result<Sample, Error> {
         let (left, done) = match self.queue {
             QueueKind::List => {
                 let (queue, processing): (i64, i64) =
@@ -279,7 +296,13 @@ impl QueueScaleSpec {
     }
 
     /// One point: `n` workers on a freshly filled queue, a warm-up, a measured window.
-    async fn point(&self, ctx: &mut RunContext<'_>, n: u32, first: bool, sink: &mpsc::UnboundedSender<RawEvent>) -> Result<ScalePoint, Error> {
+    async fn point(
+        &self,
+        ctx: &mut RunContext<'_>,
+        n: u32,
+        first: bool,
+        sink: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<ScalePoint, Error> {
         let keys = self.keys(ctx, n);
         let mut conn = ctx.redis.clone();
         self.prepare(&mut conn, &keys, first).await?;
@@ -341,8 +364,12 @@ impl QueueScaleSpec {
     fn limit_word(&self, limit: Limit, stalled: bool, cores: u32, lang: Lang) -> String {
         match limit {
             Limit::Handlers if stalled => pick(lang, "nothing measured full", "không thứ gì đo được là đầy").into(),
-            Limit::Handlers if self.cost_ms > 0.0 => pick(lang, "the handlers' own time", "thời gian của chính handler").into(),
-            Limit::Handlers => pick(lang, "the round trips each worker waits for", "các round trip mỗi worker phải chờ").into(),
+            Limit::Handlers if self.cost_ms > 0.0 => {
+                pick(lang, "the handlers' own time", "thời gian của chính handler").into()
+            }
+            Limit::Handlers => {
+                pick(lang, "the round trips each worker waits for", "các round trip mỗi worker phải chờ").into()
+            }
             Limit::Reader => pick(lang, "one worker's core", "core của một worker").into(),
             Limit::Redis => pick(lang, "Redis's one thread", "luồng duy nhất của Redis").into(),
             Limit::Machine => crate::tr!(lang, "the machine's {cores} cores", "{cores} core của máy"),
@@ -386,9 +413,16 @@ impl LabProcedure for QueueScaleSpec {
             return Err(format!("setup.cost_ms = {}: use a handler time ≥ 0 (ms)", self.cost_ms));
         }
         if self.read_count == 0 || (self.read_count > 1 && self.queue == QueueKind::List) {
-            return Err("setup.read_count: use ≥ 1, and more than 1 only with queue = \"stream\" (BLMOVE takes one job)".into());
+            return Err(
+                "setup.read_count: use ≥ 1, and more than 1 only with queue = \"stream\" (BLMOVE takes one job)".into(),
+            );
         }
-        if self.jobs == 0 || self.window_ms.is_nan() || self.window_ms <= 0.0 || self.warmup_ms.is_nan() || self.warmup_ms < 0.0 {
+        if self.jobs == 0
+            || self.window_ms.is_nan()
+            || self.window_ms <= 0.0
+            || self.warmup_ms.is_nan()
+            || self.warmup_ms < 0.0
+        {
             return Err("setup: use jobs ≥ 1, window_ms > 0 and warmup_ms ≥ 0".into());
         }
         Ok(())
@@ -397,7 +431,9 @@ impl LabProcedure for QueueScaleSpec {
     fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
         let version = &server.redis_version;
         match self.queue {
-            QueueKind::List => (!server.redis.blmove).then(|| format!("needs Redis ≥ 6.2 (BLMOVE); this server is {version}")),
+            QueueKind::List => {
+                (!server.redis.blmove).then(|| format!("needs Redis ≥ 6.2 (BLMOVE); this server is {version}"))
+            }
             QueueKind::Stream => (!crate::service::probe::version_at_least(version, (7, 0)))
                 .then(|| format!("needs Redis ≥ 7.0 (XINFO GROUPS entries-read and lag); this server is {version}")),
         }
@@ -436,7 +472,10 @@ impl Judge for QueueScaleSpec {
             if p.jobs == 0 {
                 v.add(Verdict::Unknown, format!("W={}: no job finished in the window", p.workers));
             } else if p.ran_dry {
-                v.add(Verdict::Unknown, format!("W={}: the queue ran dry in the window; fill more (setup.jobs)", p.workers));
+                v.add(
+                    Verdict::Unknown,
+                    format!("W={}: the queue ran dry in the window; fill more (setup.jobs)", p.workers),
+                );
             }
         }
         v
@@ -467,8 +506,14 @@ impl Judge for QueueScaleSpec {
 impl Present for QueueScaleSpec {
     fn describe(&self, lang: Lang) -> String {
         let workers: Vec<String> = self.workers.iter().map(u32::to_string).collect();
-        let (q, w, h, n, warm, win) =
-            (self.queue_phrase(), workers.join(", "), self.handler_phrase(lang), self.jobs, self.warmup_ms, self.window_ms);
+        let (q, w, h, n, warm, win) = (
+            self.queue_phrase(),
+            workers.join(", "),
+            self.handler_phrase(lang),
+            self.jobs,
+            self.warmup_ms,
+            self.window_ms,
+        );
         let each = match self.read_count {
             1 => pick(lang, "each one job at a time", "mỗi worker một job một lúc").to_string(),
             k => crate::tr!(lang, "each reading {k} jobs at a time", "mỗi worker đọc {k} job một lần"),
@@ -517,7 +562,10 @@ impl Present for QueueScaleSpec {
                     .and_text(pick(lang, " % of a core · machine ", " % một core · máy "))
                     .and(n(p.machine_pct))
                     .and_text(pick(lang, " % → limit: ", " % → giới hạn: "))
-                    .and(Piece::Measured(format!("{}{dry}", self.limit_word(p.limit, p.workers >= stalled_from, cores, lang)))),
+                    .and(Piece::Measured(format!(
+                        "{}{dry}",
+                        self.limit_word(p.limit, p.workers >= stalled_from, cores, lang)
+                    ))),
             );
         }
         lines.push(self.conclusion(&summary, cores, lang));
@@ -527,8 +575,13 @@ impl Present for QueueScaleSpec {
     fn table_row(&self, run: &RunView<'_, QueueScaleObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
         let summary = summarize(&[run.observed]);
         let last = summary.last()?;
-        let mut cells = vec![(pick(lang, "handler ms", "handler ms").to_string(), Line::text(self.cost_ms.to_string()))];
-        cells.extend(summary.iter().map(|p| (format!("W={} jobs/s", p.workers), Line(vec![Piece::Count(p.jobs_per_s.round() as i64)]))));
+        let mut cells =
+            vec![(pick(lang, "handler ms", "handler ms").to_string(), Line::text(self.cost_ms.to_string()))];
+        cells.extend(
+            summary
+                .iter()
+                .map(|p| (format!("W={} jobs/s", p.workers), Line(vec![Piece::Count(p.jobs_per_s.round() as i64)]))),
+        );
         cells.push((format!("Redis % W={}", last.workers), Line(vec![Piece::Count(last.redis_pct.round() as i64)])));
         Some(cells)
     }
@@ -547,7 +600,11 @@ impl Present for QueueScaleSpec {
             runs.len()
         );
         Some(match knee(&summary) {
-            Some(k) => format!("{head}; stopped helping from {} workers ({})", k.from, self.limit_word(k.limit, true, cores, Lang::En)),
+            Some(k) => format!(
+                "{head}; stopped helping from {} workers ({})",
+                k.from,
+                self.limit_word(k.limit, true, cores, Lang::En)
+            ),
             None => format!("{head}; every step helped ({})", self.limit_word(last.limit, false, cores, Lang::En)),
         })
     }
@@ -584,15 +641,26 @@ impl QueueScaleSpec {
         };
         let commands = match self.queue {
             QueueKind::List => "BLMOVE + LREM",
-            QueueKind::Stream if self.read_count > 1 => pick(lang, "XREADGROUP + XACK, per job", "XREADGROUP + XACK, chia cho mỗi job"),
+            QueueKind::Stream if self.read_count > 1 => {
+                pick(lang, "XREADGROUP + XACK, per job", "XREADGROUP + XACK, chia cho mỗi job")
+            }
             QueueKind::Stream => "XREADGROUP + XACK",
         };
         let Some(busiest) = busiest(summary) else { return head };
         let us = busiest.redis_us_per_job.unwrap_or(0.0);
         let head = head
-            .and_text(crate::tr!(lang, "at its busiest (W={}) Redis spent ", "lúc bận nhất (W={}) Redis tốn ", busiest.workers))
+            .and_text(crate::tr!(
+                lang,
+                "at its busiest (W={}) Redis spent ",
+                "lúc bận nhất (W={}) Redis tốn ",
+                busiest.workers
+            ))
             .and(n(us * 1000.0))
-            .and_text(crate::tr!(lang, " ns of its one thread per job ({commands}), ", " ns luồng duy nhất của nó cho mỗi job ({commands}), "))
+            .and_text(crate::tr!(
+                lang,
+                " ns of its one thread per job ({commands}), ",
+                " ns luồng duy nhất của nó cho mỗi job ({commands}), "
+            ))
             .and(n(busiest.redis_pct))
             .and_text(pick(lang, " % of a core", " % một core"));
         if busiest.redis_pct < IDLE_REDIS_PCT {
@@ -646,9 +714,11 @@ mod tests {
     #[test]
     fn the_knee_is_the_first_step_with_less_than_a_quarter_of_its_ideal_gain() {
         let o = |pts| QueueScaleObserved { cores: 2, points: pts };
-        let linear = o(vec![point(1, 100, 5, 10.0), point(2, 200, 10, 20.0), point(4, 390, 20, 40.0), point(8, 760, 40, 80.0)]);
+        let linear =
+            o(vec![point(1, 100, 5, 10.0), point(2, 200, 10, 20.0), point(4, 390, 20, 40.0), point(8, 760, 40, 80.0)]);
         assert_eq!(knee(&summarize(&[&linear])), None);
-        let flat = o(vec![point(1, 100, 30, 50.0), point(2, 180, 60, 90.0), point(4, 210, 70, 99.0), point(8, 215, 71, 99.0)]);
+        let flat =
+            o(vec![point(1, 100, 30, 50.0), point(2, 180, 60, 90.0), point(4, 210, 70, 99.0), point(8, 215, 71, 99.0)]);
         let k = knee(&summarize(&[&flat])).unwrap();
         assert_eq!((k.from, k.to, k.limit), (2, 4, Limit::Machine));
         assert!((k.gain - 210.0 / 180.0).abs() < 1e-9);

@@ -9,9 +9,9 @@
 //! for what it read. Both parse the same JSON job; the handler is an injected sleep (or
 //! nothing). Two commands per job (per read, on a stream read `n` at a time), each a round trip.
 
-use crate::roles::RoleEnv;
 use crate::error::{Context, Error};
 use crate::roles::cluster_worker::QueuedJob;
+use crate::roles::RoleEnv;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 

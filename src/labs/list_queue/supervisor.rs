@@ -3,10 +3,10 @@
 //! scheduler (actor `scheduler`) that moves due retries from the delayed set back to the
 //! queue. Both are one script call per look, on the server's clock; one process does both.
 
-use crate::roles::RoleEnv;
 use crate::error::{Context, Error};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{self, payload_label, ListKeys};
+use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::ConnectionLike;

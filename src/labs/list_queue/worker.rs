@@ -9,11 +9,11 @@
 //! The loop ([`run_loop`]) is generic over the Redis connection, so a cluster connection can
 //! drive it too.
 
-use crate::roles::RoleEnv;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, ListCrash, ListCrashPoint};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{self, payload_label, Identity, ListJob, ListKeys, OnFailure, OnPoison, Take, Taken};
+use crate::roles::RoleEnv;
 use crate::side_effect::{EffectRequest, SideEffectSink, SinkConfig};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
@@ -286,7 +286,10 @@ impl crate::roles::Role for ListWorkerConfig {
 mod tests {
     #[test]
     fn keys_are_shown_without_the_run_prefix() {
-        assert_eq!(crate::labs::list_queue::worker::short_key("ordlab:ab12:list-retry:seed:1:queue:retry"), "queue:retry");
+        assert_eq!(
+            crate::labs::list_queue::worker::short_key("ordlab:ab12:list-retry:seed:1:queue:retry"),
+            "queue:retry"
+        );
         assert_eq!(crate::labs::list_queue::worker::short_key("queue:failed"), "queue:failed");
         assert_eq!(crate::labs::list_queue::worker::short_key("plain"), "plain");
     }

@@ -3,21 +3,21 @@
 //! wrong final states per strategy, and the producer's own XADD rate against redis-benchmark
 //! on the same server in the same run.
 
+use crate::chart::Chart;
+use crate::checker::RunVerdict;
+use crate::connect;
+use crate::error::{Context, Error};
+use crate::handler::order::Strategy;
+use crate::labs::load::concurrency::max_concurrent_handlers;
 pub use crate::labs::load::generate::GenerateSpec;
 use crate::labs::order_stream::{self as stream, StreamSpec};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
     TimelineDisplay, VariantRuns,
 };
-use crate::chart::Chart;
-use crate::checker::RunVerdict;
-use crate::connect;
-use crate::error::{Context, Error};
-use crate::orders::OrderRow;
 use crate::lang::{pick, Lang};
+use crate::orders::OrderRow;
 use crate::stats::quantile;
-use crate::handler::order::Strategy;
-use crate::labs::load::concurrency::max_concurrent_handlers;
 use crate::timeline::{Actor, Event, EventKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -104,7 +104,11 @@ impl LoadSpec {
 }
 
 /// `n` XADDs of the producer's own command, each awaited before the next, timed one by one.
-async fn xadd_one_at_a_time(mut conn: redis::aio::MultiplexedConnection, stream: &str, n: u32) -> Result<XaddRate, Error> {
+async fn xadd_one_at_a_time(
+    mut conn: redis::aio::MultiplexedConnection,
+    stream: &str,
+    n: u32,
+) -> Result<XaddRate, Error> {
     let job = crate::timeline::Job::new(42, "paid", 2);
     let mut times = Vec::with_capacity(n as usize);
     let started = crate::clock::now_ns();
@@ -121,10 +125,7 @@ async fn xadd_one_at_a_time(mut conn: redis::aio::MultiplexedConnection, stream:
 fn median_rate(rounds: &[XaddRate]) -> XaddRate {
     let per_s: Vec<f64> = rounds.iter().map(|r| r.per_s as f64).collect();
     let p50: Vec<f64> = rounds.iter().map(|r| r.p50_us as f64).collect();
-    XaddRate {
-        per_s: quantile(&per_s, 0.5).unwrap_or(0.0) as i64,
-        p50_us: quantile(&p50, 0.5).unwrap_or(0.0) as i64,
-    }
+    XaddRate { per_s: quantile(&per_s, 0.5).unwrap_or(0.0) as i64, p50_us: quantile(&p50, 0.5).unwrap_or(0.0) as i64 }
 }
 
 /// What a load run measured.
@@ -236,7 +237,8 @@ impl Judge for LoadSpec {
 impl Present for LoadSpec {
     fn describe(&self, lang: Lang) -> String {
         let g = &self.generate;
-        let (orders, types, share, slow, fast) = (g.orders, g.types.join("/"), g.slow_share * 100.0, g.slow_ms, g.fast_ms);
+        let (orders, types, share, slow, fast) =
+            (g.orders, g.types.join("/"), g.slow_share * 100.0, g.slow_ms, g.fast_ms);
         let mut parts = vec![crate::tr!(
             lang,
             "{orders} orders × {types}, {share} % with a {slow} ms first job, every other job {fast} ms",
@@ -350,7 +352,8 @@ fn publish_and_ack(shards: u32, events: &[Event]) -> PublishAndAck<'_> {
 /// against the same server: requests per second and its median request time, or None if the
 /// tool is missing or fails.
 pub fn redis_benchmark_xadd(redis_url: &str, key: &str, requests: u32) -> Option<XaddRate> {
-    let out = std::process::Command::new("redis-benchmark").args(benchmark_args(redis_url, key, requests)?).output().ok()?;
+    let out =
+        std::process::Command::new("redis-benchmark").args(benchmark_args(redis_url, key, requests)?).output().ok()?;
     benchmark_csv(&String::from_utf8_lossy(&out.stdout))
 }
 
@@ -431,7 +434,13 @@ mod tests {
 
     #[test]
     fn the_workload_is_the_same_for_every_strategy() {
-        let g = GenerateSpec { orders: 1000, types: GenerateSpec::default_types(), slow_share: 0.02, slow_ms: 200.0, fast_ms: 2.0 };
+        let g = GenerateSpec {
+            orders: 1000,
+            types: GenerateSpec::default_types(),
+            slow_share: 0.02,
+            slow_ms: 200.0,
+            fast_ms: 2.0,
+        };
         let events = g.events();
         assert_eq!(events.len(), 2000);
         let slow = events.iter().filter(|e| e.cost_ms == Some(200.0)).count();

@@ -8,21 +8,23 @@
 //! reader alone dispatches). The per-entry timeline is off (a line costs more than the
 //! hand-over it would record).
 
-use crate::labs::load::generate::GenerateSpec;
-use crate::labs::order_stream as stream;
-use crate::labs::{FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView};
 use crate::checker::limit::{classify, CpuReading, Limit};
-use crate::cpu_time as cpu;
 use crate::checker::{health::health, RunVerdict};
+use crate::cpu_time as cpu;
 use crate::error::{Context as _, Error};
 use crate::fault::HandlerWork;
+use crate::handler::order::fanout::Fanout;
+use crate::handler::order::Strategy;
+use crate::labs::load::generate::GenerateSpec;
+use crate::labs::order_stream as stream;
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
+};
 use crate::lang::{pick, Lang};
 use crate::roles::consumer::{ConsumerConfig, HandlerMode};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::RoleConfig;
 use crate::stats::quantile;
-use crate::handler::order::fanout::Fanout;
-use crate::handler::order::Strategy;
 use crate::timeline::{Actor, RawEvent};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -101,8 +103,12 @@ pub struct CeilingObserved {
 impl CeilingObserved {
     /// The reader's CPU per entry when it does nothing else (median of the ack-only points).
     pub fn reader_cpu_us_per_entry(&self) -> Option<f64> {
-        let v: Vec<f64> =
-            self.points.iter().filter(|p| p.handler == HandlerMode::AckOnly).map(|p| p.reader_cpu_us_per_entry).collect();
+        let v: Vec<f64> = self
+            .points
+            .iter()
+            .filter(|p| p.handler == HandlerMode::AckOnly)
+            .map(|p| p.reader_cpu_us_per_entry)
+            .collect();
         quantile(&v, 0.5)
     }
 
@@ -122,9 +128,22 @@ impl ReaderCeilingSpec {
     }
 
     /// One point: a reader with `workers` workers on its own group from the stream's start.
-    async fn point(&self, ctx: &mut RunContext<'_>, stream: &str, handler: HandlerMode, workers: u32) -> Result<(CeilingPoint, Vec<RawEvent>), Error> {
+    async fn point(
+        &self,
+        ctx: &mut RunContext<'_>,
+        stream: &str,
+        handler: HandlerMode,
+        workers: u32,
+    ) -> Result<(CeilingPoint, Vec<RawEvent>), Error> {
         let group = format!("ceiling-{}-{workers}", handler_name(handler));
-        redis::cmd("XGROUP").arg("CREATE").arg(stream).arg(&group).arg("0").query_async::<()>(&mut ctx.redis).await.context("XGROUP CREATE")?;
+        redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(stream)
+            .arg(&group)
+            .arg("0")
+            .query_async::<()>(&mut ctx.redis)
+            .await
+            .context("XGROUP CREATE")?;
         let options = Fanout { workers, max_in_flight: Some((16 * workers).max(100)), ..self.options() };
         let cfg = ConsumerConfig {
             env: ctx.role_env(1),
@@ -166,7 +185,12 @@ struct Sample {
 }
 
 impl Sample {
-    async fn take(conn: &mut MultiplexedConnection, stream: &str, group: &str, pid: Option<u32>) -> Result<Sample, Error> {
+    async fn take(
+        conn: &mut MultiplexedConnection,
+        stream: &str,
+        group: &str,
+        pid: Option<u32>,
+    ) -> Result<Sample, Error> {
         let (read, pending, lag) = crate::streams::group_progress(conn, stream, group).await?;
         Ok(Sample {
             at_ns: crate::clock::now_ns(),
@@ -182,7 +206,8 @@ impl Sample {
         let secs = (self.at_ns - earlier.at_ns) as f64 / 1e9;
         let acked = (self.acked - earlier.acked).max(0) as f64;
         let reader = self.reader_cpu_s - earlier.reader_cpu_s;
-        let (total, idle) = (self.machine.0.saturating_sub(earlier.machine.0), self.machine.1.saturating_sub(earlier.machine.1));
+        let (total, idle) =
+            (self.machine.0.saturating_sub(earlier.machine.0), self.machine.1.saturating_sub(earlier.machine.1));
         let machine_pct = if total > 0 { 100.0 * (1.0 - idle as f64 / total as f64) } else { 0.0 };
         let cpu = CpuReading { reader_pct: 100.0 * reader / secs, redis_pct: None, machine_pct };
         CeilingPoint {
@@ -207,7 +232,12 @@ fn handler_name(h: HandlerMode) -> &'static str {
 }
 
 /// Fill `stream` with `n` entries: the workload's events, over and over.
-async fn fill(conn: &mut MultiplexedConnection, stream: &str, events: &[crate::orders::EventSpec], n: u32) -> Result<(), Error> {
+async fn fill(
+    conn: &mut MultiplexedConnection,
+    stream: &str,
+    events: &[crate::orders::EventSpec],
+    n: u32,
+) -> Result<(), Error> {
     let mut pipe = redis::pipe();
     for (i, e) in events.iter().cycle().take(n as usize).enumerate() {
         pipe.add_command(crate::streams::xadd(stream, &e.job())).ignore();
@@ -262,10 +292,17 @@ impl LabProcedure for ReaderCeilingSpec {
             return Err(format!("setup.consumers = {}: the reader ceiling is one reader; use 1", self.consumers));
         }
         if self.strategy.spec::<Fanout>().is_none() {
-            return Err("setup.strategy: the reader ceiling measures the fan-out reader; use strategy = \"fanout\"".into());
+            return Err(
+                "setup.strategy: the reader ceiling measures the fan-out reader; use strategy = \"fanout\"".into()
+            );
         }
         let c = &self.ceiling;
-        if c.workers.is_empty() || c.workers.contains(&0) || c.handlers.is_empty() || c.window_ms <= 0.0 || c.entries == 0 {
+        if c.workers.is_empty()
+            || c.workers.contains(&0)
+            || c.handlers.is_empty()
+            || c.window_ms <= 0.0
+            || c.entries == 0
+        {
             return Err("setup.ceiling: use workers ≥ 1 (at least one), a handler, window_ms > 0, entries ≥ 1".into());
         }
         Ok(())
@@ -377,17 +414,33 @@ fn conclusion(o: &CeilingObserved, lang: Lang) -> Line {
     let n = |x: f64| Piece::Count(x.round() as i64);
     let head = match o.reader_bound_from(HandlerMode::Wait) {
         Some(p) => Line::text("→ ")
-            .and(Piece::Measured(crate::tr!(lang, "the reader is the limit from {} workers on", "reader là giới hạn từ {} worker trở lên", p.workers)))
+            .and(Piece::Measured(crate::tr!(
+                lang,
+                "the reader is the limit from {} workers on",
+                "reader là giới hạn từ {} worker trở lên",
+                p.workers
+            )))
             .and_text(" (")
             .and(n(p.events_per_s))
             .and_text(pick(lang, " events/s); ", " event/s); ")),
-        None => Line::text("→ ").and(Piece::Measured(
-            pick(lang, "the reader was not the limit at any worker count tried here", "reader chưa là giới hạn ở số worker nào đã thử").into(),
-        )).and_text("; "),
+        None => Line::text("→ ")
+            .and(Piece::Measured(
+                pick(
+                    lang,
+                    "the reader was not the limit at any worker count tried here",
+                    "reader chưa là giới hạn ở số worker nào đã thử",
+                )
+                .into(),
+            ))
+            .and_text("; "),
     };
     head.and_text(pick(lang, "alone it needs ", "riêng nó cần "))
         .and(Piece::Count((us * 1000.0).round() as i64))
-        .and_text(pick(lang, " ns of CPU per entry (read, parse, route, hand over, account, XACK): one core ≈ ", " ns CPU mỗi entry (đọc, parse, định tuyến, giao, đếm, XACK): một core ≈ "))
+        .and_text(pick(
+            lang,
+            " ns of CPU per entry (read, parse, route, hand over, account, XACK): one core ≈ ",
+            " ns CPU mỗi entry (đọc, parse, định tuyến, giao, đếm, XACK): một core ≈ ",
+        ))
         .and(n(per_core))
         .and_text(pick(lang, " entries/s", " entry/s"))
 }
@@ -398,12 +451,25 @@ mod tests {
 
     fn point(handler: HandlerMode, workers: u32, rate: f64) -> CeilingPoint {
         let cpu = CpuReading { reader_pct: 10.0, redis_pct: None, machine_pct: 20.0 };
-        CeilingPoint { handler, workers, events_per_s: rate, ideal_per_s: None, cpu, reader_cpu_us_per_entry: 8.0, ran_dry: false, limit: Limit::Handlers }
+        CeilingPoint {
+            handler,
+            workers,
+            events_per_s: rate,
+            ideal_per_s: None,
+            cpu,
+            reader_cpu_us_per_entry: 8.0,
+            ran_dry: false,
+            limit: Limit::Handlers,
+        }
     }
 
     #[test]
     fn the_ideal_scales_the_fewest_workers_rate() {
-        let pts = with_ideals(vec![point(HandlerMode::Wait, 1, 250.0), point(HandlerMode::Wait, 4, 900.0), point(HandlerMode::AckOnly, 4, 30_000.0)]);
+        let pts = with_ideals(vec![
+            point(HandlerMode::Wait, 1, 250.0),
+            point(HandlerMode::Wait, 4, 900.0),
+            point(HandlerMode::AckOnly, 4, 30_000.0),
+        ]);
         assert_eq!(pts[1].ideal_per_s, Some(1000.0));
         assert_eq!(pts[2].ideal_per_s, None);
     }

@@ -3,9 +3,9 @@
 //! follows the order in which the consumers waited (drawn from the seed, kept in snapshots);
 //! which holder takes a lock first is the race itself (redacted in snapshots).
 
-use crate::labs::{Line, Piece};
-use crate::checker::fates;
 use crate::checker::exclusion;
+use crate::checker::fates;
+use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::timeline::{Actor, Event, EventKind};
 use std::collections::BTreeMap;

@@ -3,15 +3,15 @@
 //! meanwhile and waits. After A commits, B re-checks its WHERE clause against the new row
 //! (READ COMMITTED) or fails with a serialization error (REPEATABLE READ).
 
-use crate::labs::order_stream::order_items;
-use crate::labs::{FinalItem, Judge, LabProcedure, NoFacts, Present, RunContext, RunOutcome, RunView};
 use crate::checker::{final_state::final_state, health::health, RunVerdict};
 use crate::connect::{self, SCHEMA};
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
-use crate::orders::{self, OrderRow};
+use crate::labs::order_stream::order_items;
+use crate::labs::{FinalItem, Judge, LabProcedure, NoFacts, Present, RunContext, RunOutcome, RunView};
 use crate::lang::Lang;
-use crate::timeline::{Actor, EventKind, SqlStatus, RawEvent, Sink};
+use crate::orders::{self, OrderRow};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink, SqlStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -208,7 +208,10 @@ async fn race(pg_config: &str, spec: &SqlRaceSpec, scale: TimeScale, sink: Arc<d
         a.batch_execute("BEGIN").await.context("session A BEGIN")?;
         let sent = crate::clock::now_ns();
         let r = cas(&a, order, &case.a).await;
-        sink.emit(A, EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent), status: status(&r) });
+        sink.emit(
+            A,
+            EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent), status: status(&r) },
+        );
         r.context("session A UPDATE")?;
         let locked_at = tokio::time::Instant::now();
 
@@ -228,16 +231,37 @@ async fn race(pg_config: &str, spec: &SqlRaceSpec, scale: TimeScale, sink: Arc<d
             b.batch_execute(&begin).await.context("session B BEGIN")?;
             let sent = crate::clock::now_ns();
             let r = cas(&b, order, &b_event).await;
-            b_sink.emit(B, EventKind::SqlDone { case: n, order, outcome: outcome(&r), waited_ms: ms_since(sent), status: status(&r) });
+            b_sink.emit(
+                B,
+                EventKind::SqlDone {
+                    case: n,
+                    order,
+                    outcome: outcome(&r),
+                    waited_ms: ms_since(sent),
+                    status: status(&r),
+                },
+            );
             let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
             b.batch_execute(end).await.context("session B end")?;
-            b_sink.emit(B, EventKind::SqlDone { case: n, order, outcome: end.to_string(), waited_ms: 0.0, status: SqlStatus::Done });
+            b_sink.emit(
+                B,
+                EventKind::SqlDone {
+                    case: n,
+                    order,
+                    outcome: end.to_string(),
+                    waited_ms: 0.0,
+                    status: SqlStatus::Done,
+                },
+            );
             Ok::<(), Error>(())
         });
 
         tokio::time::sleep_until(locked_at + scale.duration(spec.hold_ms)).await;
         a.batch_execute("COMMIT").await.context("session A COMMIT")?;
-        sink.emit(A, EventKind::SqlDone { case: n, order, outcome: "COMMIT".into(), waited_ms: 0.0, status: SqlStatus::Done });
+        sink.emit(
+            A,
+            EventKind::SqlDone { case: n, order, outcome: "COMMIT".into(), waited_ms: 0.0, status: SqlStatus::Done },
+        );
         b_task.await.expect("session B task does not panic")?;
     }
     Ok(())

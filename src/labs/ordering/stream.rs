@@ -4,25 +4,25 @@
 //! `cas`, `reorder`, `p2`, `shard`, `fanout`, `reorder-buffer`, `state-event`, `redelivery`,
 //! `upsert`.
 
+use crate::checker::fates::Intended;
+use crate::checker::RunVerdict;
+use crate::error::Error;
+use crate::fault::CrashSpec;
+use crate::labs::ordering::race_lines::{self, LockFirst, RaceRun, TakenBy};
+use crate::labs::ordering::redelivery;
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
     TimelineDisplay,
 };
-use crate::labs::ordering::race_lines::{self, LockFirst, RaceRun, TakenBy};
-use crate::checker::fates::Intended;
-use crate::checker::RunVerdict;
-use crate::labs::ordering::redelivery;
-use crate::order_document::Document;
-use crate::error::Error;
-use crate::fault::CrashSpec;
-use crate::orders::{self};
 use crate::lang::{pick, Lang};
+use crate::order_document::Document;
+use crate::orders::{self};
 use crate::roles::claimer::ReaperSpec;
 use crate::timeline::{Event, EventKind};
 use serde::{Deserialize, Serialize};
 
-pub use crate::labs::order_stream::{StreamObserved, StreamSpec};
 use crate::labs::order_stream::{self, *};
+pub use crate::labs::order_stream::{StreamObserved, StreamSpec};
 
 /// What a stream run measured; every figure is the same in every run of the variant.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -237,7 +237,11 @@ fn crash_phrase(c: &CrashSpec, lang: Lang) -> String {
 
 fn reaper_phrase(r: &ReaperSpec, lang: Lang) -> String {
     let (idle, poll) = (r.min_idle_ms, r.poll_ms);
-    crate::tr!(lang, "reaper: XAUTOCLAIM min-idle {idle} ms, every {poll} ms", "reaper: XAUTOCLAIM min-idle {idle} ms, mỗi {poll} ms")
+    crate::tr!(
+        lang,
+        "reaper: XAUTOCLAIM min-idle {idle} ms, every {poll} ms",
+        "reaper: XAUTOCLAIM min-idle {idle} ms, mỗi {poll} ms"
+    )
 }
 
 /// When each order was last written: the head-of-line blocking of a shard shows here.
@@ -252,8 +256,10 @@ pub(crate) fn last_writes(events: &[Event], lang: Lang) -> Line {
         }
     }
     last.sort();
-    let parts: Vec<Line> = last.iter().map(|(o, t)| Line::text(format!("#{o} t=")).and(Piece::Ms((t + 500) / 1000))).collect();
-    Line::text(format!("{}: ", pick(lang, "last write per order", "lần ghi cuối theo đơn"))).and_line(Line::join(parts, ", "))
+    let parts: Vec<Line> =
+        last.iter().map(|(o, t)| Line::text(format!("#{o} t=")).and(Piece::Ms((t + 500) / 1000))).collect();
+    Line::text(format!("{}: ", pick(lang, "last write per order", "lần ghi cuối theo đơn")))
+        .and_line(Line::join(parts, ", "))
 }
 
 /// Redelivery read from the timeline: entries the claimer got under an ID a consumer had
@@ -266,4 +272,3 @@ pub(crate) fn redelivery_facts(events: &[Event]) -> RedeliveryFacts {
         never_delivered: redelivery::never_delivered(events) as i64,
     }
 }
-

@@ -38,11 +38,11 @@
 //! the event is in the stream twice. The outbox gives at-least-once, never exactly-once; the
 //! consumer must be idempotent ([`crate::handler::order::idempotent`]).
 
-use crate::roles::RoleEnv;
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, TimeScale};
 use crate::labs::outbox::table::OutboxEvent;
+use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;

@@ -3,22 +3,22 @@
 //! Order survives only if publishing is sequential per key; several dispatchers, or one
 //! killed between XADD and marking its row, publish an event twice or out of order.
 
-use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
-use crate::labs::order_stream::{self as stream, order_items};
-use crate::labs::{
-    FinalItem, Judge, LabProcedure, Line, NoFacts, Present, RunContext, RunNotes, RunOutcome, RunView, TimelineDisplay,
-};
 use crate::checker::{final_state::final_state, health::health, RunVerdict};
-use crate::labs::outbox::delivery;
 use crate::connect;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerWork, TimeScale};
-use crate::orders::{self, EventSpec, OrderRow};
-use crate::labs::outbox::table;
-use crate::lang::{pick, Lang};
-use crate::labs::outbox::dispatcher::{Dispatcher, DispatcherConfig, DispatcherKind, DispatcherSpec, Exclusion};
-use crate::roles::RoleConfig;
 use crate::handler::order::Strategy;
+use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
+use crate::labs::order_stream::{self as stream, order_items};
+use crate::labs::outbox::delivery;
+use crate::labs::outbox::dispatcher::{Dispatcher, DispatcherConfig, DispatcherKind, DispatcherSpec, Exclusion};
+use crate::labs::outbox::table;
+use crate::labs::{
+    FinalItem, Judge, LabProcedure, Line, NoFacts, Present, RunContext, RunNotes, RunOutcome, RunView, TimelineDisplay,
+};
+use crate::lang::{pick, Lang};
+use crate::orders::{self, EventSpec, OrderRow};
+use crate::roles::RoleConfig;
 use crate::streams::StreamEntry;
 use crate::timeline::RawEvent;
 use serde::{Deserialize, Serialize};
@@ -104,7 +104,14 @@ impl OutboxSpec {
     ) -> Result<(), Error> {
         if self.outbox.crash_after_xadd_of_row.is_some() {
             let spec = self.outbox.clone();
-            let cfg = DispatcherConfig { env: ctx.role_env(1), index: 1, stream, spec, may_crash: true, first_round_ns: Some(t0_ns) };
+            let cfg = DispatcherConfig {
+                env: ctx.role_env(1),
+                index: 1,
+                stream,
+                spec,
+                may_crash: true,
+                first_round_ns: Some(t0_ns),
+            };
             return dispatcher_processes(ctx, cfg, sink, t0_ns).await;
         }
         // Dropped with the future (deadline): every dispatcher task is aborted.
@@ -128,7 +135,9 @@ impl LabProcedure for OutboxSpec {
             return Err("setup.outbox.dispatchers = 0: use at least 1".into());
         }
         if self.outbox.crash_after_xadd_of_row.is_some() && self.outbox.dispatchers != 1 {
-            return Err("setup.outbox.crash_after_xadd_of_row needs dispatchers = 1 (one crashes, one takes over)".into());
+            return Err(
+                "setup.outbox.crash_after_xadd_of_row needs dispatchers = 1 (one crashes, one takes over)".into()
+            );
         }
         self.initial = Some(self.initial());
         Ok(())
@@ -139,7 +148,15 @@ impl LabProcedure for OutboxSpec {
         self.strategy.prepare(ctx.pg).await?;
         table::fill(ctx.pg, &self.events).await?;
         let work = HandlerWork::new(&self.cost_ms, &self.events);
-        let spec = GroupSpec { consumers: self.consumers, shards: 1, strategy: &self.strategy, work, crash: None, reaper: None, follow_primary: &[] };
+        let spec = GroupSpec {
+            consumers: self.consumers,
+            shards: 1,
+            strategy: &self.strategy,
+            work,
+            crash: None,
+            reaper: None,
+            follow_primary: &[],
+        };
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &spec, &tx).await?;
         let stream = group.streams[0].clone();
@@ -292,7 +309,11 @@ fn dispatcher_phrase(o: &DispatcherSpec, lang: Lang) -> String {
         })
         .collect();
     let poll = o.poll_ms;
-    crate::tr!(lang, "dispatcher {order}, polls every {poll} ms{fails}", "dispatcher {order}, poll mỗi {poll} ms{fails}")
+    crate::tr!(
+        lang,
+        "dispatcher {order}, polls every {poll} ms{fails}",
+        "dispatcher {order}, poll mỗi {poll} ms{fails}"
+    )
 }
 
 /// `2 dispatchers, no exclusion, latency before XADD: D1 300 ms, D2 20 ms`.

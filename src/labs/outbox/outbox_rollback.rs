@@ -2,15 +2,15 @@
 //! row commit in one transaction or not at all. One session writes both and rolls back; the
 //! order keeps its status and the outbox stays empty.
 
-use crate::labs::order_stream::order_items;
-use crate::labs::{FactRow, Facts, FinalItem, Judge, LabProcedure, Present, RunContext, RunOutcome, RunView};
 use crate::checker::{final_state::final_state, health::health, RunVerdict, Verdict};
 use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
-use crate::orders::{self, EventSpec, OrderRow};
+use crate::labs::order_stream::order_items;
 use crate::labs::outbox::table;
+use crate::labs::{FactRow, Facts, FinalItem, Judge, LabProcedure, Present, RunContext, RunOutcome, RunView};
 use crate::lang::{pick, Lang};
-use crate::timeline::{Actor, EventKind, SqlStatus, RawEvent, Sink};
+use crate::orders::{self, EventSpec, OrderRow};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink, SqlStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tokio::sync::mpsc;

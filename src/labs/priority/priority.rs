@@ -17,27 +17,27 @@
 
 pub mod seed_lines;
 
-use crate::labs::priority::seed_claims::ms;
-use crate::priority_queue::PriorityEvent;
+use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
+use crate::checker::health::health;
+use crate::checker::RunVerdict;
+use crate::error::{Context, Error};
+use crate::fault::TimeScale;
 use crate::labs::priority::job_run::JobRun;
+use crate::labs::priority::seed_claims::ms;
+use crate::labs::priority::served::{self as priority, BacklogMeasures, Claims, PriorityMeasures};
+use crate::labs::priority::worker::{describe, PriorityWorkerConfig, QueuedJob};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
     VariantRuns,
 };
-use crate::checker::health::health;
-use crate::labs::priority::served::{self as priority, BacklogMeasures, Claims, PriorityMeasures};
-use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
-use crate::checker::RunVerdict;
-use crate::error::{Context, Error};
-use crate::fault::TimeScale;
 use crate::lang::{pick, Lang, Words};
+use crate::priority_queue::PriorityEvent;
+use crate::priority_queue::{phase_label, PerPriority, PhasePlan, Priority};
 use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
-use crate::labs::priority::worker::{describe, PriorityWorkerConfig, QueuedJob};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
-use crate::priority_queue::{phase_label, PerPriority, PhasePlan, Priority};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -119,7 +119,11 @@ impl PrioritySpec {
     fn jobs(&self) -> u32 {
         let backlog: u32 = self.backlog.map_or(0, |b| b.array().iter().sum());
         let trickle = self.trickle.as_ref().map_or(0, |t| t.critical + t.normal + t.low);
-        backlog + u32::from(self.aligned_probe) + self.burst.unwrap_or(0) + trickle + self.probes.as_ref().map_or(0, |p| p.count)
+        backlog
+            + u32::from(self.aligned_probe)
+            + self.burst.unwrap_or(0)
+            + trickle
+            + self.probes.as_ref().map_or(0, |p| p.count)
     }
 
     /// A generous bound on a run: the work, every phase and probe waiting a whole idle cycle
@@ -262,9 +266,7 @@ impl Driver<'_> {
         let (after, blocked) = aligned_target(spec);
         if let Some(after) = after {
             let after = describe(&after, scale);
-            let empty_read = |ev: &RawEvent| {
-                matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { read, got, .. }) if *read == after && got.iter().all(|n| *n == 0))
-            };
+            let empty_read = |ev: &RawEvent| matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { read, got, .. }) if *read == after && got.iter().all(|n| *n == 0));
             if !self.run.wait_for(empty_read).await {
                 return Ok(false);
             }
@@ -369,7 +371,8 @@ impl LabProcedure for PrioritySpec {
         let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
         let worker_cfg = RoleConfig::of(&self.worker_config(ctx, &names));
         let shared: &RunContext<'_> = ctx;
-        let mut d = Driver { ctx: shared, run, conn: producer, streams: names.clone(), next_id: [0; 3], rng: shared.rng() };
+        let mut d =
+            Driver { ctx: shared, run, conn: producer, streams: names.clone(), next_id: [0; 3], rng: shared.rng() };
         let t0_ns = crate::clock::now_ns();
         let backlog = match self.backlog {
             Some(b) => {
@@ -429,23 +432,38 @@ impl Present for PrioritySpec {
     fn describe(&self, lang: Lang) -> String {
         let mut parts = vec![loop_phrase(&self.worker_loop, lang)];
         let [c, n, l] = self.cost_ms.array();
-        parts.push(crate::tr!(lang, "work {c}/{n}/{l} ms per critical/normal/low job", "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"));
+        parts.push(crate::tr!(
+            lang,
+            "work {c}/{n}/{l} ms per critical/normal/low job",
+            "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"
+        ));
         if let Some(b) = self.backlog {
             parts.push(format!("{}: {}", pick(lang, "backlog", "tồn đọng"), counts_phrase(b.array())));
         }
         if self.aligned_probe {
-            parts.push(pick(lang, "a critical probe at the worst moment", "một job critical thăm dò vào lúc tệ nhất").to_string());
+            parts.push(
+                pick(lang, "a critical probe at the worst moment", "một job critical thăm dò vào lúc tệ nhất")
+                    .to_string(),
+            );
         }
         if let Some(n) = self.burst {
             parts.push(crate::tr!(lang, "burst of {n} critical alone", "{n} critical dồn một lúc, không có gì khác"));
         }
         if let Some(t) = &self.trickle {
             let (e, k, lower) = (t.every_ms, t.critical, counts_phrase([0, t.normal, t.low]));
-            parts.push(crate::tr!(lang, "trickle: a critical job every {e} ms × {k}, {lower} at its start", "nhỏ giọt: một job critical mỗi {e} ms × {k}, {lower} lúc bắt đầu"));
+            parts.push(crate::tr!(
+                lang,
+                "trickle: a critical job every {e} ms × {k}, {lower} at its start",
+                "nhỏ giọt: một job critical mỗi {e} ms × {k}, {lower} lúc bắt đầu"
+            ));
         }
         if let Some(p) = &self.probes {
             let (k, max) = (p.count, p.max_delay_ms);
-            parts.push(crate::tr!(lang, "{k} probes at random moments (0–{max} ms apart)", "{k} job thăm dò vào lúc ngẫu nhiên (cách nhau 0–{max} ms)"));
+            parts.push(crate::tr!(
+                lang,
+                "{k} probes at random moments (0–{max} ms apart)",
+                "{k} job thăm dò vào lúc ngẫu nhiên (cách nhau 0–{max} ms)"
+            ));
         }
         parts.join("; ")
     }
@@ -459,7 +477,8 @@ impl Present for PrioritySpec {
     }
 
     fn notes(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> RunNotes {
-        let cycle: Vec<String> = idle_cycle(&self.worker_loop).iter().map(|r| describe(r, TimeScale(run.observed.scale))).collect();
+        let cycle: Vec<String> =
+            idle_cycle(&self.worker_loop).iter().map(|r| describe(r, TimeScale(run.observed.scale))).collect();
         let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
         let [c, n, l] = self.cost_ms.array();
         RunNotes { heading: Some(heading), after: phase_lines(run.events, c != n || n != l, lang) }
@@ -539,7 +558,10 @@ pub fn served_chart(events: &[crate::timeline::Event]) -> Chart {
         y: Axis { label: Words::new("jobs served", "job đã xử lý"), unit: String::new(), scale: Scale::Linear },
         series,
         marks: phase_marks(events),
-        note: Some(Words::new("run 1; a vertical line is the start of a phase", "lần 1; vạch dọc là lúc bắt đầu một giai đoạn")),
+        note: Some(Words::new(
+            "run 1; a vertical line is the start of a phase",
+            "lần 1; vạch dọc là lúc bắt đầu một giai đoạn",
+        )),
     }
 }
 
@@ -561,7 +583,11 @@ pub fn rate_chart(events: &[crate::timeline::Event], window_ms: f64) -> Chart {
         id: "rate".into(),
         title: crate::words!("Jobs served per {w} ms, per priority", "Số job xử lý mỗi {w} ms, theo mức ưu tiên"),
         x: time_axis(),
-        y: Axis { label: crate::words!("jobs per {w} ms", "job mỗi {w} ms"), unit: String::new(), scale: Scale::Linear },
+        y: Axis {
+            label: crate::words!("jobs per {w} ms", "job mỗi {w} ms"),
+            unit: String::new(),
+            scale: Scale::Linear,
+        },
         series,
         marks: phase_marks(events),
         note: Some(Words::new("run 1", "lần 1")),
@@ -592,8 +618,12 @@ pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
         let mut points = Vec::new();
         let mut err = Vec::new();
         for (i, v) in variants.iter().enumerate() {
-            let mut xs: Vec<f64> =
-                v.runs.iter().filter_map(|r| which(critical_and_low(&priority::measure(r.events)))).map(|x| x.max(1.0)).collect();
+            let mut xs: Vec<f64> = v
+                .runs
+                .iter()
+                .filter_map(|r| which(critical_and_low(&priority::measure(r.events))))
+                .map(|x| x.max(1.0))
+                .collect();
             xs.sort_by(f64::total_cmp);
             if let (Some(lo), Some(hi)) = (xs.first(), xs.last()) {
                 points.push((i as f64, xs[xs.len() / 2]));
@@ -604,11 +634,17 @@ pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
     };
     Chart {
         id: "waits".into(),
-        title: Words::new("How long critical and low jobs waited, per loop", "Job critical và low chờ bao lâu, theo từng vòng lặp"),
+        title: Words::new(
+            "How long critical and low jobs waited, per loop",
+            "Job critical và low chờ bao lâu, theo từng vòng lặp",
+        ),
         x: Axis { label: Words::new("loop", "vòng lặp"), unit: String::new(), scale: Scale::Categories(categories) },
         y: Axis { label: Words::new("wait", "thời gian chờ"), unit: "ms".into(), scale: Scale::Log10 },
         series: vec![
-            pick_series(Words::new("critical, worst while the worker had time", "critical, lâu nhất khi worker rảnh"), |w| w.critical),
+            pick_series(
+                Words::new("critical, worst while the worker had time", "critical, lâu nhất khi worker rảnh"),
+                |w| w.critical,
+            ),
             pick_series(Words::new("low, longest unserved", "low, lâu nhất chưa được xử lý"), |w| w.low),
         ],
         marks: Vec::new(),
@@ -668,7 +704,11 @@ fn claims_phrase(c: &Claims, lang: Lang) -> String {
     if let Some(ms) = c.critical_wait_ms {
         parts.push(crate::tr!(lang, "critical waits > {ms} ms", "critical chờ > {ms} ms"));
     }
-    let what = if parts.is_empty() { pick(lang, "nothing checked", "không kiểm tra gì").to_string() } else { parts.join(pick(lang, " or ", " hoặc ")) };
+    let what = if parts.is_empty() {
+        pick(lang, "nothing checked", "không kiểm tra gì").to_string()
+    } else {
+        parts.join(pick(lang, " or ", " hoặc "))
+    };
     crate::tr!(lang, "wrong: {what}", "SAI: {what}")
 }
 
@@ -770,7 +810,8 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
         let label = pick(lang, "trickle served in order", "nhỏ giọt, thứ tự xử lý");
         out.push(order_line(&tracks, "trickle", label).redacting_numbers());
         if let Some(w) = &m.trickle_critical {
-            let label = pick(lang, "trickle, critical waited p50 / p90 / max", "nhỏ giọt, critical chờ p50 / p90 / max");
+            let label =
+                pick(lang, "trickle, critical waited p50 / p90 / max", "nhỏ giọt, critical chờ p50 / p90 / max");
             out.push(waits_line(label, w));
         }
         if let Some(w) = &m.trickle_lower {
@@ -780,26 +821,41 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
     }
     if let Some(w) = &m.random_probes {
         let label = pick(lang, "probes at random moments waited p50 / max", "job thăm dò lúc ngẫu nhiên chờ p50 / max");
-        out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))));
+        out.push(
+            Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))),
+        );
     }
     let label = pick(lang, "empty reads", "lần đọc rỗng");
     let longest = pick(lang, "the longest", "lâu nhất");
-    out.push(Line::text(format!("{label}: ")).and(Piece::Count(m.empty_reads as i64)).and_text(format!(", {longest} ")).and(Piece::Ms(ms(m.longest_empty_read_ms))));
+    out.push(
+        Line::text(format!("{label}: "))
+            .and(Piece::Count(m.empty_reads as i64))
+            .and_text(format!(", {longest} "))
+            .and(Piece::Ms(ms(m.longest_empty_read_ms))),
+    );
     out
 }
 
 fn backlog_lines(tracks: &[priority::JobTrack], b: &BacklogMeasures, costs_differ: bool, lang: Lang) -> Vec<Line> {
     let mut out = vec![order_line(tracks, "backlog", pick(lang, "backlog served in order", "tồn đọng, thứ tự xử lý"))];
     if let Some(s) = b.served_while_all_backlogged {
-        let backlogged: Vec<Priority> =
-            Priority::ALL.into_iter().filter(|p| tracks.iter().any(|t| t.phase == "backlog" && t.priority == *p)).collect();
+        let backlogged: Vec<Priority> = Priority::ALL
+            .into_iter()
+            .filter(|p| tracks.iter().any(|t| t.phase == "backlog" && t.priority == *p))
+            .collect();
         let counts: Vec<String> = backlogged.iter().map(|p| format!("{} {p}", s[p.index()])).collect();
-        let ratio = if backlogged.iter().all(|p| s[p.index()] > 0) { format!(" ({})", ratio_text(s)) } else { String::new() };
-        let label = pick(lang, "served while every backlogged priority had jobs", "đã xử lý khi mọi mức tồn đọng còn job");
+        let ratio =
+            if backlogged.iter().all(|p| s[p.index()] > 0) { format!(" ({})", ratio_text(s)) } else { String::new() };
+        let label =
+            pick(lang, "served while every backlogged priority had jobs", "đã xử lý khi mọi mức tồn đọng còn job");
         out.push(Line::text(format!("{label}: {}{ratio}", counts.join(", "))));
         if let (Some(w), true) = (b.work_ms_while_all_backlogged, costs_differ) {
             let total: f64 = w.iter().sum::<f64>().max(1e-9);
-            let label = pick(lang, "share of worker time critical : normal : low", "tỷ lệ thời gian worker critical : normal : low");
+            let label = pick(
+                lang,
+                "share of worker time critical : normal : low",
+                "tỷ lệ thời gian worker critical : normal : low",
+            );
             let pct = |x: f64| Piece::Count(ms(x * 100.0 / total));
             out.push(
                 Line::text(format!("{label} "))
@@ -874,7 +930,10 @@ fn table_cells(m: &PriorityMeasures, lang: Lang) -> Vec<(String, Line)> {
     let mut cells = Vec::new();
     if let Some(b) = &m.backlog {
         if let Some(s) = b.served_while_all_backlogged {
-            cells.push((pick(lang, "served c:n:l", "đã xử lý c:n:l").to_string(), Line::text(format!("{}:{}:{}", s[0], s[1], s[2]))));
+            cells.push((
+                pick(lang, "served c:n:l", "đã xử lý c:n:l").to_string(),
+                Line::text(format!("{}:{}:{}", s[0], s[1], s[2])),
+            ));
         }
         if let Some(g) = b.low_gap_ms {
             cells.push((pick(lang, "low gap", "low chờ").to_string(), msl(g)));
@@ -917,9 +976,15 @@ mod tests {
         assert_eq!(describe(&after.unwrap(), s), "XREADGROUP critical COUNT 10 BLOCK 100");
         assert_eq!(describe(&blocked, s), "XREADGROUP normal COUNT 5 BLOCK 100");
         let (after, blocked) = aligned_target(&spec(r#"kind = "probe-then-block""#));
-        assert_eq!((after, describe(&blocked, s)), (None, "XREADGROUP critical normal low COUNT 1 BLOCK 0".to_string()));
+        assert_eq!(
+            (after, describe(&blocked, s)),
+            (None, "XREADGROUP critical normal low COUNT 1 BLOCK 0".to_string())
+        );
         let (after, blocked) = aligned_target(&spec(r#"kind = "one-call""#));
-        assert_eq!((after, describe(&blocked, s)), (None, "XREADGROUP critical normal low COUNT 10 BLOCK 5000".to_string()));
+        assert_eq!(
+            (after, describe(&blocked, s)),
+            (None, "XREADGROUP critical normal low COUNT 10 BLOCK 5000".to_string())
+        );
     }
 
     #[test]
@@ -940,10 +1005,24 @@ mod tests {
     /// Two critical and one low job of a backlog, a probe that waited 5 s.
     fn small_run() -> Vec<crate::timeline::Event> {
         let queued = |t, job: &str, priority, phase: &str| {
-            ev(t, PriorityEvent::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None }.event())
+            ev(
+                t,
+                PriorityEvent::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None }
+                    .event(),
+            )
         };
         let taken = |t, job: &str, priority, phase: &str| {
-            ev(t, PriorityEvent::PriorityJobTaken { job: job.into(), priority, phase: phase.into(), traced: true, waited_ms: None }.event())
+            ev(
+                t,
+                PriorityEvent::PriorityJobTaken {
+                    job: job.into(),
+                    priority,
+                    phase: phase.into(),
+                    traced: true,
+                    waited_ms: None,
+                }
+                .event(),
+            )
         };
         let (c, l) = (Priority::Critical, Priority::Low);
         vec![
@@ -954,7 +1033,13 @@ mod tests {
             taken(5.0, "c-0001", c, "backlog"),
             taken(25.0, "c-0002", c, "backlog"),
             taken(45.0, "l-0001", l, "backlog"),
-            ev(100.0, PriorityEvent::PhaseStarted { plan: PhasePlan::Probe { blocked_in: Some("XREADGROUP low".into()), after_ms: None } }.event()),
+            ev(
+                100.0,
+                PriorityEvent::PhaseStarted {
+                    plan: PhasePlan::Probe { blocked_in: Some("XREADGROUP low".into()), after_ms: None },
+                }
+                .event(),
+            ),
             queued(100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
             taken(5100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
         ]
@@ -981,7 +1066,8 @@ mod tests {
 
     #[test]
     fn the_waits_chart_puts_each_loop_side_by_side() {
-        let spec: PrioritySpec = toml::from_str("loop = { kind = \"seed-strict\" }\ncost_ms = { critical = 2 }").unwrap();
+        let spec: PrioritySpec =
+            toml::from_str("loop = { kind = \"seed-strict\" }\ncost_ms = { critical = 2 }").unwrap();
         let events = small_run();
         let observed = PriorityObserved { scale: 1.0, queued: 4, done: 4, pending_after_run: 0 };
         let view = || RunView { run: 1, events: &events, timed_out: false, observed: &observed };

@@ -25,4 +25,3 @@ pub(crate) fn spread(xs: &[f64], piece: fn(i64) -> Piece) -> Line {
         _ => Line(vec![piece(ms(lo)), Piece::Text("–".into()), piece(ms(hi))]),
     }
 }
-

@@ -6,12 +6,12 @@
 //! `queued_ns` (the producer's monotonic clock when it sent XADD, the same clock as this
 //! process's, so the worker can say how long the job waited).
 
-use crate::roles::consumer::named_connection;
-use crate::roles::priority_loop::{self, LoopSpec, Planner, Read};
-use crate::roles::RoleEnv;
 use crate::error::{Context, Error};
 use crate::priority_queue::Priority;
 use crate::priority_queue::PriorityEvent;
+use crate::roles::consumer::named_connection;
+use crate::roles::priority_loop::{self, LoopSpec, Planner, Read};
+use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;
@@ -173,8 +173,8 @@ impl crate::roles::Role for PriorityWorkerConfig {
 
 #[cfg(test)]
 mod tests {
-    use crate::labs::priority::worker::*;
     use crate::fault::TimeScale;
+    use crate::labs::priority::worker::*;
     use crate::roles::priority_loop::Block;
 
     #[test]

@@ -15,26 +15,26 @@
 
 mod seed_lines;
 
-use crate::priority_queue::PriorityEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
+use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
+use crate::checker::health::health;
+use crate::checker::RunVerdict;
+use crate::error::{Context, Error};
+use crate::fault::TimeScale;
 use crate::labs::priority::job_run::JobRun;
-use crate::priority_queue::PerPriority;
+use crate::labs::priority::zset_checker::{self as zset, IdleCount, QueuedMember, ZsetClaims, ZsetMeasures};
+use crate::labs::priority::zset_worker::{PopSpec, ZsetKeys, ZsetWorkerConfig};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
     VariantRuns,
 };
-use crate::checker::health::health;
-use crate::labs::priority::zset_checker::{self as zset, IdleCount, QueuedMember, ZsetClaims, ZsetMeasures};
-use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
-use crate::checker::RunVerdict;
-use crate::error::{Context, Error};
-use crate::fault::TimeScale;
 use crate::lang::{pick, Lang, Words};
-use crate::roles::readiness::{wait_for_client, ClientState};
-use crate::labs::priority::zset_worker::{PopSpec, ZsetKeys, ZsetWorkerConfig};
-use crate::roles::{RoleConfig, RoleProcess};
-use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::priority_queue::PerPriority;
+use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{PhasePlan, Priority};
+use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::{RoleConfig, RoleProcess};
+use crate::timeline::vocabulary::Vocabulary as _;
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use rand::Rng;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -145,8 +145,12 @@ impl ZsetSpec {
         let ms = match &self.experiment {
             Experiment::Ties { payments } => (*payments + 2) as f64 * (cost + wait),
             Experiment::Crash { jobs } => *jobs as f64 * (cost + wait) + wait,
-            Experiment::Arrivals { idle_ms, count, max_delay_ms } => idle_ms + *count as f64 * (max_delay_ms + cost + wait),
-            Experiment::Flood { critical, low, ms, .. } => ms + ms / cost.max(1.0) * cost + (critical + low) as f64 * (cost + wait),
+            Experiment::Arrivals { idle_ms, count, max_delay_ms } => {
+                idle_ms + *count as f64 * (max_delay_ms + cost + wait)
+            }
+            Experiment::Flood { critical, low, ms, .. } => {
+                ms + ms / cost.max(1.0) * cost + (critical + low) as f64 * (cost + wait)
+            }
         };
         scale.duration(ms * 3.0) + Duration::from_secs(15)
     }
@@ -193,7 +197,12 @@ impl ZDriver<'_> {
 
     /// ZADD every job (in one pipeline, in this order) and record it as queued, stamped
     /// before the ZADD (a worker may take it before the reply is back).
-    async fn queue(&mut self, jobs: Vec<(Job, f64)>, phase: &str, traced: impl Fn(&Job) -> bool) -> Result<HashSet<String>, Error> {
+    async fn queue(
+        &mut self,
+        jobs: Vec<(Job, f64)>,
+        phase: &str,
+        traced: impl Fn(&Job) -> bool,
+    ) -> Result<HashSet<String>, Error> {
         let queued_ns = crate::clock::now_ns();
         let mut pipe = redis::pipe();
         for (j, score) in &jobs {
@@ -208,7 +217,8 @@ impl ZDriver<'_> {
                 phase: phase.to_string(),
                 traced: traced(&j),
                 score: Some(score),
-            }.event();
+            }
+            .event();
             self.run.tx.record(RawEvent { mono_ns: queued_ns, actor: Actor::Producer, kind });
             ids.insert(j.id);
         }
@@ -236,13 +246,17 @@ impl ZDriver<'_> {
     }
 
     async fn ties(&mut self, payments: u32) -> Result<bool, Error> {
-        let seed_job = |p: Priority, id: &str, member: String| (Job { id: id.to_string(), priority: p, member }, base_score(p));
+        let seed_job =
+            |p: Priority, id: &str, member: String| (Job { id: id.to_string(), priority: p, member }, base_score(p));
         let mut jobs: Vec<(Job, f64)> = (1..=payments)
-            .map(|i| seed_job(Priority::Critical, &format!("A{i}"), format!(r#"{{"type":"payment","order_id":"A{i}"}}"#)))
+            .map(|i| {
+                seed_job(Priority::Critical, &format!("A{i}"), format!(r#"{{"type":"payment","order_id":"A{i}"}}"#))
+            })
             .collect();
         jobs.push(seed_job(Priority::Normal, "U5", r#"{"type":"email","user_id":"U5"}"#.to_string()));
         jobs.push(seed_job(Priority::Low, "2026-06-01", r#"{"type":"analytics","date":"2026-06-01"}"#.to_string()));
-        self.members = jobs.iter().map(|(j, s)| QueuedMember { job: j.id.clone(), member: j.member.clone(), score: *s }).collect();
+        self.members =
+            jobs.iter().map(|(j, s)| QueuedMember { job: j.id.clone(), member: j.member.clone(), score: *s }).collect();
         self.run.phase(PhasePlan::Backlog { jobs: [payments, 1, 1] });
         let ids = self.queue(jobs, "ties", |_| true).await?;
         self.spawn(1, false)?;
@@ -255,7 +269,11 @@ impl ZDriver<'_> {
         self.queue(jobs, "backlog", |_| true).await?;
         self.spawn(1, true)?;
         let first = self.workers[0].actor();
-        if !self.run.wait_for(|ev| ev.actor == first && matches!(ev.kind, EventKind::Crashed { planned: true, .. })).await {
+        if !self
+            .run
+            .wait_for(|ev| ev.actor == first && matches!(ev.kind, EventKind::Crashed { planned: true, .. }))
+            .await
+        {
             return Ok(false);
         }
         if !self.run.pause().await {
@@ -269,7 +287,8 @@ impl ZDriver<'_> {
     /// Until nothing is left to take (queue and processing set empty, no event for 100 ms).
     async fn until_nothing_left(&mut self) -> Result<bool, Error> {
         loop {
-            let quiet = match self.run.next_event_until(tokio::time::Instant::now() + Duration::from_millis(100)).await {
+            let quiet = match self.run.next_event_until(tokio::time::Instant::now() + Duration::from_millis(100)).await
+            {
                 Some(ev) => ev.is_none(),
                 None => return Ok(false),
             };
@@ -337,7 +356,10 @@ impl ZDriver<'_> {
         let until = tokio::time::Instant::now() + self.ctx.scale.duration(ms);
         loop {
             let taken_critical = match self.run.next_event_until(until).await {
-                Some(Some(ev)) => matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::PriorityJobTaken { priority: Priority::Critical, .. })),
+                Some(Some(ev)) => matches!(
+                    ev.kind.family::<PriorityEvent>(),
+                    Some(PriorityEvent::PriorityJobTaken { priority: Priority::Critical, .. })
+                ),
                 Some(None) => break,
                 None => return Ok(false),
             };
@@ -423,7 +445,10 @@ impl LabProcedure for ZsetSpec {
         let (finished, left) = (finished?, left?);
         let done: u32 = redis::cmd("SCARD").arg(&keys.done).query_async(&mut conn).await.context("SCARD")?;
         ctx.delete_run_keys().await?;
-        let queued = raw.iter().filter(|e| matches!(e.kind.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. }))).count() as u32;
+        let queued = raw
+            .iter()
+            .filter(|e| matches!(e.kind.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. })))
+            .count() as u32;
         let observed = ZsetObserved { scale: ctx.scale.0, queued, done, left, members, idle };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
@@ -442,7 +467,12 @@ impl Judge for ZsetSpec {
     fn final_state(&self, observed: &ZsetObserved) -> Vec<FinalItem> {
         let lost = observed.lost();
         let value = format!("{lost}-lost");
-        vec![FinalItem { order: None, subject: "jobs".into(), value, should_be: (lost != 0).then(|| "0-lost".to_string()) }]
+        vec![FinalItem {
+            order: None,
+            subject: "jobs".into(),
+            value,
+            should_be: (lost != 0).then(|| "0-lost".to_string()),
+        }]
     }
 
     fn facts(&self, run: &RunView<'_, ZsetObserved>) -> ZsetFacts {
@@ -453,7 +483,9 @@ impl Judge for ZsetSpec {
 impl Present for ZsetSpec {
     fn describe(&self, lang: Lang) -> String {
         let pop = match &self.pop {
-            PopSpec::PollSleep { sleep_ms } => crate::tr!(lang, "ZPOPMAX, sleep {sleep_ms} ms when empty", "ZPOPMAX, rỗng thì sleep {sleep_ms} ms"),
+            PopSpec::PollSleep { sleep_ms } => {
+                crate::tr!(lang, "ZPOPMAX, sleep {sleep_ms} ms when empty", "ZPOPMAX, rỗng thì sleep {sleep_ms} ms")
+            }
             PopSpec::Bzpopmax => "BZPOPMAX jobs 0".to_string(),
             PopSpec::Reliable { lease_ms, .. } => crate::tr!(
                 lang,
@@ -462,7 +494,11 @@ impl Present for ZsetSpec {
             ),
         };
         let [c, n, l] = self.cost_ms.array();
-        let work = crate::tr!(lang, "work {c}/{n}/{l} ms per critical/normal/low job", "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low");
+        let work = crate::tr!(
+            lang,
+            "work {c}/{n}/{l} ms per critical/normal/low job",
+            "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"
+        );
         let experiment = match &self.experiment {
             Experiment::Ties { payments } => crate::tr!(
                 lang,
@@ -520,7 +556,9 @@ impl Present for ZsetSpec {
     /// A flood: each job's wait against when it was taken (run 1).
     fn charts(&self, runs: &[RunView<'_, ZsetObserved>]) -> Vec<Chart> {
         match (&self.experiment, runs.first()) {
-            (Experiment::Flood { tau_ms, .. }, Some(first)) => vec![flood_chart(first.events, *tau_ms, first.observed.scale)],
+            (Experiment::Flood { tau_ms, .. }, Some(first)) => {
+                vec![flood_chart(first.events, *tau_ms, first.observed.scale)]
+            }
             _ => Vec::new(),
         }
     }
@@ -563,8 +601,15 @@ pub fn flood_chart(events: &[crate::timeline::Event], tau_ms: Option<f64>, scale
         .unwrap_or_default();
     Chart {
         id: "flood-waits".into(),
-        title: Words::new("How long each job waited, by when it was taken", "Mỗi job đã chờ bao lâu, theo lúc được lấy"),
-        x: Axis { label: Words::new("taken at (since t=0)", "lúc được lấy (từ t=0)"), unit: "ms".into(), scale: Scale::Linear },
+        title: Words::new(
+            "How long each job waited, by when it was taken",
+            "Mỗi job đã chờ bao lâu, theo lúc được lấy",
+        ),
+        x: Axis {
+            label: Words::new("taken at (since t=0)", "lúc được lấy (từ t=0)"),
+            unit: "ms".into(),
+            scale: Scale::Linear,
+        },
         y: Axis { label: Words::new("wait", "thời gian chờ"), unit: "ms".into(), scale: Scale::Linear },
         series,
         marks,
@@ -604,13 +649,19 @@ fn arrivals_chart(variants: &[&VariantRuns<'_, ZsetSpec>], figure: ArrivalFigure
     let (id, title, y, unit) = match figure {
         ArrivalFigure::Wait => (
             "arrival-wait",
-            Words::new("How long an arriving job waited for the worker (median)", "Job mới đến chờ worker bao lâu (trung vị)"),
+            Words::new(
+                "How long an arriving job waited for the worker (median)",
+                "Job mới đến chờ worker bao lâu (trung vị)",
+            ),
             Words::new("wait", "thời gian chờ"),
             "ms",
         ),
         ArrivalFigure::IdleCommands => (
             "idle-commands",
-            Words::new("Commands the idle worker sent (INFO commandstats)", "Số lệnh worker gửi khi rảnh (INFO commandstats)"),
+            Words::new(
+                "Commands the idle worker sent (INFO commandstats)",
+                "Số lệnh worker gửi khi rảnh (INFO commandstats)",
+            ),
             Words::new("commands per second", "lệnh mỗi giây"),
             "",
         ),
@@ -642,7 +693,9 @@ fn measures(run: &RunView<'_, ZsetObserved>) -> ZsetMeasures {
 fn claims_phrase(c: &ZsetClaims, lang: Lang) -> String {
     let mut parts = Vec::new();
     if c.fifo_ties {
-        parts.push(pick(lang, "equal scores not in the order queued", "cùng score mà không theo thứ tự xếp hàng").to_string());
+        parts.push(
+            pick(lang, "equal scores not in the order queued", "cùng score mà không theo thứ tự xếp hàng").to_string(),
+        );
     }
     if c.no_loss {
         parts.push(pick(lang, "a job lost", "mất job").to_string());
@@ -656,7 +709,11 @@ fn claims_phrase(c: &ZsetClaims, lang: Lang) -> String {
     if let Some(ms) = c.low_wait_ms {
         parts.push(crate::tr!(lang, "low waits > {ms} ms", "low chờ > {ms} ms"));
     }
-    let what = if parts.is_empty() { pick(lang, "nothing checked", "không kiểm tra gì").to_string() } else { parts.join(pick(lang, " or ", " hoặc ")) };
+    let what = if parts.is_empty() {
+        pick(lang, "nothing checked", "không kiểm tra gì").to_string()
+    } else {
+        parts.join(pick(lang, " or ", " hoặc "))
+    };
     crate::tr!(lang, "wrong: {what}", "SAI: {what}")
 }
 
@@ -718,23 +775,36 @@ fn measure_lines(m: &ZsetMeasures, lang: Lang) -> Vec<Line> {
     let mut out = Vec::new();
     if let Some(t) = &m.ties {
         out.push(Line::text(format!("{}: {}", pick(lang, "taken in order", "thứ tự lấy"), head(&t.taken, lang))));
-        out.push(Line::text(format!("{}: {}", pick(lang, "queued in order (FIFO)", "thứ tự xếp hàng (FIFO)"), head(&t.fifo, lang))));
+        out.push(Line::text(format!(
+            "{}: {}",
+            pick(lang, "queued in order (FIFO)", "thứ tự xếp hàng (FIFO)"),
+            head(&t.fifo, lang)
+        )));
         let rule = match (t.is_reverse_bytes(), lang) {
             (true, Lang::En) => "= highest score first, equal scores by member bytes, greatest first (ZPOPMAX's rule)",
-            (true, Lang::Vi) => "= score cao trước, cùng score thì theo byte của member, lớn trước (quy tắc của ZPOPMAX)",
+            (true, Lang::Vi) => {
+                "= score cao trước, cùng score thì theo byte của member, lớn trước (quy tắc của ZPOPMAX)"
+            }
             (false, Lang::En) => "≠ the byte order of the members",
             (false, Lang::Vi) => "≠ thứ tự byte của member",
         };
         out.push(Line::text(format!("{}: {rule}", pick(lang, "taken order", "thứ tự lấy"))));
     }
-    let lost = pick(lang, "jobs lost (queued − done − left on the server)", "job bị mất (đã xếp − đã xong − còn trên server)");
+    let lost =
+        pick(lang, "jobs lost (queued − done − left on the server)", "job bị mất (đã xếp − đã xong − còn trên server)");
     out.push(Line::text(format!("{lost}: {}", m.lost)));
     if let Some(w) = &m.arrivals {
         let label = pick(lang, "arrivals waited p50 / max", "job đến chờ p50 / max");
-        out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))));
+        out.push(
+            Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))),
+        );
     }
     if let Some(i) = &m.idle {
-        let label = pick(lang, "commands of the idle worker (INFO commandstats)", "lệnh của worker lúc rảnh (INFO commandstats)");
+        let label = pick(
+            lang,
+            "commands of the idle worker (INFO commandstats)",
+            "lệnh của worker lúc rảnh (INFO commandstats)",
+        );
         let per_s = pick(lang, "per second", "mỗi giây");
         out.push(Line::text(format!("{label}: ")).and(Piece::Count(ms(i.per_s()))).and_text(format!(" {per_s}")));
     }
@@ -744,7 +814,9 @@ fn measure_lines(m: &ZsetMeasures, lang: Lang) -> Vec<Line> {
     }
     if let Some(w) = &m.flood_critical {
         let label = pick(lang, "flood, critical waited p50 / max", "dồn dập, critical chờ p50 / max");
-        out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))));
+        out.push(
+            Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))),
+        );
     }
     out
 }
@@ -770,7 +842,10 @@ fn table_cells(m: &ZsetMeasures, lang: Lang) -> Vec<(String, Line)> {
         ("FIFO".to_string(), fifo),
         (pick(lang, "wait p50", "chờ p50").to_string(), m.arrivals.as_ref().map_or_else(none, |w| msl(w.p50_ms))),
         (pick(lang, "wait max", "chờ max").to_string(), m.arrivals.as_ref().map_or_else(none, |w| msl(w.max_ms))),
-        (pick(lang, "idle cmd/s", "lệnh/s rảnh").to_string(), m.idle.map_or_else(none, |i| Line(vec![Piece::Count(ms(i.per_s()))]))),
+        (
+            pick(lang, "idle cmd/s", "lệnh/s rảnh").to_string(),
+            m.idle.map_or_else(none, |i| Line(vec![Piece::Count(ms(i.per_s()))])),
+        ),
         (pick(lang, "low max", "low tối đa").to_string(), m.flood_low.as_ref().map_or_else(none, |w| msl(w.max_ms))),
     ]
 }
@@ -786,8 +861,22 @@ mod tests {
 
     fn job(t_queued: f64, t_taken: f64, id: &str, priority: Priority, phase: &str) -> [Event; 2] {
         [
-            ev(t_queued, PriorityEvent::JobQueued { job: id.into(), priority, phase: phase.into(), traced: true, score: None }.event()),
-            ev(t_taken, PriorityEvent::PriorityJobTaken { job: id.into(), priority, phase: phase.into(), traced: true, waited_ms: None }.event()),
+            ev(
+                t_queued,
+                PriorityEvent::JobQueued { job: id.into(), priority, phase: phase.into(), traced: true, score: None }
+                    .event(),
+            ),
+            ev(
+                t_taken,
+                PriorityEvent::PriorityJobTaken {
+                    job: id.into(),
+                    priority,
+                    phase: phase.into(),
+                    traced: true,
+                    waited_ms: None,
+                }
+                .event(),
+            ),
         ]
     }
 

@@ -5,8 +5,8 @@
 //! Every duration is in real milliseconds of the run; the limits are scaled by the run's time
 //! scale before comparing.
 
-use crate::labs::priority::served::{tracks, waits, Waits};
 use crate::checker::{RunVerdict, Verdict};
+use crate::labs::priority::served::{tracks, waits, Waits};
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{PhasePlan, Priority};
 use crate::timeline::Event;

@@ -7,12 +7,12 @@
 //! A job is done when its id is in the run's `done` set on the server: the lab counts lost
 //! jobs from the server, not from what the worker says.
 
-use crate::roles::consumer::named_connection;
-use crate::roles::RoleEnv;
 use crate::error::{Context, Error};
 use crate::fault::crash_now;
 use crate::priority_queue::Priority;
 use crate::priority_queue::PriorityEvent;
+use crate::roles::consumer::named_connection;
+use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
 use redis::aio::MultiplexedConnection;

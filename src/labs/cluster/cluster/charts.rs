@@ -2,8 +2,8 @@
 //! processes for each key layout (median over runs, min–max whiskers), the ceiling the busiest
 //! master's CPU allows for each, and each master's share of the queue commands per variant.
 
-use crate::labs::cluster::cluster::{measure, ClusterSpec, KeyLayout, Measures};
 use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
+use crate::labs::cluster::cluster::{measure, ClusterSpec, KeyLayout, Measures};
 use crate::labs::VariantRuns;
 use crate::lang::Words;
 use crate::stats::quantile;
@@ -24,7 +24,13 @@ pub fn compare(variants: &[VariantRuns<'_, ClusterSpec>]) -> Vec<Chart> {
         "số job mỗi giây mà luồng chính của master bận nhất sẽ bận 100 %, theo CPU mỗi job đo được (INFO cpu)"
     );
     vec![
-        curve(&runs, "throughput", crate::words!("Jobs/s by worker processes", "Job/s theo số worker"), measured, |m| m.jobs_per_s),
+        curve(
+            &runs,
+            "throughput",
+            crate::words!("Jobs/s by worker processes", "Job/s theo số worker"),
+            measured,
+            |m| m.jobs_per_s,
+        ),
         curve(
             &runs,
             "ceiling",
@@ -67,7 +73,8 @@ fn curve(
         .into_values()
         .map(|(keys, points)| {
             let median = |vs: &[f64]| quantile(vs, 0.5).unwrap_or(0.0);
-            let spread = |vs: &[f64]| (vs.iter().copied().fold(f64::MAX, f64::min), vs.iter().copied().fold(0.0, f64::max));
+            let spread =
+                |vs: &[f64]| (vs.iter().copied().fold(f64::MAX, f64::min), vs.iter().copied().fold(0.0, f64::max));
             Series {
                 name: layout_name(keys),
                 style: Style::Line,
@@ -80,7 +87,11 @@ fn curve(
         id: id.to_string(),
         title,
         x: Axis { label: crate::words!("worker processes", "số worker"), unit: String::new(), scale: Scale::Linear },
-        y: Axis { label: crate::words!("jobs per second", "job mỗi giây"), unit: "jobs/s".into(), scale: Scale::Linear },
+        y: Axis {
+            label: crate::words!("jobs per second", "job mỗi giây"),
+            unit: "jobs/s".into(),
+            scale: Scale::Linear,
+        },
         series,
         marks: Vec::new(),
         note: Some(note),
@@ -92,7 +103,8 @@ fn curve(
 fn shares(runs: &[&VariantRuns<'_, ClusterSpec>]) -> Chart {
     let firsts: Vec<(&VariantRuns<'_, ClusterSpec>, &crate::labs::cluster::cluster::PointObserved)> =
         runs.iter().filter_map(|v| Some((*v, v.runs.first()?.observed.points.first()?))).collect();
-    let masters: Vec<String> = firsts.first().map(|(_, p)| p.masters.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
+    let masters: Vec<String> =
+        firsts.first().map(|(_, p)| p.masters.iter().map(|m| m.name.clone()).collect()).unwrap_or_default();
     let series = firsts
         .iter()
         .map(|(v, p)| Series {
@@ -111,7 +123,11 @@ fn shares(runs: &[&VariantRuns<'_, ClusterSpec>]) -> Chart {
             unit: String::new(),
             scale: Scale::Categories(masters.iter().map(|m| Words::new(m.clone(), m.clone())).collect()),
         },
-        y: Axis { label: crate::words!("share of the queue commands", "phần lệnh của hàng đợi"), unit: "%".into(), scale: Scale::Linear },
+        y: Axis {
+            label: crate::words!("share of the queue commands", "phần lệnh của hàng đợi"),
+            unit: "%".into(),
+            scale: Scale::Linear,
+        },
         series,
         marks: vec![Mark { label: crate::words!("fair share", "phần chia đều"), axis: MarkAxis::Y, at: fair }],
         note: Some(crate::words!(
@@ -123,8 +139,8 @@ fn shares(runs: &[&VariantRuns<'_, ClusterSpec>]) -> Chart {
 
 #[cfg(test)]
 mod tests {
-    use crate::labs::cluster::cluster::{ClusterObserved, MasterLoad, PointObserved, QueueObserved, WorkerCounts};
     use crate::labs::cluster::cluster::charts::*;
+    use crate::labs::cluster::cluster::{ClusterObserved, MasterLoad, PointObserved, QueueObserved, WorkerCounts};
     use crate::labs::RunView;
     use crate::service::cluster::stats::NodeCounters;
 
@@ -166,9 +182,16 @@ mod tests {
 
     #[test]
     fn throughput_and_ceiling_by_layout_and_shares_by_master() {
-        let one_key = ClusterObserved { points: vec![point(1, 1, &[0, 900, 0]), point(3, 1, &[0, 900, 0])], reshard: None, external: false };
+        let one_key = ClusterObserved {
+            points: vec![point(1, 1, &[0, 900, 0]), point(3, 1, &[0, 900, 0])],
+            reshard: None,
+            external: false,
+        };
         let tags = ClusterObserved { points: vec![point(1, 3, &[300, 300, 300])], reshard: None, external: false };
-        let (s1, s2) = (spec(KeyLayout::OneKey, WorkerCounts::Sweep(vec![1, 3])), spec(KeyLayout::BalancedTags, WorkerCounts::One(1)));
+        let (s1, s2) = (
+            spec(KeyLayout::OneKey, WorkerCounts::Sweep(vec![1, 3])),
+            spec(KeyLayout::BalancedTags, WorkerCounts::One(1)),
+        );
         let (t1, t2) = (crate::words!("one key", "một key"), crate::words!("tags", "tag"));
         let view = |o| RunView { run: 1, events: &[], timed_out: false, observed: o };
         let variants = [

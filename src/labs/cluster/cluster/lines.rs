@@ -3,7 +3,7 @@
 //! and how a slot move went. Values that vary between runs are marked so snapshots redact them.
 
 use crate::cluster_queue::ClusterEvent;
-use crate::labs::cluster::cluster::{gaps, Measures, PointObserved, ClusterObserved, ReshardObserved};
+use crate::labs::cluster::cluster::{gaps, ClusterObserved, Measures, PointObserved, ReshardObserved};
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::service::cluster::stats::NodeCounters;
@@ -21,7 +21,11 @@ pub(super) fn queue_lines(p: &PointObserved, counts: bool, lang: Lang) -> Vec<Li
                     .and(a)
                     .and_text(pick(lang, ", processing:default in slot ", ", processing:default ở slot "))
                     .and(b)
-                    .and_text(pick(lang, ": no command may name both (CROSSSLOT)", ": không lệnh nào được dùng cả hai (CROSSSLOT)"));
+                    .and_text(pick(
+                        lang,
+                        ": no command may name both (CROSSSLOT)",
+                        ": không lệnh nào được dùng cả hai (CROSSSLOT)",
+                    ));
             }
             let (tag, slot, master) = (&q.tag, q.slot, &q.master);
             let line = Line::text(crate::tr!(
@@ -79,7 +83,11 @@ pub(super) fn master_lines(p: &PointObserved, m: &Measures, lang: Lang) -> Vec<L
             let (name, ranges) = (&master.name, ranges.join(","));
             Line::text(crate::tr!(lang, "master {name} (slots {ranges}): ", "master {name} (slot {ranges}): "))
                 .and(Piece::Count(m.shares.get(i).copied().unwrap_or(0.0).round() as i64))
-                .and_text(pick(lang, " % of the queue commands, main thread ", " % lệnh của hàng đợi, luồng chính bận "))
+                .and_text(pick(
+                    lang,
+                    " % of the queue commands, main thread ",
+                    " % lệnh của hàng đợi, luồng chính bận ",
+                ))
                 .and(Piece::Count(m.busy.get(i).copied().unwrap_or(0.0).round() as i64))
                 .and_text(pick(lang, " % busy", " %"))
         })
@@ -92,7 +100,8 @@ pub(super) fn master_lines(p: &PointObserved, m: &Measures, lang: Lang) -> Vec<L
 pub(super) fn reshard_lines(o: &ClusterObserved, r: &ReshardObserved, events: &[Event], lang: Lang) -> Vec<Line> {
     let (tag, slot, from, to) = (&r.tag, r.slot, &r.from, &r.to);
     let (stall, other) = gaps(events, tag);
-    let sum = |f: fn(&NodeCounters) -> u64| o.points.iter().flat_map(|p| &p.masters).map(|m| f(&m.counters) as i64).sum();
+    let sum =
+        |f: fn(&NodeCounters) -> u64| o.points.iter().flat_map(|p| &p.masters).map(|m| f(&m.counters) as i64).sum();
     let mut lines = vec![Line::text(crate::tr!(
         lang,
         "slot {slot} ({tag}) moved {from} → {to} while the workers ran: longest gap between its jobs ",
@@ -126,18 +135,26 @@ fn reshard_story(r: &ReshardObserved, events: &[Event], lang: Lang) -> Option<Li
     let pushed = events.iter().filter(|e| (migrating..owned).contains(&e.t_us) && ours(e, false)).count();
     let next = events.iter().find(|e| e.t_us >= owned && ours(e, true)).map(|e| e.t_us);
     let (tag, to) = (&r.tag, &r.to);
-    let line = Line::text(crate::tr!(lang, "{tag} during the move: MIGRATING at t=", "{tag} trong lúc chuyển: MIGRATING lúc t="))
-        .and(Piece::Ms(migrating / 1000))
-        .and_text(pick(lang, ", MIGRATE at t=", ", MIGRATE lúc t="))
-        .and(Piece::Ms(keys / 1000))
-        .and_text(crate::tr!(lang, ", NODE {to} at t=", ", NODE {to} lúc t="))
-        .and(Piece::Ms(owned / 1000))
-        .and_text("; ")
-        .and(Piece::Count(pushed as i64))
-        .and_text(pick(lang, " jobs pushed to it in between", " job được đẩy vào trong lúc đó"));
+    let line = Line::text(crate::tr!(
+        lang,
+        "{tag} during the move: MIGRATING at t=",
+        "{tag} trong lúc chuyển: MIGRATING lúc t="
+    ))
+    .and(Piece::Ms(migrating / 1000))
+    .and_text(pick(lang, ", MIGRATE at t=", ", MIGRATE lúc t="))
+    .and(Piece::Ms(keys / 1000))
+    .and_text(crate::tr!(lang, ", NODE {to} at t=", ", NODE {to} lúc t="))
+    .and(Piece::Ms(owned / 1000))
+    .and_text("; ")
+    .and(Piece::Count(pushed as i64))
+    .and_text(pick(lang, " jobs pushed to it in between", " job được đẩy vào trong lúc đó"));
     Some(match next {
         Some(t) => line
-            .and_text(pick(lang, "; its first job after the move took effect at t=", "; job đầu tiên sau khi chuyển có hiệu lực lúc t="))
+            .and_text(pick(
+                lang,
+                "; its first job after the move took effect at t=",
+                "; job đầu tiên sau khi chuyển có hiệu lực lúc t=",
+            ))
             .and(Piece::Ms(t / 1000)),
         None => line,
     })

@@ -5,16 +5,16 @@
 //! queue's lists hold afterwards.
 
 use crate::cluster_queue::ClusterEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
-use crate::labs::consumer_group::drain;
-use crate::labs::RunContext;
 use crate::error::{Context, Error};
 use crate::fault::{HandlerWork, TimeScale};
+use crate::labs::consumer_group::drain;
+use crate::labs::RunContext;
 use crate::roles::cluster_worker::{parse_effect, ClusterWorkerConfig, QueueKeys, QueuedJob, RetryWait, STOP};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::service::cluster::stats::{self, NodeCounters};
 use crate::service::cluster::{keyslot, ClusterNode};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
@@ -157,7 +157,8 @@ impl Publisher<'_> {
             lpush(&mut self.conn, &keys.queue, &[job.payload()]).await?;
             if self.per_job_events {
                 let kind =
-                    ClusterEvent::JobPushed { job_id: job.id.clone(), job: job.job.clone(), queue: keys.tag.clone() }.event();
+                    ClusterEvent::JobPushed { job_id: job.id.clone(), job: job.job.clone(), queue: keys.tag.clone() }
+                        .event();
                 self.sink.record(RawEvent { mono_ns: at, actor: Actor::Producer, kind });
             }
             pushed.send_replace(i + 1);

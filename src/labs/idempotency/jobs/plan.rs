@@ -103,7 +103,12 @@ impl JobPlan {
     }
 
     pub fn sink_fault(&self) -> Option<SinkFault> {
-        self.partner.map(|kind| SinkFault { job: Some(self.job.clone()), effect: self.partner_effect.clone(), kind, times: 1 })
+        self.partner.map(|kind| SinkFault {
+            job: Some(self.job.clone()),
+            effect: self.partner_effect.clone(),
+            kind,
+            times: 1,
+        })
     }
 }
 
@@ -231,7 +236,10 @@ mod tests {
     fn a_job_of_two_effects_has_a_cell_per_effect_in_order() {
         let effects = ["email".to_string(), "partner_api".to_string()];
         let c = cells(&[plan("order-42")], &effects, &[Fate::Lost, Fate::Once], &[], &BTreeMap::new(), Lang::En);
-        assert_eq!(c.iter().map(|c| (c.effect.as_str(), c.expected)).collect::<Vec<_>>(), [("email", Fate::Lost), ("partner_api", Fate::Once)]);
+        assert_eq!(
+            c.iter().map(|c| (c.effect.as_str(), c.expected)).collect::<Vec<_>>(),
+            [("email", Fate::Lost), ("partner_api", Fate::Once)]
+        );
         assert_eq!(c[1].column, "partner_api");
         let two = cells(&[plan("job-1"), plan("job-2")], &effects, &[Fate::Once; 4], &[], &BTreeMap::new(), Lang::En);
         assert_eq!(two[3].column, "job-2 partner_api");

@@ -4,10 +4,10 @@
 //! `XADD … IDMP <producer> <job>` (Redis ≥ 8.6) the server answers a resend with the ID it
 //! already gave and adds nothing.
 
-use crate::handler::job::events::JobEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
-use crate::labs::idempotency::jobs::plan::JobPlan;
 use crate::error::{Context, Error};
+use crate::handler::job::events::JobEvent;
+use crate::labs::idempotency::jobs::plan::JobPlan;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, Sink};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
@@ -75,20 +75,13 @@ mod tests {
     use crate::labs::idempotency::jobs::publish::*;
 
     fn plan(job: &str, copies: u32, resend_after: Option<u32>) -> JobPlan {
-        JobPlan {
-            job: job.into(),
-            crash: None,
-            partner: None,
-            partner_effect: None,
-            copies,
-            resend_after,
-            order: 42,
-        }
+        JobPlan { job: job.into(), crash: None, partner: None, partner_effect: None, copies, resend_after, order: 42 }
     }
 
     #[test]
     fn copies_and_resends_take_their_place_in_the_schedule() {
-        let jobs = [plan("a", 1, Some(0)), plan("b", 2, None), plan("c", 1, Some(2)), plan("d", 1, None), plan("e", 1, None)];
+        let jobs =
+            [plan("a", 1, Some(0)), plan("b", 2, None), plan("c", 1, Some(2)), plan("d", 1, None), plan("e", 1, None)];
         // a, a again at once, b twice, c, then two more sends (d, e) before c again.
         assert_eq!(schedule(&jobs), [(0, 1), (0, 2), (1, 1), (1, 1), (2, 1), (3, 1), (4, 1), (2, 2)]);
     }

@@ -137,7 +137,13 @@ pub fn generate(w: &Workload, seed: u64) -> Vec<PlannedJob> {
         let u: f64 = rng.random_range(f64::EPSILON..1.0);
         t += -u.ln() * 1000.0 / w.rate_per_s;
         let roll = rng.random_range(0..100);
-        let priority = if roll < w.mix[0] { 0 } else if roll < w.mix[0] + w.mix[1] { 1 } else { 2 };
+        let priority = if roll < w.mix[0] {
+            0
+        } else if roll < w.mix[0] + w.mix[1] {
+            1
+        } else {
+            2
+        };
         jobs.push((priority, t));
     }
     if let Some(b) = &w.burst {
@@ -147,7 +153,12 @@ pub fn generate(w: &Workload, seed: u64) -> Vec<PlannedJob> {
     let mut planned: Vec<PlannedJob> = jobs
         .iter()
         .enumerate()
-        .map(|(n, (p, at))| PlannedJob { job: format!("{}-{:04}", &PRIORITIES[*p][..1], n + 1), priority: *p, at_ms: *at, fault: None })
+        .map(|(n, (p, at))| PlannedJob {
+            job: format!("{}-{:04}", &PRIORITIES[*p][..1], n + 1),
+            priority: *p,
+            at_ms: *at,
+            fault: None,
+        })
         .collect();
     let mut order: Vec<usize> = (0..planned.len()).collect();
     order.shuffle(&mut rng);

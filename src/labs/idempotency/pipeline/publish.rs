@@ -2,11 +2,11 @@
 //! `XADD` to its priority's stream at its planned time after t=0, so arrivals follow the
 //! workload and not how fast the harness can send.
 
-use crate::handler::job::events::JobEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
-use crate::labs::idempotency::pipeline::plan::PlannedJob;
 use crate::error::{Context, Error};
 use crate::fault::TimeScale;
+use crate::handler::job::events::JobEvent;
+use crate::labs::idempotency::pipeline::plan::PlannedJob;
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, Sink};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
@@ -32,7 +32,8 @@ pub async fn publish(
             .query_async(&mut conn)
             .await
             .context("XADD")?;
-        let kind = JobEvent::JobPublished { entry_id, job: job.job, attempt: 1, reply_lost: false, same_id: false }.event();
+        let kind =
+            JobEvent::JobPublished { entry_id, job: job.job, attempt: 1, reply_lost: false, same_id: false }.event();
         sink.emit(Actor::Producer, kind);
     }
     Ok(())

@@ -2,9 +2,9 @@
 //! to its acknowledgement, per priority (p50, p90, p99), and the throughput of done jobs;
 //! and the chart that sets the variants' latencies side by side.
 
+use crate::chart::{Axis, Chart, Scale, Series, Style};
 use crate::handler::job::events::JobEvent;
 use crate::labs::idempotency::pipeline::plan::PRIORITIES;
-use crate::chart::{Axis, Chart, Scale, Series, Style};
 use crate::lang::Words;
 use crate::timeline::Event;
 use std::collections::{HashMap, HashSet};
@@ -83,17 +83,29 @@ pub fn latency_chart(variants: &[(&str, Latencies)]) -> Chart {
             let points = (0..3)
                 .filter_map(|p| l.quantile_us(p, q).map(|us| (p as f64, (us as f64 / 1000.0).max(0.1))))
                 .collect();
-            series.push(Series { name: Words::new(format!("{id} {label}"), format!("{id} {label}")), style: Style::Bars, points, err: None });
+            series.push(Series {
+                name: Words::new(format!("{id} {label}"), format!("{id} {label}")),
+                style: Style::Bars,
+                points,
+                err: None,
+            });
         }
     }
     Chart {
         id: "latency".into(),
         title: Words::new("Publish → XACK latency per priority", "Độ trễ từ publish đến XACK theo mức ưu tiên"),
-        x: Axis { label: Words::new("priority", "mức ưu tiên"), unit: String::new(), scale: Scale::Categories(categories) },
+        x: Axis {
+            label: Words::new("priority", "mức ưu tiên"),
+            unit: String::new(),
+            scale: Scale::Categories(categories),
+        },
         y: Axis { label: Words::new("latency", "độ trễ"), unit: "ms".into(), scale: Scale::Log10 },
         series,
         marks: Vec::new(),
-        note: Some(Words::new("run 1 of each variant; done jobs only (not dead-lettered)", "lần 1 của mỗi biến thể; chỉ job đã xong (không vào DLQ)")),
+        note: Some(Words::new(
+            "run 1 of each variant; done jobs only (not dead-lettered)",
+            "lần 1 của mỗi biến thể; chỉ job đã xong (không vào DLQ)",
+        )),
     }
 }
 
@@ -107,18 +119,28 @@ fn priority_vi(p: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use crate::handler::job::events::FailReason;
     use crate::labs::idempotency::pipeline::stats::*;
     use crate::timeline::vocabulary::Vocabulary;
-    use crate::timeline::EventKind;
     use crate::timeline::Actor;
-    use crate::handler::job::events::FailReason;
+    use crate::timeline::EventKind;
 
     fn ev(t_ms: i64, kind: EventKind) -> Event {
         Event { t_us: t_ms * 1000, actor: Actor::Consumer(1), kind }
     }
 
     fn published(t: i64, id: &str, job: &str) -> Event {
-        ev(t, JobEvent::JobPublished { entry_id: id.into(), job: job.into(), attempt: 1, reply_lost: false, same_id: false }.event())
+        ev(
+            t,
+            JobEvent::JobPublished {
+                entry_id: id.into(),
+                job: job.into(),
+                attempt: 1,
+                reply_lost: false,
+                same_id: false,
+            }
+            .event(),
+        )
     }
 
     fn acked(t: i64, id: &str, job: &str) -> Event {

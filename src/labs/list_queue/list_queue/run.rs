@@ -1,18 +1,18 @@
 //! One run of a list-queue lab: keys and ledger, worker and supervisor processes, the producer
 //! (a task of the orchestrator, gated pushes), the run loop that ends it, and what is left.
 
-use crate::list_queue::events::ListEvent;
-use crate::timeline::vocabulary::Vocabulary as _;
-use crate::labs::list_queue::list_queue::{JobPlan, ListQueueObserved, ListQueueSpec, PushEnd, EFFECT};
 use crate::checker::total_queue::DeadLetter;
 use crate::error::{Context, Error};
-use crate::labs::{RunContext, RunOutcome};
-use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
+use crate::labs::list_queue::list_queue::{JobPlan, ListQueueObserved, ListQueueSpec, PushEnd, EFFECT};
 use crate::labs::list_queue::supervisor::ListSupervisorConfig;
 use crate::labs::list_queue::worker::ListWorkerConfig;
+use crate::labs::{RunContext, RunOutcome};
+use crate::list_queue::events::ListEvent;
+use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
+use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink, KILLED_BY_RUNNER};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
@@ -27,7 +27,12 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
     let ledger = SideEffectSink::connect(&sink_cfg).await?;
     ledger.reset().await?;
     for j in spec.jobs.iter().filter(|j| j.refused > 0) {
-        let fault = SinkFault { job: Some(j.label()), effect: Some(EFFECT.into()), kind: SinkFaultKind::Refuse, times: j.refused };
+        let fault = SinkFault {
+            job: Some(j.label()),
+            effect: Some(EFFECT.into()),
+            kind: SinkFaultKind::Refuse,
+            times: j.refused,
+        };
         ledger.add_fault(&fault).await?;
     }
     let deprecation = match spec.take {
@@ -110,7 +115,6 @@ impl Crew {
         }
     }
 }
-
 
 async fn start_supervisor(
     spec: &ListQueueSpec,
@@ -196,7 +200,12 @@ async fn drive(
 
 /// Push every job from `p.next` up to the next gated one (a gated job goes once the job before
 /// it was taken: `observe` opens the gate). A push is stamped when it is sent.
-async fn push_ready(spec: &ListQueueSpec, producer: &mut MultiplexedConnection, crew: &Crew, p: &mut Progress) -> Result<(), Error> {
+async fn push_ready(
+    spec: &ListQueueSpec,
+    producer: &mut MultiplexedConnection,
+    crew: &Crew,
+    p: &mut Progress,
+) -> Result<(), Error> {
     let cmd = match spec.push {
         PushEnd::Rpush => "RPUSH",
         PushEnd::Lpush => "LPUSH",
@@ -204,7 +213,8 @@ async fn push_ready(spec: &ListQueueSpec, producer: &mut MultiplexedConnection, 
     while p.next < spec.jobs.len() && p.gate.is_none() {
         let job: &JobPlan = &spec.jobs[p.next];
         let sent = crate::clock::now_ns();
-        let len: i64 = redis::cmd(cmd).arg(&crew.keys.queue).arg(job.payload()).query_async(producer).await.context(cmd)?;
+        let len: i64 =
+            redis::cmd(cmd).arg(&crew.keys.queue).arg(job.payload()).query_async(producer).await.context(cmd)?;
         let kind = ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len }.event();
         crew.tx.record(RawEvent { mono_ns: sent, actor: Actor::Producer, kind });
         p.next += 1;
@@ -255,7 +265,9 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
                 return Step::Restart;
             }
         }
-        (_, Some(ListEvent::RetryScheduled { .. })) | (_, Some(ListEvent::Poison { .. })) | (EventKind::Crashed { .. }, _) => {
+        (_, Some(ListEvent::RetryScheduled { .. }))
+        | (_, Some(ListEvent::Poison { .. }))
+        | (EventKind::Crashed { .. }, _) => {
             p.busy.insert(ev.actor, false);
         }
         _ => {}
@@ -272,9 +284,15 @@ fn all_settled(spec: &ListQueueSpec, p: &Progress) -> bool {
 async fn leftovers(conn: &mut MultiplexedConnection, keys: &ListKeys, take: Take) -> Result<ListQueueObserved, Error> {
     let read = |key: String| {
         let mut conn = conn.clone();
-        async move { redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async::<Vec<String>>(&mut conn).await.context("LRANGE") }
+        async move {
+            redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async::<Vec<String>>(&mut conn).await.context("LRANGE")
+        }
     };
-    let strip = |e: &str| e.split_once('|').filter(|(t, _)| t.chars().all(|c| c.is_ascii_digit())).map_or(e.to_string(), |(_, p)| p.to_string());
+    let strip = |e: &str| {
+        e.split_once('|')
+            .filter(|(t, _)| t.chars().all(|c| c.is_ascii_digit()))
+            .map_or(e.to_string(), |(_, p)| p.to_string())
+    };
     let processing_raw = read(keys.processing.clone()).await?;
     let labels = |v: Vec<String>| v.iter().map(|e| payload_label(&strip(e))).collect::<Vec<_>>();
     let failed = read(keys.failed.clone()).await?;
@@ -285,12 +303,18 @@ async fn leftovers(conn: &mut MultiplexedConnection, keys: &ListKeys, take: Take
             reason: if ListJob::parse(p).is_ok() { "max attempts".into() } else { "poison".into() },
         })
         .collect();
-    let delayed: Vec<String> =
-        redis::cmd("ZRANGE").arg(&keys.delayed).arg(0).arg(-1).query_async(&mut conn.clone()).await.context("ZRANGE")?;
+    let delayed: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&keys.delayed)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn.clone())
+        .await
+        .context("ZRANGE")?;
     let mut orphans = 0;
     if take == Take::Lease {
         for e in &processing_raw {
-            let score: Option<f64> = redis::cmd("ZSCORE").arg(&keys.leases).arg(e).query_async(&mut conn.clone()).await.context("ZSCORE")?;
+            let score: Option<f64> =
+                redis::cmd("ZSCORE").arg(&keys.leases).arg(e).query_async(&mut conn.clone()).await.context("ZSCORE")?;
             orphans += u32::from(score.is_none());
         }
     }
@@ -323,7 +347,9 @@ fn doc_fields(reply: &redis::Value) -> Option<HashMap<String, String>> {
     let pairs = |v: &Value| -> Option<Vec<(Value, Value)>> {
         match v {
             Value::Map(m) => Some(m.clone()),
-            Value::Array(a) => Some(a.chunks(2).filter(|c| c.len() == 2).map(|c| (c[0].clone(), c[1].clone())).collect()),
+            Value::Array(a) => {
+                Some(a.chunks(2).filter(|c| c.len() == 2).map(|c| (c[0].clone(), c[1].clone())).collect())
+            }
             _ => None,
         }
     };

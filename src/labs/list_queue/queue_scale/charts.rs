@@ -3,9 +3,9 @@
 //! perfect scaling), and beside it the CPU of the Redis server's one thread and of the whole
 //! machine at each point — the two things that can stop the curve.
 
+use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
 use crate::labs::list_queue::queue_scale::{summarize, PointSummary, QueueScaleObserved, QueueScaleSpec};
 use crate::labs::list_queue::scale_worker::QueueKind;
-use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
 use crate::labs::VariantRuns;
 use crate::lang::Words;
 
@@ -22,7 +22,10 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
     if curves.is_empty() {
         return Vec::new();
     }
-    let workers = Axis { label: crate::words!("worker processes", "số process worker"), unit: String::new(), scale: Scale::Log2 };
+    let workers =
+        Axis {
+            label: crate::words!("worker processes", "số process worker"), unit: String::new(), scale: Scale::Log2
+        };
     let series = |value: fn(&PointSummary) -> f64, whiskers: bool| -> Vec<Series> {
         curves
             .iter()
@@ -90,8 +93,8 @@ fn legend_name(spec: &QueueScaleSpec) -> Words {
 
 #[cfg(test)]
 mod tests {
-    use crate::labs::list_queue::queue_scale::tests::point;
     use crate::labs::list_queue::queue_scale::charts::*;
+    use crate::labs::list_queue::queue_scale::tests::point;
     use crate::labs::RunView;
 
     #[test]
@@ -103,7 +106,10 @@ mod tests {
         let title = crate::words!("list", "list");
         let variants = [VariantRuns { id: "list-zero", title: &title, spec: &spec, runs: vec![view(&a), view(&b)] }];
         let charts = compare(&variants);
-        assert_eq!(charts.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["throughput", "redis-cpu", "machine-cpu"]);
+        assert_eq!(
+            charts.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["throughput", "redis-cpu", "machine-cpu"]
+        );
         charts.iter().for_each(|c| c.validate().unwrap());
         // The median of two runs is the lower one (`stats::quantile`); whiskers span both.
         assert_eq!(charts[0].series[0].points, [(1.0, 100.0), (2.0, 180.0)]);
@@ -112,7 +118,8 @@ mod tests {
         assert_eq!(charts[2].series[0].points, [(1.0, 20.0), (2.0, 40.0)]);
         assert!(compare(&variants[..0]).is_empty());
         assert_eq!(charts[0].series[0].name.en, "list, parse only");
-        let batched: QueueScaleSpec = toml::from_str("queue = \"stream\"\nworkers = [1]\nread_count = 10\ncost_ms = 5\n").unwrap();
+        let batched: QueueScaleSpec =
+            toml::from_str("queue = \"stream\"\nworkers = [1]\nread_count = 10\ncost_ms = 5\n").unwrap();
         assert_eq!(legend_name(&batched).vi, "stream COUNT 10, 5 ms");
     }
 }

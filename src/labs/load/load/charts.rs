@@ -1,8 +1,8 @@
 //! The load lab's charts, one bar or curve per strategy (run 1 of each variant): throughput,
 //! orders left wrong, and the publish → ack latency distribution.
 
-use crate::labs::load::load::{measure, publish_and_ack, LoadSpec};
 use crate::chart::{Axis, Chart, Mark, Scale, Series, Style};
+use crate::labs::load::load::{measure, publish_and_ack, LoadSpec};
 use crate::labs::{Judge, VariantRuns};
 use crate::lang::Words;
 use crate::words;
@@ -25,7 +25,8 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
         err: None,
     };
     let note = Some(Words::new("run 1 of each variant", "lần 1 của mỗi biến thể"));
-    let throughput: Vec<f64> = firsts.iter().map(|(v, r)| measure(v.spec.shards, r.events).throughput_eps as f64).collect();
+    let throughput: Vec<f64> =
+        firsts.iter().map(|(v, r)| measure(v.spec.shards, r.events).throughput_eps as f64).collect();
     let wrong: Vec<f64> = firsts
         .iter()
         .map(|(v, r)| v.spec.final_state(r.observed).iter().filter(|i| i.is_wrong()).count() as f64)
@@ -36,14 +37,19 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
             id: "throughput".into(),
             title: Words::new("load: events acknowledged per second", "load: số sự kiện được ack mỗi giây"),
             x: strategy.clone(),
-            y: Axis { label: Words::new("throughput", "thông lượng"), unit: "events/s".into(), scale: Scale::Linear },
+            y: Axis {
+                label: Words::new("throughput", "thông lượng"), unit: "events/s".into(), scale: Scale::Linear
+            },
             series: vec![bars(Words::new("throughput", "thông lượng"), throughput)],
             marks: Vec::new(),
             note: note.clone(),
         },
         Chart {
             id: "wrong-orders".into(),
-            title: words!("load: orders left in a wrong state, of {orders}", "load: số đơn sai trạng thái cuối, trên {orders}"),
+            title: words!(
+                "load: orders left in a wrong state, of {orders}",
+                "load: số đơn sai trạng thái cuối, trên {orders}"
+            ),
             x: strategy,
             y: Axis { label: Words::new("wrong orders", "đơn sai"), unit: String::new(), scale: Scale::Linear },
             series: vec![bars(Words::new("wrong orders", "đơn sai"), wrong)],
@@ -55,18 +61,28 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
 }
 
 /// Share of events acknowledged within x ms of their publish, one staircase per variant.
-fn latency(firsts: &[(&VariantRuns<'_, LoadSpec>, &crate::labs::RunView<'_, <LoadSpec as Judge>::Observed>)], note: Option<Words>) -> Chart {
+fn latency(
+    firsts: &[(&VariantRuns<'_, LoadSpec>, &crate::labs::RunView<'_, <LoadSpec as Judge>::Observed>)],
+    note: Option<Words>,
+) -> Chart {
     let series = firsts
         .iter()
         .map(|(v, r)| {
-            let mut ms: Vec<f64> = publish_and_ack(v.spec.shards, r.events).latencies_us().iter().map(|us| (us / 1000.0).max(0.01)).collect();
+            let mut ms: Vec<f64> = publish_and_ack(v.spec.shards, r.events)
+                .latencies_us()
+                .iter()
+                .map(|us| (us / 1000.0).max(0.01))
+                .collect();
             ms.sort_by(f64::total_cmp);
             Series { name: Words::same(v.id), style: Style::Step, points: ecdf(&ms), err: None }
         })
         .collect();
     Chart {
         id: "latency".into(),
-        title: Words::new("load: publish → ack latency, share of events at or below", "load: độ trễ publish → ack, tỉ lệ sự kiện không vượt quá"),
+        title: Words::new(
+            "load: publish → ack latency, share of events at or below",
+            "load: độ trễ publish → ack, tỉ lệ sự kiện không vượt quá",
+        ),
         x: Axis { label: Words::new("latency", "độ trễ"), unit: "ms".into(), scale: Scale::Log10 },
         y: Axis { label: Words::new("events", "sự kiện"), unit: "%".into(), scale: Scale::Linear },
         series,

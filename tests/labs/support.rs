@@ -74,11 +74,8 @@ pub fn final_rows(r: &RunRecord) -> Vec<OrderRow> {
         Observed::OutboxRollback(o) => o.final_rows.clone(),
         Observed::Failover(o) => o.final_rows.clone(),
         Observed::Load(o) => o.final_rows.clone(),
-        Observed::Jobs(_) | Observed::Pipeline(_) | Observed::Cluster(_) => Vec::new(),
-        Observed::ReaderCeiling(_) | Observed::Priority(_) | Observed::Zset(_) => Vec::new(),
-        Observed::Persistence(_) | Observed::Eviction(_) | Observed::ListQueue(_) | Observed::QueueScale(_) => {
-            Vec::new()
-        }
+        // Kinds without an orders table.
+        _ => Vec::new(),
     }
 }
 
@@ -87,20 +84,7 @@ pub fn stream(r: &RunRecord) -> Vec<StreamEntry> {
     match &r.observed {
         Observed::Stream(o) => o.stream.clone(),
         Observed::Outbox(o) => o.stream.clone(),
-        Observed::SqlRace(_)
-        | Observed::OutboxRollback(_)
-        | Observed::Load(_)
-        | Observed::Failover(_)
-        | Observed::ReaderCeiling(_)
-        | Observed::Priority(_)
-        | Observed::Zset(_)
-        | Observed::Jobs(_)
-        | Observed::Pipeline(_)
-        | Observed::Cluster(_)
-        | Observed::Persistence(_)
-        | Observed::Eviction(_)
-        | Observed::ListQueue(_)
-        | Observed::QueueScale(_) => Vec::new(),
+        _ => Vec::new(),
     }
 }
 

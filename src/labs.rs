@@ -118,6 +118,9 @@ macro_rules! lab_families {
     ($( $(#[$fdoc:meta])* $family:ident { $( $(#[$doc:meta])* $kind:ident($module:ident::$spec:ident) = $name:literal, )* } )*) => {
         $( $(#[$fdoc])* pub mod $family; )*
 
+        /// The families by module name (a scenario's `family` is the same with `-` for `_`).
+        pub const FAMILY_NAMES: &[&str] = &[$( stringify!($family) ),*];
+
         /// Every vocabulary of events beyond the core ones ([`crate::timeline::EventKind`]): the
         /// reporters word and draw any event through it, and match on none of them.
         pub static VOCABULARIES: Registry = Registry(&[SHARED_VOCABULARIES, $( $family::FAMILY.vocabularies, )*]);

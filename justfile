@@ -54,6 +54,11 @@ bench *labs: setup
     cargo build --release -q
     ./target/release/ordlab bench {{labs}}
 
+# Format every source file: cargo fmt, and rustfmt on the family folders (their modules are declared by `lab_families!`, which cargo fmt does not follow).
+fmt:
+    cargo fmt
+    rustfmt --edition 2021 src/labs/*.rs
+
 # Which backends work here, server versions and capabilities.
 doctor:
     cargo run --release -q -- doctor

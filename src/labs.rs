@@ -1,10 +1,12 @@
-//! Lab kinds. Each is one file below with its spec (the keys of its scenario `[setup]`), how
-//! it runs on the servers, what a run observed, how that is judged, and its words in both
-//! languages; `lab_kinds!` lists them, one line each, and is the only place that names them.
+//! Lab families and their kinds. A family is a folder (`labs/<family>/`) with its kinds, and
+//! the roles, checkers, charts and events only it uses; `lab_families!` below names each family
+//! and its kinds, once, and is the only place that does.
 //!
-//! Adding a kind: write `labs/<kind>.rs` with a spec that implements [`LabProcedure`],
-//! [`Judge`] and [`Present`] (the compiler lists what is missing), add its line to
-//! `lab_kinds!`, and write a scenario file with `kind = "<kind>"` in its `[setup]`.
+//! A kind is a spec (the keys of its scenario `[setup]`) that implements [`LabProcedure`] (how
+//! it runs), [`Judge`] (what a run observed and its verdict, pure) and [`Present`] (its words in
+//! both languages); a family's `FAMILY` lists its events ([`VOCABULARIES`]) and processes
+//! ([`ROLES`]). What several families share lives here (the core: procedure, context, record,
+//! consumer_group, order_stream) or in a shared module of the crate, never in a sibling kind.
 
 mod consumer_group;
 mod context;

@@ -5,16 +5,17 @@
 //!
 //! ```text
 //! scenarios/<id>.toml ──► scenario: parsed, variants resolved, each with its lab procedure
-//!                              │    (labs::Procedure, one arm per kind in src/labs/)
+//!                              │    (labs::Procedure, one arm per kind of a family in src/labs/)
 //!   service ──► one Redis + one PostgreSQL per invocation (local, docker or external)
 //!                              │
 //!   runner  ──► variants × runs: procedure.run(RunContext) on fresh keys and rows
 //!                              │
-//!   labs/<kind> ──► starts roles (roles/: consumers, claimer, fan-out reader, dispatchers as
-//!               OS processes; the producer as a task), injects faults (fault/), waits until
-//!               the run is over, reads what the servers hold
+//!   labs/<family>/<kind> ──► starts roles (shared ones in roles/, a family's own in its
+//!               folder, all OS processes; the producer as a task), injects faults (fault/),
+//!               waits until the run is over, reads what the servers hold
 //!                              │ typed events as JSON lines from every process
-//!   timeline ◄─────────────────┘ one monotonic clock, t=0 at producer start
+//!   timeline ◄─────────────────┘ one monotonic clock, t=0 at producer start; a core
+//!               vocabulary, and each family's own events (timeline::vocabulary)
 //!                              │
 //!   checker ──► pure functions per concern, composed by the lab: right / wrong / unknown
 //!                              │
@@ -27,12 +28,15 @@
 //! strategies of [`handler::order`] for a stream consumer's order events, the idempotency
 //! techniques of [`handler::job`] for a job's side effects), [`fault`] (delays, crashes,
 //! publish failures), [`checker`] (verdicts), [`report`] (renderers).
-//! [`labs`] holds one file per lab kind; [`runner`] loops variants and runs; [`catalog`]
-//! knows the built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams
-//! helpers), [`orders`] (the orders table), [`order_document`] (an order as a document, P4),
-//! [`outbox_table`], [`timeline`], [`clock`], and [`side_effect`] (the outside party that
-//! receives e-mails, charges and API calls, in its own database, and keeps the ledger the
-//! idempotency labs count from).
+//! [`labs`] holds the lab families, a folder each (its kinds, and the roles, checkers, charts
+//! and events only it uses); [`runner`] loops variants and runs; [`catalog`] knows the
+//! built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams helpers),
+//! [`orders`] (the orders table), [`order_document`] (an order as a document, P4),
+//! [`priority_queue`], [`list_queue`] and [`cluster_queue`] (what several families share of a
+//! queue: keys, scripts, the events of its workers), [`timeline`] (the record and its core
+//! vocabulary), [`clock`], and [`side_effect`] (the outside party that receives e-mails,
+//! charges and API calls, in its own database, and keeps the ledger the idempotency labs count
+//! from).
 
 pub mod bench;
 pub mod catalog;

@@ -82,7 +82,7 @@ impl PhasePlan {
     pub const ALIGNED_PROBE: &'static str = "aligned-probe";
     pub const RANDOM_PROBE: &'static str = "probe";
 
-    /// The short name jobs carry (`phase` of [`PriorityEvent::JobQueued.event()`]).
+    /// The short name jobs carry (`phase` of [`PriorityEvent::JobQueued`]).
     pub fn id(&self) -> &'static str {
         match self {
             PhasePlan::Backlog { .. } => "backlog",

@@ -269,4 +269,37 @@ mod tests {
         let acked = Event { t_us: 0, actor: Actor::Consumer(2), kind: EventKind::Acked { entry_id: "1-1".into() } };
         assert_eq!(event_line(&acked, &wording(Lang::En, Redactor::NONE)), None);
     }
+
+    #[test]
+    fn a_recorded_server_command_is_one_line_with_its_connection_and_reply() {
+        use crate::timeline::ServerKind;
+        let e = Event {
+            t_us: 0,
+            actor: Actor::Worker(1),
+            kind: EventKind::ServerCommand {
+                server: ServerKind::Redis,
+                connection: 2,
+                args: ["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">"].map(String::from).to_vec(),
+                reply: "1 entry".into(),
+                error: false,
+            },
+        };
+        assert_eq!(
+            event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap(),
+            "W1 [redis 2] XREADGROUP GROUP g c1 COUNT 1 … → 1 entry"
+        );
+    }
+
+    #[test]
+    fn a_family_event_is_worded_by_its_vocabulary() {
+        use crate::list_queue::events::ListEvent;
+        use crate::timeline::vocabulary::Vocabulary;
+        let e = Event {
+            t_us: 0,
+            actor: Actor::Worker(2),
+            kind: ListEvent::Taken { job: "job-1".into(), via: "BLMOVE".into(), lease_ms: None }.event(),
+        };
+        assert_eq!(event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap(), "W2 took job-1 (BLMOVE)");
+        assert_eq!(event_line(&e, &wording(Lang::Vi, Redactor::NONE)).unwrap(), "W2 lấy job-1 (BLMOVE)");
+    }
 }

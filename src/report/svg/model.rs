@@ -278,6 +278,11 @@ impl Builder {
             EventKind::Reconnected { server } => {
                 (Glyph::Published, format!("{} {server}", t("→ new primary:", "→ primary mới:")))
             }
+            EventKind::ServerCommand { args, reply, error, .. } => {
+                let glyph = if *error { Glyph::SqlError } else { Glyph::SqlSent };
+                let command = args.first().map(String::as_str).unwrap_or("?");
+                (glyph, format!("{command} → {}", truncate(reply, 24)))
+            }
             _ => return None,
         })
     }

@@ -2,7 +2,7 @@
 //! processes). Errors become one line on stderr and an exit code (see `ordlab::error`).
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use ordlab::error::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MATCHED, EXIT_MISMATCH};
 use ordlab::lang::Lang;
 use ordlab::report::text::TextOptions;
@@ -102,8 +102,9 @@ enum Command {
 
 #[derive(clap::Args, Clone)]
 struct RunArgs {
-    /// Runs per variant (default: as the scenario says).
-    #[arg(long)]
+    /// Runs per variant (default: as the scenario says; at least 1: a lab that judged no run
+    /// cannot match).
+    #[arg(long, value_parser = parse_runs)]
     runs: Option<u32>,
     /// Multiply every duration of the lab (handler work, schedules, lock TTLs) by F.
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
@@ -161,6 +162,14 @@ enum Format {
     Json,
 }
 
+fn parse_runs(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(0) => Err("0 runs judge nothing, and a lab that judged nothing cannot match: use 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a number of runs (for example 5)")),
+    }
+}
+
 fn parse_scale(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
@@ -188,7 +197,7 @@ impl ServiceArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     if let Command::Role = cli.command {
         std::process::exit(run_role_process());
     }
@@ -211,6 +220,53 @@ fn main() {
     });
     drop(runtime);
     std::process::exit(code);
+}
+
+/// The command line, or one `ordlab:` line and exit 2 for a bad one (help and the version
+/// print as clap prints them). A server option given on the command line that the chosen
+/// backend would ignore is refused too.
+fn parse_cli() -> Cli {
+    let refuse = |line: String| -> ! {
+        eprintln!("ordlab: {line}");
+        std::process::exit(EXIT_ERROR)
+    };
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => refuse(clap_line(&e)),
+    };
+    if let Some((_, sub)) = matches.subcommand() {
+        if let Some(line) = ignored_server_option(sub) {
+            refuse(line);
+        }
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| refuse(clap_line(&e)))
+}
+
+/// clap's message in one line: its first line without `error: `, and where to look.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").trim();
+    format!("{first} (see --help)")
+}
+
+/// `--redis-url`, `--pg-url` or `--redis-cluster-url` typed on the command line without
+/// `--backend external`, which alone uses them (from the environment they are only defaults).
+fn ignored_server_option(sub: &clap::ArgMatches) -> Option<String> {
+    use clap::parser::ValueSource;
+    let has = |id: &str| sub.try_get_raw(id).ok().flatten().is_some();
+    if !has("backend") {
+        return None;
+    }
+    let external = sub.get_one::<BackendArg>("backend").is_some_and(|b| matches!(b, BackendArg::External));
+    let typed = |id: &str| sub.value_source(id) == Some(ValueSource::CommandLine);
+    let flag = [("redis_url", "--redis-url"), ("pg_url", "--pg-url"), ("redis_cluster_url", "--redis-cluster-url")]
+        .into_iter()
+        .find(|(id, _)| has(id) && typed(id))
+        .map(|(_, flag)| flag)?;
+    (!external).then(|| {
+        format!("{flag} is used only with --backend external: add --backend external, or leave {flag} out to start servers of ordlab's own")
+    })
 }
 
 /// An error chain on one line: `outer: inner: root`.
@@ -324,6 +380,9 @@ struct Output {
 /// `ordlab run`: everything that can be checked without servers first (labs, variant,
 /// backend and URLs), then the servers, then the labs one by one.
 async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output: &Output) -> anyhow::Result<i32> {
+    if let Some(dir) = &output.dir {
+        check_out_dir(dir)?;
+    }
     let mut labs = resolve_labs(ids)?;
     if let Some(v) = &run.variant {
         if let Some(lab) = labs.iter().find(|l| l.variant(v).is_none()) {
@@ -377,6 +436,23 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
         println!("{}", if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) });
     }
     Ok(if reports.iter().all(LabReport::matched) { EXIT_MATCHED } else { EXIT_MISMATCH })
+}
+
+/// Can the results go to `dir`? Created if missing, and written to once (a file made and
+/// removed), before any server starts: a lab that ran for minutes must not end in an
+/// unwritable directory.
+fn check_out_dir(dir: &Path) -> anyhow::Result<()> {
+    let shown = dir.display();
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!("--out {shown} is a file, not a directory: give a directory for the results");
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!("--out {shown} cannot be created ({e}): give a writable directory for the results")
+    })?;
+    tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        anyhow::anyhow!("--out {shown} is not writable ({e}): give a writable directory for the results")
+    })?;
+    Ok(())
 }
 
 /// Text reports printed in the order the labs were asked for, each as soon as it and every

@@ -107,3 +107,41 @@ fn a_saved_run_is_checked_without_servers() {
     assert_one_line(&stderr);
     assert!(stderr.contains("schema version 99"), "{stderr}");
 }
+
+/// Bad options are refused before any server starts: with no redis-server to be had, the
+/// line names the option, not the missing server.
+#[test]
+fn bad_options_are_refused_before_any_server_starts() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let file = file.path().to_str().unwrap();
+    let no_server = [("ORDLAB_REDIS_SERVER", "/nonexistent/redis-server")];
+    for (args, says) in [
+        (vec!["--runs", "0"], "--runs"),
+        (vec!["--out", "/proc/ordlab-results"], "--out /proc/ordlab-results cannot be created"),
+        (vec!["--out", file], "is a file, not a directory"),
+        (vec!["--time-scale", "0"], "--time-scale"),
+        (vec!["--jobs", "0"], "--jobs"),
+    ] {
+        let mut all = vec!["run", "baseline", "--backend", "local"];
+        all.extend(&args);
+        let (code, _, stderr) = run(&all, &no_server);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_one_line(&stderr);
+        assert!(stderr.starts_with("ordlab: ") && stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("redis-server"), "{args:?}: a server was looked for first: {stderr}");
+    }
+}
+
+#[test]
+fn a_server_url_without_the_external_backend_is_refused() {
+    let no_server = [("ORDLAB_REDIS_SERVER", "/nonexistent/redis-server")];
+    let (code, _, stderr) = run(&["run", "baseline", "--pg-url", "postgres://me@localhost/db"], &no_server);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_one_line(&stderr);
+    assert!(stderr.contains("--pg-url is used only with --backend external"), "{stderr}");
+    // From the environment it is only a default: no refusal (the missing server is the error).
+    let env = [("ORDLAB_REDIS_SERVER", "/nonexistent/redis-server"), ("ORDLAB_PG_URL", "postgres://me@localhost/db")];
+    let (code, _, stderr) = run(&["run", "baseline", "--backend", "local"], &env);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("redis-server"), "{stderr}");
+}

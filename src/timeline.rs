@@ -158,6 +158,17 @@ pub enum EventKind {
     Family(FamilyEvent),
 }
 
+/// Why a process died.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashCause {
+    /// It killed itself at its planned point (an injected fault).
+    Injected,
+    /// The runner SIGKILLed it as planned when it saw another event (so it follows that event).
+    KilledByRunner,
+    /// Nobody planned it: the run cannot be judged.
+    Unplanned,
+}
+
 /// Whether an SQL statement succeeded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -246,6 +257,16 @@ impl EventKind {
     pub fn family<V: vocabulary::Vocabulary>(&self) -> Option<V> {
         match self {
             EventKind::Family(f) => f.decode(),
+            _ => None,
+        }
+    }
+
+    /// Why a process died, for a `crashed` event.
+    pub fn crash_cause(&self) -> Option<CrashCause> {
+        match self {
+            EventKind::Crashed { by_runner: true, .. } => Some(CrashCause::KilledByRunner),
+            EventKind::Crashed { planned: true, .. } => Some(CrashCause::Injected),
+            EventKind::Crashed { .. } => Some(CrashCause::Unplanned),
             _ => None,
         }
     }

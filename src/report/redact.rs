@@ -5,7 +5,7 @@
 
 use crate::labs::{Line, Piece};
 use crate::timeline::vocabulary::Causality;
-use crate::timeline::{Actor, Event, EventKind};
+use crate::timeline::{Actor, CrashCause, Event, EventKind};
 
 /// Events of different processes closer than this are a burst whose order the OS scheduler
 /// picks from run to run: a snapshot lists a burst by process, and keeps the true order of
@@ -106,10 +106,10 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
             if done[i] || !first_of_actor {
                 continue;
             }
-            let ready = match (&e.kind, &causes[i]) {
-                (_, Causality::Receives(entry_id)) => published(entry_id, &done),
-                (_, Causality::Takes(job)) => put_back(i, job, &done),
-                (EventKind::Crashed { by_runner: true, .. }, _) => done[..i].iter().all(|d| *d),
+            let ready = match &causes[i] {
+                Causality::Receives(entry_id) => published(entry_id, &done),
+                Causality::Takes(job) => put_back(i, job, &done),
+                _ if e.kind.crash_cause() == Some(CrashCause::KilledByRunner) => done[..i].iter().all(|d| *d),
                 _ => true,
             };
             if ready && next.is_none_or(|n| lane(e) < lane(burst[n])) {

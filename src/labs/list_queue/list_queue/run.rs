@@ -13,7 +13,7 @@ use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
 use crate::timeline::vocabulary::Vocabulary as _;
-use crate::timeline::{Actor, EventKind, RawEvent, Sink, KILLED_BY_RUNNER};
+use crate::timeline::{Actor, CrashCause, EventKind, RawEvent, Sink, KILLED_BY_RUNNER};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -259,9 +259,9 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
             p.busy.insert(ev.actor, false);
             *p.settled.entry(job.clone()).or_insert(0) += 1;
         }
-        (EventKind::Crashed { planned: true, by_runner, .. }, _) => {
+        (k @ EventKind::Crashed { planned: true, .. }, _) => {
             p.busy.insert(ev.actor, false);
-            if spec.restart && !by_runner {
+            if spec.restart && k.crash_cause() != Some(CrashCause::KilledByRunner) {
                 return Step::Restart;
             }
         }

@@ -79,38 +79,113 @@ pub enum PhasePlan {
 }
 
 impl PhasePlan {
-    pub const ALIGNED_PROBE: &'static str = "aligned-probe";
-    pub const RANDOM_PROBE: &'static str = "probe";
-
-    /// The short name jobs carry (`phase` of [`PriorityEvent::JobQueued`]).
-    pub fn id(&self) -> &'static str {
+    /// The phase jobs queued in it carry (`phase` of [`PriorityEvent::JobQueued`]).
+    pub fn id(&self) -> Phase {
         match self {
-            PhasePlan::Backlog { .. } => "backlog",
-            PhasePlan::Probe { blocked_in: Some(_), .. } => Self::ALIGNED_PROBE,
-            PhasePlan::Probe { .. } => Self::RANDOM_PROBE,
-            PhasePlan::Trickle { .. } => "trickle",
-            PhasePlan::Burst { .. } => "burst",
-            PhasePlan::Idle { .. } => "idle",
-            PhasePlan::Flood { .. } => "flood",
-            PhasePlan::Takeover { .. } => "takeover",
+            PhasePlan::Backlog { .. } => Phase::Backlog,
+            PhasePlan::Probe { blocked_in: Some(_), .. } => Phase::AlignedProbe,
+            PhasePlan::Probe { .. } => Phase::Probe,
+            PhasePlan::Trickle { .. } => Phase::Trickle,
+            PhasePlan::Burst { .. } => Phase::Burst,
+            PhasePlan::Idle { .. } => Phase::Idle,
+            PhasePlan::Flood { .. } => Phase::Flood,
+            PhasePlan::Takeover { .. } => Phase::Takeover,
         }
     }
 }
 
-/// A phase's name as a job line gives it.
-pub fn phase_label(phase: &str, lang: Lang) -> &str {
-    match (phase, lang) {
-        (_, Lang::En) => phase,
-        ("backlog", Lang::Vi) => "tồn đọng",
-        ("aligned-probe", Lang::Vi) => "thăm dò lúc tệ nhất",
-        ("probe", Lang::Vi) => "thăm dò",
-        ("trickle", Lang::Vi) => "nhỏ giọt",
-        ("burst", Lang::Vi) => "dồn",
-        ("idle", Lang::Vi) => "rảnh",
-        ("flood", Lang::Vi) => "dồn dập",
-        ("ties", Lang::Vi) => "cùng điểm",
-        ("arrivals", Lang::Vi) => "đến lúc ngẫu nhiên",
-        (other, Lang::Vi) => other,
+/// The phase a job was queued in, as jobs carry it (a stream entry's `phase` field, a sorted
+/// set member's `"phase"`, the `phase` of priority events): its short name is [`Phase::as_str`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Backlog,
+    /// The probe sent while the worker is blocked on a chosen read.
+    AlignedProbe,
+    /// A probe at a random moment.
+    Probe,
+    Trickle,
+    Burst,
+    Idle,
+    Flood,
+    Takeover,
+    /// The seed's own members (tied scores), which carry no phase.
+    Ties,
+    Arrivals,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 10] = [
+        Phase::Backlog,
+        Phase::AlignedProbe,
+        Phase::Probe,
+        Phase::Trickle,
+        Phase::Burst,
+        Phase::Idle,
+        Phase::Flood,
+        Phase::Takeover,
+        Phase::Ties,
+        Phase::Arrivals,
+    ];
+
+    /// The short name jobs carry (the same as its JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Backlog => "backlog",
+            Phase::AlignedProbe => "aligned-probe",
+            Phase::Probe => "probe",
+            Phase::Trickle => "trickle",
+            Phase::Burst => "burst",
+            Phase::Idle => "idle",
+            Phase::Flood => "flood",
+            Phase::Takeover => "takeover",
+            Phase::Ties => "ties",
+            Phase::Arrivals => "arrivals",
+        }
+    }
+
+    /// The phase's name as a job line gives it.
+    pub fn label(self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (_, Lang::En) => self.as_str(),
+            (Phase::Backlog, Lang::Vi) => "tồn đọng",
+            (Phase::AlignedProbe, Lang::Vi) => "thăm dò lúc tệ nhất",
+            (Phase::Probe, Lang::Vi) => "thăm dò",
+            (Phase::Trickle, Lang::Vi) => "nhỏ giọt",
+            (Phase::Burst, Lang::Vi) => "dồn",
+            (Phase::Idle, Lang::Vi) => "rảnh",
+            (Phase::Flood, Lang::Vi) => "dồn dập",
+            (Phase::Ties, Lang::Vi) => "cùng điểm",
+            (Phase::Arrivals, Lang::Vi) => "đến lúc ngẫu nhiên",
+            (Phase::Takeover, Lang::Vi) => self.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A short name that is no phase's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPhase(pub String);
+
+impl fmt::Display for UnknownPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown phase {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownPhase {}
+
+impl std::str::FromStr for Phase {
+    type Err = UnknownPhase;
+
+    /// The phase whose short name is `s` (a stream entry's `phase` field).
+    fn from_str(s: &str) -> Result<Phase, UnknownPhase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == s).ok_or_else(|| UnknownPhase(s.to_string()))
     }
 }
 
@@ -144,7 +219,7 @@ pub enum PriorityEvent {
     JobQueued {
         job: String,
         priority: Priority,
-        phase: String,
+        phase: Phase,
         #[serde(default)]
         traced: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,7 +234,7 @@ pub enum PriorityEvent {
     PriorityJobTaken {
         job: String,
         priority: Priority,
-        phase: String,
+        phase: Phase,
         #[serde(default)]
         traced: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,7 +266,7 @@ impl Vocabulary for PriorityEvent {
                 Drawing::Mark(Glyph::Received, format!("{} {job} ({priority})", t("took", "lấy")))
             }
             PriorityEvent::PhaseStarted { plan } => {
-                Drawing::Mark(Glyph::Published, phase_label(plan.id(), w.lang).to_string())
+                Drawing::Mark(Glyph::Published, plan.id().label(w.lang).to_string())
             }
             _ => Drawing::Nothing,
         }
@@ -206,7 +281,7 @@ impl PriorityEvent {
             PriorityEvent::PhaseStarted { plan } => Self::phase_line(a, plan, w),
             PriorityEvent::PriorityJobTaken { traced: false, .. } => return None,
             PriorityEvent::PriorityJobTaken { job, priority, phase, waited_ms, .. } => {
-                let phase = phase_label(phase, w.lang);
+                let phase = phase.label(w.lang);
                 let waited = match waited_ms {
                     Some(ms) => {
                         let ms = w.redact.ms(ms.round() as i64);
@@ -304,5 +379,23 @@ impl PriorityEvent {
                 "{a}: {by} khởi động và tiếp quản hàng đợi (như trình quản lý tiến trình khởi động lại worker đã chết)"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::Lang;
+    use crate::priority_queue::Phase;
+
+    #[test]
+    fn a_phase_reads_back_from_its_short_name_and_its_json() {
+        for p in Phase::ALL {
+            assert_eq!(p.as_str().parse::<Phase>(), Ok(p));
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{}\"", p.as_str()));
+            assert_eq!(p.label(Lang::En), p.as_str());
+        }
+        assert!("backlogs".parse::<Phase>().is_err());
+        assert_eq!(Phase::AlignedProbe.label(Lang::Vi), "thăm dò lúc tệ nhất");
+        assert_eq!(Phase::Takeover.label(Lang::Vi), "takeover");
     }
 }

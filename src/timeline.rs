@@ -106,8 +106,17 @@ pub enum EventKind {
     Ready,
     /// The producer sent XADD and the entry was accepted.
     Published { entry_id: String, job: Job, attempt: u32 },
-    /// A publish attempt failed (injected fault); `retry_in_ms` is the scheduled retry, if any.
-    PublishFailed { job: Job, attempt: u32, retry_in_ms: Option<f64>, reason: String },
+    /// A publish attempt failed (an injected fault, or the primary died under it: `cause`);
+    /// `retry_in_ms` is the scheduled retry, if any; `reason` is the failure as the role
+    /// worded it.
+    PublishFailed {
+        job: Job,
+        attempt: u32,
+        retry_in_ms: Option<f64>,
+        reason: String,
+        #[serde(default, skip_serializing_if = "PublishFailure::is_injected")]
+        cause: PublishFailure,
+    },
     /// A consumer got an entry from the group. `deliveries` is the server's delivery count when known.
     Received { entry_id: String, job: Job, deliveries: Option<u64> },
     /// Handler work (an injected sleep standing in for an API call or a DB write) begins.
@@ -294,7 +303,24 @@ pub enum EffectOutcome {
     Refused,
 }
 
-/// The reason of a `publish_failed` when the primary died under the XADD (the `failover` lab).
+/// Why a publish attempt failed (`cause` of [`EventKind::PublishFailed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishFailure {
+    /// A fault the lab injected (its JSON leaves `cause` out).
+    #[default]
+    Injected,
+    /// The primary died under the XADD (the `failover` lab): no reply.
+    PrimaryGone,
+}
+
+impl PublishFailure {
+    pub fn is_injected(&self) -> bool {
+        *self == PublishFailure::Injected
+    }
+}
+
+/// The `reason` of a `publish_failed` whose cause is [`PublishFailure::PrimaryGone`].
 pub const PRIMARY_GONE: &str = "the primary is gone";
 
 /// The `crashed` detail of a worker the runner SIGKILLs when it sees another event (a list
@@ -407,7 +433,13 @@ mod tests {
         let samples = [
             EventKind::Ready,
             EventKind::Published { entry_id: "1-0".into(), job: job.clone(), attempt: 1 },
-            EventKind::PublishFailed { job: job.clone(), attempt: 1, retry_in_ms: None, reason: "r".into() },
+            EventKind::PublishFailed {
+                job: job.clone(),
+                attempt: 1,
+                retry_in_ms: None,
+                reason: "r".into(),
+                cause: PublishFailure::Injected,
+            },
             EventKind::Received { entry_id: "1-0".into(), job, deliveries: None },
             EventKind::WorkStarted { entry_id: "1-0".into(), ms: 1.0 },
             EventKind::Wrote { entry_id: "1-0".into(), order: 42, status: "paid".into(), version: None, rows: 1 },

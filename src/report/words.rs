@@ -18,8 +18,8 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::Published { entry_id, job, attempt } => {
             format!("{a}: {} OK → {}", attempt_label(job, *attempt), id(entry_id))
         }
-        EventKind::PublishFailed { job, attempt, retry_in_ms, reason } => {
-            publish_failed(a, job, *attempt, *retry_in_ms, reason, w.lang)
+        EventKind::PublishFailed { job, attempt, retry_in_ms, cause, .. } => {
+            publish_failed(a, job, *attempt, *retry_in_ms, *cause, w.lang)
         }
         EventKind::Received { entry_id, job: j, deliveries } => {
             let mut line = format!(
@@ -147,11 +147,11 @@ fn publish_failed(
     job: &crate::timeline::Job,
     attempt: u32,
     retry_in_ms: Option<f64>,
-    reason: &str,
+    cause: crate::timeline::PublishFailure,
     lang: Lang,
 ) -> String {
     let what = attempt_label(job, attempt);
-    if reason == crate::timeline::PRIMARY_GONE {
+    if cause == crate::timeline::PublishFailure::PrimaryGone {
         return crate::tr!(
             lang,
             "{a}: {what} FAILED: the primary is gone (no reply); retried on the new primary",

@@ -6,7 +6,7 @@ use crate::error::{Context, Error};
 use crate::fault::{PublishSchedule, TimeScale};
 use crate::orders::EventSpec;
 use crate::streams::xadd;
-use crate::timeline::{Actor, EventKind, RawEvent, Sink};
+use crate::timeline::{Actor, EventKind, PublishFailure, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,6 +70,7 @@ impl Producer {
                     attempt,
                     retry_in_ms: Some(schedule.wait_after_ms(attempt)),
                     reason: "injected network blip".into(),
+                    cause: PublishFailure::Injected,
                 },
             });
             return Ok(false);
@@ -118,7 +119,9 @@ impl Producer {
                     }
                     Err(_) => {
                         let reason = crate::timeline::PRIMARY_GONE.to_string();
-                        let kind = EventKind::PublishFailed { job: job.clone(), attempt, retry_in_ms: None, reason };
+                        let cause = PublishFailure::PrimaryGone;
+                        let kind =
+                            EventKind::PublishFailed { job: job.clone(), attempt, retry_in_ms: None, reason, cause };
                         self.sink.record(RawEvent { mono_ns: started, actor: Actor::Producer, kind });
                         let (url, conn) = super::primary::find(nodes).await?;
                         self.redis = conn;

@@ -458,6 +458,13 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
         });
     }
     parts.push(crate::tr!(lang, "handler {} ms", "handler {} ms", s.cost_ms));
+    parts.extend(fault_parts(s, lang));
+    parts.join("; ")
+}
+
+/// The faults a run injects: crashes, a stalled first delivery, a kill mid-job.
+fn fault_parts(s: &ListQueueSpec, lang: Lang) -> Vec<String> {
+    let mut parts = Vec::new();
     parts.extend(s.crash.iter().map(|c| {
         let job = &c.job;
         let who = match (c.worker, lang) {
@@ -491,7 +498,7 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
             "W{w} bị SIGKILL giữa chừng khi W{by} làm xong"
         ));
     }
-    parts.join("; ")
+    parts
 }
 
 fn facts(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>) -> ListQueueFacts {

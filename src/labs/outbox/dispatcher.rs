@@ -242,6 +242,7 @@ impl Dispatcher {
                             attempt,
                             retry_in_ms: Some(self.spec.poll_ms),
                             reason: format!("injected failure publishing outbox row {id}"),
+                            cause: crate::timeline::PublishFailure::Injected,
                         },
                     );
                     failed.push(id);

@@ -32,7 +32,7 @@ use crate::labs::{
 };
 use crate::lang::{pick, Lang, Words};
 use crate::priority_queue::PriorityEvent;
-use crate::priority_queue::{phase_label, PerPriority, PhasePlan, Priority};
+use crate::priority_queue::{PerPriority, Phase, PhasePlan, Priority};
 use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
@@ -229,15 +229,15 @@ struct Driver<'a> {
 
 impl Driver<'_> {
     /// `n` jobs of one priority for `phase`, the first and the last traced.
-    fn jobs(&mut self, priority: Priority, phase: &str, n: u32) -> Vec<QueuedJob> {
+    fn jobs(&mut self, priority: Priority, phase: Phase, n: u32) -> Vec<QueuedJob> {
         (0..n).map(|i| self.job(priority, phase, i == 0 || i + 1 == n)).collect()
     }
 
-    fn job(&mut self, priority: Priority, phase: &str, traced: bool) -> QueuedJob {
+    fn job(&mut self, priority: Priority, phase: Phase, traced: bool) -> QueuedJob {
         let n = &mut self.next_id[priority.index()];
         *n += 1;
         let job = format!("{}-{:04}", &priority.name()[..1], n);
-        QueuedJob { job, priority, phase: phase.to_string(), traced, queued_ns: 0 }
+        QueuedJob { job, priority, phase, traced, queued_ns: 0 }
     }
 
     /// XADD every job in one pipeline, each stamped just before; returns their ids.
@@ -275,7 +275,7 @@ impl Driver<'_> {
         if !self.run.pause().await {
             return Ok(false);
         }
-        let probe = self.job(Priority::Critical, PhasePlan::ALIGNED_PROBE, true);
+        let probe = self.job(Priority::Critical, Phase::AlignedProbe, true);
         self.run.phase(PhasePlan::Probe { blocked_in: Some(describe(&blocked, scale)), after_ms: None });
         let ids = self.queue(vec![probe]).await?;
         Ok(self.run.wait_done(&ids).await)
@@ -285,7 +285,7 @@ impl Driver<'_> {
         if !self.run.pause().await {
             return Ok(false);
         }
-        let jobs = self.jobs(Priority::Critical, "burst", n);
+        let jobs = self.jobs(Priority::Critical, Phase::Burst, n);
         self.run.phase(PhasePlan::Burst { critical: n });
         let ids = self.queue(jobs).await?;
         Ok(self.run.wait_done(&ids).await)
@@ -298,7 +298,7 @@ impl Driver<'_> {
         let mut lower = Vec::new();
         for (p, n) in [(Priority::Normal, t.normal), (Priority::Low, t.low)] {
             for i in 0..n {
-                lower.push(self.job(p, "trickle", n <= 3 || i == 0 || i + 1 == n));
+                lower.push(self.job(p, Phase::Trickle, n <= 3 || i == 0 || i + 1 == n));
             }
         }
         self.run.phase(PhasePlan::Trickle { every_ms: t.every_ms, jobs: [t.critical, t.normal, t.low] });
@@ -309,7 +309,7 @@ impl Driver<'_> {
             if !self.run.pause_for(at.saturating_duration_since(tokio::time::Instant::now())).await {
                 return Ok(false);
             }
-            let mut batch = vec![self.job(Priority::Critical, "trickle", k == 0 || k + 1 == t.critical)];
+            let mut batch = vec![self.job(Priority::Critical, Phase::Trickle, k == 0 || k + 1 == t.critical)];
             if k == 0 {
                 // The first critical job goes first, the lower ones right behind it.
                 batch.append(&mut lower);
@@ -327,7 +327,7 @@ impl Driver<'_> {
             if !self.run.pause_for(self.ctx.scale.duration(after_ms)).await {
                 return Ok(false);
             }
-            let probe = self.job(Priority::Critical, PhasePlan::RANDOM_PROBE, true);
+            let probe = self.job(Priority::Critical, Phase::Probe, true);
             self.run.phase(PhasePlan::Probe { blocked_in: None, after_ms: Some(after_ms) });
             let ids = self.queue(vec![probe]).await?;
             if !self.run.wait_done(&ids).await {
@@ -377,7 +377,8 @@ impl LabProcedure for PrioritySpec {
         let backlog = match self.backlog {
             Some(b) => {
                 d.run.phase(PhasePlan::Backlog { jobs: b.array() });
-                let jobs = Priority::ALL.iter().flat_map(|p| d.jobs(*p, "backlog", b.array()[p.index()])).collect();
+                let jobs =
+                    Priority::ALL.iter().flat_map(|p| d.jobs(*p, Phase::Backlog, b.array()[p.index()])).collect();
                 d.queue(jobs).await?
             }
             None => HashSet::new(),
@@ -517,7 +518,7 @@ fn phase_marks(events: &[crate::timeline::Event]) -> Vec<Mark> {
         .filter_map(|e| match e.kind.family::<PriorityEvent>().as_ref() {
             Some(PriorityEvent::PhaseStarted { plan }) => {
                 let id = plan.id();
-                let label = Words::new(phase_label(id, Lang::En), phase_label(id, Lang::Vi));
+                let label = Words::new(id.label(Lang::En), id.label(Lang::Vi));
                 Some(Mark { label, axis: MarkAxis::X, at: e.t_us as f64 / 1000.0 })
             }
             _ => None,
@@ -808,7 +809,7 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
         // before it depends on a stall of the worker at the trickle's start (a snapshot shows
         // the shape, `[n] critical, [n] low, [n] critical`).
         let label = pick(lang, "trickle served in order", "nhỏ giọt, thứ tự xử lý");
-        out.push(order_line(&tracks, "trickle", label).redacting_numbers());
+        out.push(order_line(&tracks, Phase::Trickle, label).redacting_numbers());
         if let Some(w) = &m.trickle_critical {
             let label =
                 pick(lang, "trickle, critical waited p50 / p90 / max", "nhỏ giọt, critical chờ p50 / p90 / max");
@@ -837,11 +838,12 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
 }
 
 fn backlog_lines(tracks: &[priority::JobTrack], b: &BacklogMeasures, costs_differ: bool, lang: Lang) -> Vec<Line> {
-    let mut out = vec![order_line(tracks, "backlog", pick(lang, "backlog served in order", "tồn đọng, thứ tự xử lý"))];
+    let mut out =
+        vec![order_line(tracks, Phase::Backlog, pick(lang, "backlog served in order", "tồn đọng, thứ tự xử lý"))];
     if let Some(s) = b.served_while_all_backlogged {
         let backlogged: Vec<Priority> = Priority::ALL
             .into_iter()
-            .filter(|p| tracks.iter().any(|t| t.phase == "backlog" && t.priority == *p))
+            .filter(|p| tracks.iter().any(|t| t.phase == Phase::Backlog && t.priority == *p))
             .collect();
         let counts: Vec<String> = backlogged.iter().map(|p| format!("{} {p}", s[p.index()])).collect();
         let ratio =
@@ -887,7 +889,7 @@ fn ratio_text(s: [u32; 3]) -> String {
 }
 
 /// `backlog served in order: (10 critical, 5 normal, 1 low) × 30`.
-fn order_line(tracks: &[priority::JobTrack], phase: &str, label: &str) -> Line {
+fn order_line(tracks: &[priority::JobTrack], phase: Phase, label: &str) -> Line {
     let runs = priority::served_runs(tracks, phase);
     Line::text(format!("{label}: {}", runs_text(&runs)))
 }
@@ -1004,35 +1006,25 @@ mod tests {
 
     /// Two critical and one low job of a backlog, a probe that waited 5 s.
     fn small_run() -> Vec<crate::timeline::Event> {
-        let queued = |t, job: &str, priority, phase: &str| {
-            ev(
-                t,
-                PriorityEvent::JobQueued { job: job.into(), priority, phase: phase.into(), traced: true, score: None }
-                    .event(),
-            )
+        let queued = |t, job: &str, priority, phase: Phase| {
+            ev(t, PriorityEvent::JobQueued { job: job.into(), priority, phase, traced: true, score: None }.event())
         };
-        let taken = |t, job: &str, priority, phase: &str| {
+        let taken = |t, job: &str, priority, phase: Phase| {
             ev(
                 t,
-                PriorityEvent::PriorityJobTaken {
-                    job: job.into(),
-                    priority,
-                    phase: phase.into(),
-                    traced: true,
-                    waited_ms: None,
-                }
-                .event(),
+                PriorityEvent::PriorityJobTaken { job: job.into(), priority, phase, traced: true, waited_ms: None }
+                    .event(),
             )
         };
         let (c, l) = (Priority::Critical, Priority::Low);
         vec![
             ev(0.0, PriorityEvent::PhaseStarted { plan: PhasePlan::Backlog { jobs: [2, 0, 1] } }.event()),
-            queued(0.0, "c-0001", c, "backlog"),
-            queued(0.0, "c-0002", c, "backlog"),
-            queued(0.0, "l-0001", l, "backlog"),
-            taken(5.0, "c-0001", c, "backlog"),
-            taken(25.0, "c-0002", c, "backlog"),
-            taken(45.0, "l-0001", l, "backlog"),
+            queued(0.0, "c-0001", c, Phase::Backlog),
+            queued(0.0, "c-0002", c, Phase::Backlog),
+            queued(0.0, "l-0001", l, Phase::Backlog),
+            taken(5.0, "c-0001", c, Phase::Backlog),
+            taken(25.0, "c-0002", c, Phase::Backlog),
+            taken(45.0, "l-0001", l, Phase::Backlog),
             ev(
                 100.0,
                 PriorityEvent::PhaseStarted {
@@ -1040,8 +1032,8 @@ mod tests {
                 }
                 .event(),
             ),
-            queued(100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
-            taken(5100.0, "c-0003", c, PhasePlan::ALIGNED_PROBE),
+            queued(100.0, "c-0003", c, Phase::AlignedProbe),
+            taken(5100.0, "c-0003", c, Phase::AlignedProbe),
         ]
     }
 

@@ -8,7 +8,7 @@
 
 use crate::checker::{RunVerdict, Verdict};
 use crate::priority_queue::PriorityEvent;
-use crate::priority_queue::{PhasePlan, Priority};
+use crate::priority_queue::{Phase, Priority};
 use crate::stats::quantile;
 use crate::timeline::Event;
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,7 @@ impl Claims {
 pub struct JobTrack {
     pub job: String,
     pub priority: Priority,
-    pub phase: String,
+    pub phase: Phase,
     pub queued_us: i64,
     pub taken_us: Option<i64>,
     pub done_us: Option<i64>,
@@ -72,7 +72,7 @@ pub fn tracks(events: &[Event]) -> Vec<JobTrack> {
                 out.push(JobTrack {
                     job: job.clone(),
                     priority: *priority,
-                    phase: phase.clone(),
+                    phase: *phase,
                     queued_us: e.t_us,
                     taken_us: None,
                     done_us: None,
@@ -96,7 +96,7 @@ pub fn tracks(events: &[Event]) -> Vec<JobTrack> {
 
 /// The priorities of `phase`'s jobs in the order they were taken, as runs:
 /// `[(critical, 10), (low, 10), …]`.
-pub fn served_runs(tracks: &[JobTrack], phase: &str) -> Vec<(Priority, u32)> {
+pub fn served_runs(tracks: &[JobTrack], phase: Phase) -> Vec<(Priority, u32)> {
     let mut taken: Vec<&JobTrack> = tracks.iter().filter(|t| t.phase == phase && t.taken_us.is_some()).collect();
     taken.sort_by_key(|t| t.taken_us);
     let mut runs: Vec<(Priority, u32)> = Vec::new();
@@ -125,7 +125,7 @@ pub struct BacklogMeasures {
 }
 
 pub fn backlog(events: &[Event], tracks: &[JobTrack]) -> Option<BacklogMeasures> {
-    let jobs: Vec<&JobTrack> = tracks.iter().filter(|t| t.phase == "backlog").collect();
+    let jobs: Vec<&JobTrack> = tracks.iter().filter(|t| t.phase == Phase::Backlog).collect();
     if jobs.is_empty() {
         return None;
     }
@@ -211,7 +211,7 @@ pub struct Waits {
     pub never: u32,
 }
 
-pub fn waits(tracks: &[JobTrack], phase: &str, priorities: &[Priority]) -> Option<Waits> {
+pub fn waits(tracks: &[JobTrack], phase: Phase, priorities: &[Priority]) -> Option<Waits> {
     let jobs: Vec<&JobTrack> = tracks.iter().filter(|t| t.phase == phase && priorities.contains(&t.priority)).collect();
     if jobs.is_empty() {
         return None;
@@ -227,7 +227,7 @@ pub fn waits(tracks: &[JobTrack], phase: &str, priorities: &[Priority]) -> Optio
 }
 
 /// Jobs per second of a phase: its jobs over the time from the first queued to the last done.
-pub fn jobs_per_s(tracks: &[JobTrack], phase: &str) -> Option<f64> {
+pub fn jobs_per_s(tracks: &[JobTrack], phase: Phase) -> Option<f64> {
     let jobs: Vec<&JobTrack> = tracks.iter().filter(|t| t.phase == phase).collect();
     let start = jobs.iter().map(|t| t.queued_us).min()?;
     let end = jobs.iter().filter_map(|t| t.done_us).max()?;
@@ -266,11 +266,11 @@ pub fn measure(events: &[Event]) -> PriorityMeasures {
     }
     PriorityMeasures {
         backlog: backlog(events, &t),
-        trickle_critical: waits(&t, "trickle", &[Priority::Critical]),
-        trickle_lower: waits(&t, "trickle", &lower),
-        burst_jobs_per_s: jobs_per_s(&t, "burst"),
-        aligned_probe_ms: waits(&t, PhasePlan::ALIGNED_PROBE, &Priority::ALL).map(|w| w.max_ms),
-        random_probes: waits(&t, PhasePlan::RANDOM_PROBE, &Priority::ALL),
+        trickle_critical: waits(&t, Phase::Trickle, &[Priority::Critical]),
+        trickle_lower: waits(&t, Phase::Trickle, &lower),
+        burst_jobs_per_s: jobs_per_s(&t, Phase::Burst),
+        aligned_probe_ms: waits(&t, Phase::AlignedProbe, &Priority::ALL).map(|w| w.max_ms),
+        random_probes: waits(&t, Phase::Probe, &Priority::ALL),
         empty_reads,
         longest_empty_read_ms: longest,
     }
@@ -370,25 +370,15 @@ mod tests {
         Event { t_us: (t_ms * 1000.0) as i64, actor: Actor::Consumer(1), kind }
     }
 
-    fn queued(t: f64, job: &str, p: Priority, phase: &str) -> Event {
-        ev(
-            t,
-            PriorityEvent::JobQueued { job: job.into(), priority: p, phase: phase.into(), traced: false, score: None }
-                .event(),
-        )
+    fn queued(t: f64, job: &str, p: Priority, phase: Phase) -> Event {
+        ev(t, PriorityEvent::JobQueued { job: job.into(), priority: p, phase, traced: false, score: None }.event())
     }
 
-    fn taken(t: f64, job: &str, p: Priority, phase: &str) -> Event {
+    fn taken(t: f64, job: &str, p: Priority, phase: Phase) -> Event {
         ev(
             t,
-            PriorityEvent::PriorityJobTaken {
-                job: job.into(),
-                priority: p,
-                phase: phase.into(),
-                traced: false,
-                waited_ms: None,
-            }
-            .event(),
+            PriorityEvent::PriorityJobTaken { job: job.into(), priority: p, phase, traced: false, waited_ms: None }
+                .event(),
         )
     }
 
@@ -406,20 +396,20 @@ mod tests {
     /// A backlog of 2 critical and 2 low served as a one-call loop does: c, l, c, l, with
     /// reads of COUNT 1 over both streams.
     fn one_call_backlog() -> Vec<Event> {
-        let mut e = vec![queued(0.0, "c1", C, "backlog"), queued(0.0, "c2", C, "backlog")];
-        e.extend([queued(0.0, "l1", L, "backlog"), queued(0.0, "l2", L, "backlog")]);
+        let mut e = vec![queued(0.0, "c1", C, Phase::Backlog), queued(0.0, "c2", C, Phase::Backlog)];
+        e.extend([queued(0.0, "l1", L, Phase::Backlog), queued(0.0, "l2", L, Phase::Backlog)]);
         e.push(read(10.0, &[C, N, L], 1, &[1, 0, 1], 0.0));
         e.extend([
-            taken(10.0, "c1", C, "backlog"),
+            taken(10.0, "c1", C, Phase::Backlog),
             done(12.0, "c1"),
-            taken(12.0, "l1", L, "backlog"),
+            taken(12.0, "l1", L, Phase::Backlog),
             done(14.0, "l1"),
         ]);
         e.push(read(14.0, &[C, N, L], 1, &[1, 0, 1], 0.0));
         e.extend([
-            taken(14.0, "c2", C, "backlog"),
+            taken(14.0, "c2", C, Phase::Backlog),
             done(16.0, "c2"),
-            taken(16.0, "l2", L, "backlog"),
+            taken(16.0, "l2", L, Phase::Backlog),
             done(20.0, "l2"),
         ]);
         e.push(read(20.0, &[C, N, L], 1, &[0, 0, 0], 5000.0));
@@ -430,7 +420,7 @@ mod tests {
     fn served_order_and_backlog_measures_come_from_the_timeline() {
         let events = one_call_backlog();
         let t = tracks(&events);
-        assert_eq!(served_runs(&t, "backlog"), [(C, 1), (L, 1), (C, 1), (L, 1)]);
+        assert_eq!(served_runs(&t, Phase::Backlog), [(C, 1), (L, 1), (C, 1), (L, 1)]);
         let b = backlog(&events, &t).unwrap();
         // l1 was served before c2, the last critical.
         assert_eq!(b.lower_before_critical_drained, 1);
@@ -465,18 +455,18 @@ mod tests {
         for k in 0..10 {
             let (t, job) = (k as f64 * 50.0, format!("c{k}"));
             events.extend([
-                queued(t, &job, C, "trickle"),
-                taken(t + k as f64 * 10.0, &job, C, "trickle"),
+                queued(t, &job, C, Phase::Trickle),
+                taken(t + k as f64 * 10.0, &job, C, Phase::Trickle),
                 done(t + k as f64 * 10.0 + 2.0, &job),
             ]);
         }
-        events.push(queued(0.0, "l1", L, "trickle"));
+        events.push(queued(0.0, "l1", L, Phase::Trickle));
         let t = tracks(&events);
-        let w = waits(&t, "trickle", &[C]).unwrap();
+        let w = waits(&t, Phase::Trickle, &[C]).unwrap();
         assert_eq!((w.count, w.p50_ms, w.p90_ms, w.max_ms, w.never), (10, 40.0, 80.0, 90.0, 0));
-        assert_eq!(waits(&t, "trickle", &[N, L]).unwrap().never, 1);
+        assert_eq!(waits(&t, Phase::Trickle, &[N, L]).unwrap().never, 1);
         // 11 jobs from 0 to the last done at 450 + 90 + 2 ms.
-        assert!((jobs_per_s(&t, "trickle").unwrap() - 11.0 / 0.542).abs() < 1e-9);
+        assert!((jobs_per_s(&t, Phase::Trickle).unwrap() - 11.0 / 0.542).abs() < 1e-9);
     }
 
     #[test]

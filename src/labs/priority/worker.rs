@@ -7,8 +7,8 @@
 //! process's, so the worker can say how long the job waited).
 
 use crate::error::{Context, Error};
-use crate::priority_queue::Priority;
 use crate::priority_queue::PriorityEvent;
+use crate::priority_queue::{Phase, Priority};
 use crate::roles::consumer::named_connection;
 use crate::roles::priority_loop::{self, LoopSpec, Planner, Read};
 use crate::roles::RoleEnv;
@@ -46,7 +46,7 @@ pub struct QueuedJob {
     pub job: String,
     pub priority: Priority,
     /// The phase of the run that queued it (`backlog`, `probe`, …).
-    pub phase: String,
+    pub phase: Phase,
     /// Shown on a line of its own in the text timeline.
     pub traced: bool,
     /// The producer's monotonic clock just before it queued the job.
@@ -58,7 +58,7 @@ impl QueuedJob {
     pub fn xadd(&self, stream: &str) -> redis::Cmd {
         let mut cmd = redis::cmd("XADD");
         cmd.arg(stream).arg("*");
-        cmd.arg("job").arg(&self.job).arg("priority").arg(self.priority.name()).arg("phase").arg(&self.phase);
+        cmd.arg("job").arg(&self.job).arg("priority").arg(self.priority.name()).arg("phase").arg(self.phase.as_str());
         cmd.arg("traced").arg(u8::from(self.traced)).arg("queued_ns").arg(self.queued_ns);
         cmd
     }
@@ -74,7 +74,7 @@ impl QueuedJob {
         Some(QueuedJob {
             job: entry.get("job")?,
             priority,
-            phase: entry.get("phase")?,
+            phase: entry.get::<String>("phase")?.parse().ok()?,
             traced: entry.get::<String>("traced")? == "1",
             queued_ns: entry.get::<String>("queued_ns")?.parse().ok()?,
         })
@@ -85,7 +85,7 @@ impl QueuedJob {
         let kind = PriorityEvent::JobQueued {
             job: self.job.clone(),
             priority: self.priority,
-            phase: self.phase.clone(),
+            phase: self.phase,
             traced: self.traced,
             score,
         }

@@ -30,7 +30,7 @@ use crate::labs::{
 use crate::lang::{pick, Lang, Words};
 use crate::priority_queue::PerPriority;
 use crate::priority_queue::PriorityEvent;
-use crate::priority_queue::{PhasePlan, Priority};
+use crate::priority_queue::{Phase, PhasePlan, Priority};
 use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::timeline::vocabulary::Vocabulary as _;
@@ -178,7 +178,7 @@ struct Job {
 }
 
 impl ZDriver<'_> {
-    fn job(&mut self, priority: Priority, phase: &str, traced: bool) -> Job {
+    fn job(&mut self, priority: Priority, phase: Phase, traced: bool) -> Job {
         let n = &mut self.next_id[priority.index()];
         *n += 1;
         let id = format!("{}-{:04}", &priority.name()[..1], n);
@@ -200,7 +200,7 @@ impl ZDriver<'_> {
     async fn queue(
         &mut self,
         jobs: Vec<(Job, f64)>,
-        phase: &str,
+        phase: Phase,
         traced: impl Fn(&Job) -> bool,
     ) -> Result<HashSet<String>, Error> {
         let queued_ns = crate::clock::now_ns();
@@ -214,7 +214,7 @@ impl ZDriver<'_> {
             let kind = PriorityEvent::JobQueued {
                 job: j.id.clone(),
                 priority: j.priority,
-                phase: phase.to_string(),
+                phase,
                 traced: traced(&j),
                 score: Some(score),
             }
@@ -258,15 +258,16 @@ impl ZDriver<'_> {
         self.members =
             jobs.iter().map(|(j, s)| QueuedMember { job: j.id.clone(), member: j.member.clone(), score: *s }).collect();
         self.run.phase(PhasePlan::Backlog { jobs: [payments, 1, 1] });
-        let ids = self.queue(jobs, "ties", |_| true).await?;
+        let ids = self.queue(jobs, Phase::Ties, |_| true).await?;
         self.spawn(1, false)?;
         Ok(self.run.wait_done(&ids).await)
     }
 
     async fn crash(&mut self, n: u32) -> Result<bool, Error> {
-        let jobs: Vec<(Job, f64)> = (0..n).map(|_| (self.job(Priority::Critical, "backlog", true), 100.0)).collect();
+        let jobs: Vec<(Job, f64)> =
+            (0..n).map(|_| (self.job(Priority::Critical, Phase::Backlog, true), 100.0)).collect();
         self.run.phase(PhasePlan::Backlog { jobs: [n, 0, 0] });
-        self.queue(jobs, "backlog", |_| true).await?;
+        self.queue(jobs, Phase::Backlog, |_| true).await?;
         self.spawn(1, true)?;
         let first = self.workers[0].actor();
         if !self
@@ -330,9 +331,9 @@ impl ZDriver<'_> {
             if !self.run.pause_for(self.ctx.scale.duration(after_ms)).await {
                 return Ok(false);
             }
-            let job = self.job(Priority::Critical, PhasePlan::RANDOM_PROBE, true);
+            let job = self.job(Priority::Critical, Phase::Probe, true);
             self.run.phase(PhasePlan::Probe { blocked_in: None, after_ms: Some(after_ms) });
-            let ids = self.queue(vec![(job, 100.0)], PhasePlan::RANDOM_PROBE, |_| true).await?;
+            let ids = self.queue(vec![(job, 100.0)], Phase::Probe, |_| true).await?;
             if !self.run.wait_done(&ids).await {
                 return Ok(false);
             }
@@ -344,14 +345,14 @@ impl ZDriver<'_> {
         self.run.phase(PhasePlan::Flood { critical, low, ms, tau_ms });
         let mut jobs = Vec::new();
         for i in 0..critical {
-            let j = self.job(Priority::Critical, "flood", i == 0);
+            let j = self.job(Priority::Critical, Phase::Flood, i == 0);
             jobs.push((j, self.score(Priority::Critical, tau_ms)));
         }
         for _ in 0..low {
-            let j = self.job(Priority::Low, "flood", true);
+            let j = self.job(Priority::Low, Phase::Flood, true);
             jobs.push((j, self.score(Priority::Low, tau_ms)));
         }
-        let mut ids = self.queue(jobs, "flood", |_| true).await?;
+        let mut ids = self.queue(jobs, Phase::Flood, |_| true).await?;
         self.spawn(1, false)?;
         let until = tokio::time::Instant::now() + self.ctx.scale.duration(ms);
         loop {
@@ -365,9 +366,9 @@ impl ZDriver<'_> {
             };
             if taken_critical {
                 // One new critical job for each one taken: the flood never runs dry.
-                let j = self.job(Priority::Critical, "flood", false);
+                let j = self.job(Priority::Critical, Phase::Flood, false);
                 let score = self.score(Priority::Critical, tau_ms);
-                ids.extend(self.queue(vec![(j, score)], "flood", |_| false).await?);
+                ids.extend(self.queue(vec![(j, score)], Phase::Flood, |_| false).await?);
             }
         }
         Ok(self.run.wait_done(&ids).await)
@@ -859,23 +860,16 @@ mod tests {
         Event { t_us: (t_ms * 1000.0) as i64, actor: Actor::Consumer(1), kind }
     }
 
-    fn job(t_queued: f64, t_taken: f64, id: &str, priority: Priority, phase: &str) -> [Event; 2] {
+    fn job(t_queued: f64, t_taken: f64, id: &str, priority: Priority, phase: Phase) -> [Event; 2] {
         [
             ev(
                 t_queued,
-                PriorityEvent::JobQueued { job: id.into(), priority, phase: phase.into(), traced: true, score: None }
-                    .event(),
+                PriorityEvent::JobQueued { job: id.into(), priority, phase, traced: true, score: None }.event(),
             ),
             ev(
                 t_taken,
-                PriorityEvent::PriorityJobTaken {
-                    job: id.into(),
-                    priority,
-                    phase: phase.into(),
-                    traced: true,
-                    waited_ms: None,
-                }
-                .event(),
+                PriorityEvent::PriorityJobTaken { job: id.into(), priority, phase, traced: true, waited_ms: None }
+                    .event(),
             ),
         ]
     }
@@ -883,8 +877,8 @@ mod tests {
     #[test]
     fn the_flood_chart_marks_the_aging_bound() {
         let mut events = Vec::new();
-        events.extend(job(0.0, 15.0, "c-0001", Priority::Critical, "flood"));
-        events.extend(job(0.0, 1246.0, "l-0001", Priority::Low, "flood"));
+        events.extend(job(0.0, 15.0, "c-0001", Priority::Critical, Phase::Flood));
+        events.extend(job(0.0, 1246.0, "l-0001", Priority::Low, Phase::Flood));
         let chart = flood_chart(&events, Some(10.0), 1.0);
         assert_eq!(chart.validate(), Ok(()));
         assert_eq!(chart.series[1].points, [(1246.0, 1246.0)]);
@@ -898,7 +892,7 @@ mod tests {
             "pop = { kind = \"bzpopmax\" }\ncost_ms = {}\nexperiment = { kind = \"arrivals\", idle_ms = 1000, count = 1, max_delay_ms = 10 }",
         )
         .unwrap();
-        let events: Vec<Event> = job(0.0, 3.0, "c-0001", Priority::Critical, PhasePlan::RANDOM_PROBE).into();
+        let events: Vec<Event> = job(0.0, 3.0, "c-0001", Priority::Critical, Phase::Probe).into();
         let observed = ZsetObserved {
             scale: 1.0,
             queued: 1,

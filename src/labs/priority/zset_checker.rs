@@ -8,7 +8,7 @@
 use crate::checker::{RunVerdict, Verdict};
 use crate::labs::priority::served::{tracks, waits, Waits};
 use crate::priority_queue::PriorityEvent;
-use crate::priority_queue::{PhasePlan, Priority};
+use crate::priority_queue::{Phase, Priority};
 use crate::timeline::Event;
 use serde::{Deserialize, Serialize};
 
@@ -120,10 +120,10 @@ pub fn measure(events: &[Event], queued: &[QueuedMember], lost: i64, idle: Optio
         ties: (!queued.is_empty()).then(|| tie_order(queued, events)),
         lost,
         taken_twice: taken.values().filter(|n| **n > 1).count() as u32,
-        arrivals: waits(&t, PhasePlan::RANDOM_PROBE, &Priority::ALL),
+        arrivals: waits(&t, Phase::Probe, &Priority::ALL),
         idle,
-        flood_low: waits(&t, "flood", &[Priority::Low]),
-        flood_critical: waits(&t, "flood", &[Priority::Critical]),
+        flood_low: waits(&t, Phase::Flood, &[Priority::Low]),
+        flood_critical: waits(&t, Phase::Flood, &[Priority::Critical]),
     }
 }
 
@@ -183,7 +183,7 @@ mod tests {
                 kind: PriorityEvent::PriorityJobTaken {
                     job: j.to_string(),
                     priority: Priority::Critical,
-                    phase: "ties".into(),
+                    phase: Phase::Ties,
                     traced: true,
                     waited_ms: None,
                 }

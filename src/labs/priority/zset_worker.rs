@@ -9,8 +9,8 @@
 
 use crate::error::{Context, Error};
 use crate::fault::crash_now;
-use crate::priority_queue::Priority;
 use crate::priority_queue::PriorityEvent;
+use crate::priority_queue::{Phase, Priority};
 use crate::roles::consumer::named_connection;
 use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
@@ -108,7 +108,7 @@ pub struct ZsetWorkerConfig {
 pub struct Member {
     pub job: String,
     pub priority: Priority,
-    pub phase: String,
+    pub phase: Phase,
     pub traced: bool,
     pub queued_ns: Option<u64>,
 }
@@ -125,7 +125,7 @@ impl Member {
         Some(Member {
             job: ["job", "order_id", "user_id", "date"].iter().find_map(|k| text(k))?,
             priority,
-            phase: text("phase").unwrap_or_else(|| "ties".into()),
+            phase: text("phase").map_or(Ok(Phase::Ties), |p| p.parse()).ok()?,
             traced: v.get("traced").and_then(|x| x.as_bool()).unwrap_or(true),
             queued_ns: v.get("queued_ns").and_then(|x| x.as_u64()),
         })
@@ -248,7 +248,7 @@ async fn handle(
         return Ok(());
     };
     let waited_ms = m.queued_ns.map(|q| crate::clock::now_ns().saturating_sub(q) as f64 / 1e6);
-    let (job, priority, phase, traced) = (m.job.clone(), m.priority, m.phase.clone(), m.traced);
+    let (job, priority, phase, traced) = (m.job.clone(), m.priority, m.phase, m.traced);
     StdoutSink.emit(actor, PriorityEvent::PriorityJobTaken { job, priority, phase, traced, waited_ms }.event());
     if crash {
         crash_now(&StdoutSink, actor, format!("right after popping {}, before handling it", m.job));
@@ -286,8 +286,8 @@ mod tests {
     fn members_are_the_labs_json_or_the_seeds_own() {
         let seed = Member::parse(r#"{"type":"payment","order_id":"A1"}"#).unwrap();
         assert_eq!(
-            (seed.job.as_str(), seed.priority, seed.phase.as_str(), seed.queued_ns),
-            ("A1", Priority::Critical, "ties", None)
+            (seed.job.as_str(), seed.priority, seed.phase, seed.queued_ns),
+            ("A1", Priority::Critical, Phase::Ties, None)
         );
         assert_eq!(
             Member::parse(r#"{"type":"analytics","date":"2026-06-01","order_id":"X"}"#).unwrap().priority,
@@ -295,7 +295,10 @@ mod tests {
         );
         let ours =
             Member::parse(r#"{"job":"l-0001","priority":"low","phase":"flood","traced":false,"queued_ns":7}"#).unwrap();
-        assert_eq!((ours.priority, ours.traced, ours.queued_ns), (Priority::Low, false, Some(7)));
+        assert_eq!(
+            (ours.priority, ours.phase, ours.traced, ours.queued_ns),
+            (Priority::Low, Phase::Flood, false, Some(7))
+        );
         assert!(Member::parse("not json").is_none());
         assert_eq!(Member::parse(r#"{"type":"email","user_id":"U5"}"#).unwrap().job, "U5");
     }

@@ -40,36 +40,7 @@ pub fn lines(spec: &ZsetSpec, all: &[ZsetMeasures], lang: Lang) -> Vec<Line> {
             );
             vec![says(lang, claim).and_text(what)]
         }
-        (Experiment::Crash { .. }, pop) => {
-            let lost = of(|m| Some(m.lost as f64));
-            let (claim, how) = match pop {
-                PopSpec::Reliable { .. } => (
-                    pick(
-                        lang,
-                        "reliable delivery must be built outside the sorted set",
-                        "phải tự xây lớp reliable delivery bên ngoài sorted set",
-                    ),
-                    pick(
-                        lang,
-                        "with a leased pop into a processing set, jobs lost after the SIGKILL: ",
-                        "với pop có lease vào tập processing, job mất sau SIGKILL: ",
-                    ),
-                ),
-                PopSpec::PollSleep { .. } | PopSpec::Bzpopmax => (
-                    pick(
-                        lang,
-                        "a worker that crashes after the pop loses the message for good",
-                        "worker crash sau khi pop thì message mất vĩnh viễn",
-                    ),
-                    pick(
-                        lang,
-                        "jobs lost after the SIGKILL right after ZPOPMAX: ",
-                        "job mất sau SIGKILL ngay sau ZPOPMAX: ",
-                    ),
-                ),
-            };
-            vec![says(lang, claim).and_text(how).and_text(decided(&lost))]
-        }
+        (Experiment::Crash { .. }, pop) => vec![crash_line(pop, &of(|m| Some(m.lost as f64)), lang)],
         (Experiment::Arrivals { .. }, pop) => {
             let p50 = of(|m| m.arrivals.as_ref().map(|w| w.p50_ms));
             let max = of(|m| m.arrivals.as_ref().map(|w| w.max_ms));
@@ -121,4 +92,31 @@ pub fn lines(spec: &ZsetSpec, all: &[ZsetMeasures], lang: Lang) -> Vec<Line> {
             vec![says(lang, claim).and_text(how).and_line(spread(&low, Piece::Ms))]
         }
     }
+}
+
+/// The crash experiment's claim and the jobs lost after the SIGKILL.
+fn crash_line(pop: &PopSpec, lost: &[f64], lang: Lang) -> Line {
+    let (claim, how) = match pop {
+        PopSpec::Reliable { .. } => (
+            pick(
+                lang,
+                "reliable delivery must be built outside the sorted set",
+                "phải tự xây lớp reliable delivery bên ngoài sorted set",
+            ),
+            pick(
+                lang,
+                "with a leased pop into a processing set, jobs lost after the SIGKILL: ",
+                "với pop có lease vào tập processing, job mất sau SIGKILL: ",
+            ),
+        ),
+        PopSpec::PollSleep { .. } | PopSpec::Bzpopmax => (
+            pick(
+                lang,
+                "a worker that crashes after the pop loses the message for good",
+                "worker crash sau khi pop thì message mất vĩnh viễn",
+            ),
+            pick(lang, "jobs lost after the SIGKILL right after ZPOPMAX: ", "job mất sau SIGKILL ngay sau ZPOPMAX: "),
+        ),
+    };
+    says(lang, claim).and_text(how).and_text(decided(lost))
 }

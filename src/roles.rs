@@ -12,6 +12,7 @@
 //! connected), as data over CLIENT LIST.
 
 pub mod claimer;
+pub mod client_list;
 pub mod cluster_worker;
 mod config;
 pub mod consumer;
@@ -20,7 +21,6 @@ mod keyed_queues;
 pub mod primary;
 pub mod priority_loop;
 pub mod producer;
-pub mod readiness;
 mod role_process;
 
 pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};

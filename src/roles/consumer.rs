@@ -238,7 +238,7 @@ pub fn maybe_crash(cfg: &ConsumerConfig, received: u32, job: &Job) {
 /// A connection named `client_name`, so the orchestrator can see it in CLIENT LIST.
 pub async fn named_connection(redis_url: &str, client_name: &str) -> Result<MultiplexedConnection, Error> {
     let mut conn = connect::redis(redis_url).await.context("consumer connect")?;
-    super::readiness::name_connection(&mut conn, client_name).await?;
+    super::client_list::name_connection(&mut conn, client_name).await?;
     Ok(conn)
 }
 

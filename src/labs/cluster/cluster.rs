@@ -38,8 +38,8 @@ use crate::labs::{
     TimelineDisplay, VariantRuns,
 };
 use crate::lang::{pick, Lang};
+use crate::roles::client_list::ClientState;
 use crate::roles::cluster_worker::{QueueKeys, QueuedJob, RetryWait};
-use crate::roles::readiness::ClientState;
 use crate::service::cluster::stats::NodeCounters;
 use crate::service::cluster::{tag_on, ClusterNode, RedisCluster};
 use crate::timeline::{Event, EventKind, Job, NullSink, RawEvent};

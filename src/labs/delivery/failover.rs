@@ -38,8 +38,8 @@ use crate::labs::{
 };
 use crate::lang::{pick, Lang};
 use crate::orders::{self, EventSpec, OrderRow};
+use crate::roles::client_list;
 use crate::roles::producer::{sleep_until, Producer};
-use crate::roles::readiness;
 use crate::service::{NodeSpec, RedisNode, ServiceError, Services};
 use crate::stats::quantile;
 use crate::streams::{self, GROUP};
@@ -589,13 +589,13 @@ async fn start_nodes(services: &Services, link: &LinkPlan, scale: TimeScale, str
     }
     let mut r = crate::connect::redis(&replica.url).await.context("connect to the replica")?;
     same_redis_as_the_header(&mut r, &services.info.redis_version).await?;
-    readiness::until("the replica's link to the primary", || {
+    client_list::until("the replica's link to the primary", || {
         let mut r = r.clone();
         async move { Ok(info(&mut r, "replication").await?.contains("master_link_status:up")) }
     })
     .await?;
     streams::create_group(&mut p, stream, GROUP).await?;
-    readiness::until("the group on the replica", || {
+    client_list::until("the group on the replica", || {
         let mut r = r.clone();
         let key = stream.to_string();
         async move { Ok(redis::cmd("EXISTS").arg(&key).query_async::<i64>(&mut r).await.context("EXISTS")? == 1) }

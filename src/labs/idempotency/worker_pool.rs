@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::labs::RunContext;
-use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::timeline::{Actor, RawEvent};
 use tokio::sync::mpsc;

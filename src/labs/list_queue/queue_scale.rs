@@ -25,8 +25,8 @@ use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView, VariantRuns,
 };
 use crate::lang::{pick, Lang};
+use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::cluster_worker::QueuedJob;
-use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::stats::quantile;
 use crate::timeline::{Actor, Job, RawEvent};

@@ -52,7 +52,7 @@ pub const JOB_FIELD: &str = "job";
 /// The worker process: connect, name the connection, take jobs until killed.
 pub async fn run(cfg: ScaleWorkerConfig) -> Result<(), Error> {
     let mut conn = crate::connect::redis(&cfg.env.redis_url).await.context("worker connect")?;
-    crate::roles::readiness::name_connection(&mut conn, &cfg.client_name).await?;
+    crate::roles::client_list::name_connection(&mut conn, &cfg.client_name).await?;
     loop {
         match cfg.queue {
             QueueKind::List => list_job(&cfg, &mut conn).await?,

@@ -37,7 +37,7 @@ impl ListSupervisorConfig {
 
 pub async fn run(cfg: ListSupervisorConfig) -> Result<(), Error> {
     let mut conn = crate::connect::redis(&cfg.env.redis_url).await.context("supervisor connect")?;
-    crate::roles::readiness::name_connection(&mut conn, &cfg.client_name).await?;
+    crate::roles::client_list::name_connection(&mut conn, &cfg.client_name).await?;
     run_loop(&mut conn, &cfg, &StdoutSink).await
 }
 

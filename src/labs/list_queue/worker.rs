@@ -71,7 +71,7 @@ impl ListWorkerConfig {
 /// The worker process: connect, name the connection, run the loop until killed.
 pub async fn run(cfg: ListWorkerConfig) -> Result<(), Error> {
     let mut conn = crate::connect::redis(&cfg.env.redis_url).await.context("worker connect")?;
-    crate::roles::readiness::name_connection(&mut conn, &cfg.client_name).await?;
+    crate::roles::client_list::name_connection(&mut conn, &cfg.client_name).await?;
     let sink = SideEffectSink::connect(&cfg.sink).await?;
     run_loop(&mut conn, &cfg, &sink, &StdoutSink).await
 }

@@ -21,8 +21,8 @@ use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunOutcome, RunView,
 };
 use crate::lang::{pick, Lang};
+use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::consumer::{ConsumerConfig, HandlerMode};
-use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::RoleConfig;
 use crate::stats::quantile;
 use crate::timeline::{Actor, RawEvent};

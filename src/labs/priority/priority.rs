@@ -33,8 +33,8 @@ use crate::labs::{
 use crate::lang::{pick, Lang, Words};
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{PerPriority, Phase, PhasePlan, Priority};
+use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
-use crate::roles::readiness::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};

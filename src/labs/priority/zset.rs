@@ -31,7 +31,7 @@ use crate::lang::{pick, Lang, Words};
 use crate::priority_queue::PerPriority;
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{Phase, PhasePlan, Priority};
-use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};

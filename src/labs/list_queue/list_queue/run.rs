@@ -9,7 +9,7 @@ use crate::labs::list_queue::worker::ListWorkerConfig;
 use crate::labs::{RunContext, RunOutcome};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
-use crate::roles::readiness::{wait_for_client, ClientState};
+use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
 use crate::timeline::vocabulary::Vocabulary as _;

@@ -1,6 +1,6 @@
-//! Readiness of roles as data: a run goes on only when each role is where it must be, seen
-//! from the server (`CLIENT LIST` shows the role's named connection, blocked in XREADGROUP or
-//! just connected). Built on the same [`poll_until`] as the servers' own readiness.
+//! Where each role is, read from the server: a run goes on only when each role is where it
+//! must be (`CLIENT LIST` shows the role's named connection, blocked in XREADGROUP or just
+//! connected). Built on the same [`poll_until`] as the servers' readiness (`service::readiness`).
 
 use super::RoleProcess;
 use crate::error::{Context, Error};

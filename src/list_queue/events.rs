@@ -8,6 +8,17 @@ use crate::timeline::vocabulary::{truncate, Causality, Drawing, Glyph, Vocabular
 use crate::timeline::Actor;
 use serde::{Deserialize, Serialize};
 
+/// Why a job went to the dead-letter list (named on the wire as the seed's worker names it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeadLetterReason {
+    /// It failed on every attempt it had.
+    #[serde(rename = "max attempts")]
+    MaxAttempts,
+    /// Its payload does not parse.
+    #[serde(rename = "poison")]
+    Poison,
+}
+
 /// What a list queue's processes (and its server) did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -26,8 +37,8 @@ pub enum ListEvent {
     /// A failed job was put aside for another attempt: pushed to `to` (`queue:retry`), or
     /// scheduled `delay_ms` later in the delayed set.
     RetryScheduled { job: String, attempt: u32, to: String, delay_ms: Option<f64> },
-    /// A job went to the dead-letter list (`reason`: `max attempts`, `poison`).
-    ListDeadLettered { job: String, reason: String },
+    /// A job went to the dead-letter list, and why.
+    ListDeadLettered { job: String, reason: DeadLetterReason },
     /// A payload that is not a job (it does not parse); the worker then slept `slept_ms`.
     Poison { payload: String, slept_ms: f64 },
     /// The reaper put a job whose lease had run out `expired_ms_ago` back in the queue.
@@ -156,7 +167,7 @@ impl ListEvent {
                 ),
             },
             ListEvent::ListDeadLettered { job, reason } => {
-                let reason = Self::reason_words(reason, w);
+                let reason = Self::reason_words(*reason, w);
                 crate::tr!(l, "{a}: {job} → dead-letter list ({reason})", "{a}: {job} → hàng đợi lỗi ({reason})")
             }
             ListEvent::Poison { payload, slept_ms } => {
@@ -225,11 +236,24 @@ impl ListEvent {
         })
     }
 
-    fn reason_words(reason: &str, w: &Wording) -> String {
+    fn reason_words(reason: DeadLetterReason, w: &Wording) -> &'static str {
         match reason {
-            "poison" => pick(w.lang, "poison: does not parse", "poison: không parse được").to_string(),
-            "max attempts" => pick(w.lang, "max attempts reached", "hết số lần thử").to_string(),
-            other => other.to_string(),
+            DeadLetterReason::Poison => pick(w.lang, "poison: does not parse", "poison: không parse được"),
+            DeadLetterReason::MaxAttempts => pick(w.lang, "max attempts reached", "hết số lần thử"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dead_letter_reason_reads_and_writes_as_the_seed_names_it() {
+        let e = ListEvent::ListDeadLettered { job: "job-1".into(), reason: DeadLetterReason::MaxAttempts };
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(json, r#"{"kind":"list_dead_lettered","job":"job-1","reason":"max attempts"}"#);
+        assert_eq!(serde_json::from_str::<ListEvent>(&json).unwrap(), e);
+        assert_eq!(serde_json::to_value(DeadLetterReason::Poison).unwrap(), "poison");
     }
 }

@@ -11,7 +11,7 @@
 
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, ListCrash, ListCrashPoint};
-use crate::list_queue::events::ListEvent;
+use crate::list_queue::events::{DeadLetterReason, ListEvent};
 use crate::list_queue::{self, payload_label, Identity, ListJob, ListKeys, OnFailure, OnPoison, Take, Taken};
 use crate::roles::RoleEnv;
 use crate::side_effect::{EffectRequest, SideEffectSink, SinkConfig};
@@ -163,7 +163,10 @@ async fn failed<C: ConnectionLike + Send>(
                     ListEvent::RetryScheduled { job: label, attempt: next.attempts + 1, to, delay_ms: None }.event(),
                 )
             } else {
-                (&cfg.keys.failed, ListEvent::ListDeadLettered { job: label, reason: "max attempts".into() }.event())
+                (
+                    &cfg.keys.failed,
+                    ListEvent::ListDeadLettered { job: label, reason: DeadLetterReason::MaxAttempts }.event(),
+                )
             };
             redis::cmd("RPUSH").arg(to).arg(next.to_json()).query_async::<i64>(conn).await.context("RPUSH")?;
             events.emit(actor, event);
@@ -179,7 +182,8 @@ async fn failed<C: ConnectionLike + Send>(
         }
         OnFailure::Backoff(b) if next.attempts >= b.max_attempts => {
             list_queue::dead_letter(conn, &cfg.keys, &entry, &next.to_json()).await.context("dead-letter")?;
-            events.emit(actor, ListEvent::ListDeadLettered { job: label, reason: "max attempts".into() }.event());
+            events
+                .emit(actor, ListEvent::ListDeadLettered { job: label, reason: DeadLetterReason::MaxAttempts }.event());
         }
         OnFailure::Backoff(b) => {
             let delay = cfg.env.scale.ms_ceil(b.delay_after(next.attempts).round() as u64);
@@ -217,7 +221,10 @@ async fn poison<C: ConnectionLike + Send>(
             events.emit(actor, ListEvent::Poison { payload: label.to_string(), slept_ms: 0.0 }.event());
             let entry = taken.entry.clone().unwrap_or_default();
             list_queue::dead_letter(conn, &cfg.keys, &entry, &taken.payload).await.context("dead-letter")?;
-            events.emit(actor, ListEvent::ListDeadLettered { job: label.to_string(), reason: "poison".into() }.event());
+            events.emit(
+                actor,
+                ListEvent::ListDeadLettered { job: label.to_string(), reason: DeadLetterReason::Poison }.event(),
+            );
         }
     }
     Ok(())

@@ -74,7 +74,10 @@ pub(crate) async fn spawn_redis_with(
     extra_args: &[String],
 ) -> Result<(OwnedChild, u16), ServiceError> {
     let log = dir.join("redis.log");
-    start_with_port_retry("redis-server", &log, |port| redis_command(&bin.path, dir, port, extra_args)).await
+    start_with_port_retry("redis-server", StopPolicy::Kill, &log, |port| {
+        redis_command(&bin.path, dir, port, extra_args)
+    })
+    .await
 }
 
 /// Starts redis-server again on a known port (a restart on the same data and URL).
@@ -86,7 +89,7 @@ pub(crate) async fn respawn_redis(
 ) -> Result<OwnedChild, ServiceError> {
     let (mut cmd, readiness) = redis_command(&bin.path, dir, port, extra_args);
     let log = dir.join("redis.log");
-    let child = spawn_logged(&mut cmd, "redis-server", &log)?;
+    let child = spawn_logged(&mut cmd, "redis-server", StopPolicy::Kill, &log)?;
     wait_ready("redis-server", child, &readiness).await
 }
 
@@ -110,7 +113,7 @@ pub(crate) async fn spawn_postgres(dir: &Path) -> Result<(OwnedChild, u16), Serv
     let (d, s, o) = (data.clone(), sock.clone(), owner);
     run_blocking_to_end("copy postgres template", move || prepare_pg_dirs(&template, &d, &s, o)).await??;
     let log = dir.join("postgres.log");
-    start_with_port_retry("postgres", &log, |port| {
+    start_with_port_retry("postgres", StopPolicy::POSTGRES, &log, |port| {
         let mut cmd = owned_command(&bins.postgres);
         cmd.arg("-D").arg(&data).args(["-p", &port.to_string()]);
         cmd.arg("-k").arg(&sock);
@@ -155,6 +158,7 @@ fn prepare_pg_dirs(template: &Path, data: &Path, sock: &Path, owner: Option<(Uid
 /// exits early because its port got taken, tries again with another free port.
 async fn start_with_port_retry<F>(
     what: &'static str,
+    policy: StopPolicy,
     log: &Path,
     mut build: F,
 ) -> Result<(OwnedChild, u16), ServiceError>
@@ -165,7 +169,7 @@ where
     loop {
         let port = free_port().map_err(ServiceError::io("pick a free port"))?;
         let (mut cmd, readiness) = build(port);
-        let child = spawn_logged(&mut cmd, what, log)?;
+        let child = spawn_logged(&mut cmd, what, policy, log)?;
         match wait_ready(what, child, &readiness).await {
             Ok(child) => return Ok((child, port)),
             Err(ServiceError::NotReady { log_tail, .. }) if attempt < PORT_ATTEMPTS && port_taken(&log_tail) => {
@@ -180,11 +184,16 @@ fn port_taken(log_tail: &str) -> bool {
     log_tail.contains("Address already in use") || log_tail.contains("could not bind")
 }
 
-fn spawn_logged(cmd: &mut std::process::Command, what: &'static str, log: &Path) -> Result<OwnedChild, ServiceError> {
+/// Spawn `what` with its output in `log`, stopped by `policy` when dropped.
+fn spawn_logged(
+    cmd: &mut std::process::Command,
+    what: &'static str,
+    policy: StopPolicy,
+    log: &Path,
+) -> Result<OwnedChild, ServiceError> {
     let file = std::fs::File::create(log).map_err(ServiceError::io(format!("create {what} log")))?;
     let err = file.try_clone().map_err(ServiceError::io("dup log file"))?;
     cmd.stdin(Stdio::null()).stdout(file).stderr(err);
-    let policy = if what == "postgres" { StopPolicy::POSTGRES } else { StopPolicy::Kill };
     OwnedChild::spawn(cmd, what, policy, Some(log.to_path_buf())).map_err(ServiceError::io(format!("spawn {what}")))
 }
 

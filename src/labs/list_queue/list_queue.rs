@@ -75,6 +75,10 @@ pub struct ListQueueSpec {
     /// process manager (PM2, systemd) would.
     #[serde(default)]
     pub restart: bool,
+    /// Start each worker only once the one before it has taken a job, so which worker holds
+    /// which copy is fixed by the lab, not by the OS scheduler.
+    #[serde(default)]
+    pub stagger: bool,
     /// The run ends after this long with nothing happening (ms).
     #[serde(default = "ListQueueSpec::default_observe")]
     pub observe_ms: f64,
@@ -379,6 +383,16 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
         (n, Lang::En) => format!("{n} worker processes"),
         (n, Lang::Vi) => format!("{n} process worker"),
     }];
+    if s.stagger && workers > 1 {
+        parts.push(
+            pick(
+                lang,
+                "each worker starts once the one before it has taken a job",
+                "mỗi worker khởi động khi worker trước đã lấy một job",
+            )
+            .into(),
+        );
+    }
     if s.restart {
         parts.push(
             pick(

@@ -41,7 +41,8 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
     let mut crew = Crew { keys: keys.clone(), sink: sink_cfg.clone(), tx: tx.clone(), workers: Vec::new() };
-    for _ in 0..spec.workers {
+    let first = if spec.stagger { 1 } else { spec.workers };
+    for _ in 0..first {
         crew.start_worker(spec, ctx).await?;
     }
     let supervisor = start_supervisor(spec, ctx, &keys, &tx).await?;
@@ -176,7 +177,14 @@ async fn drive(
                 let Some(ev) = ev else { return Ok(true) };
                 p.last_event = Some(tokio::time::Instant::now());
                 let step = observe(spec, &ev, &mut p);
+                let next_worker = spec.stagger
+                    && ev.kind.family::<ListEvent>().is_some_and(|e| matches!(e, ListEvent::Taken { .. }))
+                    && ev.actor == Actor::Worker(crew.workers.len() as u32)
+                    && (crew.workers.len() as u32) < spec.workers;
                 raw.push(ev);
+                if next_worker {
+                    crew.start_worker(spec, ctx).await?;
+                }
                 match step {
                     Step::Push => push_ready(spec, &mut producer, crew, &mut p).await?,
                     Step::Kill(index) => crew.kill(index).await,

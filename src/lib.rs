@@ -49,6 +49,7 @@ pub mod cpu_time;
 pub mod error;
 pub mod fault;
 pub mod handler;
+pub mod interposer;
 pub mod labs;
 pub mod lang;
 pub mod list_queue;

@@ -1,0 +1,1 @@
+//! PostgreSQL v3 on the wire (to be written).

@@ -32,3 +32,84 @@ pub struct CommandView<'a> {
     /// then its parameter values.
     pub args: &'a [String],
 }
+
+use crate::timeline::{Actor, EventKind, RawEvent};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// One worker's side of the interposer: who it is, its fault rules, where its events go and how
+/// to kill it. Every connection of the worker, to either server, shares it.
+pub struct WorkerTap {
+    pub actor: Actor,
+    rules: RuleSet,
+    sink: mpsc::UnboundedSender<RawEvent>,
+    kill: Box<dyn Fn() + Send + Sync>,
+    redis_connections: AtomicU32,
+    postgres_connections: AtomicU32,
+}
+
+/// One command or statement and its reply, as a proxy saw them pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exchange {
+    pub server: ServerKind,
+    pub connection: u32,
+    /// As in [`CommandView::args`].
+    pub args: Vec<String>,
+    /// The reply, abbreviated for a timeline line (`1 entry 1-0 type=created`, `UPDATE 1`).
+    pub reply: String,
+    /// The reply is an error (Redis `-ERR`, a PostgreSQL ErrorResponse: `reply` has its SQLSTATE).
+    pub error: bool,
+    /// When the reply arrived (the monotonic clock): the event is placed there, when the
+    /// server's answer exists (a blocking read is placed at its delivery, not its send).
+    pub replied_ns: u64,
+}
+
+impl WorkerTap {
+    pub fn new(
+        actor: Actor,
+        rules: Vec<Rule>,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        kill: Box<dyn Fn() + Send + Sync>,
+    ) -> Arc<WorkerTap> {
+        Arc::new(WorkerTap {
+            actor,
+            rules: RuleSet::new(rules),
+            sink,
+            kill,
+            redis_connections: AtomicU32::new(0),
+            postgres_connections: AtomicU32::new(0),
+        })
+    }
+
+    /// The number of the worker's next connection to `server` (1-based).
+    pub fn next_connection(&self, server: ServerKind) -> u32 {
+        let counter = match server {
+            ServerKind::Redis => &self.redis_connections,
+            ServerKind::Postgres => &self.postgres_connections,
+        };
+        counter.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// What to do with a command at `moment`; a `Kill` is carried out here (the proxy then
+    /// drops what it held).
+    pub fn decide(&self, view: &CommandView<'_>, moment: Moment) -> Action {
+        let action = self.rules.decide(view, moment);
+        if action == Action::Kill {
+            (self.kill)();
+        }
+        action
+    }
+
+    /// Record a finished exchange as a timeline event of this worker.
+    pub fn record(&self, x: Exchange) {
+        let kind = EventKind::ServerCommand {
+            server: x.server,
+            connection: x.connection,
+            args: x.args,
+            reply: x.reply,
+            error: x.error,
+        };
+        let _ = self.sink.send(RawEvent { mono_ns: x.replied_ns, actor: self.actor, kind });
+    }
+}

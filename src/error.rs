@@ -40,6 +40,10 @@ pub enum Error {
     NodeVersion { node: String, header: String },
     #[error("cannot read {path}: {detail}")]
     SavedRun { path: String, detail: String },
+    /// A worker from a command line could not start, or exited or never connected before the
+    /// run began.
+    #[error("worker `{command}`: {detail}")]
+    WorkerCommand { command: String, detail: String },
     /// A role process's config on its stdin does not name a known role or does not parse.
     #[error("{0}")]
     RoleConfig(String),

@@ -60,6 +60,8 @@ pub struct Exchange {
     pub reply: String,
     /// The reply is an error (Redis `-ERR`, a PostgreSQL ErrorResponse: `reply` has its SQLSTATE).
     pub error: bool,
+    /// The entries a stream read's reply handed over.
+    pub entries: Vec<crate::timeline::WireEntry>,
     /// When the reply arrived (the monotonic clock): the event is placed there, when the
     /// server's answer exists (a blocking read is placed at its delivery, not its send).
     pub replied_ns: u64,
@@ -109,7 +111,73 @@ impl WorkerTap {
             args: x.args,
             reply: x.reply,
             error: x.error,
+            entries: x.entries,
         };
         let _ = self.sink.send(RawEvent { mono_ns: x.replied_ns, actor: self.actor, kind });
     }
+}
+
+/// A loopback port of one worker: each connection accepted there is served by its own task
+/// (forwarding to the real server); dropping the endpoint stops the port and every connection.
+pub struct Endpoint {
+    pub addr: std::net::SocketAddr,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Endpoint {
+    /// Listen on a free loopback port and serve each connection with `serve`.
+    pub async fn start<F, Fut>(serve: F) -> std::io::Result<Endpoint>
+    where
+        F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+    {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let accept = tokio::spawn(async move {
+            // Owned here: aborting this task drops the set, which aborts every connection.
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => { connections.spawn(serve(stream)); }
+                        Err(_) => return,
+                    },
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                }
+            }
+        });
+        Ok(Endpoint { addr, accept })
+    }
+
+    /// A Redis endpoint forwarding to `upstream`.
+    pub async fn redis(upstream: std::net::SocketAddr, tap: Arc<WorkerTap>, setup: redis::RedisSetup) -> std::io::Result<Endpoint> {
+        let setup = Arc::new(setup);
+        Endpoint::start(move |stream| redis::serve(stream, upstream, tap.clone(), setup.clone())).await
+    }
+}
+
+impl Endpoint {
+    /// A PostgreSQL endpoint forwarding to `upstream`.
+    pub async fn postgres(upstream: std::net::SocketAddr, tap: Arc<WorkerTap>) -> std::io::Result<Endpoint> {
+        Endpoint::start(move |stream| postgres::serve(stream, upstream, tap.clone())).await
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// The address of a server URL's host and port (`redis://127.0.0.1:6379/0`,
+/// `postgres://u@127.0.0.1:5432/db`).
+pub async fn upstream_of(url: &str) -> std::io::Result<std::net::SocketAddr> {
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{url}: {why}"));
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host_port.is_empty() {
+        return Err(invalid("no host"));
+    }
+    tokio::net::lookup_host(host_port).await?.next().ok_or_else(|| invalid("the host has no address"))
 }

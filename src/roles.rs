@@ -12,6 +12,7 @@
 //! connected), as data over CLIENT LIST.
 
 pub mod claimer;
+pub mod command_worker;
 pub mod client_list;
 pub mod cluster_worker;
 mod config;

@@ -146,7 +146,18 @@ pub enum EventKind {
     },
     /// One command a process sent to a server on one of its connections, and the reply, as a
     /// protocol-level recorder sees it (`XREADGROUP … → 1 entry`).
-    ServerCommand { server: ServerKind, connection: u32, args: Vec<String>, reply: String, error: bool },
+    ///
+    /// A stream read's reply (`XREADGROUP`, `XCLAIM`, `XAUTOCLAIM`) also lists the entries the
+    /// server handed over, with their fields: a delivery, as a consumer's `received` is.
+    ServerCommand {
+        server: ServerKind,
+        connection: u32,
+        args: Vec<String>,
+        reply: String,
+        error: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        entries: Vec<WireEntry>,
+    },
     /// A server process was killed (`server`: `primary`, `replica`, `redis`; `signal`: e.g. SIGKILL).
     ServerKilled { server: String, signal: String },
     /// A role lost its primary and found the new one (`server`: `replica`, promoted), where
@@ -201,6 +212,21 @@ impl SqlStatus {
 pub enum ServerKind {
     Redis,
     Postgres,
+}
+
+/// A stream entry as a stream read's reply carried it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireEntry {
+    pub id: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl WireEntry {
+    /// The order event it carries, in ordlab's entry format (`order`, `type`, `version`).
+    pub fn job(&self) -> Option<Job> {
+        let field = |name: &str| self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        Some(Job::new(field("order")?.parse().ok()?, field("type")?, field("version")?.parse().ok()?))
+    }
 }
 
 /// An event of a [`vocabulary::Vocabulary`]: its `kind` tag and its other fields, exactly as
@@ -283,6 +309,18 @@ impl EventKind {
     /// A crash the runner caused: a planned SIGKILL it sent when it saw another event.
     pub fn killed_by_runner(detail: impl Into<String>) -> EventKind {
         EventKind::Crashed { planned: true, detail: detail.into(), by_runner: true }
+    }
+
+    /// The order-event entries this event says a process was handed: its own consumer's
+    /// `received`, or the entries of a stream read seen at the wire.
+    pub fn delivered(&self) -> Vec<(String, Job)> {
+        match self {
+            EventKind::Received { entry_id, job, .. } => vec![(entry_id.clone(), job.clone())],
+            EventKind::ServerCommand { entries, error: false, .. } => {
+                entries.iter().filter_map(|e| Some((e.id.clone(), e.job()?))).collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// A crash: planned (injected) or not.
@@ -459,6 +497,7 @@ mod tests {
                 args: vec!["PING".into()],
                 reply: "PONG".into(),
                 error: false,
+                entries: Vec::new(),
             },
             EventKind::ServerKilled { server: "redis".into(), signal: "SIGKILL".into() },
             EventKind::Reconnected { server: "replica".into() },

@@ -145,26 +145,23 @@ fn effect_of(kind: &EventKind) -> Option<(i64, String, Effect)> {
 /// order lives in one stream, so an entry is named by (order, entry ID).
 pub fn fates(intended: &[Intended], events: &[Event]) -> Fates {
     let wanted: BTreeSet<(i64, i64)> = intended.iter().map(|i| (i.order, i.version)).collect();
-    let mut version_of: BTreeMap<(i64, &str), i64> = BTreeMap::new();
+    let mut version_of: BTreeMap<(i64, String), i64> = BTreeMap::new();
     let mut deliveries: BTreeMap<(i64, i64), u32> = BTreeMap::new();
     let mut holders: BTreeMap<(i64, i64), Vec<Actor>> = BTreeMap::new();
     let mut unexpected = Vec::new();
     let mut died: BTreeSet<Actor> = BTreeSet::new();
     for e in events {
-        match &e.kind {
-            EventKind::Received { entry_id, job, .. } => {
-                let key = (job.order, job.version);
-                version_of.insert((job.order, entry_id.as_str()), job.version);
-                *deliveries.entry(key).or_default() += 1;
-                holders.entry(key).or_default().push(e.actor);
-                if !wanted.contains(&key) {
-                    unexpected.push(key);
-                }
+        for (entry_id, job) in e.kind.delivered() {
+            let key = (job.order, job.version);
+            version_of.insert((job.order, entry_id), job.version);
+            *deliveries.entry(key).or_default() += 1;
+            holders.entry(key).or_default().push(e.actor);
+            if !wanted.contains(&key) {
+                unexpected.push(key);
             }
-            EventKind::Crashed { .. } => {
-                died.insert(e.actor);
-            }
-            _ => {}
+        }
+        if let EventKind::Crashed { .. } = &e.kind {
+            died.insert(e.actor);
         }
     }
     let mut applied: BTreeMap<(i64, i64), u32> = BTreeMap::new();
@@ -172,7 +169,7 @@ pub fn fates(intended: &[Intended], events: &[Event]) -> Fates {
     let mut out_of_order: BTreeSet<(i64, i64)> = BTreeSet::new();
     let mut newest: BTreeMap<i64, i64> = BTreeMap::new();
     for (order, entry_id, effect) in events.iter().filter_map(|e| effect_of(&e.kind)) {
-        let Some(&version) = version_of.get(&(order, entry_id.as_str())) else { continue };
+        let Some(&version) = version_of.get(&(order, entry_id.clone())) else { continue };
         let key = (order, version);
         match effect {
             Effect::Applied => {
@@ -228,10 +225,7 @@ pub fn unexpected_verdict(f: &Fates) -> RunVerdict {
 
 /// Who received an event first, if anyone did (a redelivery keeps the first).
 pub fn first_receiver(events: &[Event], order: i64, version: i64) -> Option<Actor> {
-    events.iter().find_map(|e| match &e.kind {
-        EventKind::Received { job, .. } if job.order == order && job.version == version => Some(e.actor),
-        _ => None,
-    })
+    events.iter().find(|e| e.kind.delivered().iter().any(|(_, j)| j.order == order && j.version == version)).map(|e| e.actor)
 }
 
 #[cfg(test)]

@@ -64,10 +64,11 @@ impl PlannedCrashes {
             EventKind::Crashed { planned: true, .. } => {
                 self.crashed.insert(i);
             }
-            EventKind::Received { entry_id, .. } => {
-                self.received_by.insert(entry_id.clone(), i);
+            kind => {
+                for (entry_id, _) in kind.delivered() {
+                    self.received_by.insert(entry_id, i);
+                }
             }
-            _ => {}
         }
     }
 

@@ -34,6 +34,12 @@ impl HandlerWork {
             .unwrap_or_else(|| self.of_type(&job.event_type))
     }
 
+    /// Each type's work in ms at time scale `scale` (what a worker from a command line is
+    /// told).
+    pub fn scaled_costs(&self, scale: crate::fault::TimeScale) -> BTreeMap<String, f64> {
+        self.per_type.iter().map(|(t, ms)| (t.clone(), ms * scale.0)).collect()
+    }
+
     pub fn of_type(&self, event_type: &str) -> f64 {
         self.per_type.get(event_type).copied().unwrap_or(0.0)
     }

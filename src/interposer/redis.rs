@@ -1,1 +1,293 @@
-//! RESP2/RESP3 on the wire (to be written).
+//! One worker's Redis connection through the interposer: bytes pass unchanged both ways, while
+//! each command the worker sends is matched with the reply that answers it and recorded.
+//!
+//! Redis answers a connection's commands in the order they were sent, so one queue of sent
+//! commands pairs every reply with its command: pipelines, blocking reads (`XREADGROUP … BLOCK`,
+//! `BLMOVE`, `BZPOPMAX`), `MULTI`/`EXEC` (each queued command answered `QUEUED`, `EXEC` with
+//! their results) and scripts need nothing more. RESP3 push frames answer no command; a
+//! connection that subscribes (`SUBSCRIBE`, `PSUBSCRIBE`, `SSUBSCRIBE`) or runs `MONITOR` is
+//! passed through unparsed from there on, its command recorded once as such.
+
+pub mod frame;
+
+use super::{Action, CommandView, Exchange, Moment, WorkerTap};
+use crate::timeline::ServerKind;
+use frame::{Protocol, Reply};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+/// What every Redis connection of a worker is set up with.
+#[derive(Clone, Debug, Default)]
+pub struct RedisSetup {
+    /// Named on the server (`CLIENT SETNAME`, sent by the interposer before the worker's first
+    /// byte), so the runner sees in `CLIENT LIST` when the worker waits in a blocking read.
+    pub client_name: Option<String>,
+    /// The run's key prefix, left out of recorded arguments and replies (`orders`, not
+    /// `ordlab:<nonce>:<lab>:<variant>:<run>:orders`).
+    pub key_prefix: String,
+}
+
+/// A command sent and not yet answered.
+struct Sent {
+    /// The arguments as recorded (the key prefix left out).
+    args: Vec<String>,
+    /// `HELLO <n>`: the protocol its reply (and, if it succeeds, the connection) speaks.
+    hello: Option<Protocol>,
+}
+
+/// What the two directions of one connection share.
+struct Wire {
+    sent: VecDeque<Sent>,
+    protocol: Protocol,
+    /// Subscribed, monitoring or unparseable: bytes pass, nothing is recorded.
+    passthrough: bool,
+    /// A rule dropped a command or reply: nothing passes any more, the connection stays open.
+    hung: bool,
+}
+
+/// Commands after which a connection carries messages, not replies.
+const SUBSCRIBER_COMMANDS: [&str; 4] = ["SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR"];
+
+/// Proxy one connection of the worker to `upstream` until either side closes (or a rule
+/// closes it).
+pub async fn serve(
+    client: TcpStream,
+    upstream: SocketAddr,
+    tap: Arc<WorkerTap>,
+    setup: Arc<RedisSetup>,
+) -> std::io::Result<()> {
+    let mut server = TcpStream::connect(upstream).await?;
+    let _ = server.set_nodelay(true);
+    let _ = client.set_nodelay(true);
+    if let Some(name) = &setup.client_name {
+        name_connection(&mut server, name).await?;
+    }
+    let connection = tap.next_connection(ServerKind::Redis);
+    let wire = Arc::new(Mutex::new(Wire {
+        sent: VecDeque::new(),
+        protocol: Protocol::Resp2,
+        passthrough: false,
+        hung: false,
+    }));
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let link = Link { tap, setup, wire, connection };
+    tokio::select! {
+        r = link.commands(client_read, server_write) => r,
+        r = link.replies(server_read, client_write) => r,
+    }
+}
+
+/// `CLIENT SETNAME <name>` on a fresh connection, its reply read and not passed on.
+async fn name_connection(server: &mut TcpStream, name: &str) -> std::io::Result<()> {
+    let cmd = format!("*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n${}\r\n{name}\r\n", name.len());
+    server.write_all(cmd.as_bytes()).await?;
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"\r\n") {
+        if server.read(&mut byte).await? == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "Redis closed the connection"));
+        }
+        reply.push(byte[0]);
+    }
+    Ok(())
+}
+
+struct Link {
+    tap: Arc<WorkerTap>,
+    setup: Arc<RedisSetup>,
+    wire: Arc<Mutex<Wire>>,
+    connection: u32,
+}
+
+/// How a rule ends the forwarding of one direction.
+enum Stop {
+    Close,
+    Hang,
+}
+
+impl Link {
+    fn shown(&self, s: &str) -> String {
+        if self.setup.key_prefix.is_empty() {
+            s.to_string()
+        } else {
+            s.replace(&self.setup.key_prefix, "")
+        }
+    }
+
+    fn view<'a>(&self, args: &'a [String]) -> CommandView<'a> {
+        CommandView { server: ServerKind::Redis, connection: self.connection, args }
+    }
+
+    /// Worker → server: parse each command, let the rules decide, forward.
+    async fn commands(&self, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<()> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            let n = from.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            if self.wire.lock().unwrap().hung {
+                continue;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            match self.forward_commands(&mut buf, &mut to).await? {
+                None => {}
+                Some(Stop::Close) => return Ok(()),
+                Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
+            }
+        }
+    }
+
+    /// Forward every whole command in `buf` (keeping an incomplete one); a rule may stop it.
+    async fn forward_commands(&self, buf: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<Option<Stop>> {
+        let mut pos = 0;
+        let mut out: Vec<u8> = Vec::new();
+        let stop = loop {
+            if self.wire.lock().unwrap().passthrough {
+                out.extend_from_slice(&buf[pos..]);
+                pos = buf.len();
+                break None;
+            }
+            let (args, len) = match frame::next_command(&buf[pos..]) {
+                Ok(Some(c)) => c,
+                Ok(None) => break None,
+                Err(_) => {
+                    // Not RESP: stop parsing this connection, keep its bytes flowing.
+                    self.wire.lock().unwrap().passthrough = true;
+                    continue;
+                }
+            };
+            let bytes = &buf[pos..pos + len];
+            pos += len;
+            let action = self.tap.decide(&self.view(&args), Moment::Send);
+            match action {
+                Action::Kill | Action::Close => break Some(Stop::Close),
+                Action::Drop => break Some(Stop::Hang),
+                Action::Forward | Action::DelayMs(_) => {}
+            }
+            let hello = (args[0] == "HELLO")
+                .then(|| args.get(1).and_then(|v| v.parse::<u8>().ok()))
+                .flatten()
+                .map(|v| if v >= 3 { Protocol::Resp3 } else { Protocol::Resp2 });
+            let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
+            self.wire.lock().unwrap().sent.push_back(Sent { args: shown, hello });
+            if let Action::DelayMs(ms) = action {
+                to.write_all(&out).await?;
+                out.clear();
+                tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+            }
+            out.extend_from_slice(bytes);
+        };
+        buf.drain(..pos);
+        to.write_all(&out).await?;
+        Ok(stop)
+    }
+
+    /// Server → worker: pair each reply with its command, record it, let the rules decide.
+    async fn replies(&self, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<()> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = from.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            if self.wire.lock().unwrap().hung {
+                continue;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            match self.forward_replies(&mut buf, &mut to).await? {
+                None => {}
+                Some(Stop::Close) => return Ok(()),
+                Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
+            }
+        }
+    }
+
+    async fn forward_replies(&self, buf: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<Option<Stop>> {
+        let mut pos = 0;
+        let mut out: Vec<u8> = Vec::new();
+        let stop = loop {
+            let protocol = {
+                let wire = self.wire.lock().unwrap();
+                if wire.passthrough {
+                    out.extend_from_slice(&buf[pos..]);
+                    pos = buf.len();
+                    break None;
+                }
+                wire.sent.front().and_then(|s| s.hello).unwrap_or(wire.protocol)
+            };
+            let (reply, len) = match frame::next_reply(&buf[pos..], protocol) {
+                Ok(Some(r)) => r,
+                Ok(None) => break None,
+                Err(_) => {
+                    self.wire.lock().unwrap().passthrough = true;
+                    continue;
+                }
+            };
+            let bytes = &buf[pos..pos + len];
+            pos += len;
+            let replied_ns = crate::clock::now_ns();
+            let sent = {
+                let mut wire = self.wire.lock().unwrap();
+                if matches!(reply, Reply::Push(_)) {
+                    None
+                } else {
+                    wire.sent.pop_front()
+                }
+            };
+            let Some(sent) = sent else {
+                // Out-of-band data, or a reply to nothing the worker sent: pass it on.
+                out.extend_from_slice(bytes);
+                continue;
+            };
+            let name = sent.args.first().cloned().unwrap_or_default();
+            if let Some(p) = sent.hello.filter(|_| !reply.is_error()) {
+                self.wire.lock().unwrap().protocol = p;
+            }
+            let subscribes = SUBSCRIBER_COMMANDS.contains(&name.as_str()) && !reply.is_error();
+            let action = self.tap.decide(&self.view(&sent.args), Moment::Reply);
+            let mut shown = self.shown(&frame::abbreviate(&name, &reply));
+            if subscribes {
+                shown.push_str(" (passed through unrecorded from here)");
+            }
+            match action {
+                Action::Kill | Action::Close | Action::Drop => shown.push_str(" (not passed on)"),
+                Action::Forward | Action::DelayMs(_) => {}
+            }
+            let entries = frame::delivered(&name, &reply);
+            self.tap.record(Exchange {
+                server: ServerKind::Redis,
+                entries,
+                connection: self.connection,
+                args: sent.args,
+                reply: shown,
+                error: reply.is_error(),
+                replied_ns,
+            });
+            match action {
+                Action::Kill | Action::Close => break Some(Stop::Close),
+                Action::Drop => break Some(Stop::Hang),
+                Action::DelayMs(ms) => {
+                    to.write_all(&out).await?;
+                    out.clear();
+                    tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+                }
+                Action::Forward => {}
+            }
+            out.extend_from_slice(bytes);
+            if subscribes {
+                self.wire.lock().unwrap().passthrough = true;
+            }
+        };
+        buf.drain(..pos);
+        to.write_all(&out).await?;
+        Ok(stop)
+    }
+}

@@ -9,6 +9,7 @@ use crate::fault::{CrashSpec, HandlerWork, PlannedCrashes};
 use crate::handler::order::Strategy;
 use crate::roles::claimer::{ClaimerConfig, ReaperSpec};
 use crate::roles::client_list::{wait_for_client, ClientState};
+use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};
 use crate::roles::consumer::ConsumerConfig;
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, StreamEntry, GROUP};
@@ -31,6 +32,8 @@ pub struct GroupSpec<'a> {
     /// Nodes a consumer looks for a new primary among when its primary fails (`failover`);
     /// empty: none.
     pub follow_primary: &'a [String],
+    /// Consumers from a command line instead of ordlab's own (the stream kind).
+    pub worker: Option<&'a WorkerCommand>,
 }
 
 /// The consumer processes of one run (and its claimer), reading the run's streams.
@@ -39,6 +42,8 @@ pub struct ConsumerGroup {
     /// Consumer indices in the order they started waiting in XREADGROUP (longest first).
     pub waiting_order: Vec<u32>,
     processes: Vec<RoleProcess>,
+    /// Workers from a command line, with their interposers.
+    foreign: Vec<CommandWorker>,
 }
 
 /// Where consumers connect: the shared server, or one a lab started itself.
@@ -87,7 +92,14 @@ impl ConsumerGroup {
         tx: &mpsc::UnboundedSender<RawEvent>,
     ) -> Result<ConsumerGroup, Error> {
         let waiting_order = ctx.waiting_order(first, spec.consumers);
-        let mut group = ConsumerGroup { streams, waiting_order: waiting_order.clone(), processes: Vec::new() };
+        let mut group =
+            ConsumerGroup { streams, waiting_order: waiting_order.clone(), processes: Vec::new(), foreign: Vec::new() };
+        if let Some(worker) = spec.worker {
+            for index in waiting_order {
+                group.start_foreign(ctx, server.url, server.conn, spec, worker, index, tx).await?;
+            }
+            return Ok(group);
+        }
         for index in waiting_order {
             let cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
             let name = cfg.client_name.clone();
@@ -102,6 +114,38 @@ impl ConsumerGroup {
             group.start_role(ctx, server.conn, cfg, &name, ClientState::Connected, tx).await?;
         }
         Ok(group)
+    }
+
+    /// Start consumer `index` from the worker's command line, through its interposer, and wait
+    /// until it is blocked in XREADGROUP.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_foreign(
+        &mut self,
+        ctx: &RunContext<'_>,
+        url: &str,
+        conn: &mut MultiplexedConnection,
+        spec: &GroupSpec<'_>,
+        worker: &WorkerCommand,
+        index: u32,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<(), Error> {
+        let actor = Actor::Consumer(index);
+        let client_name = ctx.client_name(actor);
+        let env = WorkerEnv {
+            index,
+            stream: self.streams[(index - 1) as usize % self.streams.len()].clone(),
+            group: GROUP.to_string(),
+            consumer: actor.to_string(),
+            key_prefix: ctx.key_prefix(),
+            orders_table: format!("{}.orders", crate::connect::SCHEMA),
+            cost_ms: spec.work.scaled_costs(ctx.scale),
+            seed: ctx.seed_for(index),
+        };
+        let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config };
+        let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, tx.clone()).await?;
+        let ready = w.ready(conn, &client_name, ClientState::BlockedInXreadgroup, worker).await;
+        self.foreign.push(w);
+        ready
     }
 
     fn consumer_config(
@@ -147,6 +191,9 @@ impl ConsumerGroup {
         for p in self.processes {
             p.stop().await;
         }
+        for w in self.foreign {
+            w.stop().await;
+        }
     }
 }
 
@@ -189,6 +236,12 @@ impl Progress {
             }
             EventKind::Acked { entry_id } => {
                 self.acked.insert((shard_of_actor(ev.actor), entry_id.clone()));
+            }
+            // A worker from a command line acknowledges at the wire: `XACK stream group id…`.
+            EventKind::ServerCommand { args, error: false, .. } if args.first().is_some_and(|c| c == "XACK") => {
+                for id in args.iter().skip(3) {
+                    self.acked.insert((shard_of_actor(ev.actor), id.clone()));
+                }
             }
             _ => {}
         }

@@ -16,6 +16,7 @@ use crate::lang::{pick, Lang};
 use crate::order_document::Document;
 use crate::orders::{self, EventSpec, OrderRow};
 use crate::roles::claimer::ReaperSpec;
+use crate::roles::command_worker::WorkerCommand;
 use crate::roles::producer::Producer;
 use crate::streams::{self, StreamEntry, GROUP};
 use crate::timeline::{Event, EventKind, Job, RawEvent};
@@ -56,6 +57,10 @@ pub struct StreamSpec {
     /// A claimer process that takes over idle pending entries with XAUTOCLAIM.
     #[serde(default)]
     pub reaper: Option<ReaperSpec>,
+    /// Consumers from a command line (anyone's program, recorded at the wire) instead of
+    /// ordlab's own: `worker = { command = ["python3", "examples/python/consumer.py"] }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerCommand>,
 }
 
 pub(crate) fn one() -> u32 {
@@ -108,6 +113,7 @@ impl StreamSpec {
             crash: self.crash.as_ref(),
             reaper: self.reaper.as_ref(),
             follow_primary: &[],
+            worker: self.worker.as_ref(),
         }
     }
 
@@ -411,6 +417,15 @@ mod documents_as_pairs {
 
 /// Check a spec before any server starts (the rules the types cannot express).
 pub fn validate(spec: &mut StreamSpec) -> Result<(), String> {
+    if let Some(w) = &spec.worker {
+        if let Some(n) = w.count {
+            spec.consumers = n;
+        }
+        w.check(spec.consumers)?;
+        if spec.crash.is_some() {
+            return Err("setup.crash is for ordlab's own consumers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"XREADGROUP\", at = \"reply\" }]".into());
+        }
+    }
     check_consumers(spec.consumers)?;
     if spec.shards == 0 {
         return Err("setup.shards = 0: use at least 1".into());

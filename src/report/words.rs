@@ -38,6 +38,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
             effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
         }
+        EventKind::ServerCommand { args, .. } if is_handshake(args) => return None,
         EventKind::ServerCommand { .. } => command_line(e, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
@@ -48,10 +49,31 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
     })
 }
 
+/// A client library's connection set-up (`HELLO 3`, `CLIENT SETINFO LIB-NAME redis-py`,
+/// `AUTH`, `SELECT`): kept in the JSON, left out of the timeline, named in a run's notes.
+pub fn is_handshake(args: &[String]) -> bool {
+    let sub = args.get(1).map(|a| a.to_ascii_uppercase());
+    match args.first().map(String::as_str) {
+        Some("HELLO" | "AUTH" | "SELECT" | "READONLY") => true,
+        Some("CLIENT") => matches!(sub.as_deref(), Some("SETINFO" | "SETNAME" | "MAINT_NOTIFICATIONS")),
+        _ => false,
+    }
+}
+
+/// Stream entry IDs (`1796128672352-0`) in a recorded command or reply: redacted, `[id]`.
+fn redact_ids(text: &str, w: &Wording) -> String {
+    if !w.redact.active() {
+        return text.to_string();
+    }
+    static ID: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let id = ID.get_or_init(|| regex::Regex::new(r"\b\d{6,}-\d+\b").expect("a valid pattern"));
+    id.replace_all(text, "[id]").into_owned()
+}
+
 /// A server command and its reply, as a protocol recorder saw it: `C1 [redis 1] XACK s g 1-0
 /// → 1`; arguments past the sixth are elided.
 fn command_line(e: &Event, w: &Wording) -> String {
-    let EventKind::ServerCommand { server, connection, args, reply, error } = &e.kind else { return String::new() };
+    let EventKind::ServerCommand { server, connection, args, reply, error, .. } = &e.kind else { return String::new() };
     let server = match server {
         crate::timeline::ServerKind::Redis => "redis",
         crate::timeline::ServerKind::Postgres => "postgres",
@@ -61,7 +83,8 @@ fn command_line(e: &Event, w: &Wording) -> String {
         shown.push("…");
     }
     let err = if *error { pick(w.lang, "ERROR ", "LỖI ") } else { "" };
-    format!("{} [{server} {connection}] {} → {err}{reply}", e.actor, shown.join(" "))
+    let line = format!("{} [{server} {connection}] {} → {err}{reply}", e.actor, shown.join(" "));
+    redact_ids(&line, w)
 }
 
 /// A run's timeline as the text report prints it and the lab book steps through it: the
@@ -302,4 +325,38 @@ mod tests {
         assert_eq!(event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap(), "W2 took job-1 (BLMOVE)");
         assert_eq!(event_line(&e, &wording(Lang::Vi, Redactor::NONE)).unwrap(), "W2 lấy job-1 (BLMOVE)");
     }
+}
+
+/// What each process's client library said of itself at the wire (`CLIENT SETINFO LIB-NAME`
+/// and `LIB-VER`, as redis-py and others send on connecting) and the protocol it asked for
+/// (`HELLO 3`): `C1 redis-py 8.1.0 (RESP3)`; a process that said nothing is left out.
+pub fn client_libraries(events: &[Event]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut seen: BTreeMap<crate::timeline::Actor, (Option<String>, Option<String>, Option<String>)> = BTreeMap::new();
+    for e in events {
+        let EventKind::ServerCommand { args, error: false, .. } = &e.kind else { continue };
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let entry = seen.entry(e.actor).or_default();
+        match words.as_slice() {
+            ["CLIENT", sub, rest @ ..] if sub.eq_ignore_ascii_case("SETINFO") => {
+                for pair in rest.chunks(2) {
+                    match pair {
+                        [k, v] if k.eq_ignore_ascii_case("LIB-NAME") => entry.0 = Some(v.to_string()),
+                        [k, v] if k.eq_ignore_ascii_case("LIB-VER") => entry.1 = Some(v.to_string()),
+                        _ => {}
+                    }
+                }
+            }
+            ["HELLO", v, ..] => entry.2 = Some(format!("RESP{v}")),
+            _ => {}
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(actor, (name, ver, resp))| {
+            let name = name?;
+            let ver = ver.map(|v| format!(" {v}")).unwrap_or_default();
+            let resp = resp.map(|r| format!(" ({r})")).unwrap_or_default();
+            Some(format!("{actor} {name}{ver}{resp}"))
+        })
+        .collect()
 }

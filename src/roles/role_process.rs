@@ -8,8 +8,10 @@ use crate::error::{Context, Error};
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Child;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 /// How a role process ended, once it has.
@@ -17,8 +19,38 @@ use tokio::sync::{mpsc, oneshot};
 struct Exit {
     /// Exit status and the last stderr line.
     detail: String,
-    /// Its last timeline line announced a planned crash.
+    /// Its last timeline line announced a planned crash, or the runner killed it as planned.
     planned: bool,
+    /// Its last lines of output (stderr, or stdout if it wrote nothing there).
+    tail: Vec<String>,
+}
+
+/// The last lines a process wrote.
+#[derive(Clone, Debug, Default)]
+struct Tail {
+    lines: std::collections::VecDeque<String>,
+}
+
+impl Tail {
+    const KEPT: usize = 20;
+
+    fn push(&mut self, line: String) {
+        if self.lines.len() == Self::KEPT {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+
+    /// The line that says what went wrong: the last naming an error (a Python traceback
+    /// ends with it, PHP's fatal error starts its block), else the last one.
+    fn last(&self) -> Option<&str> {
+        let says_error = |l: &&String| {
+            let l = l.to_ascii_lowercase();
+            l.contains("error") || l.contains("exception") || l.contains("fatal")
+        };
+        let mut lines = self.lines.iter().rev().filter(|l| !l.trim().is_empty());
+        self.lines.iter().rev().find(says_error).or_else(|| lines.next()).map(|l| l.trim())
+    }
 }
 
 pub struct RoleProcess {
@@ -36,21 +68,49 @@ impl RoleProcess {
         let json = config.to_json();
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
         // The config goes in on stdin: a generated workload is larger than an argument may be.
-        cmd.arg("__role").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let mut child = cmd.spawn().context(&format!("start role {actor} ({})", exe.display()))?;
-        let pid = child.id();
-        let mut stdin = child.stdin.take().expect("piped");
+        cmd.arg("__role");
+        let child = Self::start(cmd, Some(json)).context(&format!("start role {actor} ({})", exe.display()))?;
+        Ok(Self::watch(child, actor, sink, Arc::new(AtomicBool::new(false)), false))
+    }
+
+    /// Start `cmd` with piped stdio (`stdin` written to it, if any), killed when dropped.
+    pub fn start(mut cmd: tokio::process::Command, stdin: Option<String>) -> std::io::Result<Child> {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = cmd.spawn()?;
+        let mut pipe = child.stdin.take().expect("piped");
         tokio::spawn(async move {
-            // A child that dies before reading its config is reported by the watcher.
-            let _ = stdin.write_all(json.as_bytes()).await;
+            // A child that dies before reading its input is reported by the watcher.
+            if let Some(input) = stdin {
+                let _ = pipe.write_all(input.as_bytes()).await;
+            }
+            drop(pipe);
         });
+        Ok(child)
+    }
+
+    /// Watch a started child: its JSON stdout lines become events in `sink`; if it exits on
+    /// its own, unplanned (not announced by its last line, nor `planned` set by the runner) and
+    /// not with status 0 (any status, with `any_exit_crashes`: a worker that should run until
+    /// it is stopped), a `crashed` event says so with its last output line.
+    pub fn watch(
+        mut child: Child,
+        actor: Actor,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        planned: Arc<AtomicBool>,
+        any_exit_crashes: bool,
+    ) -> RoleProcess {
+        let pid = child.id();
         let stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let reader = tokio::spawn(forward_events(stdout, sink.clone()));
+        let stderr = child.stderr.take().expect("piped");
+        let out_tail = Arc::new(Mutex::new(Tail::default()));
+        let reader = tokio::spawn(forward_events(stdout, sink.clone(), out_tail.clone()));
         let err_tail = tokio::spawn(async move {
-            let mut buf = String::new();
-            let _ = stderr.read_to_string(&mut buf).await;
-            buf.lines().last().unwrap_or("").to_string()
+            let mut tail = Tail::default();
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tail.push(line);
+            }
+            tail
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let exit = Arc::new(Mutex::new(None));
@@ -58,24 +118,35 @@ impl RoleProcess {
         let watcher = tokio::spawn(async move {
             tokio::select! {
                 status = child.wait() => {
-                    let planned = reader.await.unwrap_or(false);
-                    let success = status.as_ref().is_ok_and(|s| s.success());
-                    let tail = err_tail.await.unwrap_or_default();
+                    let announced = reader.await.unwrap_or(false);
+                    let planned = announced || planned.load(Ordering::SeqCst);
+                    let success = !any_exit_crashes && status.as_ref().is_ok_and(|s| s.success());
+                    let mut tail = err_tail.await.unwrap_or_default();
+                    if tail.lines.is_empty() {
+                        tail = out_tail.lock().unwrap().clone();
+                    }
                     let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                    let detail = if tail.is_empty() { status } else { format!("{status}: {tail}") };
-                    *exit_w.lock().unwrap() = Some(Exit { detail: detail.clone(), planned });
+                    let detail = match tail.last() {
+                        Some(last) => format!("{status}: {last}"),
+                        None => status,
+                    };
+                    *exit_w.lock().unwrap() = Some(Exit { detail: detail.clone(), planned, tail: tail.lines.into() });
                     // The child already said why it died (planned), or finished its work.
                     if !planned && !success {
                         sink.emit(actor, EventKind::crashed(false, detail));
                     }
                 }
                 _ = stop_rx => {
+                    if let Some(pid) = pid {
+                        // The whole group: a worker command may be a shell that started others.
+                        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                    }
                     let _ = child.kill().await;
                     let _ = reader.await;
                 }
             }
         });
-        Ok(RoleProcess { actor, pid, stop: Some(stop_tx), watcher, exit })
+        RoleProcess { actor, pid, stop: Some(stop_tx), watcher, exit }
     }
 
     pub fn actor(&self) -> Actor {
@@ -94,6 +165,11 @@ impl RoleProcess {
         self.exit.lock().unwrap().as_ref().map(|e| e.planned)
     }
 
+    /// Its last lines of output, once it has exited.
+    pub fn last_lines(&self) -> Vec<String> {
+        self.exit.lock().unwrap().as_ref().map(|e| e.tail.clone()).unwrap_or_default()
+    }
+
     /// If the process has exited on its own: how.
     pub fn exited(&self) -> Option<String> {
         self.exit.lock().unwrap().as_ref().map(|e| e.detail.clone())
@@ -109,14 +185,21 @@ impl RoleProcess {
 }
 
 /// Forward every timeline line of the child; returns whether the last one announced a
-/// planned crash.
-async fn forward_events(stdout: tokio::process::ChildStdout, sink: mpsc::UnboundedSender<RawEvent>) -> bool {
+/// planned crash. Lines that are not events (a foreign worker's own output) are kept in `tail`.
+async fn forward_events(
+    stdout: tokio::process::ChildStdout,
+    sink: mpsc::UnboundedSender<RawEvent>,
+    tail: Arc<Mutex<Tail>>,
+) -> bool {
     let mut announced = false;
     let mut lines = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        if let Ok(ev) = serde_json::from_str::<RawEvent>(&line) {
-            announced = matches!(ev.kind, EventKind::Crashed { planned: true, .. });
-            sink.record(ev);
+        match serde_json::from_str::<RawEvent>(&line) {
+            Ok(ev) => {
+                announced = matches!(ev.kind, EventKind::Crashed { planned: true, .. });
+                sink.record(ev);
+            }
+            Err(_) => tail.lock().unwrap().push(line),
         }
     }
     announced

@@ -55,6 +55,8 @@ mod pipeline_lab;
 mod priority;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
+/// The interposer between a worker and real servers: recording, faults at command boundaries.
+mod interposer;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
 /// count 2) and `fanout` (S3: one reader, a queue per order and a few workers; a dead reader's
 /// entries stay pending).

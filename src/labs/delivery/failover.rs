@@ -334,6 +334,7 @@ impl LabProcedure for FailoverSpec {
             crash: None,
             reaper: None,
             follow_primary: &urls,
+            worker: None,
         };
         let server = Server { url: &urls[0], conn: &mut nodes.p.clone() };
         let group = ConsumerGroup::start_on(ctx, server, vec![stream.clone()], &group_spec, 1, &tx).await?;

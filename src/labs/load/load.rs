@@ -75,6 +75,7 @@ impl LoadSpec {
             state_bytes: 0,
             crash: None,
             reaper: None,
+            worker: None,
         }
     }
 

@@ -156,6 +156,7 @@ impl LabProcedure for OutboxSpec {
             crash: None,
             reaper: None,
             follow_primary: &[],
+            worker: None,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &spec, &tx).await?;

@@ -1,0 +1,222 @@
+//! A worker from a command line: anyone's program (a student's Python consumer, the seed's own
+//! loop in Node or PHP) takes the place of ordlab's own consumer, and the interposer records
+//! and faults it at the wire protocol.
+//!
+//! The contract a worker follows is its environment (see [`WorkerEnv`] and
+//! `examples/README.md`): where the servers are (its own interposed endpoints), which stream,
+//! group and consumer name to read as, which table to write, how long each job's work takes.
+//! It must run until it is killed; exiting on its own, whatever its status, makes the run
+//! unknown and the report shows its last lines.
+
+use super::client_list::{wait_for_client, ClientState};
+use super::RoleProcess;
+use crate::error::Error;
+use crate::interposer::redis::RedisSetup;
+use crate::interposer::{upstream_of, Action, Endpoint, Moment, Rule, WorkerTap};
+use crate::timeline::{Actor, EventKind, RawEvent};
+use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// `worker = { command = ["python3", "examples/python/consumer.py"], count = 2 }`: the
+/// program that replaces ordlab's own consumers, and its faults.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerCommand {
+    /// The program and its arguments (relative paths from where ordlab runs: the project root).
+    pub command: Vec<String>,
+    /// How many processes (default: the lab's number of consumers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Faults at command boundaries, per worker process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<WorkerFault>,
+    /// Extra environment for every process.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+/// `{ worker = 1, command = "XREADGROUP", nth = 1, at = "reply", action = "kill" }`: SIGKILL
+/// worker 1 the moment the reply to its first XREADGROUP arrives (before it can act on it).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerFault {
+    pub worker: u32,
+    /// A Redis command name, or a statement's first keyword (`UPDATE`).
+    pub command: String,
+    #[serde(default = "first")]
+    pub nth: u32,
+    pub at: Moment,
+    #[serde(default = "kill")]
+    pub action: Action,
+}
+
+fn first() -> u32 {
+    1
+}
+
+fn kill() -> Action {
+    Action::Kill
+}
+
+impl WorkerCommand {
+    /// Check before any server starts.
+    pub fn check(&self, processes: u32) -> Result<(), String> {
+        if self.command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err("setup.worker.command is empty: give the program and its arguments, e.g. [\"python3\", \"examples/python/consumer.py\"]".into());
+        }
+        for f in &self.faults {
+            if !(1..=processes).contains(&f.worker) {
+                return Err(format!("setup.worker.faults: worker = {} but there are {processes} worker processes", f.worker));
+            }
+            if f.nth == 0 {
+                return Err("setup.worker.faults: nth = 0: the first command is nth = 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// `python3 examples/python/consumer.py`.
+    pub fn shown(&self) -> String {
+        self.command.join(" ")
+    }
+}
+
+/// What one worker process is told, as `ORDLAB_*` environment variables.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerEnv {
+    /// `ORDLAB_INDEX`: 1-based.
+    pub index: u32,
+    /// `ORDLAB_STREAM`, `ORDLAB_GROUP`, `ORDLAB_CONSUMER`.
+    pub stream: String,
+    pub group: String,
+    pub consumer: String,
+    /// `ORDLAB_KEY_PREFIX`: every key of the run starts with it.
+    pub key_prefix: String,
+    /// `ORDLAB_ORDERS_TABLE`: `ordlab.orders (id bigint, status text, version bigint)`.
+    pub orders_table: String,
+    /// `ORDLAB_COST_MS`: each event type's handler work in ms (time scale applied), as JSON.
+    pub cost_ms: BTreeMap<String, f64>,
+    /// `ORDLAB_SEED`.
+    pub seed: u64,
+}
+
+/// A running worker process with its interposed endpoints.
+pub struct CommandWorker {
+    pub process: RoleProcess,
+    /// Kept open while the process runs; dropped after it.
+    endpoints: Vec<Endpoint>,
+}
+
+/// Where the worker's interposed endpoints forward to.
+pub struct Upstreams<'a> {
+    pub redis_url: &'a str,
+    /// A libpq `key=value` string (the services' form).
+    pub pg_config: &'a str,
+}
+
+impl CommandWorker {
+    /// Start worker `env.index` of `spec` as `actor`, its Redis connections named
+    /// `client_name`; its events (the interposer's records, its unplanned exit) go to `sink`.
+    pub async fn start(
+        spec: &WorkerCommand,
+        env: &WorkerEnv,
+        actor: Actor,
+        client_name: &str,
+        upstreams: Upstreams<'_>,
+        sink: mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<CommandWorker, Error> {
+        let rules: Vec<Rule> = spec
+            .faults
+            .iter()
+            .filter(|f| f.worker == env.index)
+            .map(|f| Rule { command: f.command.clone(), nth: f.nth, moment: f.at, action: f.action })
+            .collect();
+        let pid = Arc::new(AtomicU32::new(0));
+        let planned = Arc::new(AtomicBool::new(false));
+        let kill = {
+            let (pid, planned, sink) = (pid.clone(), planned.clone(), sink.clone());
+            Box::new(move || {
+                planned.store(true, Ordering::SeqCst);
+                let detail = "SIGKILL from the interposer, at a command boundary";
+                let _ = sink.send(RawEvent::now(actor, EventKind::killed_by_runner(detail)));
+                let pid = pid.load(Ordering::SeqCst);
+                if pid != 0 {
+                    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                }
+            })
+        };
+        let tap = WorkerTap::new(actor, rules, sink.clone(), kill);
+        let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
+        let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
+        let setup = RedisSetup { client_name: Some(client_name.to_string()), key_prefix: env.key_prefix.clone() };
+        let redis = Endpoint::redis(redis_up, tap.clone(), setup).await.map_err(io)?;
+        let (pg_url, pg_endpoint) = postgres_endpoint(upstreams.pg_config, &tap).await?;
+        let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(&spec.command[0]));
+        cmd.args(&spec.command[1..]);
+        cmd.env("ORDLAB_REDIS_URL", format!("redis://{}/0", redis.addr))
+            .env("ORDLAB_PG_URL", pg_url)
+            .env("ORDLAB_STREAM", &env.stream)
+            .env("ORDLAB_GROUP", &env.group)
+            .env("ORDLAB_CONSUMER", &env.consumer)
+            .env("ORDLAB_INDEX", env.index.to_string())
+            .env("ORDLAB_KEY_PREFIX", &env.key_prefix)
+            .env("ORDLAB_ORDERS_TABLE", &env.orders_table)
+            .env("ORDLAB_COST_MS", serde_json::to_string(&env.cost_ms).expect("a map of numbers"))
+            .env("ORDLAB_SEED", env.seed.to_string())
+            // Output as it happens: a worker's last lines are what the report shows.
+            .env("PYTHONUNBUFFERED", "1");
+        cmd.envs(&spec.env);
+        let child = RoleProcess::start(cmd, None).map_err(|e| Error::WorkerCommand {
+            command: spec.shown(),
+            detail: match e.kind() {
+                std::io::ErrorKind::NotFound => format!("{} not found: install it or fix setup.worker.command", spec.command[0]),
+                _ => e.to_string(),
+            },
+        })?;
+        pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
+        let process = RoleProcess::watch(child, actor, sink, planned, true);
+        let mut endpoints = vec![redis];
+        endpoints.extend(pg_endpoint);
+        Ok(CommandWorker { process, endpoints })
+    }
+
+    /// Wait until the worker waits in `want` (`CLIENT LIST` on `conn`), or say why it did not:
+    /// it exited (its last line), or it never got there.
+    pub async fn ready(&self, conn: &mut MultiplexedConnection, client_name: &str, want: ClientState, spec: &WorkerCommand) -> Result<(), Error> {
+        wait_for_client(conn, client_name, want, &self.process).await.map_err(|e| match e {
+            Error::RoleNotReady { actor, detail } => Error::WorkerCommand { command: spec.shown(), detail: format!("{actor} {detail}") },
+            other => other,
+        })
+    }
+
+    /// Kill the process, wait until its output is drained, close its endpoints.
+    pub async fn stop(self) {
+        self.process.stop().await;
+        drop(self.endpoints);
+    }
+}
+
+/// The worker's PostgreSQL URL, through its own interposed endpoint.
+async fn postgres_endpoint(pg_config: &str, tap: &Arc<WorkerTap>) -> Result<(String, Option<Endpoint>), Error> {
+    let config: tokio_postgres::Config = pg_config
+        .parse()
+        .map_err(|e: tokio_postgres::Error| Error::WorkerCommand { command: "ordlab".into(), detail: format!("PostgreSQL config: {e}") })?;
+    let (host, port) = match (config.get_hosts().first(), config.get_ports().first()) {
+        (Some(tokio_postgres::config::Host::Tcp(h)), Some(p)) => (h.clone(), *p),
+        (Some(tokio_postgres::config::Host::Tcp(h)), None) => (h.clone(), 5432),
+        _ => ("127.0.0.1".to_string(), 5432),
+    };
+    let upstream = upstream_of(&format!("postgres://{host}:{port}")).await.map_err(|e| Error::Io { context: "PostgreSQL address".into(), source: e })?;
+    let endpoint = crate::interposer::Endpoint::postgres(upstream, tap.clone())
+        .await
+        .map_err(|e| Error::Io { context: "start the interposer".into(), source: e })?;
+    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let user = config.get_user().unwrap_or("postgres");
+    let password = config.get_password().map(|p| format!(":{}", enc(&String::from_utf8_lossy(p)))).unwrap_or_default();
+    let db = config.get_dbname().unwrap_or("postgres");
+    Ok((format!("postgresql://{}{password}@{}/{}", enc(user), endpoint.addr, enc(db)), Some(endpoint)))
+}

@@ -1273,8 +1273,22 @@ mod tests {
         got
     }
 
+    /// A client connected through `serve` to a scripted server that answers the startup and
+    /// `UPDATE orders SET status = 'paid'`.
     async fn proxied(
         rules: Vec<Rule>,
+    ) -> (TcpStream, tokio::task::JoinHandle<Vec<u8>>, mpsc::UnboundedReceiver<RawEvent>) {
+        let expect = startup("ordlab").len() + query("UPDATE orders SET status = 'paid'").len();
+        let reply = [auth_ok(), ready(b'I'), command_complete("UPDATE 1"), ready(b'I')].concat();
+        proxied_to(rules, expect, reply).await
+    }
+
+    /// A client connected through `serve` to a server that reads `expect` bytes, then answers
+    /// `reply` and reads the rest until the proxy closes.
+    async fn proxied_to(
+        rules: Vec<Rule>,
+        expect: usize,
+        reply: Vec<u8>,
     ) -> (TcpStream, tokio::task::JoinHandle<Vec<u8>>, mpsc::UnboundedReceiver<RawEvent>) {
         let server_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let upstream = server_listener.local_addr().expect("addr");
@@ -1286,8 +1300,6 @@ mod tests {
             let (socket, _) = proxy_listener.accept().await.expect("accept");
             let _ = serve(socket, upstream, tap).await;
         });
-        let expect = startup("ordlab").len() + query("UPDATE orders SET status = 'paid'").len();
-        let reply = [auth_ok(), ready(b'I'), command_complete("UPDATE 1"), ready(b'I')].concat();
         let server = tokio::spawn(scripted_server(server_listener, expect, reply));
         let client = TcpStream::connect(proxy_addr).await.expect("connect");
         (client, server, events)
@@ -1352,5 +1364,23 @@ mod tests {
         let _ = client.read_to_end(&mut rest).await;
         assert!(rest.is_empty(), "neither CommandComplete nor ReadyForQuery reached the client: {rest:?}");
         server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_drop_rule_at_send_holds_back_the_rest_of_the_batch() {
+        let rule = Rule { command: "UPDATE".into(), nth: 1, moment: Moment::Send, action: Action::Drop };
+        let prepared =
+            [startup("ordlab"), parse("", "UPDATE orders SET status = $1", &[]), bind("", "", &[], &[Some(b"paid")])]
+                .concat();
+        let (mut client, server, mut events) =
+            proxied_to(vec![rule], prepared.len(), [auth_ok(), ready(b'I')].concat()).await;
+        client.write_all(&[prepared.clone(), execute(""), sync()].concat()).await.unwrap();
+        let mut got = vec![0u8; auth_ok().len() + ready(b'I').len()];
+        client.read_exact(&mut got).await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        let _ = client.read_to_end(&mut rest).await;
+        assert_eq!(server.await.unwrap(), prepared, "Parse and Bind passed, Execute and Sync did not");
+        assert!(events.try_recv().is_err(), "nothing recorded");
     }
 }

@@ -997,7 +997,6 @@ mod tests {
     }
 
     fn exchange(args: &[&str], reply: &str, error: bool, replied_ns: u64) -> Exchange {
-        entries: Vec::new(),
         Exchange {
             entries: Vec::new(),
             server: ServerKind::Postgres,

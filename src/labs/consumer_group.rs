@@ -94,13 +94,11 @@ impl ConsumerGroup {
         let waiting_order = ctx.waiting_order(first, spec.consumers);
         let mut group =
             ConsumerGroup { streams, waiting_order: waiting_order.clone(), processes: Vec::new(), foreign: Vec::new() };
-        if let Some(worker) = spec.worker {
-            for index in waiting_order {
-                group.start_foreign(ctx, server.url, server.conn, spec, worker, index, tx).await?;
-            }
-            return Ok(group);
-        }
         for index in waiting_order {
+            if let Some(worker) = spec.worker {
+                group.start_foreign(ctx, server.url, server.conn, spec, worker, index, tx).await?;
+                continue;
+            }
             let cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
             let name = cfg.client_name.clone();
             group

@@ -78,12 +78,23 @@ fn command_line(e: &Event, w: &Wording) -> String {
         crate::timeline::ServerKind::Redis => "redis",
         crate::timeline::ServerKind::Postgres => "postgres",
     };
-    let mut shown: Vec<&str> = args.iter().take(6).map(String::as_str).collect();
-    if args.len() > 6 {
-        shown.push("…");
-    }
+    let shown = match server {
+        // `UPDATE ordlab.orders SET status = $1 … WHERE id = $3 [paid, 2, 42] → UPDATE 1`
+        "postgres" => match args.split_first() {
+            Some((sql, [])) => sql.clone(),
+            Some((sql, params)) => format!("{sql} [{}]", params.join(", ")),
+            None => String::new(),
+        },
+        _ => {
+            let mut shown: Vec<&str> = args.iter().take(6).map(String::as_str).collect();
+            if args.len() > 6 {
+                shown.push("…");
+            }
+            shown.join(" ")
+        }
+    };
     let err = if *error { pick(w.lang, "ERROR ", "LỖI ") } else { "" };
-    let line = format!("{} [{server} {connection}] {} → {err}{reply}", e.actor, shown.join(" "));
+    let line = format!("{} [{server} {connection}] {shown} → {err}{reply}", e.actor);
     redact_ids(&line, w)
 }
 

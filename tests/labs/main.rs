@@ -55,6 +55,8 @@ mod pipeline_lab;
 mod priority;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
+/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
+mod foreign_workers;
 /// The interposer between a worker and real servers: recording, faults at command boundaries.
 mod interposer;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery

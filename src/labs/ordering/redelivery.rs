@@ -23,7 +23,7 @@ pub fn redelivered(events: &[Event]) -> Vec<Redelivered> {
         let first = events.iter().find(|f| {
             f.actor != Actor::Reaper
                 && f.t_us <= e.t_us
-                && matches!(&f.kind, EventKind::Received { entry_id: id, .. } if id == entry_id)
+                && f.kind.delivered().iter().any(|(id, _)| id == entry_id)
         });
         if let Some(first) = first {
             out.push(Redelivered { entry_id: entry_id.clone(), first: first.actor, deliveries: *deliveries });
@@ -34,16 +34,10 @@ pub fn redelivered(events: &[Event]) -> Vec<Redelivered> {
 
 /// Published entries nobody ever received.
 pub fn never_delivered(events: &[Event]) -> usize {
-    let received: HashSet<&str> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Received { entry_id, .. } => Some(entry_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let received: HashSet<String> = events.iter().flat_map(|e| e.kind.delivered()).map(|(id, _)| id).collect();
     events
         .iter()
-        .filter(|e| matches!(&e.kind, EventKind::Published { entry_id, .. } if !received.contains(entry_id.as_str())))
+        .filter(|e| matches!(&e.kind, EventKind::Published { entry_id, .. } if !received.contains(entry_id)))
         .count()
 }
 

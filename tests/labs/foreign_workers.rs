@@ -1,0 +1,68 @@
+//! Workers from a command line: the examples' Python and PHP consumers under the baseline race,
+//! recorded at the wire by the interposer and judged by the same checkers as ordlab's own.
+//!
+//! The verdicts are as certain as the baseline's: `created` (800 ms of work) writes ~750 ms
+//! after `paid` whatever the language; only a stall that long could flip a run. The tests need
+//! python3 with redis-py and psycopg, and php with phpredis and pgsql (`just setup` installs
+//! them); where one is missing, the test says NOT TESTED and why, and CI installs them.
+
+use super::support;
+use ordlab::checker::Outcome;
+use ordlab::labs::ordering::stream::StreamSpec;
+use ordlab::timeline::EventKind;
+
+/// Why a runtime or its client libraries cannot be used here, if so.
+fn missing(check: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(check[0]).args(&check[1..]).output();
+    match out {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!("{}: {}", check.join(" "), String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""))),
+        Err(e) => Some(format!("{}: {e}", check[0])),
+    }
+}
+
+const PYTHON: [&str; 3] = ["python3", "-c", "import redis, psycopg"];
+const PHP: [&str; 3] = ["php", "-r", "if (!class_exists('Redis') || !function_exists('pg_connect')) exit(1);"];
+
+#[tokio::test]
+async fn foreign_consumers_reach_the_verdicts_of_ordlab_s_own() {
+    for (check, what) in [(&PYTHON, "python3 with redis-py and psycopg"), (&PHP, "php with phpredis and pgsql")] {
+        if let Some(why) = missing(check) {
+            if std::env::var_os("CI").is_some() {
+                panic!("{what} must be installed in CI (scripts/setup.sh): {why}");
+            }
+            eprintln!("NOT TESTED: foreign workers need {what}: {why}");
+            return;
+        }
+    }
+    let report = support::snapshot_run("foreign-ordering").await;
+    super::core_labs::assert_snapshots(&report);
+    for v in &report.variants {
+        let want = if v.id.ends_with("plain") { v.run_records.len() as u32 } else { 0 };
+        assert_eq!((v.wrong, v.unknown), (want, 0), "{}: {:?}", v.id, v.run_records[0].verdict);
+        assert_eq!(v.outcome, Outcome::Matched, "{}", v.id);
+        if v.id == "python-killed-after-read" {
+            for r in &v.run_records {
+                let f = support::facts::<StreamSpec>(v, r);
+                let d = f.redelivery.clone().expect("a claimer ran");
+                // The server delivered created once before the kill; the claimer got it back
+                // with the same ID and delivery count 2, and nothing is left pending.
+                assert_eq!((d.redelivered_same_id, d.claimed_delivery_count, f.pending_after_run), (1, Some(2), Some(0)), "{f:?}");
+            }
+        } else if v.id.starts_with("python") || v.id.starts_with("php") {
+            // Recorded at the wire: each process's reads, statements and acks.
+            let r1 = &v.run_records[0];
+            let commands: Vec<&str> = r1
+                .events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::ServerCommand { args, .. } => args.first().map(|a| a.split_whitespace().next().unwrap_or("")),
+                    _ => None,
+                })
+                .collect();
+            for want in ["XREADGROUP", "UPDATE", "XACK"] {
+                assert_eq!(commands.iter().filter(|c| **c == want).count(), 2, "{}: two {want} in {commands:?}", v.id);
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @cargo run --release -q -- list
 
-# Install redis-server, PostgreSQL and the DejaVu fonts where missing (apt-get on Debian/Ubuntu; otherwise says what to install), and build Redis 8 once when the system's is older than 8.4; `just setup --browser` adds Chromium for the lab book's test.
+# Install redis-server, PostgreSQL and the DejaVu fonts where missing (apt-get on Debian/Ubuntu; otherwise says what to install), build Redis 8 once when the system's is older than 8.4, and the example workers' runtimes and client libraries (Python redis-py + psycopg, PHP phpredis + pgsql, Node ioredis); `just setup --browser` adds Chromium for the lab book's test.
 setup *flags:
     @scripts/setup.sh {{flags}}
 

@@ -5,7 +5,9 @@
 # otherwise says exactly what to install. Then, when the system's Redis is older than 8.4 (no
 # DELEX IFEQ), build Redis 8 once into the user's cache (scripts/build-redis8.sh, about 90 s on
 # 2 cores); the local backend uses that build. If it cannot be built, one line says so and labs
-# run on the system's Redis. Quiet when all is there.
+# run on the system's Redis. Then the example workers' runtimes and client libraries
+# (scripts/setup-workers.sh: python3 + redis-py + psycopg, PHP + phpredis + pgsql, Node +
+# ioredis). Quiet when all is there.
 #
 # A browser that cannot be installed is a warning (the test then says NOT TESTED), except
 # where one must be there (CI set): then it is an error.
@@ -67,6 +69,7 @@ if [ $browser -eq 1 ]; then
 fi
 if [ ${#missing[@]} -eq 0 ] && [ ${#browser_missing[@]} -eq 0 ]; then
   ensure_redis8
+  scripts/setup-workers.sh
   exit 0
 fi
 
@@ -91,6 +94,7 @@ if command -v apt-get >/dev/null 2>&1; then
     fi
   fi
   ensure_redis8
+  scripts/setup-workers.sh
   exit 0
 fi
 
@@ -100,3 +104,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 echo "setup: no chromium/chromedriver here and no apt-get to install them: the lab book's browser test will say NOT TESTED" >&2
 ensure_redis8
+scripts/setup-workers.sh

@@ -66,3 +66,63 @@ async fn foreign_consumers_reach_the_verdicts_of_ordlab_s_own() {
         }
     }
 }
+
+/// A scenario file like foreign-ordering's python variant, with `command` as its worker.
+fn scenario_with_worker(dir: &std::path::Path, command: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"id = "bad-worker"
+title = "a worker that cannot run"
+source = "test"
+question = "q"
+family = "ordering"
+description = "d"
+[setup]
+consumers = 1
+cost_ms = {{ created = 10 }}
+events = [{{ order = 42, type = "created", version = 1 }}]
+worker = {{ command = {command} }}
+[expect]
+wrong = "none"
+"#
+    );
+    let path = dir.join("bad-worker.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Run the scenario through the CLI: exit code and stderr.
+fn run_cli(scenario: &std::path::Path) -> (Option<i32>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = support::ordlab(tmp.path())
+        .args(["run", scenario.to_str().unwrap(), "--runs", "1", "--backend", "local"])
+        .output()
+        .unwrap();
+    assert!(support::entries(tmp.path()).is_empty(), "temp dirs left: {:?}", support::entries(tmp.path()));
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn still_running(marker: &str) -> bool {
+    std::process::Command::new("pgrep").args(["-f", marker]).output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+#[test]
+fn a_worker_that_cannot_start_exits_at_once_or_never_connects_is_named_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // Not installed.
+    let (code, err) = run_cli(&scenario_with_worker(dir.path(), r#"["/nonexistent/ordlab-worker"]"#));
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("worker `/nonexistent/ordlab-worker`") && err.contains("not found"), "{err}");
+    // Exits at once: its last stderr line is shown.
+    let quits = r#"["sh", "-c", "echo 'ImportError: no module named redis' >&2; exit 3"]"#;
+    let (code, err) = run_cli(&scenario_with_worker(dir.path(), quits));
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("exit status: 3") && err.contains("ImportError: no module named redis"), "{err}");
+    // Never connects: named after the readiness timeout, and killed.
+    let (code, err) = run_cli(&scenario_with_worker(dir.path(), r#"["sleep", "61.25"]"#));
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("worker `sleep 61.25`") && err.contains("not blocked in XREADGROUP"), "{err}");
+    assert!(support::eventually(5, || !still_running("sleep 61.25")), "the worker was left running");
+}

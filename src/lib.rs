@@ -48,6 +48,7 @@ pub mod connect;
 pub mod cpu_time;
 pub mod error;
 pub mod fault;
+pub mod grade;
 pub mod handler;
 pub mod interposer;
 pub mod labs;

@@ -94,6 +94,24 @@ enum Command {
         #[command(flatten)]
         services: ServiceArgs,
     },
+    /// A class exercise: run a set of checks against your worker (a command line, or a file
+    /// whose interpreter its extension names) and say right or wrong for each, with the
+    /// timeline of the first wrong run. Exit code 0 only when every check ends right.
+    Grade {
+        /// `my_consumer.py`, or after `--` a whole command line: `-- php my_consumer.php`.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        worker: Vec<String>,
+        /// The exercise set.
+        #[arg(long = "set", default_value = "ordering")]
+        set: String,
+        /// Runs per check (default: the set's).
+        #[arg(long, value_parser = parse_runs)]
+        runs: Option<u32>,
+        #[arg(long, value_enum, default_value_t = Lang::En)]
+        lang: Lang,
+        #[command(flatten)]
+        services: ServiceArgs,
+    },
     /// Internal: a role process (consumer, claimer, dispatcher) a lab starts; its JSON config
     /// comes on stdin.
     #[command(name = "__role", hide = true)]
@@ -333,8 +351,24 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             Ok(EXIT_MATCHED)
         }
+        Command::Grade { worker, set, runs, lang, services } => grade(&worker, &set, runs, lang, &services).await,
         Command::Role => unreachable!("handled before the runtime starts"),
     }
+}
+
+/// `ordlab grade`: the set's checks against the student's worker, one line per check.
+async fn grade(worker: &[String], set: &str, runs: Option<u32>, lang: Lang, services: &ServiceArgs) -> anyhow::Result<i32> {
+    let command = ordlab::grade::worker_command(worker)?;
+    let lab = ordlab::grade::scenario(set, &command)?;
+    check_services(services)?;
+    let mut opts = RunOptions::new(1.0, rand::random());
+    opts.runs = runs;
+    opts.command_line = command_line();
+    let exe = std::env::current_exe()?;
+    let reports = ordlab::schedule::run_labs(std::slice::from_ref(&lab), &opts, &services.options(), 1, exe, &mut |_| {}).await?;
+    let report = &reports[0];
+    print!("{}", ordlab::grade::render(report, lang));
+    Ok(if report.variants.iter().all(|v| v.wrong == 0 && v.unknown == 0) { EXIT_MATCHED } else { EXIT_MISMATCH })
 }
 
 /// Which backends work here; versions and capabilities come from running servers, so the

@@ -126,3 +126,29 @@ fn a_worker_that_cannot_start_exits_at_once_or_never_connects_is_named_in_one_li
     assert!(err.contains("worker `sleep 61.25`") && err.contains("not blocked in XREADGROUP"), "{err}");
     assert!(support::eventually(5, || !still_running("sleep 61.25")), "the worker was left running");
 }
+
+#[test]
+fn grade_passes_the_cas_consumer_and_fails_the_plain_one_with_its_first_wrong_timeline() {
+    if let Some(why) = missing(&PYTHON) {
+        assert!(std::env::var_os("CI").is_none(), "python3 with redis-py and psycopg must be installed in CI: {why}");
+        eprintln!("NOT TESTED: grade needs python3 with redis-py and psycopg: {why}");
+        return;
+    }
+    let grade = |worker: &[&str]| {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = support::ordlab(tmp.path())
+            .args(["grade", "--runs", "2", "--backend", "local"])
+            .args(worker)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, text) = grade(&["examples/python/consumer.py", "--cas"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("3 of 3 checks right"), "{text}");
+    let (code, text) = grade(&["examples/python/consumer.py"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("✕ race:") && text.contains("WRONG in 2/2 runs"), "{text}");
+    assert!(text.contains("→ order 42 ended created (v=1), expected paid"), "the checker's reason: {text}");
+    assert!(text.contains("[postgres 1] UPDATE"), "the first wrong run's timeline: {text}");
+}

@@ -314,14 +314,42 @@ mod tests {
                 server: ServerKind::Redis,
                 connection: 2,
                 args: ["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">"].map(String::from).to_vec(),
-                reply: "1 entry".into(),
+                reply: "1 entry 1796128672352-0 type=paid".into(),
                 error: false,
+                entries: Vec::new(),
             },
         };
         assert_eq!(
             event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap(),
-            "W1 [redis 2] XREADGROUP GROUP g c1 COUNT 1 … → 1 entry"
+            "W1 [redis 2] XREADGROUP GROUP g c1 COUNT 1 … → 1 entry 1796128672352-0 type=paid"
         );
+        assert_eq!(
+            event_line(&e, &wording(Lang::En, Redactor::SNAPSHOT)).unwrap(),
+            "W1 [redis 2] XREADGROUP GROUP g c1 COUNT 1 … → 1 entry [id] type=paid",
+            "an entry ID is redacted in a snapshot"
+        );
+        let command = |server, args: &[&str], reply: &str| Event {
+            t_us: 0,
+            actor: Actor::Consumer(1),
+            kind: EventKind::ServerCommand {
+                server,
+                connection: 1,
+                args: args.iter().map(|a| a.to_string()).collect(),
+                reply: reply.into(),
+                error: false,
+                entries: Vec::new(),
+            },
+        };
+        let sql = command(ServerKind::Postgres, &["UPDATE t SET s = $1 WHERE id = $2", "paid", "42"], "UPDATE 1");
+        assert_eq!(
+            event_line(&sql, &wording(Lang::En, Redactor::NONE)).unwrap(),
+            "C1 [postgres 1] UPDATE t SET s = $1 WHERE id = $2 [paid, 42] → UPDATE 1"
+        );
+        let hello = command(ServerKind::Redis, &["HELLO", "3"], "{…}");
+        assert_eq!(event_line(&hello, &wording(Lang::En, Redactor::NONE)), None, "a handshake is left out");
+        let name = command(ServerKind::Redis, &["CLIENT", "SETINFO", "LIB-NAME", "redis-py"], "OK");
+        let version = command(ServerKind::Redis, &["CLIENT", "SETINFO", "LIB-VER", "8.1.0"], "OK");
+        assert_eq!(client_libraries(&[hello, name, version, sql]), ["C1 redis-py 8.1.0 (RESP3)"]);
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! interposer, checkers). Grading is sampling: a race the worker loses only sometimes shows in
 //! some runs, so a set's checks are chosen where the wrong order is what usually happens.
 
+use crate::lang::{pick, Lang};
 use crate::report::{words, LabReport};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::timeline::vocabulary::{Redactor, Wording};
-use crate::lang::{pick, Lang};
 use std::fmt::Write;
 
 /// The sets `--set` names, each with its scenario text.
@@ -42,7 +42,8 @@ pub fn worker_command(args: &[String]) -> Result<Vec<String>, GradeError> {
 
 /// The set's scenario with `command` as its worker.
 pub fn scenario(set: &str, command: &[String]) -> Result<Scenario, GradeError> {
-    let (_, text) = SETS.iter().find(|(name, _)| *name == set).ok_or_else(|| GradeError::UnknownSet(set.to_string()))?;
+    let (_, text) =
+        SETS.iter().find(|(name, _)| *name == set).ok_or_else(|| GradeError::UnknownSet(set.to_string()))?;
     let quoted: Vec<String> = command.iter().map(|a| toml_string(a)).collect();
     let text = text.replace("command = WORKER", &format!("command = [{}]", quoted.join(", ")));
     Ok(Scenario::parse(&text, &format!("exercise set {set}"))?)

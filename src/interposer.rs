@@ -150,7 +150,11 @@ impl Endpoint {
     }
 
     /// A Redis endpoint forwarding to `upstream`.
-    pub async fn redis(upstream: std::net::SocketAddr, tap: Arc<WorkerTap>, setup: redis::RedisSetup) -> std::io::Result<Endpoint> {
+    pub async fn redis(
+        upstream: std::net::SocketAddr,
+        tap: Arc<WorkerTap>,
+        setup: redis::RedisSetup,
+    ) -> std::io::Result<Endpoint> {
         let setup = Arc::new(setup);
         Endpoint::start(move |stream| redis::serve(stream, upstream, tap.clone(), setup.clone())).await
     }
@@ -180,4 +184,52 @@ pub async fn upstream_of(url: &str) -> std::io::Result<std::net::SocketAddr> {
         return Err(invalid("no host"));
     }
     tokio::net::lookup_host(host_port).await?.next().ok_or_else(|| invalid("the host has no address"))
+}
+
+/// A client library's connection set-up (`HELLO 3`, `CLIENT SETINFO LIB-NAME redis-py`,
+/// `AUTH`, `SELECT`): kept in the JSON, left out of the timeline, named in a run's notes.
+pub fn is_handshake(args: &[String]) -> bool {
+    let sub = args.get(1).map(|a| a.to_ascii_uppercase());
+    match args.first().map(String::as_str) {
+        Some("HELLO" | "AUTH" | "SELECT" | "READONLY") => true,
+        Some("CLIENT") => matches!(sub.as_deref(), Some("SETINFO" | "SETNAME" | "MAINT_NOTIFICATIONS")),
+        _ => false,
+    }
+}
+
+/// A library's name, version and protocol, as far as it said them.
+type SaidOfItself = (Option<String>, Option<String>, Option<String>);
+
+/// What each process's client library said of itself at the wire (`CLIENT SETINFO LIB-NAME`
+/// and `LIB-VER`, as redis-py and others send on connecting) and the protocol it asked for
+/// (`HELLO 3`): `C1 redis-py 8.1.0 (RESP3)`; a process that said nothing is left out.
+pub fn client_libraries(events: &[crate::timeline::Event]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut seen: BTreeMap<Actor, SaidOfItself> = BTreeMap::new();
+    for e in events {
+        let EventKind::ServerCommand { args, error: false, .. } = &e.kind else { continue };
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let entry = seen.entry(e.actor).or_default();
+        match words.as_slice() {
+            ["CLIENT", sub, rest @ ..] if sub.eq_ignore_ascii_case("SETINFO") => {
+                for pair in rest.chunks(2) {
+                    match pair {
+                        [k, v] if k.eq_ignore_ascii_case("LIB-NAME") => entry.0 = Some(v.to_string()),
+                        [k, v] if k.eq_ignore_ascii_case("LIB-VER") => entry.1 = Some(v.to_string()),
+                        _ => {}
+                    }
+                }
+            }
+            ["HELLO", v, ..] => entry.2 = Some(format!("RESP{v}")),
+            _ => {}
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(actor, (name, ver, resp))| {
+            let name = name?;
+            let ver = ver.map(|v| format!(" {v}")).unwrap_or_default();
+            let resp = resp.map(|r| format!(" ({r})")).unwrap_or_default();
+            Some(format!("{actor} {name}{ver}{resp}"))
+        })
+        .collect()
 }

@@ -357,7 +357,13 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
 }
 
 /// `ordlab grade`: the set's checks against the student's worker, one line per check.
-async fn grade(worker: &[String], set: &str, runs: Option<u32>, lang: Lang, services: &ServiceArgs) -> anyhow::Result<i32> {
+async fn grade(
+    worker: &[String],
+    set: &str,
+    runs: Option<u32>,
+    lang: Lang,
+    services: &ServiceArgs,
+) -> anyhow::Result<i32> {
     let command = ordlab::grade::worker_command(worker)?;
     let lab = ordlab::grade::scenario(set, &command)?;
     check_services(services)?;
@@ -365,7 +371,8 @@ async fn grade(worker: &[String], set: &str, runs: Option<u32>, lang: Lang, serv
     opts.runs = runs;
     opts.command_line = command_line();
     let exe = std::env::current_exe()?;
-    let reports = ordlab::schedule::run_labs(std::slice::from_ref(&lab), &opts, &services.options(), 1, exe, &mut |_| {}).await?;
+    let reports =
+        ordlab::schedule::run_labs(std::slice::from_ref(&lab), &opts, &services.options(), 1, exe, &mut |_| {}).await?;
     let report = &reports[0];
     print!("{}", ordlab::grade::render(report, lang));
     Ok(if report.variants.iter().all(|v| v.wrong == 0 && v.unknown == 0) { EXIT_MATCHED } else { EXIT_MISMATCH })

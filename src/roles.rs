@@ -12,9 +12,9 @@
 //! connected), as data over CLIENT LIST.
 
 pub mod claimer;
-pub mod command_worker;
 pub mod client_list;
 pub mod cluster_worker;
+pub mod command_worker;
 mod config;
 pub mod consumer;
 pub mod fanout;

@@ -225,7 +225,10 @@ pub fn unexpected_verdict(f: &Fates) -> RunVerdict {
 
 /// Who received an event first, if anyone did (a redelivery keeps the first).
 pub fn first_receiver(events: &[Event], order: i64, version: i64) -> Option<Actor> {
-    events.iter().find(|e| e.kind.delivered().iter().any(|(_, j)| j.order == order && j.version == version)).map(|e| e.actor)
+    events
+        .iter()
+        .find(|e| e.kind.delivered().iter().any(|(_, j)| j.order == order && j.version == version))
+        .map(|e| e.actor)
 }
 
 #[cfg(test)]

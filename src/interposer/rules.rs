@@ -119,7 +119,8 @@ mod tests {
 
     #[test]
     fn a_statement_is_named_by_its_first_keyword() {
-        let set = RuleSet::new(vec![Rule { command: "UPDATE".into(), nth: 1, moment: Moment::Send, action: Action::Drop }]);
+        let set =
+            RuleSet::new(vec![Rule { command: "UPDATE".into(), nth: 1, moment: Moment::Send, action: Action::Drop }]);
         let sql = vec!["update orders set status = $1".to_string(), "paid".into()];
         let v = CommandView { server: ServerKind::Postgres, connection: 1, args: &sql };
         assert_eq!(set.decide(&v, Moment::Send), Action::Drop);

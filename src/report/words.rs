@@ -38,7 +38,7 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         EventKind::Effect { job, effect, requested_by, idem_key, outcome } => {
             effect_line(*requested_by, job, effect, idem_key.as_deref(), *outcome, w.lang)
         }
-        EventKind::ServerCommand { args, .. } if is_handshake(args) => return None,
+        EventKind::ServerCommand { args, .. } if crate::interposer::is_handshake(args) => return None,
         EventKind::ServerCommand { .. } => command_line(e, w),
         EventKind::SqlSent { .. }
         | EventKind::SqlDone { .. }
@@ -47,17 +47,6 @@ pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
         | EventKind::Crashed { .. } => session_line(e, w),
         EventKind::Family(f) => return crate::labs::VOCABULARIES.describe(f)?.line(a, w),
     })
-}
-
-/// A client library's connection set-up (`HELLO 3`, `CLIENT SETINFO LIB-NAME redis-py`,
-/// `AUTH`, `SELECT`): kept in the JSON, left out of the timeline, named in a run's notes.
-pub fn is_handshake(args: &[String]) -> bool {
-    let sub = args.get(1).map(|a| a.to_ascii_uppercase());
-    match args.first().map(String::as_str) {
-        Some("HELLO" | "AUTH" | "SELECT" | "READONLY") => true,
-        Some("CLIENT") => matches!(sub.as_deref(), Some("SETINFO" | "SETNAME" | "MAINT_NOTIFICATIONS")),
-        _ => false,
-    }
 }
 
 /// Stream entry IDs (`1796128672352-0`) in a recorded command or reply: redacted, `[id]`.
@@ -349,7 +338,7 @@ mod tests {
         assert_eq!(event_line(&hello, &wording(Lang::En, Redactor::NONE)), None, "a handshake is left out");
         let name = command(ServerKind::Redis, &["CLIENT", "SETINFO", "LIB-NAME", "redis-py"], "OK");
         let version = command(ServerKind::Redis, &["CLIENT", "SETINFO", "LIB-VER", "8.1.0"], "OK");
-        assert_eq!(client_libraries(&[hello, name, version, sql]), ["C1 redis-py 8.1.0 (RESP3)"]);
+        assert_eq!(crate::interposer::client_libraries(&[hello, name, version, sql]), ["C1 redis-py 8.1.0 (RESP3)"]);
     }
 
     #[test]
@@ -364,38 +353,4 @@ mod tests {
         assert_eq!(event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap(), "W2 took job-1 (BLMOVE)");
         assert_eq!(event_line(&e, &wording(Lang::Vi, Redactor::NONE)).unwrap(), "W2 lấy job-1 (BLMOVE)");
     }
-}
-
-/// What each process's client library said of itself at the wire (`CLIENT SETINFO LIB-NAME`
-/// and `LIB-VER`, as redis-py and others send on connecting) and the protocol it asked for
-/// (`HELLO 3`): `C1 redis-py 8.1.0 (RESP3)`; a process that said nothing is left out.
-pub fn client_libraries(events: &[Event]) -> Vec<String> {
-    use std::collections::BTreeMap;
-    let mut seen: BTreeMap<crate::timeline::Actor, (Option<String>, Option<String>, Option<String>)> = BTreeMap::new();
-    for e in events {
-        let EventKind::ServerCommand { args, error: false, .. } = &e.kind else { continue };
-        let words: Vec<&str> = args.iter().map(String::as_str).collect();
-        let entry = seen.entry(e.actor).or_default();
-        match words.as_slice() {
-            ["CLIENT", sub, rest @ ..] if sub.eq_ignore_ascii_case("SETINFO") => {
-                for pair in rest.chunks(2) {
-                    match pair {
-                        [k, v] if k.eq_ignore_ascii_case("LIB-NAME") => entry.0 = Some(v.to_string()),
-                        [k, v] if k.eq_ignore_ascii_case("LIB-VER") => entry.1 = Some(v.to_string()),
-                        _ => {}
-                    }
-                }
-            }
-            ["HELLO", v, ..] => entry.2 = Some(format!("RESP{v}")),
-            _ => {}
-        }
-    }
-    seen.into_iter()
-        .filter_map(|(actor, (name, ver, resp))| {
-            let name = name?;
-            let ver = ver.map(|v| format!(" {v}")).unwrap_or_default();
-            let resp = resp.map(|r| format!(" ({r})")).unwrap_or_default();
-            Some(format!("{actor} {name}{ver}{resp}"))
-        })
-        .collect()
 }

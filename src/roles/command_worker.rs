@@ -70,7 +70,10 @@ impl WorkerCommand {
         }
         for f in &self.faults {
             if !(1..=processes).contains(&f.worker) {
-                return Err(format!("setup.worker.faults: worker = {} but there are {processes} worker processes", f.worker));
+                return Err(format!(
+                    "setup.worker.faults: worker = {} but there are {processes} worker processes",
+                    f.worker
+                ));
             }
             if f.nth == 0 {
                 return Err("setup.worker.faults: nth = 0: the first command is nth = 1".into());
@@ -145,7 +148,10 @@ impl CommandWorker {
                 let _ = sink.send(RawEvent::now(actor, EventKind::killed_by_runner(detail)));
                 let pid = pid.load(Ordering::SeqCst);
                 if pid != 0 {
-                    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
             })
         };
@@ -173,7 +179,9 @@ impl CommandWorker {
         let child = RoleProcess::start(cmd, None).map_err(|e| Error::WorkerCommand {
             command: spec.shown(),
             detail: match e.kind() {
-                std::io::ErrorKind::NotFound => format!("{} not found: install it or fix setup.worker.command", spec.command[0]),
+                std::io::ErrorKind::NotFound => {
+                    format!("{} not found: install it or fix setup.worker.command", spec.command[0])
+                }
                 _ => e.to_string(),
             },
         })?;
@@ -186,9 +194,17 @@ impl CommandWorker {
 
     /// Wait until the worker waits in `want` (`CLIENT LIST` on `conn`), or say why it did not:
     /// it exited (its last line), or it never got there.
-    pub async fn ready(&self, conn: &mut MultiplexedConnection, client_name: &str, want: ClientState, spec: &WorkerCommand) -> Result<(), Error> {
+    pub async fn ready(
+        &self,
+        conn: &mut MultiplexedConnection,
+        client_name: &str,
+        want: ClientState,
+        spec: &WorkerCommand,
+    ) -> Result<(), Error> {
         wait_for_client(conn, client_name, want, &self.process).await.map_err(|e| match e {
-            Error::RoleNotReady { actor, detail } => Error::WorkerCommand { command: spec.shown(), detail: format!("{actor} {detail}") },
+            Error::RoleNotReady { actor, detail } => {
+                Error::WorkerCommand { command: spec.shown(), detail: format!("{actor} {detail}") }
+            }
             other => other,
         })
     }
@@ -202,15 +218,17 @@ impl CommandWorker {
 
 /// The worker's PostgreSQL URL, through its own interposed endpoint.
 async fn postgres_endpoint(pg_config: &str, tap: &Arc<WorkerTap>) -> Result<(String, Option<Endpoint>), Error> {
-    let config: tokio_postgres::Config = pg_config
-        .parse()
-        .map_err(|e: tokio_postgres::Error| Error::WorkerCommand { command: "ordlab".into(), detail: format!("PostgreSQL config: {e}") })?;
+    let config: tokio_postgres::Config = pg_config.parse().map_err(|e: tokio_postgres::Error| {
+        Error::WorkerCommand { command: "ordlab".into(), detail: format!("PostgreSQL config: {e}") }
+    })?;
     let (host, port) = match (config.get_hosts().first(), config.get_ports().first()) {
         (Some(tokio_postgres::config::Host::Tcp(h)), Some(p)) => (h.clone(), *p),
         (Some(tokio_postgres::config::Host::Tcp(h)), None) => (h.clone(), 5432),
         _ => ("127.0.0.1".to_string(), 5432),
     };
-    let upstream = upstream_of(&format!("postgres://{host}:{port}")).await.map_err(|e| Error::Io { context: "PostgreSQL address".into(), source: e })?;
+    let upstream = upstream_of(&format!("postgres://{host}:{port}"))
+        .await
+        .map_err(|e| Error::Io { context: "PostgreSQL address".into(), source: e })?;
     let endpoint = crate::interposer::Endpoint::postgres(upstream, tap.clone())
         .await
         .map_err(|e| Error::Io { context: "start the interposer".into(), source: e })?;

@@ -16,7 +16,9 @@ fn missing(check: &[&str]) -> Option<String> {
     let out = std::process::Command::new(check[0]).args(&check[1..]).output();
     match out {
         Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!("{}: {}", check.join(" "), String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""))),
+        Ok(o) => {
+            Some(format!("{}: {}", check.join(" "), String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")))
+        }
         Err(e) => Some(format!("{}: {e}", check[0])),
     }
 }
@@ -47,7 +49,11 @@ async fn foreign_consumers_reach_the_verdicts_of_ordlab_s_own() {
                 let d = f.redelivery.clone().expect("a claimer ran");
                 // The server delivered created once before the kill; the claimer got it back
                 // with the same ID and delivery count 2, and nothing is left pending.
-                assert_eq!((d.redelivered_same_id, d.claimed_delivery_count, f.pending_after_run), (1, Some(2), Some(0)), "{f:?}");
+                assert_eq!(
+                    (d.redelivered_same_id, d.claimed_delivery_count, f.pending_after_run),
+                    (1, Some(2), Some(0)),
+                    "{f:?}"
+                );
             }
         } else if v.id.starts_with("python") || v.id.starts_with("php") {
             // Recorded at the wire: each process's reads, statements and acks.
@@ -56,7 +62,9 @@ async fn foreign_consumers_reach_the_verdicts_of_ordlab_s_own() {
                 .events
                 .iter()
                 .filter_map(|e| match &e.kind {
-                    EventKind::ServerCommand { args, .. } => args.first().map(|a| a.split_whitespace().next().unwrap_or("")),
+                    EventKind::ServerCommand { args, .. } => {
+                        args.first().map(|a| a.split_whitespace().next().unwrap_or(""))
+                    }
                     _ => None,
                 })
                 .collect();

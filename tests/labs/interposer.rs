@@ -70,15 +70,8 @@ async fn redis_traffic_passes_unchanged_and_each_command_is_recorded_with_its_re
             .unwrap();
         assert_eq!(read.keys[0].ids[0].id, "1-1", "the client library reads the reply unchanged");
         // A transaction with an error inside: EXEC succeeds, its second result is an error.
-        let r: redis::RedisResult<(String, i64)> = redis::pipe()
-            .atomic()
-            .cmd("SET")
-            .arg("t:s")
-            .arg("x")
-            .cmd("INCR")
-            .arg("t:s")
-            .query_async(&mut conn)
-            .await;
+        let r: redis::RedisResult<(String, i64)> =
+            redis::pipe().atomic().cmd("SET").arg("t:s").arg("x").cmd("INCR").arg("t:s").query_async(&mut conn).await;
         assert!(r.is_err(), "INCR of a string fails inside EXEC");
         let name: String = redis::cmd("CLIENT").arg("GETNAME").query_async(&mut conn).await.unwrap();
         assert_eq!(name, "ordlab-test-C1", "the interposer named the connection");
@@ -87,8 +80,14 @@ async fn redis_traffic_passes_unchanged_and_each_command_is_recorded_with_its_re
     let has = |want: &str| got.iter().any(|l| l.contains(want));
     assert!(has("XADD orders:resp2 1-1 type created → 1-1"), "{got:#?}");
     assert!(has("XLEN orders:resp2 → 1"), "{got:#?}");
-    assert!(has("XREADGROUP GROUP g C1 COUNT 1 BLOCK 100 STREAMS orders:resp2 > → 1 entry 1-1 type=created"), "{got:#?}");
-    assert!(has("XREADGROUP GROUP g C1 COUNT 1 BLOCK 100 STREAMS orders:resp3 > → 1 entry 1-1 type=created"), "{got:#?}");
+    assert!(
+        has("XREADGROUP GROUP g C1 COUNT 1 BLOCK 100 STREAMS orders:resp2 > → 1 entry 1-1 type=created"),
+        "{got:#?}"
+    );
+    assert!(
+        has("XREADGROUP GROUP g C1 COUNT 1 BLOCK 100 STREAMS orders:resp3 > → 1 entry 1-1 type=created"),
+        "{got:#?}"
+    );
     assert!(has("HELLO 3"), "redis-rs asks for RESP3 with HELLO: {got:#?}");
     assert!(has("INCR s → QUEUED"), "{got:#?}");
     assert!(has("EXEC → [OK, ERR value is not an integer or out of range]"), "{got:#?}");
@@ -96,29 +95,50 @@ async fn redis_traffic_passes_unchanged_and_each_command_is_recorded_with_its_re
     server.stop().await;
 }
 
+/// XPENDING's summary: count, lowest and highest ID, per consumer.
+type PendingSummary = (i64, Option<String>, Option<String>, Option<Vec<(String, String)>>);
+
 #[tokio::test]
 async fn a_kill_after_the_reply_to_xreadgroup_leaves_the_entry_pending_and_the_worker_without_it() {
     let server = start_local_redis(&[]).await.expect("redis-server starts");
     let mut direct = ordlab::connect::redis(&server.url).await.unwrap();
-    let _: () = redis::cmd("XGROUP").arg("CREATE").arg("s").arg("g").arg("$").arg("MKSTREAM").query_async(&mut direct).await.unwrap();
+    let _: () = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("s")
+        .arg("g")
+        .arg("$")
+        .arg("MKSTREAM")
+        .query_async(&mut direct)
+        .await
+        .unwrap();
     let _: String = redis::cmd("XADD").arg("s").arg("*").arg("a").arg("1").query_async(&mut direct).await.unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let kills = Arc::new(AtomicU32::new(0));
     let k = kills.clone();
     let rule = Rule { command: "XREADGROUP".into(), nth: 1, moment: Moment::Reply, action: Action::Kill };
-    let tap = WorkerTap::new(Actor::Consumer(1), vec![rule], tx, Box::new(move || {
-        k.fetch_add(1, Ordering::SeqCst);
-    }));
+    let tap = WorkerTap::new(
+        Actor::Consumer(1),
+        vec![rule],
+        tx,
+        Box::new(move || {
+            k.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
     let endpoint = Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, RedisSetup::default()).await.unwrap();
     let client = redis::Client::open(format!("redis://{}/", endpoint.addr)).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let read: redis::RedisResult<redis::Value> = redis::cmd("XREADGROUP")
-        .arg("GROUP").arg("g").arg("C1").arg("STREAMS").arg("s").arg(">")
+        .arg("GROUP")
+        .arg("g")
+        .arg("C1")
+        .arg("STREAMS")
+        .arg("s")
+        .arg(">")
         .query_async(&mut conn)
         .await;
     assert!(read.is_err(), "the reply never reached the worker: {read:?}");
     assert_eq!(kills.load(Ordering::SeqCst), 1, "the rule killed the worker once");
-    let pending: (i64, Option<String>, Option<String>, Option<Vec<(String, String)>>) =
+    let pending: PendingSummary =
         redis::cmd("XPENDING").arg("s").arg("g").query_async(&mut direct).await.unwrap();
     assert_eq!(pending.0, 1, "the entry is pending");
     let detail: Vec<(String, String, i64, i64)> =

@@ -22,9 +22,13 @@ mod durability_labs;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
+mod foreign_workers;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.
 mod idmp;
+/// The interposer between a worker and real servers: recording, faults at command boundaries.
+mod interposer;
 /// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
 /// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
 mod job_labs;
@@ -55,10 +59,6 @@ mod pipeline_lab;
 mod priority;
 /// What a SIGKILLed run leaves, and the next run reclaiming it (local backend).
 mod reaper;
-/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
-mod foreign_workers;
-/// The interposer between a worker and real servers: recording, faults at command boundaries.
-mod interposer;
 /// Crashes before XACK: `redelivery` (XAUTOCLAIM hands an entry back, same ID, delivery
 /// count 2) and `fanout` (S3: one reader, a queue per order and a few workers; a dead reader's
 /// entries stay pending).

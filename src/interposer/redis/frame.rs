@@ -26,7 +26,8 @@ pub fn next_command(buf: &[u8]) -> Result<Option<(Vec<String>, usize)>, FrameErr
     match buf.first() {
         None => Ok(None),
         Some(b'*') => {
-            let Some((frame, used)) = redis_protocol::resp2::decode::decode(buf).map_err(|e| FrameError(e.to_string()))?
+            let Some((frame, used)) =
+                redis_protocol::resp2::decode::decode(buf).map_err(|e| FrameError(e.to_string()))?
             else {
                 return Ok(None);
             };
@@ -175,7 +176,9 @@ fn stream_entries<'a>(command: &str, reply: &'a Reply) -> Option<Vec<Entry<'a>>>
         let Reply::Array(parts) = e else { return None };
         let id = bulk(parts.first()?)?;
         let fields = match parts.get(1) {
-            Some(Reply::Array(kv)) => kv.chunks(2).filter_map(|p| Some((bulk(p.first()?)?, bulk(p.get(1)?)?))).collect(),
+            Some(Reply::Array(kv)) => {
+                kv.chunks(2).filter_map(|p| Some((bulk(p.first()?)?, bulk(p.get(1)?)?))).collect()
+            }
             Some(Reply::Map(kv)) => kv.iter().filter_map(|(k, v)| Some((bulk(k)?, bulk(v)?))).collect(),
             _ => Vec::new(),
         };

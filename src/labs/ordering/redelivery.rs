@@ -21,9 +21,7 @@ pub fn redelivered(events: &[Event]) -> Vec<Redelivered> {
     for e in events.iter().filter(|e| e.actor == Actor::Reaper) {
         let EventKind::Received { entry_id, deliveries, .. } = &e.kind else { continue };
         let first = events.iter().find(|f| {
-            f.actor != Actor::Reaper
-                && f.t_us <= e.t_us
-                && f.kind.delivered().iter().any(|(id, _)| id == entry_id)
+            f.actor != Actor::Reaper && f.t_us <= e.t_us && f.kind.delivered().iter().any(|(id, _)| id == entry_id)
         });
         if let Some(first) = first {
             out.push(Redelivered { entry_id: entry_id.clone(), first: first.actor, deliveries: *deliveries });

@@ -203,9 +203,13 @@ impl Present for StreamSpec {
         }
         after.extend(publish_delays(run.events, lang));
         if self.worker.is_some() {
-            let libs = crate::report::words::client_libraries(run.events);
+            let libs = crate::interposer::client_libraries(run.events);
             if !libs.is_empty() {
-                let label = pick(lang, "client library, as it named itself at the wire", "thư viện client, như nó tự khai ở tầng giao thức");
+                let label = pick(
+                    lang,
+                    "client library, as it named itself at the wire",
+                    "thư viện client, như nó tự khai ở tầng giao thức",
+                );
                 after.push(Line::text(format!("{label}: {}", libs.join(", "))));
             }
         }

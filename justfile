@@ -10,10 +10,15 @@ default:
 setup *flags:
     @scripts/setup.sh {{flags}}
 
-# Run a lab (or `all`, independent variants `--jobs N` at a time) at full scale: results/<id>.txt, <id>.json.gz, SVG and PNG pictures, SUMMARY.md and the lab book results/index.html.
+# Run a lab (or `all`, independent variants `--jobs N` at a time) at full scale: results/<id>.txt, <id>.json.gz, records/<id>.json.gz, SVG and PNG pictures; SUMMARY.md and the lab book results/index.html over every lab's record.
 lab id *args: setup
     cargo build --release -q
     ./target/release/ordlab run {{id}} --out results {{args}}
+
+# Rebuild the lab book results/index.html, SUMMARY.md and every lab's SVGs and PNGs from the records in results/records (no servers, seconds).
+book *args:
+    cargo build --release -q
+    ./target/release/ordlab book --out results {{args}}
 
 # Run a lab as its snapshot test does and show the difference from snapshots/.
 diff id: setup

@@ -4,6 +4,9 @@
 use crate::scenario::{Scenario, ScenarioError};
 use std::path::Path;
 
+mod listing;
+pub use listing::{list_table, LIST_WIDTH};
+
 include!(concat!(env!("OUT_DIR"), "/built_in_scenarios.rs"));
 
 /// Why a lab could not be found.

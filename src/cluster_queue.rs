@@ -5,7 +5,7 @@
 
 use crate::lang::pick;
 use crate::timeline::vocabulary::{
-    job_line_label, job_mark_label, truncate, Belongs, Drawing, Glyph, Vocabulary, Wording,
+    job_line_label, job_mark_label, shorten_at_word, Belongs, Drawing, Glyph, Vocabulary, Wording,
 };
 use crate::timeline::{Actor, Job};
 use serde::{Deserialize, Serialize};
@@ -118,7 +118,7 @@ impl Vocabulary for ClusterEvent {
                 (Glyph::Received, format!("{} {}", t("took", "lấy"), job_mark_label(job, many)))
             }
             ClusterEvent::QueueError { command, error, .. } => {
-                (Glyph::Failed, format!("{command}: {}", truncate(error, 40)))
+                (Glyph::Failed, format!("{command}: {}", shorten_at_word(error, 40)))
             }
             ClusterEvent::WorkerDone { jobs, .. } => {
                 (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))

@@ -6,7 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use ordlab::error::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MATCHED, EXIT_MISMATCH};
 use ordlab::lang::Lang;
 use ordlab::report::text::TextOptions;
-use ordlab::report::{files, json, snapshot, summary, text, LabReport};
+use ordlab::report::{files, json, record, snapshot, text, LabReport};
 use ordlab::runner::RunOptions;
 use ordlab::scenario::Scenario;
 use ordlab::service::{BackendChoice, ServiceOptions, Services};
@@ -72,6 +72,17 @@ enum Command {
         /// The run the redrawn pictures show.
         #[arg(long, default_value_t = 1)]
         svg_run: u32,
+    },
+    /// Rebuild the lab book (index.html), SUMMARY.md and every lab's SVGs and PNGs from the
+    /// lab records in DIR/records, with no servers (records are refreshed first from any newer
+    /// per-run data, <id>.json.gz, in DIR).
+    Book {
+        /// The results directory.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// Language of the pictures.
+        #[arg(long, value_enum, default_value_t = Lang::En)]
+        lang: Lang,
     },
     /// Which backends work here, server versions and capabilities, what to install.
     Doctor {
@@ -316,12 +327,11 @@ fn run_role_process() -> i32 {
 async fn execute(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::List => {
-            for s in catalog::all()? {
-                println!("{:<16} {:<70} {}", s.id, s.title.en, s.source);
-            }
+            print!("{}", catalog::list_table(&catalog::all()?, catalog::LIST_WIDTH));
             Ok(EXIT_MATCHED)
         }
         Command::Doctor { services } => doctor(&services).await,
+        Command::Book { out, lang } => book(&out, lang),
         Command::Check { file, redraw, lang, svg_run } => {
             let report = json::load(&file)?.rejudged();
             print!("{}", text::render(&report, &TextOptions::default()));
@@ -329,8 +339,9 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                 let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
                 let pictures = files::write_pictures(dir, &report, lang, svg_run)
                     .with_context(|| format!("draw {}'s pictures in {}", report.lab.id, dir.display()))?;
-                let saved = write_summary(dir)?;
-                write_book_and_pngs(dir, &saved, &pictures)?;
+                record::write(dir, &report)?;
+                write_summary(dir)?;
+                write_pngs(&pictures)?;
             }
             Ok(if report.matched() { EXIT_MATCHED } else { EXIT_MISMATCH })
         }
@@ -470,8 +481,8 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
     let reports = reports?;
     let pictures: Vec<PathBuf> = written.into_iter().collect::<anyhow::Result<Vec<_>>>()?.concat();
     if let Some(dir) = &output.dir {
-        let saved = write_summary(dir)?;
-        write_book_and_pngs(dir, &saved, &pictures)?;
+        write_summary(dir)?;
+        write_pngs(&pictures)?;
     }
     if output.format == Format::Json {
         println!("{}", if reports.len() == 1 { json::render(&reports[0]) } else { json::render_many(&reports) });
@@ -647,37 +658,41 @@ fn write_results(
     // Compressed: a lab over many orders records tens of thousands of events.
     let gz = dir.join(format!("{id}.json.gz"));
     std::fs::write(&gz, json::gzip(report)).with_context(|| format!("write {}", gz.display()))?;
+    record::write(dir, report)?;
     files::write_pictures(dir, report, lang, svg_run)
         .with_context(|| format!("write {id}'s pictures in {}", dir.display()))
 }
 
-/// The lab book over every saved lab, then a PNG of each picture written by this run: after
-/// every run is over, so drawing them disturbs no race.
-fn write_book_and_pngs(dir: &Path, saved: &[LabReport], pictures: &[PathBuf]) -> anyhow::Result<()> {
-    files::write_book(dir, saved).with_context(|| format!("write {}/index.html", dir.display()))?;
+/// A PNG of each picture written by this run: after every run is over, so drawing them
+/// disturbs no race.
+fn write_pngs(pictures: &[PathBuf]) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     files::write_pngs(pictures, cores)?;
     Ok(())
 }
 
-/// `SUMMARY.md` over every lab whose JSON is in `dir`, so a single lab's run keeps the
-/// others' rows.
-fn write_summary(dir: &Path) -> anyhow::Result<Vec<LabReport>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("read {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| json::is_results_file(p))
-        .collect();
-    paths.sort();
-    let mut reports = Vec::new();
-    for path in &paths {
-        match json::load(path) {
-            Ok(r) => reports.push(r),
-            // A results file of an older schema (not rerun since): the table leaves it out.
-            Err(e) => eprintln!("ordlab: SUMMARY.md leaves out {}: {e}", path.display()),
-        }
+/// `SUMMARY.md` and the lab book over every lab whose record is in `dir`, so a single lab's
+/// run keeps the others' rows; a record that cannot be read is left out, with a line saying so.
+fn write_summary(dir: &Path) -> anyhow::Result<()> {
+    let (_, left_out) = files::write_summary_and_book(dir)?;
+    left_out.iter().for_each(|line| eprintln!("ordlab: {line}"));
+    Ok(())
+}
+
+/// `ordlab book`: the lab book, SUMMARY.md and the pictures again from the records alone.
+fn book(dir: &Path, lang: Lang) -> anyhow::Result<i32> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let rebuilt = files::rebuild_book(dir, lang, cores)?;
+    rebuilt.left_out.iter().for_each(|line| eprintln!("ordlab: left out {line}"));
+    if !rebuilt.refreshed.is_empty() {
+        println!("records refreshed from per-run data: {}", rebuilt.refreshed.join(", "));
     }
-    std::fs::write(dir.join("SUMMARY.md"), summary::render(&reports))
-        .with_context(|| format!("write {}/SUMMARY.md", dir.display()))?;
-    Ok(reports)
+    let d = dir.display();
+    println!(
+        "{} labs in {d}/index.html and {d}/SUMMARY.md, {} pictures (SVG and PNG): {}",
+        rebuilt.labs.len(),
+        rebuilt.pictures,
+        rebuilt.labs.join(", ")
+    );
+    Ok(EXIT_MATCHED)
 }

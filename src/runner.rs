@@ -164,6 +164,7 @@ impl<'a> Runner<'a> {
                 family: lab.family.clone(),
             },
             variants,
+            from_all_runs: None,
         }
     }
 }

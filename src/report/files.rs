@@ -3,10 +3,13 @@
 //! every lab whose results are in DIR.
 //!
 //! The PNGs are drawn after every run is over (never while a race runs) and on every core;
-//! they are derived from the SVGs, so results/ keeps them out of git.
+//! they are derived from the SVGs, so results/ keeps them out of git. SUMMARY.md and the book
+//! are built from the lab records in DIR/records ([`super::record`]), so running one lab keeps
+//! every other lab's rows, and [`rebuild_book`] redraws everything from the records alone.
 
 use super::png::{PngError, PngWriter};
-use super::{chart, html, svg, LabReport};
+use super::record::{self, RecordError};
+use super::{chart, html, json, summary, svg, LabReport};
 use crate::lang::Lang;
 use std::path::{Path, PathBuf};
 
@@ -49,6 +52,101 @@ pub fn write_book(dir: &Path, reports: &[LabReport]) -> std::io::Result<PathBuf>
     let path = dir.join("index.html");
     std::fs::write(&path, html::render(reports))?;
     Ok(path)
+}
+
+/// Why the lab book could not be rebuilt from the records.
+#[derive(Debug, thiserror::Error)]
+pub enum BookError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    Png(#[from] PngError),
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+}
+
+/// What [`rebuild_book`] did.
+#[derive(Debug, Default)]
+pub struct Rebuilt {
+    /// The labs in the book, in its order.
+    pub labs: Vec<String>,
+    /// Records written afresh from per-run data (`<id>.json.gz`) newer than them.
+    pub refreshed: Vec<String>,
+    /// Per-run data files left unread, and why (an older schema): their records stand.
+    pub left_out: Vec<String>,
+    /// The pictures drawn (each an SVG and its PNG).
+    pub pictures: usize,
+}
+
+/// `SUMMARY.md` and `index.html` in `dir` over every lab record there; a record that cannot
+/// be read is left out, with why in the returned lines. Returns the reports and those lines.
+pub fn write_summary_and_book(dir: &Path) -> Result<(Vec<LabReport>, Vec<String>), BookError> {
+    let mut reports = Vec::new();
+    let mut left_out = Vec::new();
+    for r in record::load_all(dir)? {
+        match r {
+            Ok(r) => reports.push(r),
+            Err(e) => left_out.push(format!("SUMMARY.md and the lab book leave out {e}")),
+        }
+    }
+    write_summary_and_book_of(dir, &reports)?;
+    Ok((reports, left_out))
+}
+
+fn write_summary_and_book_of(dir: &Path, reports: &[LabReport]) -> Result<(), BookError> {
+    let path = dir.join("SUMMARY.md");
+    let fail = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| BookError::Write { path, source }
+    };
+    std::fs::write(&path, summary::render(reports)).map_err(fail(&path))?;
+    write_book(dir, reports).map_err(fail(&dir.join("index.html")))?;
+    Ok(())
+}
+
+/// `ordlab book`: refresh each lab's record from its per-run data where that is newer (or the
+/// record missing), then SUMMARY.md, `index.html`, and every record's SVGs and PNGs (run 1,
+/// in `lang`), from the records alone: no server, no run. Any record that cannot be read
+/// fails it, naming the file.
+pub fn rebuild_book(dir: &Path, lang: Lang, threads: usize) -> Result<Rebuilt, BookError> {
+    let mut rebuilt = Rebuilt::default();
+    refresh_records(dir, &mut rebuilt)?;
+    let reports = record::load_all(dir)?.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut svgs = Vec::new();
+    for r in &reports {
+        let fail = |source| BookError::Write { path: dir.display().to_string(), source };
+        svgs.extend(write_pictures(dir, r, lang, 1).map_err(fail)?);
+    }
+    write_summary_and_book_of(dir, &reports)?;
+    rebuilt.pictures = write_pngs(&svgs, threads)?;
+    rebuilt.labs = reports.iter().map(|r| r.lab.id.clone()).collect();
+    Ok(rebuilt)
+}
+
+/// A record from each `<id>.json.gz` in `dir` that is newer than the lab's record (by the
+/// run's date) or has none.
+fn refresh_records(dir: &Path, rebuilt: &mut Rebuilt) -> Result<(), BookError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let mut paths: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| json::is_results_file(p)).collect();
+    paths.sort();
+    for path in paths {
+        let full = match json::load(&path) {
+            Ok(full) => full,
+            Err(e) => {
+                rebuilt.left_out.push(e.to_string());
+                continue;
+            }
+        };
+        let existing = record::load(&record::path_of(dir, &full.lab.id)).ok();
+        if existing.is_none_or(|r| r.environment.date <= full.environment.date) {
+            record::write(dir, &full)?;
+            rebuilt.refreshed.push(full.lab.id.clone());
+        }
+    }
+    Ok(())
 }
 
 /// A PNG beside each SVG (`x.svg` → `x.png`), drawn on `threads` threads; the number written.

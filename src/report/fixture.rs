@@ -111,7 +111,9 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             seed: None,
             skipped: None,
             run_records: vec![run],
+            drawn_events_before_cap: None,
         }],
+        from_all_runs: None,
     }
 }
 

@@ -1,8 +1,9 @@
 //! The report model: one lab's results, the content of `results/<id>.json`.
 
+use crate::chart::Chart;
 use crate::checker::{outcome::outcome, Expectation, Outcome, Verdict};
 use crate::labs::{Procedure, RunRecord};
-use crate::lang::Words;
+use crate::lang::{Lang, Words};
 use crate::scenario::{SeedFigure, Variant};
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,31 @@ pub struct LabReport {
     pub environment: Environment,
     pub lab: LabInfo,
     pub variants: Vec<VariantReport>,
+    /// What the runs a compact record leaves out showed (see [`super::record`]): set only in a
+    /// report read from `records/<id>.json.gz`, whose variants keep run 1 alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_all_runs: Option<AllRunsDigest>,
+}
+
+/// The parts of the summary and the lab book that read every run, computed from the full
+/// report when its record is written: a record keeps only run 1 of each variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllRunsDigest {
+    /// Every chart of the lab ([`crate::report::chart::lab_charts`] of the full report).
+    pub charts: Vec<Chart>,
+    /// The side-by-side table of the variants' run 1 ([`crate::report::text::side_by_side`]).
+    pub side_by_side: Words,
+    pub variants: Vec<VariantDigest>,
+}
+
+/// One variant's lines over all its runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantDigest {
+    pub id: String,
+    /// The SUMMARY row's notes ([`Procedure::summary_note`]).
+    pub summary_note: Option<String>,
+    /// The text report's lines after the timeline ([`crate::report::text::variant_outcome`]).
+    pub outcome_lines: Words,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,6 +104,10 @@ pub struct VariantReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
     pub run_records: Vec<RunRecord>,
+    /// In a compact record, which keeps only the events run 1's timeline draws: how many that
+    /// timeline had before its cap (the slide's title names them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_events_before_cap: Option<usize>,
 }
 
 impl VariantReport {
@@ -98,6 +128,7 @@ impl VariantReport {
             seed: variant.seed.clone(),
             skipped: None,
             run_records,
+            drawn_events_before_cap: None,
         };
         v.recount();
         v
@@ -148,6 +179,44 @@ impl LabReport {
     /// skipped, and says so).
     pub fn matched(&self) -> bool {
         self.variants.iter().all(|v| matches!(v.outcome, Outcome::Matched | Outcome::Skipped))
+    }
+
+    /// The SUMMARY row's notes of `v`, one of this report's variants: from the record's
+    /// digest, or from its runs.
+    pub fn summary_note(&self, v: &VariantReport) -> Option<String> {
+        match self.digest_of(v) {
+            Some(d) => d.summary_note.clone(),
+            None => v.procedure.summary_note(&v.run_records),
+        }
+    }
+
+    /// The text report's lines after `v`'s timeline, in `lang`: from the record's digest, or
+    /// rendered from its runs.
+    pub fn outcome_lines(&self, v: &VariantReport, lang: Lang) -> String {
+        match self.digest_of(v) {
+            Some(d) => d.outcome_lines.get(lang).to_string(),
+            None => {
+                let mut lines = String::new();
+                let opts = crate::report::text::TextOptions { lang, ..Default::default() };
+                crate::report::text::variant_outcome(&mut lines, v, &opts);
+                lines
+            }
+        }
+    }
+
+    /// The side-by-side table of the variants' run 1, in `lang` (empty for a lab without one).
+    pub fn side_by_side(&self, lang: Lang) -> String {
+        match &self.from_all_runs {
+            Some(d) => d.side_by_side.get(lang).to_string(),
+            None => crate::report::text::side_by_side(
+                self,
+                &crate::report::text::TextOptions { lang, ..Default::default() },
+            ),
+        }
+    }
+
+    fn digest_of(&self, v: &VariantReport) -> Option<&VariantDigest> {
+        self.from_all_runs.as_ref()?.variants.iter().find(|d| d.id == v.id)
     }
 
     /// The same report with every run judged again; nothing stored is trusted.

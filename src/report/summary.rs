@@ -17,12 +17,12 @@ pub fn render(reports: &[LabReport]) -> String {
     };
     environment(&mut out, reports, &first.environment);
     out.push_str(
-        "\n| lab | variant | strategy | runs | wrong | dropped | expected | outcome | seed's figure | agrees | notes |\n",
+        "\n| lab | variant | strategy | runs | wrong | dropped | expected | outcome | seed's figure | agrees | notes | environment |\n",
     );
-    out.push_str("|---|---|---|---:|---|---|---|---|---|---|---|\n");
+    out.push_str("|---|---|---|---:|---|---|---|---|---|---|---|---|\n");
     for report in reports {
         for v in &report.variants {
-            row(&mut out, &report.lab.id, v);
+            row(&mut out, report, v);
         }
     }
     out.push_str(
@@ -32,7 +32,9 @@ pub fn render(reports: &[LabReport]) -> String {
          delivered), which the expectation must declare; — where the lab delivers nothing \
          through a queue. *agrees*: the measured count against the seed's figure; \"see report\" \
          where the figure is not a count of wrong runs. *notes*: who received the first event \
-         (the order consumers wait in is drawn per run) and, for locks, whose holder locked first.\n",
+         (the order consumers wait in is drawn per run) and, for locks, whose holder locked first. \
+         *environment*: the ordlab version, backend, server versions and time scale the row's lab \
+         ran with (the header names the rows that differ from the first).\n",
     );
     out
 }
@@ -131,11 +133,19 @@ pub(crate) fn agreement(check: SeedCheck, v: &VariantReport) -> &'static str {
     }
 }
 
+/// Where a row ran: `ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1`.
+pub(crate) fn environment_cell(e: &Environment) -> String {
+    format!(
+        "ordlab {} · {} · Redis {} · PostgreSQL {} · time scale {}",
+        e.ordlab_version, e.backend, e.redis_version, e.postgres_version, e.time_scale
+    )
+}
+
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn row(out: &mut String, lab: &str, v: &VariantReport) {
+fn row(out: &mut String, report: &LabReport, v: &VariantReport) {
     let (figure, agrees) = match &v.seed {
         Some(seed) => (seed.figure.as_str(), agreement(seed.agrees, v)),
         None => ("—", "—"),
@@ -148,11 +158,11 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
     if v.expected_dropped != crate::checker::Expectation::None {
         expected.push_str(&format!("; dropped {}", v.expected_dropped));
     }
-    let notes = v.procedure.summary_note(&v.run_records).unwrap_or_else(|| "—".into());
+    let notes = report.summary_note(v).unwrap_or_else(|| "—".into());
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-        cell(lab),
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        cell(&report.lab.id),
         cell(&v.id),
         cell(&v.procedure.approach()),
         v.runs,
@@ -162,7 +172,8 @@ fn row(out: &mut String, lab: &str, v: &VariantReport) {
         outcome(v.outcome),
         cell(figure),
         agrees,
-        cell(&notes)
+        cell(&notes),
+        cell(&environment_cell(&report.environment))
     );
 }
 
@@ -258,6 +269,7 @@ mod tests {
                 family: None,
             },
             variants,
+            from_all_runs: None,
         }
     }
 
@@ -325,25 +337,25 @@ mod tests {
         assert_eq!(
             line_of(&md, "| baseline |"),
             "| baseline | baseline | plain UPDATE | 10 | 10/10 | 10/10 | all; dropped any (measured only) | matches \
-             | wrong 10/10 | agrees | — |"
+             | wrong 10/10 | agrees | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"
         );
         assert_eq!(
             line_of(&md, "| lock | s4a |"),
             "| lock | s4a | lock TTL 5000 ms | 20 | 4/20 (95 % CI 8–42 %) | 20/20 | any (measured only); dropped any \
-             (measured only) | matches | 3/20, 4/20, 8/20 (varies) | agrees | — |"
+             (measured only) | matches | 3/20, 4/20, 8/20 (varies) | agrees | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"
         );
         // 2/20: the interval (3–30 %) leaves out the seed's ~50 %.
-        assert!(line_of(&md, "| lock | s4b |").ends_with("| 10/20, 11/20, 11/20 | differs | — |"));
+        assert!(line_of(&md, "| lock | s4b |").ends_with("| 10/20, 11/20, 11/20 | differs | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"));
         assert!(line_of(&md, "| lock | s4b |").contains("lock TTL 5000 ms, 0–30 ms pre-work"));
         assert_eq!(
             line_of(&md, "| lock | s4c |"),
             "| lock | s4c | lock TTL 500 ms | 10 | 9/10 | 10/10 | all; dropped any (measured only) | DOES NOT MATCH \
-             | 10/10 | differs | — |"
+             | 10/10 | differs | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"
         );
         let p2 =
             "| CAS (business version) | 5 | 0/5 | 5/5 | none; dropped any (measured only) | matches | 0/5 | agrees |";
         assert!(line_of(&md, "| p2 |").contains(p2));
-        let new = "| CAS (entry ID) | 3 | 1/3 | 3/3 | exactly 1; dropped any (measured only) | matches | — | — | — |";
+        let new = "| CAS (entry ID) | 3 | 1/3 | 3/3 | exactly 1; dropped any (measured only) | matches | — | — | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |";
         assert!(line_of(&md, "| new |").ends_with(new));
     }
 
@@ -357,10 +369,14 @@ mod tests {
             ],
         )];
         let md = render(&reports);
-        assert!(line_of(&md, "| lock | s4b |").ends_with("| agrees | — |"));
+        assert!(line_of(&md, "| lock | s4b |")
+            .ends_with("| agrees | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"));
         let s4c = line_of(&md, "| lock | s4c |");
         assert!(s4c.contains("| 8/10, 2 unknown | 10/10 | all; dropped any (measured only) | inconclusive |"), "{s4c}");
-        assert!(s4c.ends_with("| agrees | — |"), "all judged runs wrong: {s4c}");
+        assert!(
+            s4c.ends_with("| agrees | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"),
+            "all judged runs wrong: {s4c}"
+        );
         assert!(md.contains("- one report: lock"));
     }
 
@@ -369,7 +385,7 @@ mod tests {
         let naive = variant("naive", "\"plain\"", Expectation::All, 1, 1, 0);
         let reports = vec![lab("outbox", vec![seeded(naive, "#42 created (wrong), #43 paid", SeedCheck::SeeReport)])];
         let md = render(&reports);
-        assert!(line_of(&md, "| outbox |").ends_with("| #42 created (wrong), #43 paid | see report | — |"));
+        assert!(line_of(&md, "| outbox |").ends_with("| #42 created (wrong), #43 paid | see report | — | ordlab 0.1.0 · local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"));
     }
 
     #[test]
@@ -385,6 +401,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("(the 2 reports span 2026-11-29T20:07:02Z to 2026-11-29T21:00:00Z)"));
+        // Each row names its own environment.
+        assert!(line_of(&md, "| lock |")
+            .ends_with("| ordlab 0.1.0 · local · Redis 8.4.0 · PostgreSQL 15.18 · time scale 0.25 |"));
+        assert!(line_of(&md, "| baseline |").ends_with("· local · Redis 7.0.15 · PostgreSQL 15.18 · time scale 1 |"));
     }
 
     #[test]

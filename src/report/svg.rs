@@ -14,7 +14,7 @@ mod layout;
 mod model;
 mod window;
 
-pub use window::{readable_window, SVG_MAX_ORDERS};
+pub use window::{drawn_events, readable_window, SVG_MAX_ORDERS};
 
 use super::{LabReport, VariantReport};
 use crate::fault::TimeScale;

@@ -65,6 +65,8 @@ mod reaper;
 mod redelivery_labs;
 /// The Redis node API exercised on one backend (used by `services` and `docker_backend`).
 mod redis_nodes;
+/// Results that stay whole: one lab's run keeps the others' records; `ordlab book` from records.
+mod results_whole;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
 mod seed_labs;
 /// The service role: servers start, answer, stop, and leave nothing behind.

@@ -3,7 +3,7 @@
 //! marks: shared by the idempotency labs' job workers and the seed's production pipeline.
 
 use crate::lang::{pick, Lang};
-use crate::timeline::vocabulary::{truncate, Causality, Drawing, Glyph, Vocabulary, Wording};
+use crate::timeline::vocabulary::{shorten_at_word, Causality, Drawing, Glyph, Vocabulary, Wording};
 use crate::timeline::Actor;
 use serde::{Deserialize, Serialize};
 
@@ -140,7 +140,7 @@ impl Vocabulary for JobEvent {
                 (Glyph::Received, label)
             }
             JobEvent::JobStep { command, result, .. } => {
-                (Glyph::SqlSent, format!("{} → {}", truncate(command, 36), truncate(result, 16)))
+                (Glyph::SqlSent, format!("{} → {}", shorten_at_word(command, 36), shorten_at_word(result, 16)))
             }
             JobEvent::JobSkipped { job, reason } => {
                 (Glyph::Stale, format!("{} {job}: {}", t("skip", "bỏ qua"), skip_words(*reason, lang)))

@@ -11,8 +11,12 @@ use crate::stats::wilson_95;
 use crate::words;
 
 /// Every chart of a lab: the comparison across variants first, then each variant's own (its
-/// id prefixed with the variant's), then the spread of wrong runs where the lab has one.
+/// id prefixed with the variant's), then the spread of wrong runs where the lab has one. A
+/// report read from a compact record has them from its full runs.
 pub fn lab_charts(report: &LabReport) -> Vec<Chart> {
+    if let Some(digest) = &report.from_all_runs {
+        return digest.charts.clone();
+    }
     let variants: Vec<VariantOf<'_>> = report
         .variants
         .iter()

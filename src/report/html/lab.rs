@@ -32,7 +32,7 @@ pub fn render(out: &mut String, r: &LabReport) {
     for v in &r.variants {
         variant(out, r, v);
     }
-    let table = Lang::ALL.map(|lang| text::side_by_side(r, &TextOptions { lang, ..Default::default() }));
+    let table = Lang::ALL.map(|lang| r.side_by_side(lang));
     if !table[0].trim().is_empty() {
         let _ = writeln!(
             out,
@@ -64,8 +64,7 @@ fn variant(out: &mut String, r: &LabReport, v: &VariantReport) {
     let _ = writeln!(out, r#"<p class="setup">{}</p>"#, both(&setup));
     timeline(out, r, v);
     for lang in Lang::ALL {
-        let mut lines = String::new();
-        text::variant_outcome(&mut lines, v, &TextOptions { lang, ..Default::default() });
+        let lines = r.outcome_lines(v, lang);
         let _ = writeln!(out, r#"<pre class="result" lang="{}">{}</pre>"#, lang.code(), esc(lines.trim_end()));
     }
     out.push_str("</article>\n");

@@ -4,7 +4,7 @@
 use super::{both, esc};
 use crate::checker::{Expectation, Outcome};
 use crate::lang::Words;
-use crate::report::summary::agreement;
+use crate::report::summary::{agreement, environment_cell};
 use crate::report::{LabReport, VariantReport};
 use crate::stats::wilson_95;
 use std::collections::BTreeSet;
@@ -23,7 +23,7 @@ pub fn render(out: &mut String, reports: &[LabReport]) {
         r#"<label>{} <input id="f-text" type="search"/></label></div>"#,
         both(&Words::new("Find", "Tìm"))
     );
-    let heads: [(&str, &str, &str); 9] = [
+    let heads: [(&str, &str, &str); 10] = [
         ("text", "lab", "lab"),
         ("text", "variant", "biến thể"),
         ("text", "strategy", "chiến lược"),
@@ -33,6 +33,7 @@ pub fn render(out: &mut String, reports: &[LabReport]) {
         ("text", "outcome", "kết quả"),
         ("text", "seed's figure", "số liệu bài gốc"),
         ("text", "agrees", "so với bài gốc"),
+        ("text", "environment", "môi trường"),
     ];
     out.push_str(r#"<table class="summary"><thead><tr>"#);
     for (kind, en, vi) in heads {
@@ -99,7 +100,7 @@ fn row(out: &mut String, r: &LabReport, v: &VariantReport) {
     let id = esc(&r.lab.id);
     let _ = writeln!(
         out,
-        r##"<tr{class} data-family="{}" data-strategy="{}" data-lab="{id}"><td translate="no"><a href="#lab-{id}">{id}</a></td><td translate="no"><a href="#v-{id}-{vid}">{vid}</a></td><td translate="no">{}</td><td class="num">{}</td><td class="num" data-v="{fraction:.4}">{}</td><td>{}</td><td>{}</td><td translate="no">{}</td><td>{}</td></tr>"##,
+        r##"<tr{class} data-family="{}" data-strategy="{}" data-lab="{id}"><td translate="no"><a href="#lab-{id}">{id}</a></td><td translate="no"><a href="#v-{id}-{vid}">{vid}</a></td><td translate="no">{}</td><td class="num">{}</td><td class="num" data-v="{fraction:.4}">{}</td><td>{}</td><td>{}</td><td translate="no">{}</td><td>{}</td><td class="env" translate="no">{}</td></tr>"##,
         esc(&family(r)),
         esc(&v.procedure.approach()),
         esc(&v.procedure.approach()),
@@ -109,6 +110,7 @@ fn row(out: &mut String, r: &LabReport, v: &VariantReport) {
         both(&outcome),
         esc(figure),
         both(&agrees),
+        esc(&environment_cell(&r.environment)),
         vid = esc(&v.id),
     );
 }

@@ -7,7 +7,7 @@ use crate::lang::{pick, Lang};
 use crate::report::words::{timeline_lines, Wording};
 use crate::report::Redactor;
 pub use crate::timeline::vocabulary::Glyph;
-use crate::timeline::vocabulary::{job_mark_label as job_label, truncate, Drawing};
+use crate::timeline::vocabulary::{job_mark_label as job_label, shorten_at_word, Drawing};
 use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job, SqlStatus};
 use std::collections::HashMap;
 
@@ -209,7 +209,8 @@ impl Builder {
                 self.wrote(e.actor, at, entry_id, *order, status, *version, *rows)
             }
             EventKind::Crashed { planned, detail, .. } => {
-                let detail = truncate(detail, 40);
+                // Room for the crash points' whole names (`after the claim or check, before the effect`).
+                let detail = shorten_at_word(detail, 48);
                 let label = match (planned, lang) {
                     (true, Lang::En) => format!("CRASHED (injected: {detail})"),
                     (true, Lang::Vi) => format!("CRASH (chủ động: {detail})"),
@@ -269,7 +270,7 @@ impl Builder {
             }
             EventKind::SqlSent { case, statement, .. } => {
                 let case = if self.sql_cases > 1 { format!("{} {case}: ", t("case", "ca")) } else { String::new() };
-                (Glyph::SqlSent, format!("{case}{}", truncate(statement, 44)))
+                (Glyph::SqlSent, format!("{case}{}", shorten_at_word(statement, 44)))
             }
             EventKind::Effect { job, effect, requested_by, outcome, .. } => {
                 effect_mark(job, effect, *requested_by, *outcome, lang)
@@ -281,7 +282,7 @@ impl Builder {
             EventKind::ServerCommand { args, reply, error, .. } => {
                 let glyph = if *error { Glyph::SqlError } else { Glyph::SqlSent };
                 let command = args.first().map(String::as_str).unwrap_or("?");
-                (glyph, format!("{command} → {}", truncate(reply, 24)))
+                (glyph, format!("{command} → {}", shorten_at_word(reply, 24)))
             }
             _ => return None,
         })
@@ -379,7 +380,7 @@ impl Builder {
             SqlStatus::Failed => Glyph::SqlError,
             SqlStatus::Done => Glyph::SqlDone,
         };
-        self.mark(actor, at, glyph, Some(format!("→ {}{waited}", truncate(outcome, 40))));
+        self.mark(actor, at, glyph, Some(format!("→ {}{waited}", shorten_at_word(outcome, 40))));
     }
 
     /// A lock held from `from` until `to`; if its TTL ran out before `to`, the rest is drawn as

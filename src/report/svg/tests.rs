@@ -158,3 +158,46 @@ fn the_lab_book_flavour_tags_each_event_with_its_timeline_line() {
     let file = render(&r, v, 1, Lang::En);
     assert!(!file.contains("data-step") && !file.contains("tabindex") && file.contains("url(#hatch)"));
 }
+
+/// The longest labels of a hand-made timeline (a crash at the longest crash point, a long SQL
+/// statement, a long server error) keep every word whole: a label either holds its source
+/// text entire or ends in `…` right after one of its whole words.
+#[test]
+fn no_label_is_cut_mid_word() {
+    use super::model::Timeline;
+    use crate::fault::TimeScale;
+    let crash = "after the claim or check, before the effect";
+    let statement = "UPDATE orders SET status = 'paid', version = 2 WHERE id = 42 AND version < 2";
+    let reply = "ERR wrong number of arguments for 'xautoclaim' command";
+    let mut r = report(Verdict::Right);
+    let run = &mut r.variants[0].run_records[0];
+    run.events = vec![
+        ev(0, Actor::Session('A'), EventKind::SqlSent { case: 1, order: 42, statement: statement.into() }),
+        ev(
+            10,
+            Actor::Consumer(1),
+            EventKind::ServerCommand {
+                server: crate::timeline::ServerKind::Redis,
+                connection: 1,
+                args: vec!["XAUTOCLAIM".into()],
+                reply: reply.into(),
+                error: true,
+            },
+        ),
+        ev(20, Actor::Consumer(2), EventKind::Crashed { planned: true, detail: crash.into(), by_runner: false }),
+    ];
+    let v = &r.variants[0];
+    let timeline = Timeline::build(&v.run_records[0], TimeScale::REAL, &v.procedure, Lang::En);
+    let labels: Vec<&str> =
+        timeline.lanes.iter().flat_map(|l| l.marks.iter()).filter_map(|m| m.label.as_deref()).collect();
+    let longest = labels.iter().max_by_key(|l| l.chars().count()).unwrap();
+    assert_eq!(*longest, format!("CRASHED (injected: {crash})"), "the crash point's whole name");
+    let words: Vec<&str> = [crash, statement, reply].iter().flat_map(|s| s.split(' ')).collect();
+    for label in &labels {
+        if let Some(kept) = label.strip_suffix('…') {
+            let last = kept.rsplit(' ').next().unwrap();
+            assert!(words.contains(&last), "{label:?} ends in a cut word {last:?}");
+        }
+    }
+    assert!(labels.iter().any(|l| l.ends_with('…')), "a label was shortened: {labels:?}");
+}

@@ -19,7 +19,8 @@ pub const SVG_MAX_EVENTS: usize = 200;
 pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Vec<i64>>) {
     let (mut out, shown) = order_window(v, run);
     for r in out.run_records.iter_mut().filter(|r| r.run == run) {
-        let n = r.events.len();
+        // A compact record keeps only the drawn events, and how many there were.
+        let n = v.drawn_events_before_cap.filter(|_| run == 1).unwrap_or(r.events.len());
         if n > SVG_MAX_EVENTS {
             r.events.truncate(SVG_MAX_EVENTS);
             let (en, vi) = (&out.title.en, &out.title.vi);
@@ -30,6 +31,16 @@ pub fn readable_window(v: &VariantReport, run: u32) -> (VariantReport, Option<Ve
         }
     }
     (out, shown)
+}
+
+/// The events of run `run` its slide draws (orders windowed, then capped) and how many the
+/// cap saw: what a compact record keeps of the run's events.
+pub fn drawn_events(v: &VariantReport, run: u32) -> Option<(Vec<crate::timeline::Event>, usize)> {
+    let (windowed, _) = order_window(v, run);
+    let mut events = windowed.record(run)?.events.clone();
+    let before_cap = v.drawn_events_before_cap.filter(|_| run == 1).unwrap_or(events.len());
+    events.truncate(SVG_MAX_EVENTS);
+    Some((events, before_cap))
 }
 
 /// The variant as a slide can show it: for a run over many orders, only the events of

@@ -102,6 +102,7 @@ fn report(variants: Vec<VariantReport>) -> LabReport {
             family: Some("ordering".into()),
         },
         variants,
+        from_all_runs: None,
     }
 }
 

@@ -47,6 +47,22 @@ pub struct WorkerTap {
     kill: Box<dyn Fn() + Send + Sync>,
     redis_connections: AtomicU32,
     postgres_connections: AtomicU32,
+    /// Under exploration: every command is announced here and waits until released.
+    gate: Option<mpsc::UnboundedSender<Held>>,
+}
+
+/// A command held at the wire, before it reaches the server, until the explorer lets it go:
+/// the controlled step that `explore` schedules (PostgreSQL's isolation tester steps sessions
+/// the same way, at statement boundaries).
+#[derive(Debug)]
+pub struct Held {
+    pub actor: Actor,
+    pub server: ServerKind,
+    pub connection: u32,
+    /// As in [`CommandView::args`].
+    pub args: Vec<String>,
+    /// Send (or drop) to let the command go on to the server.
+    pub release: tokio::sync::oneshot::Sender<()>,
 }
 
 /// One command or statement and its reply, as a proxy saw them pass.
@@ -74,6 +90,18 @@ impl WorkerTap {
         sink: mpsc::UnboundedSender<RawEvent>,
         kill: Box<dyn Fn() + Send + Sync>,
     ) -> Arc<WorkerTap> {
+        WorkerTap::gated(actor, rules, sink, kill, None)
+    }
+
+    /// A tap whose every command (but a client library's handshake) is held until released
+    /// through `gate`.
+    pub fn gated(
+        actor: Actor,
+        rules: Vec<Rule>,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        kill: Box<dyn Fn() + Send + Sync>,
+        gate: Option<mpsc::UnboundedSender<Held>>,
+    ) -> Arc<WorkerTap> {
         Arc::new(WorkerTap {
             actor,
             rules: RuleSet::new(rules),
@@ -81,7 +109,32 @@ impl WorkerTap {
             kill,
             redis_connections: AtomicU32::new(0),
             postgres_connections: AtomicU32::new(0),
+            gate,
         })
+    }
+
+    /// Under a gate, announce the command and wait until it is released (a gate that is gone
+    /// releases everything). Without one, return at once.
+    pub async fn hold(&self, view: &CommandView<'_>) {
+        let Some(gate) = &self.gate else { return };
+        if view.server == ServerKind::Redis && is_handshake(view.args) {
+            return;
+        }
+        let (release, released) = tokio::sync::oneshot::channel();
+        let held = Held {
+            actor: self.actor,
+            server: view.server,
+            connection: view.connection,
+            args: view.args.to_vec(),
+            release,
+        };
+        if gate.send(held).is_ok() {
+            let _ = released.await;
+        }
+    }
+
+    pub fn is_gated(&self) -> bool {
+        self.gate.is_some()
     }
 
     /// The number of the worker's next connection to `server` (1-based).

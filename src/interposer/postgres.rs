@@ -273,6 +273,11 @@ pub enum BackendMessage {
     CloseComplete,
     NoData,
     RowDescription,
+    /// The parameter types the server inferred for a described statement (what a client that
+    /// declared none, such as tokio-postgres, then binds in binary).
+    ParameterDescription {
+        types: Vec<u32>,
+    },
     PortalSuspended,
     /// Any other type byte (authentication, parameter status, notices…): passed through.
     Other(u8),
@@ -295,7 +300,7 @@ impl BackendParser {
         let tag = buf[0];
         // Only the messages with fields we read are decoded (a DataRow is only counted).
         let bodiless = match tag {
-            b'C' | b'E' | b'Z' => None,
+            b'C' | b'E' | b'Z' | b't' => None,
             b'I' => Some(BackendMessage::EmptyQuery),
             b'D' => Some(BackendMessage::DataRow),
             b'1' => Some(BackendMessage::ParseComplete),
@@ -333,6 +338,10 @@ impl BackendParser {
                 }
                 BackendMessage::Error { sqlstate, message: text }
             }
+            Message::ParameterDescription(body) => {
+                let types = body.parameters().collect::<Vec<u32>>().map_err(|e| malformed(e.to_string()))?;
+                BackendMessage::ParameterDescription { types }
+            }
             Message::ReadyForQuery(body) => BackendMessage::ReadyForQuery {
                 status: match body.status() {
                     b'I' => TransactionStatus::Idle,
@@ -359,10 +368,19 @@ struct Prepared {
 enum Awaiting {
     Parse,
     Bind,
-    Describe,
+    /// Describe of a prepared statement (its name) or of a portal (None).
+    Describe(Option<String>),
     Close,
-    Execute { args: Vec<String>, rows: u64 },
-    Query { args: Vec<String>, replies: Vec<String>, error: bool, replied_ns: Option<u64> },
+    Execute {
+        args: Vec<String>,
+        rows: u64,
+    },
+    Query {
+        args: Vec<String>,
+        replies: Vec<String>,
+        error: bool,
+        replied_ns: Option<u64>,
+    },
     Sync,
 }
 
@@ -445,7 +463,7 @@ impl Session {
                 let args = self.statement_of(message).unwrap_or_default();
                 Awaiting::Execute { args, rows: 0 }
             }
-            FrontendMessage::Describe { .. } => Awaiting::Describe,
+            FrontendMessage::Describe { kind, name } => Awaiting::Describe((*kind == b'S').then(|| name.clone())),
             FrontendMessage::Close { kind, name } => {
                 if *kind == b'S' {
                     self.statements.remove(name);
@@ -474,7 +492,23 @@ impl Session {
             BackendMessage::ParseComplete => self.pop_if(|a| matches!(a, Awaiting::Parse)),
             BackendMessage::BindComplete => self.pop_if(|a| matches!(a, Awaiting::Bind)),
             BackendMessage::CloseComplete => self.pop_if(|a| matches!(a, Awaiting::Close)),
-            BackendMessage::NoData | BackendMessage::RowDescription => self.pop_if(|a| matches!(a, Awaiting::Describe)),
+            BackendMessage::NoData | BackendMessage::RowDescription => {
+                self.pop_if(|a| matches!(a, Awaiting::Describe(_)))
+            }
+            BackendMessage::ParameterDescription { types } => {
+                // Types the client left to the server (OID 0) are the server's from now on.
+                if let Some(Awaiting::Describe(Some(name))) = self.awaiting.front() {
+                    if let Some(prepared) = self.statements.get_mut(name) {
+                        for (i, oid) in types.iter().enumerate() {
+                            match prepared.param_types.get_mut(i) {
+                                Some(declared) if *declared == 0 => *declared = *oid,
+                                Some(_) => {}
+                                None => prepared.param_types.push(*oid),
+                            }
+                        }
+                    }
+                }
+            }
             BackendMessage::DataRow => {
                 if let Some(Awaiting::Execute { rows, .. }) = self.awaiting.front_mut() {
                     *rows += 1;
@@ -535,7 +569,7 @@ impl Session {
         while self
             .awaiting
             .front()
-            .is_some_and(|a| matches!(a, Awaiting::Parse | Awaiting::Bind | Awaiting::Describe | Awaiting::Close))
+            .is_some_and(|a| matches!(a, Awaiting::Parse | Awaiting::Bind | Awaiting::Describe(_) | Awaiting::Close))
         {
             self.awaiting.pop_front();
         }
@@ -717,6 +751,13 @@ impl ClientSide<'_> {
         let args = lock(self.session).statement_of(&message);
         if let Some(args) = args {
             let view = CommandView { server: ServerKind::Postgres, connection: self.connection, args: &args };
+            if self.tap.is_gated() {
+                // Parse and Bind before it have passed (they execute nothing); the statement
+                // itself waits for the explorer.
+                to.write_all(out).await?;
+                out.clear();
+                self.tap.hold(&view).await;
+            }
             match self.tap.decide(&view, Moment::Send) {
                 Action::Forward => {}
                 Action::Kill | Action::Close => return Ok(Flow::Stop),

@@ -165,6 +165,13 @@ impl Link {
             };
             let bytes = &buf[pos..pos + len];
             pos += len;
+            if self.tap.is_gated() {
+                // What came before has passed; this one waits for the explorer.
+                to.write_all(&out).await?;
+                out.clear();
+                let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
+                self.tap.hold(&self.view(&shown)).await;
+            }
             let action = self.tap.decide(&self.view(&args), Moment::Send);
             match action {
                 Action::Kill | Action::Close => break Some(Stop::Close),

@@ -138,8 +138,7 @@ async fn a_kill_after_the_reply_to_xreadgroup_leaves_the_entry_pending_and_the_w
         .await;
     assert!(read.is_err(), "the reply never reached the worker: {read:?}");
     assert_eq!(kills.load(Ordering::SeqCst), 1, "the rule killed the worker once");
-    let pending: PendingSummary =
-        redis::cmd("XPENDING").arg("s").arg("g").query_async(&mut direct).await.unwrap();
+    let pending: PendingSummary = redis::cmd("XPENDING").arg("s").arg("g").query_async(&mut direct).await.unwrap();
     assert_eq!(pending.0, 1, "the entry is pending");
     let detail: Vec<(String, String, i64, i64)> =
         redis::cmd("XPENDING").arg("s").arg("g").arg("-").arg("+").arg(10).query_async(&mut direct).await.unwrap();
@@ -148,4 +147,78 @@ async fn a_kill_after_the_reply_to_xreadgroup_leaves_the_entry_pending_and_the_w
     assert!(got.iter().any(|l| l.contains("XREADGROUP") && l.ends_with("(not passed on)")), "{got:#?}");
     drop(endpoint);
     server.stop().await;
+}
+
+/// The URL a client library would be given for PostgreSQL through `endpoint`.
+fn pg_through(pg_config: &str, endpoint: &Endpoint) -> String {
+    let config: tokio_postgres::Config = pg_config.parse().unwrap();
+    let mut c = config.clone();
+    c.host("127.0.0.1").port(endpoint.addr.port());
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or("postgres");
+    let password =
+        config.get_password().map(|p| format!(" password={}", String::from_utf8_lossy(p))).unwrap_or_default();
+    format!("host=127.0.0.1 port={} user={user} dbname={db}{password}", endpoint.addr.port())
+}
+
+#[tokio::test]
+async fn a_gated_worker_s_commands_and_statements_wait_at_the_wire_until_released() {
+    use ordlab::interposer::Held;
+    let services = ordlab::service::Services::start(&super::support::local()).await.expect("local servers start");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (gate, mut held) = mpsc::unbounded_channel::<Held>();
+    let tap = WorkerTap::gated(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}), Some(gate));
+    let redis_ep = Endpoint::redis(upstream_of(&services.redis_url).await.unwrap(), tap.clone(), RedisSetup::default())
+        .await
+        .unwrap();
+    let pg_up = {
+        let c: tokio_postgres::Config = services.pg_config.parse().unwrap();
+        let port = c.get_ports().first().copied().unwrap_or(5432);
+        upstream_of(&format!("postgres://127.0.0.1:{port}")).await.unwrap()
+    };
+    let pg_ep = Endpoint::postgres(pg_up, tap).await.unwrap();
+    let mut direct = ordlab::connect::redis(&services.redis_url).await.unwrap();
+
+    // Redis: SET waits at the wire; the server has not seen it until it is released.
+    let client = redis::Client::open(format!("redis://{}/", redis_ep.addr)).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let set = tokio::spawn(async move {
+        let r: redis::RedisResult<()> = redis::cmd("SET").arg("gated:k").arg("1").query_async(&mut conn).await;
+        r
+    });
+    let h = held.recv().await.expect("the SET is held");
+    assert_eq!(
+        (h.actor, h.args.as_slice()),
+        (Actor::Consumer(1), &["SET".to_string(), "gated:k".into(), "1".into()][..])
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let before: Option<String> = redis::cmd("GET").arg("gated:k").query_async(&mut direct).await.unwrap();
+    assert_eq!(before, None, "held: not at the server yet");
+    assert!(!set.is_finished(), "the client waits for its reply");
+    h.release.send(()).unwrap();
+    set.await.unwrap().unwrap();
+    let after: Option<String> = redis::cmd("GET").arg("gated:k").query_async(&mut direct).await.unwrap();
+    assert_eq!(after.as_deref(), Some("1"));
+
+    // PostgreSQL: an extended-query INSERT waits likewise (startup and auth are not steps).
+    let pg = ordlab::connect::postgres(&services.pg_config).await.unwrap();
+    pg.batch_execute("DROP TABLE IF EXISTS gated; CREATE TABLE gated (v int)").await.unwrap();
+    let through = pg_through(&services.pg_config, &pg_ep);
+    let insert = tokio::spawn(async move {
+        let c = ordlab::connect::postgres(&through).await.unwrap();
+        c.execute("INSERT INTO gated VALUES ($1)", &[&7i32]).await.map(|n| n)
+    });
+    let h = held.recv().await.expect("the INSERT is held");
+    assert_eq!(h.args, ["INSERT INTO gated VALUES ($1)", "7"]);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let n: i64 = pg.query_one("SELECT count(*) FROM gated", &[]).await.unwrap().get(0);
+    assert_eq!(n, 0, "held: not executed yet");
+    h.release.send(()).unwrap();
+    assert_eq!(insert.await.unwrap().unwrap(), 1);
+    let n: i64 = pg.query_one("SELECT count(*) FROM gated", &[]).await.unwrap().get(0);
+    assert_eq!(n, 1);
+    let recorded = lines(&mut rx);
+    assert!(recorded.iter().any(|l| l.contains("INSERT INTO gated VALUES ($1) 7 → INSERT 0 1")), "{recorded:#?}");
+    drop((redis_ep, pg_ep));
+    services.stop().await;
 }

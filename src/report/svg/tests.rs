@@ -182,6 +182,7 @@ fn no_label_is_cut_mid_word() {
                 args: vec!["XAUTOCLAIM".into()],
                 reply: reply.into(),
                 error: true,
+                entries: Vec::new(),
             },
         ),
         ev(20, Actor::Consumer(2), EventKind::Crashed { planned: true, detail: crash.into(), by_runner: false }),

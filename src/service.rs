@@ -176,8 +176,10 @@ impl Services {
         let engine = Engine::connect(ENGINE_TIMEOUT).await;
         reap_once(engine.as_ref().ok()).await;
         let (backend, backend_note) = choose_backend(opts, &engine).await?;
+        // Said once per invocation, however many job slots start servers of their own.
+        static SAID: std::sync::Once = std::sync::Once::new();
         if let Some(note) = &backend_note {
-            eprintln!("ordlab: using local servers (--backend auto): {note}");
+            SAID.call_once(|| eprintln!("ordlab: using local servers (--backend auto): {note}"));
         }
         let (guard, redis_url, pg_config, redis_server) = match backend {
             Backend::Local => start_local(opts).await?,

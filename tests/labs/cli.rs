@@ -145,3 +145,13 @@ fn a_server_url_without_the_external_backend_is_refused() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("redis-server"), "{stderr}");
 }
+
+#[test]
+fn the_backend_choice_is_said_once_however_many_job_slots_start_servers() {
+    let (code, _, stderr) = run(
+        &["run", "s1", "baseline", "--runs", "1", "--time-scale", "0.25", "--jobs", "2", "--quiet"],
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("using local servers (--backend auto)").count(), 1, "{stderr}");
+}

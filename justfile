@@ -54,7 +54,7 @@ test:
       echo "NOT TESTED: docker backend ($why)"
     fi
 
-# Measure the harness: server start time of each backend, wall time / injected delay, XADD→receive latency beside a PING round trip; `just bench --lab-all` also times every lab as `just lab all` runs them, --jobs 1 against --jobs N.
+# Measure the harness: server start time of each backend, wall time / injected delay, XADD→receive latency beside a PING round trip; `just bench --lab-all` also times every lab as `just lab all` runs them, --jobs 1 against --jobs N. Then the interposer's cost (redis-benchmark PING/XADD and SELECT 1, direct against through an endpoint, with a verdict against 2×); `just bench --interposer` measures only that.
 bench *labs: setup
     cargo build --release -q
     ./target/release/ordlab bench {{labs}}

@@ -1,7 +1,9 @@
 //! `ordlab bench`: how much the harness itself adds. Per lab it reports the wall time of a
 //! run divided by the injected delay on its critical path (1.00 = no overhead), the time to
 //! start the servers, and the XADD→receive latency of idle consumers (p50, p99). Nothing in
-//! the library depends on it.
+//! the library depends on it. [`interposer`] measures what the interposer adds to a round trip.
+
+pub mod interposer;
 
 use crate::error::{Context, Error};
 use crate::runner::{RunOptions, Runner};

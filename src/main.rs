@@ -89,7 +89,8 @@ enum Command {
         #[command(flatten)]
         services: ServiceArgs,
     },
-    /// Measure the harness: wall time against injected delay, start time, XADD→receive latency.
+    /// Measure the harness: wall time against injected delay, start time, XADD→receive latency,
+    /// and the interposer's cost (direct against through an endpoint).
     Bench {
         /// Labs to measure (default: every built-in lab).
         labs: Vec<String>,
@@ -102,6 +103,10 @@ enum Command {
         /// N for --lab-all (default: the number of cores).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
         jobs: Option<u32>,
+        /// Measure only the interposer's cost (Redis via redis-benchmark, PostgreSQL SELECT 1,
+        /// direct against through an endpoint), not the labs.
+        #[arg(long, conflicts_with_all = ["labs", "lab_all"])]
+        interposer: bool,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -350,10 +355,15 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             run_labs(&labs, &run, &services, &write).await
         }
         Command::Diff { lab, snapshots, services } => diff(&lab, &snapshots, &services).await,
-        Command::Bench { labs, runs, lab_all, jobs, services } => {
-            let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
+        Command::Bench { labs, runs, lab_all, jobs, interposer, services } => {
             check_services(&services)?;
+            if interposer {
+                bench::interposer::run(&services.options()).await?;
+                return Ok(EXIT_MATCHED);
+            }
+            let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
             bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
+            bench::interposer::run(&services.options()).await?;
             if lab_all {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 let n = jobs.map_or(cores, |j| j as usize);

@@ -9,6 +9,8 @@
 //! no second effect), be slow (`latency`), and fail on purpose (`faults`): refuse a request
 //! (nothing happens) or apply it and fail the reply (the caller cannot tell it happened).
 
+pub mod http;
+
 pub use crate::timeline::EffectOutcome;
 use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
@@ -29,6 +31,8 @@ pub enum SinkError {
     Create { source: tokio_postgres::Error },
     #[error("side-effect sink: {context}: {source}")]
     Postgres { context: &'static str, source: tokio_postgres::Error },
+    #[error("side-effect sink over HTTP: cannot listen on loopback: {0}")]
+    Listen(std::io::Error),
     #[error("side-effect sink: bad config {0:?}")]
     Config(String),
 }

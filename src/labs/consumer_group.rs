@@ -138,6 +138,7 @@ impl ConsumerGroup {
             orders_table: format!("{}.orders", crate::connect::SCHEMA),
             cost_ms: spec.work.scaled_costs(ctx.scale),
             seed: ctx.seed_for(index),
+            extra: Default::default(),
         };
         let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, tx.clone()).await?;

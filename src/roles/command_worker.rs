@@ -105,6 +105,9 @@ pub struct WorkerEnv {
     pub cost_ms: BTreeMap<String, f64>,
     /// `ORDLAB_SEED`.
     pub seed: u64,
+    /// The kind's own variables (`ORDLAB_QUEUE`, `ORDLAB_SINK_URL`, …); a kind without a stream
+    /// leaves `stream`, `group` and `orders_table` empty.
+    pub extra: BTreeMap<String, String>,
 }
 
 /// A running worker process with its interposed endpoints.
@@ -175,6 +178,7 @@ impl CommandWorker {
             .env("ORDLAB_SEED", env.seed.to_string())
             // Output as it happens: a worker's last lines are what the report shows.
             .env("PYTHONUNBUFFERED", "1");
+        cmd.envs(&env.extra);
         cmd.envs(&spec.env);
         let child = RoleProcess::start(cmd, None).map_err(|e| Error::WorkerCommand {
             command: spec.shown(),

@@ -24,6 +24,8 @@ mod durability_labs;
 mod failover_lab;
 /// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
 mod foreign_workers;
+/// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
+mod foreign_list;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.
 mod idmp;

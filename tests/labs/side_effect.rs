@@ -120,3 +120,55 @@ async fn a_request_whose_caller_dies_still_happens() {
     assert_eq!(applied, Ok(1), "the partner finished the request its caller abandoned");
     services.stop().await;
 }
+
+/// `POST /email` over a fresh connection (`Connection: close`): the status and body, or None
+/// when the connection closed with no reply.
+async fn post(addr: std::net::SocketAddr, body: &str, key: Option<&str>) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let key = key.map(|k| format!("Idempotency-Key: {k}\r\n")).unwrap_or_default();
+    let req = format!(
+        "POST /email HTTP/1.1\r\nHost: sink\r\nContent-Type: application/json\r\n{key}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(req.as_bytes()).await.unwrap();
+    let mut reply = String::new();
+    let _ = conn.read_to_string(&mut reply).await;
+    let status = reply.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, reply.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
+}
+
+#[tokio::test]
+async fn the_sink_over_http_records_in_the_same_ledger_replays_a_key_and_refuses_with_503() {
+    use ordlab::side_effect::http::HttpSink;
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let cfg = SinkConfig::prepare(&services.pg_config).await.expect("sink prepared").for_run("http:1");
+    let ledger = SideEffectSink::connect(&cfg).await.unwrap();
+    ledger.reset().await.unwrap();
+    let fault = |job: &str, kind| SinkFault { job: Some(job.into()), effect: None, kind, times: 1 };
+    ledger.add_fault(&fault("job-2", SinkFaultKind::Refuse)).await.unwrap();
+    ledger.add_fault(&fault("job-3", SinkFaultKind::ApplyThenFail)).await.unwrap();
+    let http = HttpSink::start(cfg.clone()).await.unwrap();
+    let job = |j: &str| format!(r#"{{"job": "{j}", "from": "W1"}}"#);
+    let outcome = |r: Option<(u16, String)>| {
+        let (status, body) = r.expect("a reply");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{body}: {e}"));
+        (status, v["outcome"].as_str().unwrap_or("").to_string())
+    };
+    // One key, twice: applied, then the first request's receipt.
+    assert_eq!(outcome(post(http.addr, &job("job-1"), Some("k1")).await), (200, "applied".into()));
+    assert_eq!(outcome(post(http.addr, &job("job-1"), Some("k1")).await), (200, "replayed".into()));
+    // Refused: a 503, nothing happens.
+    assert_eq!(outcome(post(http.addr, &job("job-2"), None).await), (503, "refused".into()));
+    // Applied, then the reply is dropped: the connection closes with no answer.
+    assert_eq!(post(http.addr, &job("job-3"), None).await, None);
+    // Bad input is a 400, and not in the ledger.
+    assert_eq!(post(http.addr, r#"{"job": "job-4"}"#, None).await.map(|r| r.0), Some(400));
+    use EffectOutcome::*;
+    let want = [("job-1", Applied), ("job-1", Replayed), ("job-2", Refused), ("job-3", Applied)];
+    let records = ledger.records().await.unwrap();
+    assert_eq!(outcomes(&records), want.map(|(j, o)| (j.to_string(), o)));
+    assert!(records.iter().all(|r| r.actor == Actor::Worker(1) && r.effect == "email"), "{records:?}");
+    drop(http);
+    services.stop().await;
+}

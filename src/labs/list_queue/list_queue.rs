@@ -14,6 +14,7 @@ use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, Expe
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::Error;
 use crate::fault::ListCrash;
+use crate::interposer::{Action, Moment};
 use crate::labs::list_queue::effect_counts::{effect_counts, Wanted};
 use crate::labs::list_queue::retry_schedule::{job_schedule, scaled_delays, Attempt};
 use crate::labs::{
@@ -22,6 +23,7 @@ use crate::labs::{
 use crate::lang::{pick, Lang, Words};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{Identity, ListJob, OnFailure, OnPoison, Take};
+use crate::roles::command_worker::WorkerCommand;
 use crate::side_effect::EffectRecord;
 use crate::timeline::{Event, EventKind};
 use serde::{Deserialize, Serialize};
@@ -92,6 +94,12 @@ pub struct ListQueueSpec {
     /// after the timeline with what the run measured.
     #[serde(default)]
     pub seed_says: Option<Words>,
+    /// Workers from a command line instead of ordlab's own `W<n>`:
+    /// `worker = { command = ["node", "examples/node/list_worker.js"] }`. Each gets the list
+    /// keys and the HTTP side-effect sink by environment (see `run.rs`); its crashes are
+    /// interposer faults (`worker.faults`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerCommand>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -267,6 +275,18 @@ impl ListQueueSpec {
 
 impl LabProcedure for ListQueueSpec {
     fn validate(&mut self) -> Result<(), String> {
+        if let Some(w) = &self.worker {
+            if let Some(n) = w.count {
+                self.workers = n;
+            }
+            w.check(self.workers)?;
+            if !self.crash.is_empty() || self.kill.is_some() {
+                return Err("setup.crash and setup.kill are for ordlab's own workers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"BRPOPLPUSH\", at = \"reply\" }]".into());
+            }
+            if self.take == Take::Lease || self.jobs.iter().any(|j| j.first_cost_ms.is_some()) {
+                return Err("setup.worker: a worker from a command line takes jobs with a blocking command (take = \"brpoplpush\", \"blmove\" or \"brpop\") and has no first_cost_ms".into());
+            }
+        }
         crate::labs::order_stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         if self.jobs.is_empty() {
             return Err("setup.jobs is empty: list at least one job".into());
@@ -336,6 +356,9 @@ impl Present for ListQueueSpec {
     }
 
     fn approach(&self) -> String {
+        if let Some(w) = &self.worker {
+            return w.shown();
+        }
         let take = match self.take {
             Take::Brpop => "BRPOP",
             Take::Brpoplpush => "BRPOPLPUSH + processing list",
@@ -383,6 +406,24 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
         (n, Lang::En) => format!("{n} worker processes"),
         (n, Lang::Vi) => format!("{n} process worker"),
     }];
+    if let Some(w) = &s.worker {
+        parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
+        parts.extend(w.faults.iter().map(|f| {
+            let (w, c, n) = (f.worker, &f.command, f.nth);
+            match (f.at, f.action) {
+                (Moment::Reply, Action::Kill) => crate::tr!(
+                    lang,
+                    "W{w} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
+                    "W{w} bị interposer SIGKILL khi reply của {c} #{n} tới"
+                ),
+                (at, action) => crate::tr!(
+                    lang,
+                    "interposer fault on W{w}: {action:?} at the {at:?} of its {c} #{n}",
+                    "lỗi interposer trên W{w}: {action:?} lúc {at:?} của {c} #{n}"
+                ),
+            }
+        }));
+    }
     if s.stagger && workers > 1 {
         parts.push(
             pick(

@@ -1,5 +1,14 @@
 //! One run of a list-queue lab: keys and ledger, worker and supervisor processes, the producer
 //! (a task of the orchestrator, gated pushes), the run loop that ends it, and what is left.
+//!
+//! Workers from a command line (`setup.worker`) take the place of ordlab's own `W<n>`: each
+//! gets, besides the common `ORDLAB_*` variables, `ORDLAB_QUEUE`, `ORDLAB_PROCESSING`,
+//! `ORDLAB_RETRY`, `ORDLAB_FAILED` (the run's full key names), `ORDLAB_SINK_URL` (the HTTP
+//! side-effect sink: `POST $ORDLAB_SINK_URL/$ORDLAB_EFFECT`), `ORDLAB_EFFECT` (`email`),
+//! `ORDLAB_WORKER` (its name, `W1`, the body's `from`) and `ORDLAB_COST_MS` (each job's handler
+//! work in ms, time scale applied, as JSON `{"*": 100, "job-000001": 300}`). It is ready once
+//! blocked in its blocking command. It emits no list events: the run loop reads what it needs
+//! off its recorded Redis commands ([`wire_list_event`]).
 
 use crate::checker::total_queue::DeadLetter;
 use crate::error::{Context, Error};
@@ -10,12 +19,14 @@ use crate::labs::{RunContext, RunOutcome};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
 use crate::roles::client_list::{wait_for_client, ClientState};
+use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerEnv};
 use crate::roles::{RoleConfig, RoleProcess};
+use crate::side_effect::http::HttpSink;
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, CrashCause, EventKind, RawEvent, Sink, KILLED_BY_RUNNER};
 use redis::aio::MultiplexedConnection;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -40,7 +51,12 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
         _ => None,
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-    let mut crew = Crew { keys: keys.clone(), sink: sink_cfg.clone(), tx: tx.clone(), workers: Vec::new() };
+    // Workers from a command line reach the sink over HTTP; ordlab's own call it directly.
+    let http = match spec.worker {
+        Some(_) => Some(HttpSink::start(sink_cfg.clone()).await?),
+        None => None,
+    };
+    let mut crew = Crew { keys: keys.clone(), sink: sink_cfg.clone(), tx: tx.clone(), workers: Vec::new(), http };
     let first = if spec.stagger { 1 } else { spec.workers };
     for _ in 0..first {
         crew.start_worker(spec, ctx).await?;
@@ -53,6 +69,7 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
     for w in crew.workers.into_iter().flatten() {
         w.stop().await;
     }
+    drop(crew.http);
     if let Some(s) = supervisor {
         s.stop().await;
     }
@@ -74,7 +91,24 @@ struct Crew {
     sink: SinkConfig,
     tx: mpsc::UnboundedSender<RawEvent>,
     /// `W<i+1>` at index i; None once killed by the runner.
-    workers: Vec<Option<RoleProcess>>,
+    workers: Vec<Option<CrewMember>>,
+    /// The side-effect sink over HTTP, for workers from a command line.
+    http: Option<HttpSink>,
+}
+
+/// One worker of the crew: ordlab's own process, or one from the scenario's command line.
+enum CrewMember {
+    Own(RoleProcess),
+    Foreign(CommandWorker),
+}
+
+impl CrewMember {
+    async fn stop(self) {
+        match self {
+            CrewMember::Own(p) => p.stop().await,
+            CrewMember::Foreign(w) => w.stop().await,
+        }
+    }
 }
 
 impl Crew {
@@ -82,6 +116,9 @@ impl Crew {
     /// its command (so the first started takes the first job), a polling one connected.
     async fn start_worker(&mut self, spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<(), Error> {
         let index = self.workers.len() as u32 + 1;
+        if spec.worker.is_some() {
+            return self.start_foreign(spec, ctx, index).await;
+        }
         let cfg = ListWorkerConfig {
             env: ctx.role_env(index),
             index,
@@ -103,8 +140,43 @@ impl Crew {
         let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), self.tx.clone())?;
         let want = if spec.take == Take::Lease { ClientState::Connected } else { ClientState::Blocked };
         wait_for_client(&mut ctx.redis, &cfg.client_name, want, &child).await?;
-        self.workers.push(Some(child));
+        self.workers.push(Some(CrewMember::Own(child)));
         Ok(())
+    }
+
+    /// Start worker `index` from the scenario's command line, through its interposer, and wait
+    /// until it is blocked in its blocking command.
+    async fn start_foreign(&mut self, spec: &ListQueueSpec, ctx: &mut RunContext<'_>, index: u32) -> Result<(), Error> {
+        let worker = spec.worker.as_ref().expect("a worker command");
+        let actor = Actor::Worker(index);
+        let client_name = ctx.client_name(actor);
+        let scaled = |ms: f64| ctx.scale.duration(ms).as_secs_f64() * 1000.0;
+        let mut cost_ms = BTreeMap::from([("*".to_string(), scaled(spec.worker_cost(index)))]);
+        cost_ms.extend(spec.jobs.iter().filter_map(|j| j.cost_ms.map(|c| (j.label(), scaled(c)))));
+        let sink_url = self.http.as_ref().map(HttpSink::url).unwrap_or_default();
+        let extra = [
+            ("ORDLAB_QUEUE", self.keys.queue.clone()),
+            ("ORDLAB_PROCESSING", self.keys.processing.clone()),
+            ("ORDLAB_RETRY", self.keys.retry.clone()),
+            ("ORDLAB_FAILED", self.keys.failed.clone()),
+            ("ORDLAB_SINK_URL", sink_url),
+            ("ORDLAB_EFFECT", EFFECT.to_string()),
+            ("ORDLAB_WORKER", actor.to_string()),
+        ];
+        let env = WorkerEnv {
+            index,
+            consumer: actor.to_string(),
+            key_prefix: ctx.key_prefix(),
+            cost_ms,
+            seed: ctx.seed_for(index),
+            extra: extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            ..WorkerEnv::default()
+        };
+        let upstreams = Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config };
+        let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, self.tx.clone()).await?;
+        let ready = w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, worker).await;
+        self.workers.push(Some(CrewMember::Foreign(w)));
+        ready
     }
 
     /// SIGKILL worker `index` mid-job, as the plan says; its timeline says so first.
@@ -147,6 +219,8 @@ struct Progress {
     busy: HashMap<Actor, bool>,
     /// Jobs done or dead-lettered, per label.
     settled: HashMap<String, u32>,
+    /// Workers the plan killed (not restarted, unlike a planned crash).
+    killed_by_plan: HashSet<Actor>,
     last_event: Option<tokio::time::Instant>,
 }
 
@@ -176,9 +250,10 @@ async fn drive(
             ev = rx.recv() => {
                 let Some(ev) = ev else { return Ok(true) };
                 p.last_event = Some(tokio::time::Instant::now());
-                let step = observe(spec, &ev, &mut p);
+                let list = ev.kind.family::<ListEvent>().or_else(|| wire_list_event(&crew.keys, &ctx.key_prefix(), &ev));
+                let step = observe(spec, &ev, list.as_ref(), &mut p);
                 let next_worker = spec.stagger
-                    && ev.kind.family::<ListEvent>().is_some_and(|e| matches!(e, ListEvent::Taken { .. }))
+                    && list.as_ref().is_some_and(|e| matches!(e, ListEvent::Taken { .. }))
                     && ev.actor == Actor::Worker(crew.workers.len() as u32)
                     && (crew.workers.len() as u32) < spec.workers;
                 raw.push(ev);
@@ -244,9 +319,10 @@ enum Step {
     Restart,
 }
 
-/// One event: who is busy, what is settled, and what the run loop does next.
-fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
-    match (&ev.kind, ev.kind.family::<ListEvent>().as_ref()) {
+/// One event (`list`: its list event, its own or read off the wire): who is busy, what is
+/// settled, and what the run loop does next.
+fn observe(spec: &ListQueueSpec, ev: &RawEvent, list: Option<&ListEvent>, p: &mut Progress) -> Step {
+    match (&ev.kind, list) {
         (_, Some(ListEvent::Taken { job, .. })) => {
             p.busy.insert(ev.actor, true);
             if p.gate.as_ref() == Some(job) {
@@ -259,6 +335,7 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
             *p.settled.entry(job.clone()).or_insert(0) += 1;
             if let (Some(k), Actor::Worker(by)) = (spec.kill, ev.actor) {
                 if k.after_done_by == by {
+                    p.killed_by_plan.insert(Actor::Worker(k.worker));
                     return Step::Kill(k.worker);
                 }
             }
@@ -269,7 +346,11 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
         }
         (k @ EventKind::Crashed { planned: true, .. }, _) => {
             p.busy.insert(ev.actor, false);
-            if spec.restart && k.crash_cause() != Some(CrashCause::KilledByRunner) {
+            // A worker from a command line dies of a planned crash by the interposer's SIGKILL:
+            // restarted like ordlab's own that kill themselves; one killed by the plan is not.
+            let by_plan = k.crash_cause() == Some(CrashCause::KilledByRunner)
+                && (spec.worker.is_none() || p.killed_by_plan.contains(&ev.actor));
+            if spec.restart && !by_plan {
                 return Step::Restart;
             }
         }
@@ -281,6 +362,44 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, p: &mut Progress) -> Step {
         _ => {}
     }
     Step::Nothing
+}
+
+/// A worker from a command line's list step, read off one of its recorded Redis commands (its
+/// arguments and replies are shown without the run's key prefix): a take into the processing
+/// list (`BRPOPLPUSH`/`BLMOVE`/`RPOPLPUSH`/`LMOVE queue processing …`) whose reply is a job is
+/// [`ListEvent::Taken`]; `LREM processing 1 <payload>` is [`ListEvent::ListJobDone`] with what
+/// it removed. Only the run loop uses these (who is busy, what is settled: the seed also LREMs
+/// a job it pushed to `queue:retry`, so that job counts as settled, which changes nothing,
+/// since nothing reads `queue:retry` again); the timeline shows the commands themselves, and
+/// the checker judges the ledger and the lists as for ordlab's own workers. A take that leaves
+/// no copy (`BRPOP`) has no done step: such a run ends when it has been quiet for `observe_ms`.
+fn wire_list_event(keys: &ListKeys, prefix: &str, ev: &RawEvent) -> Option<ListEvent> {
+    let EventKind::ServerCommand { args, reply, error: false, .. } = &ev.kind else { return None };
+    let short = |key: &str| key.strip_prefix(prefix).unwrap_or(key).to_string();
+    let (queue, processing) = (short(&keys.queue), short(&keys.processing));
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    match args.first().map(String::as_str)? {
+        via @ ("BRPOPLPUSH" | "BLMOVE" | "RPOPLPUSH" | "LMOVE")
+            if arg(1) == Some(queue.as_str()) && arg(2) == Some(processing.as_str()) && reply != "(nil)" =>
+        {
+            Some(ListEvent::Taken { job: wire_label(reply), via: via.to_string(), lease_ms: None })
+        }
+        "LREM" if arg(1) == Some(processing.as_str()) => {
+            let job = payload_label(arg(3)?);
+            Some(ListEvent::ListJobDone { job, removed: reply.parse().ok() })
+        }
+        _ => None,
+    }
+}
+
+/// A job's label from a reply as the interposer shows it (a long payload is cut short): the
+/// payload's label when it parses, else its `"id"` value.
+fn wire_label(reply: &str) -> String {
+    if ListJob::parse(reply).is_ok() {
+        return payload_label(reply);
+    }
+    let id = reply.split_once("\"id\":\"").and_then(|(_, rest)| rest.split_once('"')).map(|(id, _)| id.to_string());
+    id.unwrap_or_else(|| payload_label(reply))
 }
 
 /// Every job has come to its end (done, or dead-lettered) as often as it was pushed.

@@ -240,7 +240,9 @@ fn entries_line(entries: &[Entry<'_>]) -> String {
     format!("{} {noun} {}{more}", entries.len(), shown.join(", "))
 }
 
+/// At most `max` characters on one line: line breaks in a bulk reply (`INFO`) shown as `⏎`.
 fn shorten(s: &str, max: usize) -> String {
+    let s = &s.trim_end().replace("\r\n", "⏎").replace('\n', "⏎");
     if s.chars().count() <= max {
         s.to_string()
     } else {
@@ -365,5 +367,6 @@ mod tests {
         let items = Reply::Array((1..=6).map(Reply::Int).collect());
         assert_eq!(compact(&items), "[1, 2, 3, 4, … 6 items]");
         assert_eq!(compact(&Reply::Bulk("x".repeat(50))), format!("{}…", "x".repeat(40)));
+        assert_eq!(compact(&Reply::Bulk("# Server\r\nredis_version:8\r\n".into())), "# Server⏎redis_version:8", "one line");
     }
 }

@@ -27,7 +27,10 @@
 //! and the other processes), [`handler`] (how a handler applies what it is handed: the
 //! strategies of [`handler::order`] for a stream consumer's order events, the idempotency
 //! techniques of [`handler::job`] for a job's side effects), [`fault`] (delays, crashes,
-//! publish failures), [`checker`] (verdicts), [`report`] (renderers).
+//! publish failures), [`checker`] (verdicts), [`report`] (renderers), [`interposer`] (the wire
+//! between a worker from a command line and the servers: RESP2/3 and PostgreSQL v3 recorded,
+//! faulted at command boundaries, held for a controlled step), [`grade`] (a class exercise
+//! against a student's worker).
 //! [`labs`] holds the lab families, a folder each (its kinds, and the roles, checkers, charts
 //! and events only it uses); [`runner`] loops variants and runs; [`catalog`] knows the
 //! built-in labs in `scenarios/`. Shared pieces: [`streams`] (Redis Streams helpers),

@@ -988,14 +988,14 @@ mod tests {
         out
     }
 
-    /// Feed `bytes` to `parser` in chunks cut at `cuts`, as reads from a socket would.
-    fn backend_chunked(bytes: &[u8], cut: usize) -> Vec<BackendMessage> {
-        let mut parser = BackendParser::new();
+    /// Feed `bytes` to a parser's `next` in two chunks cut at `cut`, as reads from a socket
+    /// would come.
+    fn chunked<M>(bytes: &[u8], cut: usize, mut next: impl FnMut(&[u8]) -> Option<(usize, M)>) -> Vec<M> {
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
         for chunk in [&bytes[..cut], &bytes[cut..]] {
             buf.extend_from_slice(chunk);
-            while let Some((len, m)) = parser.next(&buf).expect("well-formed") {
+            while let Some((len, m)) = next(&buf) {
                 let _ = buf.split_to(len);
                 out.push(m);
             }
@@ -1004,19 +1004,14 @@ mod tests {
         out
     }
 
+    fn backend_chunked(bytes: &[u8], cut: usize) -> Vec<BackendMessage> {
+        let mut parser = BackendParser::new();
+        chunked(bytes, cut, |b| parser.next(b).expect("well-formed"))
+    }
+
     fn frontend_chunked(bytes: &[u8], cut: usize) -> Vec<FrontendMessage> {
         let mut parser = FrontendParser::new();
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in [&bytes[..cut], &bytes[cut..]] {
-            buf.extend_from_slice(chunk);
-            while let Some((len, m)) = parser.next(&buf).expect("well-formed") {
-                let _ = buf.split_to(len);
-                out.push(m);
-            }
-        }
-        assert!(buf.is_empty());
-        out
+        chunked(bytes, cut, |b| parser.next(b).expect("well-formed"))
     }
 
     /// Run a conversation through a session: the client's messages, then the server's;

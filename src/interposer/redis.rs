@@ -104,6 +104,13 @@ struct Link {
     connection: u32,
 }
 
+/// Which way bytes go on a connection.
+#[derive(Clone, Copy)]
+enum Direction {
+    Commands,
+    Replies,
+}
+
 /// How a rule ends the forwarding of one direction.
 enum Stop {
     Close,
@@ -124,9 +131,20 @@ impl Link {
     }
 
     /// Worker → server: parse each command, let the rules decide, forward.
-    async fn commands(&self, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<()> {
+    async fn commands(&self, from: OwnedReadHalf, to: OwnedWriteHalf) -> std::io::Result<()> {
+        self.pump(Direction::Commands, from, to).await
+    }
+
+    /// Server → worker: pair each reply with its command, record it, let the rules decide.
+    async fn replies(&self, from: OwnedReadHalf, to: OwnedWriteHalf) -> std::io::Result<()> {
+        self.pump(Direction::Replies, from, to).await
+    }
+
+    /// Read one direction until its side closes, forwarding every whole frame; a rule may
+    /// close the connection or hang it (then what is read is dropped).
+    async fn pump(&self, direction: Direction, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<()> {
         let mut buf: Vec<u8> = Vec::new();
-        let mut chunk = vec![0u8; 16 * 1024];
+        let mut chunk = vec![0u8; 64 * 1024];
         loop {
             let n = from.read(&mut chunk).await?;
             if n == 0 {
@@ -136,7 +154,11 @@ impl Link {
                 continue;
             }
             buf.extend_from_slice(&chunk[..n]);
-            match self.forward_commands(&mut buf, &mut to).await? {
+            let stop = match direction {
+                Direction::Commands => self.forward_commands(&mut buf, &mut to).await?,
+                Direction::Replies => self.forward_replies(&mut buf, &mut to).await?,
+            };
+            match stop {
                 None => {}
                 Some(Stop::Close) => return Ok(()),
                 Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
@@ -194,27 +216,6 @@ impl Link {
         buf.drain(..pos);
         to.write_all(&out).await?;
         Ok(stop)
-    }
-
-    /// Server → worker: pair each reply with its command, record it, let the rules decide.
-    async fn replies(&self, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<()> {
-        let mut buf: Vec<u8> = Vec::new();
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            let n = from.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            if self.wire.lock().unwrap().hung {
-                continue;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            match self.forward_replies(&mut buf, &mut to).await? {
-                None => {}
-                Some(Stop::Close) => return Ok(()),
-                Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
-            }
-        }
     }
 
     async fn forward_replies(&self, buf: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<Option<Stop>> {

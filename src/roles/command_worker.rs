@@ -221,7 +221,10 @@ impl CommandWorker {
 }
 
 /// The worker's PostgreSQL URL, through its own interposed endpoint.
-pub(crate) async fn postgres_endpoint(pg_config: &str, tap: &Arc<WorkerTap>) -> Result<(String, Option<Endpoint>), Error> {
+pub(crate) async fn postgres_endpoint(
+    pg_config: &str,
+    tap: &Arc<WorkerTap>,
+) -> Result<(String, Option<Endpoint>), Error> {
     let config: tokio_postgres::Config = pg_config.parse().map_err(|e: tokio_postgres::Error| {
         Error::WorkerCommand { command: "ordlab".into(), detail: format!("PostgreSQL config: {e}") }
     })?;

@@ -22,10 +22,10 @@ mod durability_labs;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
-/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
-mod foreign_workers;
 /// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
 mod foreign_list;
+/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
+mod foreign_workers;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.
 mod idmp;

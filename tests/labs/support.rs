@@ -153,3 +153,13 @@ pub fn is_role_running(root: u32) -> bool {
         .iter()
         .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("__role")))
 }
+
+/// Whether a test that needs a runtime (`what`: "node with ioredis") can run: `missing` is why
+/// not, if so. Missing, it says NOT TESTED and why; under CI (which installs every runtime)
+/// that is a failure.
+pub fn has_runtime(what: &str, missing: Option<String>) -> bool {
+    let Some(why) = missing else { return true };
+    assert!(std::env::var_os("CI").is_none(), "{what} must be installed in CI (scripts/setup-workers.sh): {why}");
+    eprintln!("NOT TESTED: needs {what}: {why}");
+    false
+}

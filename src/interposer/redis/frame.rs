@@ -367,6 +367,10 @@ mod tests {
         let items = Reply::Array((1..=6).map(Reply::Int).collect());
         assert_eq!(compact(&items), "[1, 2, 3, 4, … 6 items]");
         assert_eq!(compact(&Reply::Bulk("x".repeat(50))), format!("{}…", "x".repeat(40)));
-        assert_eq!(compact(&Reply::Bulk("# Server\r\nredis_version:8\r\n".into())), "# Server⏎redis_version:8", "one line");
+        assert_eq!(
+            compact(&Reply::Bulk("# Server\r\nredis_version:8\r\n".into())),
+            "# Server⏎redis_version:8",
+            "one line"
+        );
     }
 }

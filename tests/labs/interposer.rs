@@ -206,7 +206,7 @@ async fn a_gated_worker_s_commands_and_statements_wait_at_the_wire_until_release
     let through = pg_through(&services.pg_config, &pg_ep);
     let insert = tokio::spawn(async move {
         let c = ordlab::connect::postgres(&through).await.unwrap();
-        c.execute("INSERT INTO gated VALUES ($1)", &[&7i32]).await.map(|n| n)
+        c.execute("INSERT INTO gated VALUES ($1)", &[&7i32]).await
     });
     let h = held.recv().await.expect("the INSERT is held");
     assert_eq!(h.args, ["INSERT INTO gated VALUES ($1)", "7"]);

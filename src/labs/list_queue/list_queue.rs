@@ -406,24 +406,7 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
         (n, Lang::En) => format!("{n} worker processes"),
         (n, Lang::Vi) => format!("{n} process worker"),
     }];
-    if let Some(w) = &s.worker {
-        parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
-        parts.extend(w.faults.iter().map(|f| {
-            let (w, c, n) = (f.worker, &f.command, f.nth);
-            match (f.at, f.action) {
-                (Moment::Reply, Action::Kill) => crate::tr!(
-                    lang,
-                    "W{w} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
-                    "W{w} bị interposer SIGKILL khi reply của {c} #{n} tới"
-                ),
-                (at, action) => crate::tr!(
-                    lang,
-                    "interposer fault on W{w}: {action:?} at the {at:?} of its {c} #{n}",
-                    "lỗi interposer trên W{w}: {action:?} lúc {at:?} của {c} #{n}"
-                ),
-            }
-        }));
-    }
+    parts.extend(worker_parts(s, lang));
     if s.stagger && workers > 1 {
         parts.push(
             pick(
@@ -444,36 +427,7 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
             .into(),
         );
     }
-    let push = match s.push {
-        PushEnd::Rpush => "RPUSH",
-        PushEnd::Lpush => "LPUSH",
-    };
-    parts.push(match s.take {
-        Take::Brpop => format!("{push} + BRPOP"),
-        Take::Brpoplpush => crate::tr!(
-            lang,
-            "{push} + BRPOPLPUSH into a processing list, LREM when done (the seed)",
-            "{push} + BRPOPLPUSH vào processing list, LREM khi xong (seed)"
-        ),
-        Take::Blmove => crate::tr!(
-            lang,
-            "{push} + BLMOVE into a processing list, LREM when done",
-            "{push} + BLMOVE vào processing list, LREM khi xong"
-        ),
-        Take::Lease => {
-            let (l, p) = (s.lease_ms, s.poll_ms);
-            let id = if s.identity == Identity::Token {
-                pick(lang, ", a token per delivery", ", mỗi lần giao một token")
-            } else {
-                ""
-            };
-            crate::tr!(
-                lang,
-                "{push} + a script that moves a job and leases it for {l} ms{id} (polled every {p} ms)",
-                "{push} + script chuyển job và giữ lease {l} ms{id} (poll mỗi {p} ms)"
-            )
-        }
-    });
+    parts.push(take_phrase(s, lang));
     if let Some(r) = s.reaper {
         let p = r.poll_ms;
         parts.push(crate::tr!(
@@ -515,6 +469,63 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
     parts.push(crate::tr!(lang, "handler {} ms", "handler {} ms", s.cost_ms));
     parts.extend(fault_parts(s, lang));
     parts.join("; ")
+}
+
+/// A worker from a command line and its interposer faults.
+fn worker_parts(s: &ListQueueSpec, lang: Lang) -> Vec<String> {
+    let mut parts = Vec::new();
+    let Some(w) = &s.worker else { return parts };
+    parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
+    parts.extend(w.faults.iter().map(|f| {
+        let (w, c, n) = (f.worker, &f.command, f.nth);
+        match (f.at, f.action) {
+            (Moment::Reply, Action::Kill) => crate::tr!(
+                lang,
+                "W{w} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
+                "W{w} bị interposer SIGKILL khi reply của {c} #{n} tới"
+            ),
+            (at, action) => crate::tr!(
+                lang,
+                "interposer fault on W{w}: {action:?} at the {at:?} of its {c} #{n}",
+                "lỗi interposer trên W{w}: {action:?} lúc {at:?} của {c} #{n}"
+            ),
+        }
+    }));
+    parts
+}
+
+/// How jobs are pushed and taken.
+fn take_phrase(s: &ListQueueSpec, lang: Lang) -> String {
+    let push = match s.push {
+        PushEnd::Rpush => "RPUSH",
+        PushEnd::Lpush => "LPUSH",
+    };
+    match s.take {
+        Take::Brpop => format!("{push} + BRPOP"),
+        Take::Brpoplpush => crate::tr!(
+            lang,
+            "{push} + BRPOPLPUSH into a processing list, LREM when done (the seed)",
+            "{push} + BRPOPLPUSH vào processing list, LREM khi xong (seed)"
+        ),
+        Take::Blmove => crate::tr!(
+            lang,
+            "{push} + BLMOVE into a processing list, LREM when done",
+            "{push} + BLMOVE vào processing list, LREM khi xong"
+        ),
+        Take::Lease => {
+            let (l, p) = (s.lease_ms, s.poll_ms);
+            let id = if s.identity == Identity::Token {
+                pick(lang, ", a token per delivery", ", mỗi lần giao một token")
+            } else {
+                ""
+            };
+            crate::tr!(
+                lang,
+                "{push} + a script that moves a job and leases it for {l} ms{id} (polled every {p} ms)",
+                "{push} + script chuyển job và giữ lease {l} ms{id} (poll mỗi {p} ms)"
+            )
+        }
+    }
 }
 
 /// The faults a run injects: crashes, a stalled first delivery, a kill mid-job.

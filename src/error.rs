@@ -36,6 +36,10 @@ pub enum Error {
     RoleNotReady { actor: String, detail: String },
     #[error("waiting for {what}: {detail}")]
     NotReady { what: String, detail: String },
+    /// Exploration could not go on (a process neither stepped nor waited, a replay went
+    /// another way, a lab that cannot be explored).
+    #[error("explore: {0}")]
+    Explore(String),
     #[error("the lab's own Redis servers run {node} while the report's header names {header}: start both from one Redis (ORDLAB_REDIS_SERVER, --redis-image)")]
     NodeVersion { node: String, header: String },
     #[error("cannot read {path}: {detail}")]

@@ -49,6 +49,16 @@ pub struct WorkerTap {
     postgres_connections: AtomicU32,
     /// Under exploration: every command is announced here and waits until released.
     gate: Option<mpsc::UnboundedSender<Held>>,
+    steps: std::sync::Mutex<Steps>,
+}
+
+/// What a gated tap counts: steps released, exchanges (of released steps) recorded, the
+/// last recorded reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Steps {
+    pub released: u64,
+    pub recorded: u64,
+    pub last_reply: Option<String>,
 }
 
 /// A command held at the wire, before it reaches the server, until the explorer lets it go:
@@ -61,7 +71,8 @@ pub struct Held {
     pub connection: u32,
     /// As in [`CommandView::args`].
     pub args: Vec<String>,
-    /// Send (or drop) to let the command go on to the server.
+    /// Send to let the command go on to the server; dropped unsent, the command never reaches
+    /// it and the connection closes.
     pub release: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -110,15 +121,18 @@ impl WorkerTap {
             redis_connections: AtomicU32::new(0),
             postgres_connections: AtomicU32::new(0),
             gate,
+            steps: Default::default(),
         })
     }
 
-    /// Under a gate, announce the command and wait until it is released (a gate that is gone
-    /// releases everything). Without one, return at once.
-    pub async fn hold(&self, view: &CommandView<'_>) {
-        let Some(gate) = &self.gate else { return };
+    /// Under a gate, announce the command and wait until it is released: true to forward it;
+    /// false when the explorer ended the run without releasing it (the proxy then closes the
+    /// connection, so a command of a finished schedule never reaches the servers). Without a
+    /// gate, or for a client library's handshake, true at once.
+    pub async fn hold(&self, view: &CommandView<'_>) -> bool {
+        let Some(gate) = &self.gate else { return true };
         if view.server == ServerKind::Redis && is_handshake(view.args) {
-            return;
+            return true;
         }
         let (release, released) = tokio::sync::oneshot::channel();
         let held = Held {
@@ -128,9 +142,17 @@ impl WorkerTap {
             args: view.args.to_vec(),
             release,
         };
-        if gate.send(held).is_ok() {
-            let _ = released.await;
+        if gate.send(held).is_err() || released.await.is_err() {
+            return false;
         }
+        self.steps.lock().expect("not poisoned").released += 1;
+        true
+    }
+
+    /// Under a gate: the steps released so far, the exchanges recorded since, and the last
+    /// reply (what the explorer reads to know a step's answer is in).
+    pub fn steps(&self) -> Steps {
+        self.steps.lock().expect("not poisoned").clone()
     }
 
     pub fn is_gated(&self) -> bool {
@@ -158,6 +180,11 @@ impl WorkerTap {
 
     /// Record a finished exchange as a timeline event of this worker.
     pub fn record(&self, x: Exchange) {
+        if self.gate.is_some() && !(x.server == ServerKind::Redis && is_handshake(&x.args)) {
+            let mut steps = self.steps.lock().expect("not poisoned");
+            steps.recorded += 1;
+            steps.last_reply = Some(if x.error { format!("error {}", x.reply) } else { x.reply.clone() });
+        }
         let kind = EventKind::ServerCommand {
             server: x.server,
             connection: x.connection,

@@ -209,6 +209,11 @@ macro_rules! lab_kinds {
                 } )* }
             }
 
+            /// Can `explore` step this variant? Err: why not, in one line.
+            pub fn explorable(&self) -> Result<(), String> {
+                match self { $( Procedure::$kind(p) => p.explorable(), )* }
+            }
+
             pub fn needs(&self) -> Needs {
                 match self { $( Procedure::$kind(p) => p.needs(), )* }
             }

@@ -47,6 +47,43 @@ enum Command {
         /// Which run the SVG timelines show (with --out).
         #[arg(long, default_value_t = 1)]
         svg_run: u32,
+        /// Replay one schedule found by `ordlab explore` (`P.C1x2.C2`): one run, stepped
+        /// exactly in that order (one lab, one variant).
+        #[arg(long)]
+        schedule: Option<String>,
+        #[command(flatten)]
+        services: ServiceArgs,
+    },
+    /// Run a lab under every order of its processes' steps that can matter (each Redis command
+    /// and SQL statement held at the wire until its turn), and count the orders that end wrong.
+    Explore {
+        lab: String,
+        /// The variant (needed when the lab has more than one).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Bound the switches away from a process that could go on (like loom); default: none.
+        #[arg(long)]
+        preemptions: Option<u32>,
+        /// Sample by PCT with this bug depth instead of enumerating.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10))]
+        pct: Option<u32>,
+        /// Runs for --pct.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+        schedules: u32,
+        /// Seed for --pct and for the lab's own random choices.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// A hard stop on runs, said in the report when hit.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+        max_schedules: u64,
+        /// Replay this one schedule (`P.C1x2.C2`), as `ordlab run --schedule` does.
+        #[arg(long, conflicts_with_all = ["pct", "preemptions"])]
+        schedule: Option<String>,
+        /// Write explore-<lab>-<variant>.json (and the shortest wrong run's SVG) here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Lang::En)]
+        lang: Lang,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -350,7 +387,32 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             Ok(if report.matched() { EXIT_MATCHED } else { EXIT_MISMATCH })
         }
-        Command::Run { labs, run, out, format, lang, svg_run, services } => {
+        Command::Run { labs, run, schedule: Some(schedule), lang, services, .. } => {
+            let [lab] = labs.as_slice() else { anyhow::bail!("--schedule replays one lab: give one lab id") };
+            let search = ordlab::explore::Search::Replay(ordlab::explore::Schedule::parse(&schedule)?);
+            explore_cli(lab, run.variant.as_deref(), search, 1, run.seed.unwrap_or(1), None, lang, &services).await
+        }
+        Command::Explore {
+            lab,
+            variant,
+            preemptions,
+            pct,
+            schedules,
+            seed,
+            max_schedules,
+            schedule,
+            out,
+            lang,
+            services,
+        } => {
+            let search = match (schedule, pct) {
+                (Some(s), _) => ordlab::explore::Search::Replay(ordlab::explore::Schedule::parse(&s)?),
+                (None, Some(depth)) => ordlab::explore::Search::Pct { depth, schedules, seed },
+                (None, None) => ordlab::explore::Search::Exhaustive { preemptions },
+            };
+            explore_cli(&lab, variant.as_deref(), search, max_schedules as usize, seed, out, lang, &services).await
+        }
+        Command::Run { labs, run, out, format, lang, svg_run, services, schedule: None } => {
             let write = Output { dir: out, format, lang, svg_run };
             run_labs(&labs, &run, &services, &write).await
         }
@@ -397,6 +459,62 @@ async fn grade(
     let report = &reports[0];
     print!("{}", ordlab::grade::render(report, lang));
     Ok(if report.variants.iter().all(|v| v.wrong == 0 && v.unknown == 0) { EXIT_MATCHED } else { EXIT_MISMATCH })
+}
+
+/// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
+/// wrong one step by step and as the lab's own report.
+#[allow(clippy::too_many_arguments)]
+async fn explore_cli(
+    id: &str,
+    variant: Option<&str>,
+    search: ordlab::explore::Search,
+    max_schedules: usize,
+    seed: u64,
+    out: Option<PathBuf>,
+    lang: Lang,
+    services: &ServiceArgs,
+) -> anyhow::Result<i32> {
+    if let Some(dir) = &out {
+        check_out_dir(dir)?;
+    }
+    let lab = catalog::find(id)?;
+    let v = match variant {
+        Some(name) => lab.variant(name).with_context(|| {
+            format!("lab {} has no variant {name:?}: its variants are {}", lab.id, lab.variant_ids().join(", "))
+        })?,
+        None if lab.variants.len() == 1 => &lab.variants[0],
+        None => anyhow::bail!(
+            "lab {} has {} variants: choose one with --variant ({})",
+            lab.id,
+            lab.variants.len(),
+            lab.variant_ids().join(", ")
+        ),
+    };
+    v.procedure.explorable().map_err(|why| anyhow::anyhow!("{}/{} cannot be explored: {why}", lab.id, v.id))?;
+    check_services(services)?;
+    let replay = matches!(search, ordlab::explore::Search::Replay(_));
+    let opts = ordlab::explore::ExploreOptions { search, max_schedules, seed, ..Default::default() };
+    let servers = Services::start(&services.options()).await?;
+    let result = ordlab::explore::explore(&servers, std::env::current_exe()?, &lab, v, &opts).await;
+    servers.stop().await;
+    let (x, report) = result?;
+    if let Some(report) = &report {
+        print!("{}", text::render(report, &TextOptions { lang, ..TextOptions::default() }));
+    }
+    if !replay {
+        print!("{}", ordlab::explore::render(&x, lang));
+    } else if let Some(c) = x.classes.first() {
+        println!("schedule {} ({} steps)", c.schedule, c.steps.len());
+    }
+    if let Some(dir) = out {
+        let path = dir.join(format!("explore-{}-{}.json", x.lab, x.variant));
+        std::fs::write(&path, serde_json::to_string_pretty(&x)?)
+            .with_context(|| format!("write {}", path.display()))?;
+        if let Some(report) = &report {
+            files::write_pictures(&dir, report, lang, 1)?;
+        }
+    }
+    Ok(EXIT_MATCHED)
 }
 
 /// Which backends work here; versions and capabilities come from running servers, so the

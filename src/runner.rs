@@ -141,6 +141,7 @@ impl<'a> Runner<'a> {
                 run,
                 seed: opts.seed,
                 nonce: &self.nonce,
+                control: None,
             };
             records.push(v.procedure.run_once(&mut ctx).await?);
             if let Some(cb) = &opts.on_run {
@@ -148,6 +149,34 @@ impl<'a> Runner<'a> {
             }
         }
         Ok(VariantReport::tally(v, records))
+    }
+
+    /// One run of `v` under the explorer's `control`: handler work takes no time (time scale
+    /// 0), every process steps when the explorer says. Every schedule is run 1 of the variant
+    /// (the same keys, deleted after each run, and the same seeds: a process's random choices,
+    /// such as a lock token, are the same in every schedule, so only the order differs).
+    pub async fn run_controlled(
+        &mut self,
+        lab: &Scenario,
+        v: &Variant,
+        seed: u64,
+        control: &crate::explore::Control,
+    ) -> Result<crate::labs::RunRecord, Error> {
+        let run = 1;
+        let mut ctx = RunContext {
+            services: self.services,
+            exe: &self.exe,
+            redis: self.redis.clone(),
+            pg: &self.pg,
+            scale: TimeScale(0.0),
+            lab: &lab.id,
+            variant: &v.id,
+            run,
+            seed,
+            nonce: &self.nonce,
+            control: Some(control),
+        };
+        v.procedure.run_once(&mut ctx).await
     }
 
     /// The lab's report over its variants' reports, with this runner's environment.

@@ -15,8 +15,13 @@ impl TimeScale {
         Duration::from_secs_f64((ms * self.0).max(0.0) / 1000.0)
     }
 
-    /// Scaled milliseconds, rounded up so a positive TTL never becomes 0.
+    /// Scaled milliseconds, rounded up so a positive TTL never becomes 0. At time scale 0
+    /// (`explore`: work takes no wall time, the explorer orders the steps) a TTL keeps its full
+    /// length, so it never runs out by the clock in the middle of a schedule.
     pub fn ms_ceil(self, ms: u64) -> u64 {
+        if self.0 == 0.0 {
+            return ms;
+        }
         ((ms as f64) * self.0).ceil().max(1.0) as u64
     }
 
@@ -37,5 +42,7 @@ mod tests {
         assert_eq!(s.duration(800.0), Duration::from_millis(200));
         assert_eq!(s.ms_ceil(5000), 1250);
         assert_eq!(TimeScale(0.0001).ms_ceil(20), 1);
+        assert_eq!(TimeScale(0.0).ms_ceil(5000), 5000, "under exploration a TTL runs out only as a step");
+        assert_eq!(TimeScale(0.0).duration(800.0), Duration::ZERO);
     }
 }

@@ -756,7 +756,9 @@ impl ClientSide<'_> {
                 // itself waits for the explorer.
                 to.write_all(out).await?;
                 out.clear();
-                self.tap.hold(&view).await;
+                if !self.tap.hold(&view).await {
+                    return Ok(Flow::Stop);
+                }
             }
             match self.tap.decide(&view, Moment::Send) {
                 Action::Forward => {}

@@ -192,7 +192,9 @@ impl Link {
                 to.write_all(&out).await?;
                 out.clear();
                 let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
-                self.tap.hold(&self.view(&shown)).await;
+                if !self.tap.hold(&self.view(&shown)).await {
+                    break Some(Stop::Close);
+                }
             }
             let action = self.tap.decide(&self.view(&args), Moment::Send);
             match action {

@@ -99,8 +99,16 @@ impl ConsumerGroup {
                 group.start_foreign(ctx, server.url, server.conn, spec, worker, index, tx).await?;
                 continue;
             }
-            let cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
+            let mut cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
             let name = cfg.client_name.clone();
+            if let Some(control) = ctx.control {
+                // Under the explorer: through its gated endpoints, ready once its first command waits there.
+                let urls = control.endpoints(cfg.actor(), &name, &ctx.key_prefix()).await?;
+                (cfg.env.redis_url, cfg.env.pg_config) = (urls.redis_url, urls.pg_url);
+                group.processes.push(ctx.spawn(&RoleConfig::of(&cfg), tx.clone())?);
+                control.ready(cfg.actor()).await?;
+                continue;
+            }
             group
                 .start_role(ctx, server.conn, RoleConfig::of(&cfg), &name, ClientState::BlockedInXreadgroup, tx)
                 .await?;
@@ -140,9 +148,15 @@ impl ConsumerGroup {
             seed: ctx.seed_for(index),
             extra: Default::default(),
         };
-        let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config };
+        let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config, control: ctx.control };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, tx.clone()).await?;
-        let ready = w.ready(conn, &client_name, ClientState::BlockedInXreadgroup, worker).await;
+        let ready = match ctx.control {
+            Some(control) => control
+                .ready(actor)
+                .await
+                .map_err(|e| Error::WorkerCommand { command: worker.shown(), detail: e.to_string() }),
+            None => w.ready(conn, &client_name, ClientState::BlockedInXreadgroup, worker).await,
+        };
         self.foreign.push(w);
         ready
     }

@@ -29,6 +29,9 @@ pub struct RunContext<'a> {
     pub seed: u64,
     /// Random per invocation, in every key and client name, so invocations never collide.
     pub nonce: &'a str,
+    /// Under `explore`: every process connects through the explorer's gated interposer, and
+    /// the run ends when the explorer's schedule does.
+    pub control: Option<&'a crate::explore::Control>,
 }
 
 impl RunContext<'_> {

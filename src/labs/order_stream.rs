@@ -19,7 +19,7 @@ use crate::roles::claimer::ReaperSpec;
 use crate::roles::command_worker::WorkerCommand;
 use crate::roles::producer::Producer;
 use crate::streams::{self, StreamEntry, GROUP};
-use crate::timeline::{Event, EventKind, Job, RawEvent};
+use crate::timeline::{Actor, Event, EventKind, Job, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -450,23 +450,42 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
     let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
     let group = ConsumerGroup::start(ctx, &spec.group_spec(), &tx).await?;
     let (streams, waiting_order) = (group.streams.clone(), group.waiting_order.clone());
+    let producer_url = match ctx.control {
+        Some(c) => c.endpoints(Actor::Producer, &ctx.client_name(Actor::Producer), &ctx.key_prefix()).await?.redis_url,
+        None => ctx.services.redis_url.clone(),
+    };
     let producer = Producer {
-        redis: connect::redis(&ctx.services.redis_url).await.context("producer connect")?,
+        redis: connect::redis(&producer_url).await.context("producer connect")?,
         streams: streams.clone(),
         state_bytes: spec.state_bytes,
         scale: ctx.scale,
         sink: Arc::new(tx.clone()),
     };
-    let deadline = tokio::time::Instant::now() + spec.bound(ctx.scale);
+    // Under the explorer the run takes as long as its schedule: the deadline only catches a fault.
+    let bound = if ctx.control.is_some() { std::time::Duration::from_secs(120) } else { spec.bound(ctx.scale) };
+    let deadline = tokio::time::Instant::now() + bound;
     let t0_ns = crate::clock::now_ns();
     let (mut raw, mut progress) = (Vec::new(), Progress::default());
     let shards = spec.shards;
-    let publish = producer.publish_all(&spec.events, t0_ns);
+    let control = ctx.control;
+    let publish = async {
+        let Some(c) = control else { return producer.publish_all(&spec.events, t0_ns).await };
+        c.begin();
+        // A schedule may end while the producer's XADD is still held: then it is over too.
+        let published = tokio::select! {
+            p = producer.publish_all(&spec.events, t0_ns) => p,
+            _ = c.over() => return Ok(()),
+        };
+        c.finished(Actor::Producer);
+        c.over().await;
+        published
+    };
     let finished = drive(publish, &mut rx, &mut raw, deadline, |ev, done| {
         if let Some(ev) = ev {
             progress.observe(ev, |o| shard_of(o, shards), |a| shard_of_actor(a, shards));
         }
-        progress.over(done, spec.events.len(), spec.consumers, spec.reaper.is_some())
+        // Under the explorer, the schedule's end is the run's (the publisher waits for it).
+        done && (control.is_some() || progress.over(done, spec.events.len(), spec.consumers, spec.reaper.is_some()))
     })
     .await?;
     group.stop().await;
@@ -482,6 +501,26 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
     };
     let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, documents, waiting_order };
     Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
+}
+
+/// What keeps a stream lab from being stepped by the explorer: a timer the explorer does not
+/// schedule yet (a lock's TTL and its retry loop, a reorder buffer's gap timeout, a claimer's
+/// min-idle), a consumer that kills itself, a worker fault.
+pub fn explorable(spec: &StreamSpec) -> Result<(), String> {
+    let longest_job = spec.cost_ms.values().copied().fold(0.0, f64::max);
+    if let Some(ttl) = spec.strategy.lock_ttl_ms().filter(|ttl| (*ttl as f64) <= longest_job) {
+        return Err(format!("its lock's {ttl} ms TTL can run out during a {longest_job} ms job, and the explorer does not schedule a TTL's expiry as a step yet"));
+    }
+    if spec.strategy.gap_timeout_ms().is_some() {
+        return Err("its reorder buffer's gap timeout is a timer the explorer does not schedule yet".into());
+    }
+    if spec.reaper.is_some() {
+        return Err("its claimer's XAUTOCLAIM min-idle is a timer the explorer does not schedule yet".into());
+    }
+    if spec.crash.is_some() || spec.worker.as_ref().is_some_and(|w| !w.faults.is_empty()) {
+        return Err("a process that is killed mid-run is not stepped by the explorer yet".into());
+    }
+    Ok(())
 }
 
 /// The verdict of a recorded run: the final state (and documents), the lock's mutual

@@ -40,6 +40,12 @@ pub trait LabProcedure: Judge + Present {
     fn missing(&self, _server: &crate::service::ServerInfo) -> Option<String> {
         None
     }
+
+    /// Can `explore` step this lab's processes one command at a time? Err: one line saying
+    /// why not (default: the kind does not route its processes through the interposer yet).
+    fn explorable(&self) -> Result<(), String> {
+        Err("this kind's processes are not stepped by the explorer yet (only the stream kind's are)".into())
+    }
 }
 
 /// What a lab kind reads from a recorded run: pure functions of the spec and the run, so

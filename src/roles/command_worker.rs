@@ -122,6 +122,8 @@ pub struct Upstreams<'a> {
     pub redis_url: &'a str,
     /// A libpq `key=value` string (the services' form).
     pub pg_config: &'a str,
+    /// Under `explore`: the worker's commands wait at the wire until the explorer releases them.
+    pub control: Option<&'a crate::explore::Control>,
 }
 
 impl CommandWorker {
@@ -158,12 +160,23 @@ impl CommandWorker {
                 }
             })
         };
-        let tap = WorkerTap::new(actor, rules, sink.clone(), kill);
+        let tap = match upstreams.control {
+            Some(control) => {
+                let tap = control.tap(actor, rules, sink.clone(), kill);
+                control.register(actor, client_name, tap.clone());
+                tap
+            }
+            None => WorkerTap::new(actor, rules, sink.clone(), kill),
+        };
         let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
         let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
         let setup = RedisSetup { client_name: Some(client_name.to_string()), key_prefix: env.key_prefix.clone() };
         let redis = Endpoint::redis(redis_up, tap.clone(), setup).await.map_err(io)?;
-        let (pg_url, pg_endpoint) = postgres_endpoint(upstreams.pg_config, &tap).await?;
+        let (mut pg_url, pg_endpoint) = postgres_endpoint(upstreams.pg_config, &tap).await?;
+        if upstreams.control.is_some() {
+            // So the explorer finds the worker's session waiting for a lock in pg_stat_activity.
+            pg_url = crate::explore::control::with_application_name(&pg_url, client_name);
+        }
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(&spec.command[0]));
         cmd.args(&spec.command[1..]);
         cmd.env("ORDLAB_REDIS_URL", format!("redis://{}/0", redis.addr))

@@ -71,6 +71,10 @@ impl LabProcedure for StreamSpec {
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<StreamObserved>, Error> {
         order_stream::run(self, ctx).await
     }
+
+    fn explorable(&self) -> Result<(), String> {
+        order_stream::explorable(self)
+    }
 }
 
 impl Judge for StreamSpec {

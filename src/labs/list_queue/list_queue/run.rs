@@ -172,7 +172,8 @@ impl Crew {
             extra: extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             ..WorkerEnv::default()
         };
-        let upstreams = Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config };
+        let upstreams =
+            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, self.tx.clone()).await?;
         let ready = w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, worker).await;
         self.workers.push(Some(CrewMember::Foreign(w)));

@@ -1,0 +1,599 @@
+//! The run side of exploration: every process of a run talks to the servers through a gated
+//! interposer, so each of its commands waits at the wire until the explorer lets it go, and
+//! the explorer steps the run one command at a time in the order a [`Strategy`] picks.
+//!
+//! Between steps the run is *quiescent*, decided exactly, not by a timeout: every process has
+//! a command held at the wire (with every earlier reply in), or waits inside a server on a
+//! command already released (`CLIENT LIST` flag `b`; a PostgreSQL lock wait in
+//! `pg_stat_activity`), or is done. Only then is the next step chosen. A command held when the
+//! schedule ends is never forwarded: its connection is closed.
+
+use super::footprint::{self, Footprint};
+use super::search::{Candidate, Choice, Strategy, Taken};
+use crate::error::Error;
+use crate::interposer::redis::RedisSetup;
+use crate::interposer::{upstream_of, Endpoint, Held, WorkerTap};
+use crate::timeline::{Actor, RawEvent, ServerKind};
+use redis::aio::MultiplexedConnection;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// How long a process may take between a reply and its next command (or wait in a server)
+/// before the run is called stuck: generous, since it bounds only a fault, never a verdict.
+const STUCK_AFTER: Duration = Duration::from_secs(15);
+
+/// Where a process under control connects: its own gated endpoints.
+pub struct ActorUrls {
+    pub redis_url: String,
+    /// A PostgreSQL URL (`application_name` set to the process's client name).
+    pub pg_url: String,
+}
+
+/// One process under control.
+struct Slot {
+    tap: Arc<WorkerTap>,
+    client_name: String,
+    /// Endpoints this control started for the process (a worker from a command line owns its own).
+    endpoints: Vec<Endpoint>,
+}
+
+/// What the lab side and the stepping side share.
+#[derive(Default)]
+struct Shared {
+    actors: BTreeMap<Actor, Slot>,
+    held: BTreeMap<Actor, Held>,
+    /// Processes that will send nothing more (the producer once it published everything).
+    finished: BTreeSet<Actor>,
+}
+
+/// One run under the explorer's control.
+pub struct Control {
+    redis_url: String,
+    pg_config: String,
+    gate: mpsc::UnboundedSender<Held>,
+    announced: tokio::sync::Mutex<mpsc::UnboundedReceiver<Held>>,
+    shared: Mutex<Shared>,
+    /// Set by the lab when its processes are started and it begins the run.
+    begun: watch::Sender<bool>,
+    /// Set by the stepping side when the schedule is over; the lab then ends the run.
+    over: watch::Sender<bool>,
+    /// Set when the lab's run returned (whatever its result).
+    lab_done: watch::Sender<bool>,
+}
+
+/// What one controlled run did: its schedule and its steps as the class key needs them.
+#[derive(Debug, Default)]
+pub struct Stepped {
+    pub turns: Vec<Actor>,
+    pub taken: Vec<Taken>,
+    /// Each step's command, for the report (`C1 XREADGROUP … → 1 entry`).
+    pub lines: Vec<String>,
+    /// How the run ended: `Done` (complete), `Asleep` or `Bound` (cut short), or the step limit.
+    pub end: Option<Choice>,
+    /// At the end, processes parked in a retry that nothing left can let succeed (`C2 SET lock…`).
+    pub spinning: Vec<String>,
+}
+
+impl Control {
+    pub fn new(redis_url: &str, pg_config: &str) -> Control {
+        let (gate, announced) = mpsc::unbounded_channel();
+        Control {
+            redis_url: redis_url.to_string(),
+            pg_config: pg_config.to_string(),
+            gate,
+            announced: tokio::sync::Mutex::new(announced),
+            shared: Mutex::new(Shared::default()),
+            begun: watch::channel(false).0,
+            over: watch::channel(false).0,
+            lab_done: watch::channel(false).0,
+        }
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().expect("not poisoned")
+    }
+
+    /// A gated tap for `actor` (what a worker from a command line builds its endpoints on).
+    pub fn tap(
+        &self,
+        actor: Actor,
+        rules: Vec<crate::interposer::Rule>,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        kill: Box<dyn Fn() + Send + Sync>,
+    ) -> Arc<WorkerTap> {
+        WorkerTap::gated(actor, rules, sink, kill, Some(self.gate.clone()))
+    }
+
+    /// Put `actor`, whose connections are named `client_name` and go through `tap`, under control.
+    pub fn register(&self, actor: Actor, client_name: &str, tap: Arc<WorkerTap>) {
+        let slot = Slot { tap, client_name: client_name.to_string(), endpoints: Vec::new() };
+        self.shared().actors.insert(actor, slot);
+    }
+
+    /// Gated endpoints for one of ordlab's own processes (its events come its own way: the
+    /// interposer records nothing of it).
+    pub async fn endpoints(&self, actor: Actor, client_name: &str, key_prefix: &str) -> Result<ActorUrls, Error> {
+        let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
+        let (sink, _) = mpsc::unbounded_channel();
+        let tap = self.tap(actor, Vec::new(), sink, Box::new(|| {}));
+        let up = upstream_of(&self.redis_url).await.map_err(io)?;
+        let setup = RedisSetup { client_name: Some(client_name.to_string()), key_prefix: key_prefix.to_string() };
+        let redis = Endpoint::redis(up, tap.clone(), setup).await.map_err(io)?;
+        let (pg_url, pg) = crate::roles::command_worker::postgres_endpoint(&self.pg_config, &tap).await?;
+        let urls = ActorUrls {
+            redis_url: format!("redis://{}/0", redis.addr),
+            pg_url: with_application_name(&pg_url, client_name),
+        };
+        self.register(actor, client_name, tap);
+        let mut shared = self.shared();
+        let slot = shared.actors.get_mut(&actor).expect("just registered");
+        slot.endpoints.push(redis);
+        slot.endpoints.extend(pg);
+        Ok(urls)
+    }
+
+    /// Wait until `actor` holds its first command at the wire (it is connected and ready).
+    pub async fn ready(&self, actor: Actor) -> Result<(), Error> {
+        let deadline = tokio::time::Instant::now() + STUCK_AFTER;
+        let mut announced = self.announced.lock().await;
+        loop {
+            if self.shared().held.contains_key(&actor) {
+                return Ok(());
+            }
+            let held = tokio::time::timeout_at(deadline, announced.recv()).await;
+            match held {
+                Ok(Some(h)) => self.keep(h)?,
+                Ok(None) => unreachable!("the control keeps a sender"),
+                Err(_) => {
+                    return Err(Error::RoleNotReady {
+                        actor: actor.to_string(),
+                        detail: format!("sent no command within {} s", STUCK_AFTER.as_secs()),
+                    })
+                }
+            }
+        }
+    }
+
+    fn keep(&self, h: Held) -> Result<(), Error> {
+        let actor = h.actor;
+        if self.shared().held.insert(actor, h).is_some() {
+            return Err(Error::Explore(format!("{actor} held two commands at once (a pipeline): not explorable yet")));
+        }
+        Ok(())
+    }
+
+    /// The lab's processes are started: stepping may begin.
+    pub fn begin(&self) {
+        self.begun.send_replace(true);
+    }
+
+    /// `actor` will send nothing more.
+    pub fn finished(&self, actor: Actor) {
+        self.shared().finished.insert(actor);
+    }
+
+    /// Resolves when the schedule is over (the lab then stops its processes and reads the state).
+    pub async fn over(&self) {
+        let mut rx = self.over.subscribe();
+        let _ = rx.wait_for(|v| *v).await;
+    }
+
+    /// The lab's run returned.
+    pub fn lab_finished(&self) {
+        self.lab_done.send_replace(true);
+        self.over.send_replace(true);
+    }
+
+    /// How many processes are under control.
+    pub fn processes(&self) -> usize {
+        self.shared().actors.len()
+    }
+
+    fn lab_is_done(&self) -> bool {
+        *self.lab_done.borrow()
+    }
+}
+
+/// Add `application_name=<name>` to a PostgreSQL URL (how the explorer finds the session in
+/// `pg_stat_activity`).
+pub fn with_application_name(url: &str, name: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}application_name={name}")
+}
+
+/// The stepping side's own view of each process between steps.
+#[derive(Default)]
+struct Book {
+    /// Processes waiting inside a server on a released command: that command.
+    blocked: HashMap<Actor, Step>,
+    /// Each held command as the explorer sees it (entry IDs numbered), by process.
+    seen: HashMap<Actor, Step>,
+    /// Entry IDs numbered in the order the run first showed them: `e1`, `e2`, …
+    ids: HashMap<String, String>,
+    /// Released steps not answered yet, per process (the count the tap had before the step).
+    recorded_before: HashMap<Actor, u64>,
+    /// Inside MULTI: what the queued commands may touch (EXEC does it all).
+    multi: HashMap<Actor, Footprint>,
+    keys: HashMap<String, Vec<String>>,
+    /// Each process's last step, and whether its reply said nothing changed (a failed SET NX).
+    last: HashMap<Actor, (String, bool)>,
+    /// Processes parked on a retry that cannot succeed until another process touches what
+    /// the retried command reads (a spinning `SET lock NX`): what it would touch.
+    parked: HashMap<Actor, Footprint>,
+}
+
+/// A command as the explorer reasons about it.
+#[derive(Clone, Debug)]
+struct Step {
+    server: ServerKind,
+    /// Its words, entry IDs numbered (`XACK orders g e1`).
+    args: Vec<String>,
+    /// Its keys (`COMMAND GETKEYS`); none for SQL.
+    keys: Vec<String>,
+}
+
+impl Book {
+    /// `text` with every entry ID (`1796139224957-0`) replaced by its number in this run.
+    fn numbered(&mut self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut word = String::new();
+        let flush = |word: &mut String, out: &mut String, ids: &mut HashMap<String, String>| {
+            if is_entry_id(word) {
+                let n = ids.len() + 1;
+                out.push_str(ids.entry(word.clone()).or_insert_with(|| format!("e{n}")));
+            } else {
+                out.push_str(word);
+            }
+            word.clear();
+        };
+        for ch in text.chars() {
+            if ch.is_whitespace() || matches!(ch, ',' | '[' | ']' | '(' | ')' | '=' | '"') {
+                flush(&mut word, &mut out, &mut self.ids);
+                out.push(ch);
+            } else {
+                word.push(ch);
+            }
+        }
+        flush(&mut word, &mut out, &mut self.ids);
+        out
+    }
+}
+
+/// `1796139224957-0`: a stream entry ID.
+fn is_entry_id(w: &str) -> bool {
+    w.split_once('-').is_some_and(|(ms, seq)| {
+        !ms.is_empty()
+            && !seq.is_empty()
+            && ms.bytes().all(|b| b.is_ascii_digit())
+            && seq.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+impl Control {
+    /// Step the run by `strategy` until it is over or cut short, at most `max_steps` steps.
+    pub async fn drive(
+        &self,
+        strategy: &mut dyn Strategy,
+        max_steps: usize,
+        redis: &mut MultiplexedConnection,
+        pg: &tokio_postgres::Client,
+    ) -> Result<Stepped, Error> {
+        let result = self.step_all(strategy, max_steps, redis, pg).await;
+        self.over.send_replace(true);
+        // What is still held is dropped only once the lab stopped its processes, so no held
+        // command runs after the schedule; dropped, it never reaches the servers.
+        let mut done = self.lab_done.subscribe();
+        let _ = done.wait_for(|v| *v).await;
+        self.shared().held.clear();
+        result
+    }
+
+    async fn step_all(
+        &self,
+        strategy: &mut dyn Strategy,
+        max_steps: usize,
+        redis: &mut MultiplexedConnection,
+        pg: &tokio_postgres::Client,
+    ) -> Result<Stepped, Error> {
+        let mut begun = self.begun.subscribe();
+        tokio::select! {
+            _ = begun.wait_for(|v| *v) => {}
+            _ = async { let mut d = self.lab_done.subscribe(); let _ = d.wait_for(|v| *v).await; } => return Ok(Stepped::default()),
+        }
+        let mut book = Book::default();
+        let mut out = Stepped::default();
+        loop {
+            let woken = self.quiesce(&mut book, redis, pg).await?;
+            if let Some(last) = out.taken.last_mut() {
+                last.woken = woken;
+            }
+            if self.lab_is_done() {
+                return Ok(out);
+            }
+            let enabled = self.candidates(&mut book, redis).await;
+            if out.turns.len() >= max_steps {
+                out.end = Some(Choice::Bound);
+                return Ok(out);
+            }
+            let choice = strategy.choose(out.turns.len(), &enabled).map_err(|d| Error::Explore(d.to_string()))?;
+            let Choice::Take(actor) = choice else {
+                if choice == Choice::Done {
+                    out.spinning = book.parked.keys().map(|a| format!("{a} {}", book.seen[a].args.join(" "))).collect();
+                }
+                out.end = Some(choice);
+                return Ok(out);
+            };
+            let (line, step) = self.release(actor, &mut book);
+            let command = step.args.join(" ");
+            let (fp, reply, nothing) = self.settle(actor, step, &mut book, redis, pg).await?;
+            book.last.insert(actor, (command, nothing));
+            let unparked: Vec<Actor> = book
+                .parked
+                .iter()
+                .filter(|(a, waits_on)| **a != actor && waits_on.conflicts(&fp))
+                .map(|(a, _)| *a)
+                .collect();
+            for a in unparked {
+                book.parked.remove(&a);
+                book.last.remove(&a);
+            }
+            out.lines.push(format!("{line} → {reply}"));
+            out.turns.push(actor);
+            out.taken.push(Taken { actor, footprint: fp, woken: Vec::new() });
+        }
+    }
+
+    /// Let `actor`'s held command go: the line it shows in the report, and the command.
+    fn release(&self, actor: Actor, book: &mut Book) -> (String, Step) {
+        let mut shared = self.shared();
+        let held = shared.held.remove(&actor).expect("an enabled process holds a command");
+        let before = shared.actors[&actor].tap.steps().recorded;
+        book.recorded_before.insert(actor, before);
+        let step = book.seen.remove(&actor).expect("a candidate was seen");
+        let line = format!("{} {}", super::schedule::code(actor), step.args.join(" "));
+        let _ = held.release.send(());
+        (line, step)
+    }
+
+    /// Wait for the released step of `actor` to be answered or to wait in a server; what it did.
+    async fn settle(
+        &self,
+        actor: Actor,
+        step: Step,
+        book: &mut Book,
+        redis: &mut MultiplexedConnection,
+        pg: &tokio_postgres::Client,
+    ) -> Result<(Footprint, String, bool), Error> {
+        let before = book.recorded_before.remove(&actor).unwrap_or(0);
+        let deadline = tokio::time::Instant::now() + STUCK_AFTER;
+        loop {
+            let (steps, name) = {
+                let shared = self.shared();
+                let slot = &shared.actors[&actor];
+                (slot.tap.steps(), slot.client_name.clone())
+            };
+            if steps.recorded > before {
+                let reply = book.numbered(&steps.last_reply.unwrap_or_default());
+                let nothing = footprint::changed_nothing(step.server, &step.args, &reply);
+                return Ok((footprint::effect(step.server, &step.args, &step.keys, &reply), reply, nothing));
+            }
+            if steps.released > steps.recorded && waits_in_server(redis, pg, &name).await? {
+                let fp = footprint::effect(step.server, &step.args, &step.keys, "(nil)");
+                book.blocked.insert(actor, step);
+                return Ok((fp, "waits in the server".into(), false));
+            }
+            if self.lab_is_done() || tokio::time::Instant::now() > deadline {
+                return Err(Error::Explore(format!(
+                    "{actor}'s step `{}` got no answer and does not wait in a server after {} s",
+                    step.args.join(" "),
+                    STUCK_AFTER.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+
+    /// Wait until every process holds a command (all its replies in), waits in a server, or is
+    /// done. Returns the processes that were waiting in a server and got their answer since.
+    async fn quiesce(
+        &self,
+        book: &mut Book,
+        redis: &mut MultiplexedConnection,
+        pg: &tokio_postgres::Client,
+    ) -> Result<Vec<(Actor, Footprint)>, Error> {
+        let deadline = tokio::time::Instant::now() + STUCK_AFTER;
+        let mut woken = Vec::new();
+        let mut announced = self.announced.lock().await;
+        loop {
+            while let Ok(h) = announced.try_recv() {
+                self.keep(h)?;
+            }
+            let (busy, waiting) = self.busy_and_waiting(book, &mut woken);
+            let busy = match busy {
+                Some(a) => Some(a),
+                // Nothing moves on our side: ask the servers whether the waiting still wait (one
+                // woken by the last step has its answer on the way).
+                None => self.first_not_waiting(&waiting, redis, pg).await?,
+            };
+            let Some(busy) = busy else { return Ok(woken) };
+            if self.lab_is_done() {
+                return Ok(woken);
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::Explore(format!(
+                    "{busy} neither sent a command nor waited in a server for {} s (exited, or waits on a timer the explorer does not control)",
+                    STUCK_AFTER.as_secs()
+                )));
+            }
+            if let Ok(Some(h)) = tokio::time::timeout(Duration::from_millis(1), announced.recv()).await {
+                self.keep(h)?;
+            }
+        }
+    }
+
+    /// A process still on its way to its next command (if any), and the names of those that
+    /// waited in a server with no answer yet; those whose answer came are added to `woken`.
+    fn busy_and_waiting(
+        &self,
+        book: &mut Book,
+        woken: &mut Vec<(Actor, Footprint)>,
+    ) -> (Option<Actor>, Vec<(Actor, String)>) {
+        let shared = self.shared();
+        let mut busy = None;
+        let mut waiting = Vec::new();
+        for (actor, slot) in &shared.actors {
+            if shared.finished.contains(actor) {
+                continue;
+            }
+            let steps = slot.tap.steps();
+            if book.blocked.contains_key(actor) {
+                if steps.recorded >= steps.released {
+                    let step = book.blocked.remove(actor).expect("just seen");
+                    let reply = book.numbered(&steps.last_reply.clone().unwrap_or_default());
+                    woken.push((*actor, footprint::effect(step.server, &step.args, &step.keys, &reply)));
+                } else {
+                    waiting.push((*actor, slot.client_name.clone()));
+                    continue;
+                }
+            }
+            if !(steps.recorded >= steps.released && shared.held.contains_key(actor)) {
+                busy = busy.or(Some(*actor));
+            }
+        }
+        (busy, waiting)
+    }
+
+    async fn first_not_waiting(
+        &self,
+        waiting: &[(Actor, String)],
+        redis: &mut MultiplexedConnection,
+        pg: &tokio_postgres::Client,
+    ) -> Result<Option<Actor>, Error> {
+        for (actor, name) in waiting {
+            if !waits_in_server(redis, pg, name).await? {
+                return Ok(Some(*actor));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every process that holds a command, with what the command may touch.
+    async fn candidates(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Vec<Candidate> {
+        let held: Vec<(Actor, ServerKind, Vec<String>)> =
+            self.shared().held.iter().map(|(a, h)| (*a, h.server, h.args.clone())).collect();
+        let mut out = Vec::new();
+        for (actor, server, args) in held {
+            let numbered: Vec<String> = args.iter().map(|a| book.numbered(a)).collect();
+            let keys = match server {
+                ServerKind::Redis => keys_of(book, redis, &args, &numbered).await,
+                ServerKind::Postgres => Vec::new(),
+            };
+            let mut fp = match server {
+                ServerKind::Postgres => footprint::postgres(&numbered),
+                ServerKind::Redis => footprint::redis(&numbered, &keys),
+            };
+            if server == ServerKind::Redis {
+                fp = in_transaction(book, actor, &numbered, fp);
+            }
+            // The same command again after it changed nothing: a retry loop. It waits, parked,
+            // until another process's step touches what it touches.
+            let command = numbered.join(" ");
+            if book.last.get(&actor).is_some_and(|(c, nothing)| *nothing && *c == command) {
+                book.parked.entry(actor).or_insert_with(|| fp.clone());
+            }
+            book.seen.insert(actor, Step { server, args: numbered.clone(), keys: keys.clone() });
+            if book.parked.contains_key(&actor) {
+                continue;
+            }
+            out.push(Candidate { actor, command, footprint: fp });
+        }
+        out
+    }
+}
+
+/// Inside MULTI a command only queues; EXEC does what they all do.
+fn in_transaction(book: &mut Book, actor: Actor, args: &[String], fp: Footprint) -> Footprint {
+    match args.first().map(|a| a.to_ascii_uppercase()).as_deref() {
+        Some("MULTI") => {
+            book.multi.insert(actor, Footprint::default());
+            Footprint::default()
+        }
+        Some("EXEC" | "DISCARD") => book.multi.remove(&actor).unwrap_or_default(),
+        _ => match book.multi.get_mut(&actor) {
+            Some(acc) => {
+                acc.reads.extend(fp.reads.iter().cloned());
+                acc.writes.extend(fp.writes.iter().cloned());
+                Footprint::default()
+            }
+            None => fp,
+        },
+    }
+}
+
+/// The keys of a Redis command, as the server names them (`COMMAND GETKEYS`; none for a
+/// command without keys).
+async fn keys_of(
+    book: &mut Book,
+    redis: &mut MultiplexedConnection,
+    args: &[String],
+    numbered: &[String],
+) -> Vec<String> {
+    let k = numbered.join(" ");
+    if let Some(keys) = book.keys.get(&k) {
+        return keys.clone();
+    }
+    let mut cmd = redis::cmd("COMMAND");
+    cmd.arg("GETKEYS");
+    for a in args {
+        cmd.arg(a);
+    }
+    let keys: Vec<String> = cmd.query_async(redis).await.unwrap_or_default();
+    book.keys.insert(k, keys.clone());
+    keys
+}
+
+/// Does the process named `name` wait inside a server: blocked in Redis (`CLIENT LIST`
+/// flag `b`), or waiting for a lock in PostgreSQL?
+async fn waits_in_server(
+    redis: &mut MultiplexedConnection,
+    pg: &tokio_postgres::Client,
+    name: &str,
+) -> Result<bool, Error> {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(redis)
+        .await
+        .map_err(|e| Error::Explore(format!("CLIENT LIST: {e}")))?;
+    let needle = format!(" name={name} ");
+    if list.lines().any(|l| l.contains(&needle) && crate::roles::client_list::is_blocked(l)) {
+        return Ok(true);
+    }
+    let rows = pg
+        .query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", &[&name])
+        .await
+        .map_err(|e| Error::Explore(format!("pg_stat_activity: {e}")))?;
+    Ok(!rows.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn entry_ids_are_numbered_in_the_order_first_seen() {
+        let mut book = super::Book::default();
+        assert_eq!(book.numbered("1733059200123-0"), "e1");
+        assert_eq!(book.numbered("1 entry 1733059200124-0 order=42, 1733059200123-0 x"), "1 entry e2 order=42, e1 x");
+        assert_eq!(book.numbered("XACK orders g 1733059200124-0 42 a-b 7-"), "XACK orders g e2 42 a-b 7-");
+        assert_eq!(book.numbered("C1-3a2db1 1-3x [1-5]"), "C1-3a2db1 1-3x [e3]", "only whole words");
+    }
+
+    #[test]
+    fn application_name_is_added_to_a_url() {
+        assert_eq!(super::with_application_name("postgresql://u@h/db", "x"), "postgresql://u@h/db?application_name=x");
+        assert_eq!(
+            super::with_application_name("postgresql://u@h/db?a=1", "x"),
+            "postgresql://u@h/db?a=1&application_name=x"
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! What a step reads and writes on the servers, so the explorer knows which steps commute: two
+//! steps of different processes that touch disjoint resources (or only read the same ones) give
+//! the same state and the same replies in either order, and count as one schedule.
+//!
+//! A resource is a Redis key or a part of a stream key (its entries, a group's cursor, a
+//! group's pending list), or a PostgreSQL table or one row of it (`WHERE id = $n`). Before a
+//! step runs its footprint is what the command may do (conservative: a write command writes);
+//! after it ran, a reply that says nothing changed (`(nil)`, `0`, `UPDATE 0`) makes it a read.
+
+use crate::timeline::ServerKind;
+use std::collections::BTreeSet;
+
+/// One thing a step touches: `r:orders`, `r:orders#entries`, `pg:ordlab.orders`,
+/// `pg:ordlab.orders#42`; `pg:*` stands for every table (transaction control, unknown SQL).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Resource(pub String);
+
+impl Resource {
+    /// Two resources overlap when equal, or when one is the whole of which the other is a part
+    /// (a key and its entries, a table and its row, `pg:*` and any table).
+    pub fn overlaps(&self, other: &Resource) -> bool {
+        let (a, b) = (self.0.as_str(), other.0.as_str());
+        if a == b {
+            return true;
+        }
+        let whole = |w: &str, part: &str| part.strip_prefix(w).is_some_and(|rest| rest.starts_with('#'));
+        let everything = |w: &str, x: &str| w == "pg:*" && x.starts_with("pg:");
+        whole(a, b) || whole(b, a) || everything(a, b) || everything(b, a)
+    }
+}
+
+/// What a step reads and what it writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Footprint {
+    pub reads: BTreeSet<Resource>,
+    pub writes: BTreeSet<Resource>,
+}
+
+impl Footprint {
+    /// Two steps conflict (their order can matter) when one writes what the other touches.
+    pub fn conflicts(&self, other: &Footprint) -> bool {
+        let hits = |a: &BTreeSet<Resource>, b: &BTreeSet<Resource>| a.iter().any(|x| b.iter().any(|y| x.overlaps(y)));
+        hits(&self.writes, &other.writes) || hits(&self.writes, &other.reads) || hits(&self.reads, &other.writes)
+    }
+
+    /// The same step once it ran and changed nothing: everything it touched, read only.
+    pub fn read_only(&self) -> Footprint {
+        let reads = self.reads.iter().chain(&self.writes).cloned().collect();
+        Footprint { reads, writes: BTreeSet::new() }
+    }
+
+    fn read(mut self, r: String) -> Footprint {
+        self.reads.insert(Resource(r));
+        self
+    }
+
+    fn write(mut self, r: String) -> Footprint {
+        self.writes.insert(Resource(r));
+        self
+    }
+}
+
+/// The footprint of a Redis command before it runs; `keys` are its keys as the server named
+/// them (`COMMAND GETKEYS`).
+pub fn redis(args: &[String], keys: &[String]) -> Footprint {
+    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    let mut fp = Footprint::default();
+    for k in keys {
+        let key = format!("r:{k}");
+        fp = match name.as_str() {
+            // Appends entries (and wakes readers, who then write the group's cursor).
+            "XADD" => fp.write(format!("{key}#entries")),
+            // `>` takes new entries: moves the group's cursor, adds to the pending list.
+            "XREADGROUP" | "XREAD" => {
+                fp.read(format!("{key}#entries")).write(format!("{key}#cursor")).write(format!("{key}#pending"))
+            }
+            // Acknowledging entry e1 touches e1's place in the pending list only.
+            "XACK" => {
+                let ids: Vec<&String> = args.iter().skip(3).filter(|a| is_ordinal(a)).collect();
+                if ids.len() + 3 == args.len() && !ids.is_empty() {
+                    ids.iter().fold(fp, |fp, e| fp.write(format!("{key}#pending#{e}")))
+                } else {
+                    fp.write(format!("{key}#pending"))
+                }
+            }
+            "XCLAIM" | "XAUTOCLAIM" => fp.read(format!("{key}#entries")).write(format!("{key}#pending")),
+            "XPENDING" => fp.read(format!("{key}#pending")),
+            "XRANGE" | "XREVRANGE" | "XLEN" => fp.read(format!("{key}#entries")),
+            n if READ_ONLY.contains(&n) => fp.read(key),
+            _ => fp.write(key),
+        };
+    }
+    fp
+}
+
+/// What a step did, once its reply is in: a stream read that got nothing read the entries and
+/// the cursor only; one that got entries took those (`#pending#e1`, not the whole pending
+/// list); any other step whose reply says nothing changed was a read; the rest did what
+/// [`redis`] or [`postgres`] said it may. Entry IDs are the run's ordinals (`e1`, `e2`).
+pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str) -> Footprint {
+    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    if server == ServerKind::Redis && matches!(name.as_str(), "XREADGROUP" | "XREAD") {
+        let delivered: Vec<&str> = reply.split([' ', ',']).filter(|w| is_ordinal(w)).collect();
+        let mut fp = Footprint::default();
+        for k in keys {
+            fp = fp.read(format!("r:{k}#entries"));
+            if delivered.is_empty() {
+                fp = fp.read(format!("r:{k}#cursor"));
+            } else {
+                fp = fp.write(format!("r:{k}#cursor"));
+                for e in &delivered {
+                    fp = fp.write(format!("r:{k}#pending#{e}"));
+                }
+            }
+        }
+        return fp;
+    }
+    let before = match server {
+        ServerKind::Redis => redis(args, keys),
+        ServerKind::Postgres => postgres(args),
+    };
+    if changed_nothing(server, args, reply) {
+        before.read_only()
+    } else {
+        before
+    }
+}
+
+/// `e7`: an entry ID as the explorer numbers them in a run (first seen, first numbered).
+pub fn is_ordinal(w: &str) -> bool {
+    w.strip_prefix('e').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Redis commands that never change a key (the rest are taken to write every key they name).
+const READ_ONLY: &[&str] = &[
+    "GET",
+    "MGET",
+    "EXISTS",
+    "TTL",
+    "PTTL",
+    "TYPE",
+    "STRLEN",
+    "LRANGE",
+    "LLEN",
+    "LINDEX",
+    "LPOS",
+    "SMEMBERS",
+    "SISMEMBER",
+    "SCARD",
+    "HGET",
+    "HGETALL",
+    "HMGET",
+    "HEXISTS",
+    "HLEN",
+    "ZRANGE",
+    "ZRANGEBYSCORE",
+    "ZSCORE",
+    "ZCARD",
+    "ZRANK",
+    "ZCOUNT",
+    "XINFO",
+];
+
+/// The footprint of a PostgreSQL statement (`[sql, params…]`) before it runs: the tables it
+/// names, or one row where it says `WHERE id = $n`; transaction control touches everything.
+pub fn postgres(args: &[String]) -> Footprint {
+    let sql = args.first().map(String::as_str).unwrap_or("");
+    let words: Vec<String> = sql
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ',' || c == ';')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    let first = words.first().map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+    let upper = sql.to_ascii_uppercase();
+    let writes = matches!(first.as_str(), "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "TRUNCATE")
+        || upper.contains("FOR UPDATE")
+        || upper.contains("FOR SHARE")
+        || upper.contains("FOR NO KEY UPDATE");
+    let tables = tables_of(&words);
+    if first != "SELECT" && !writes || (tables.is_empty() && first != "SELECT") {
+        return Footprint::default().write("pg:*".into());
+    }
+    let row = row_of(sql, &args[1..]);
+    let mut fp = Footprint::default();
+    for t in tables {
+        let r = match &row {
+            Some(id) => format!("pg:{t}#{id}"),
+            None => format!("pg:{t}"),
+        };
+        fp = if writes { fp.write(r) } else { fp.read(r) };
+    }
+    fp
+}
+
+/// Names after FROM, UPDATE, INTO, JOIN (lower-cased, quotes dropped).
+fn tables_of(words: &[String]) -> Vec<String> {
+    let mut tables = Vec::new();
+    for pair in words.windows(2) {
+        if matches!(pair[0].to_ascii_uppercase().as_str(), "FROM" | "UPDATE" | "INTO" | "JOIN") {
+            let t = pair[1].trim_matches('"').to_ascii_lowercase();
+            if !t.is_empty() && !t.starts_with('$') && !tables.contains(&t) {
+                tables.push(t);
+            }
+        }
+    }
+    tables
+}
+
+/// The row a statement is about, where it says `WHERE id = $n` (or `id = 42`) and nothing
+/// that could reach other rows (`OR`).
+fn row_of(sql: &str, params: &[String]) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    let (_, after) = lower.split_once(" where ")?;
+    if after.contains(" or ") {
+        return None;
+    }
+    let at = after.find("id = ").or_else(|| after.find("id="))?;
+    if at > 0 && after.as_bytes()[at - 1].is_ascii_alphanumeric() || at > 0 && after.as_bytes()[at - 1] == b'_' {
+        return None;
+    }
+    let value: String = after[at..]
+        .trim_start_matches("id")
+        .trim_start()
+        .trim_start_matches('=')
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '$')
+        .collect();
+    match value.strip_prefix('$') {
+        Some(n) => params.get(n.parse::<usize>().ok()?.checked_sub(1)?).cloned(),
+        None if !value.is_empty() && value.chars().all(|c| c.is_ascii_digit()) => Some(value),
+        None => None,
+    }
+}
+
+/// Did the step change nothing, by its reply? A read that got nothing, a conditional write
+/// that did not happen, a delete of nothing.
+pub fn changed_nothing(server: ServerKind, args: &[String], reply: &str) -> bool {
+    match server {
+        ServerKind::Redis => {
+            let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+            match name.as_str() {
+                "XREADGROUP" | "XREAD" | "BLMOVE" | "LMOVE" | "BRPOPLPUSH" | "RPOPLPUSH" | "LPOP" | "RPOP"
+                | "BLPOP" | "BRPOP" | "BZPOPMAX" | "BZPOPMIN" | "ZPOPMAX" | "ZPOPMIN" => {
+                    reply == "(nil)" || reply == "[]"
+                }
+                "SET" => reply == "(nil)",
+                "DEL" | "UNLINK" | "XACK" | "LREM" | "SREM" | "ZREM" | "HDEL" | "XDEL" => reply == "0",
+                _ => false,
+            }
+        }
+        ServerKind::Postgres => {
+            matches!(reply, "UPDATE 0" | "DELETE 0" | "INSERT 0 0" | "SELECT 0")
+                || reply.starts_with("SELECT ")
+                    && !args.first().is_some_and(|s| s.to_ascii_uppercase().contains("FOR "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn stream_steps_conflict_only_where_they_meet() {
+        let xadd = redis(&s(&["XADD", "orders", "*", "type", "paid"]), &s(&["orders"]));
+        let read =
+            redis(&s(&["XREADGROUP", "GROUP", "g", "C1", "COUNT", "1", "STREAMS", "orders", ">"]), &s(&["orders"]));
+        let ack = redis(&s(&["XACK", "orders", "g", "1-0"]), &s(&["orders"]));
+        let other = redis(&s(&["XADD", "other", "*"]), &s(&["other"]));
+        assert!(xadd.conflicts(&read), "a new entry changes what a read gets");
+        assert!(read.conflicts(&read.clone()), "two reads of new entries split them");
+        assert!(!xadd.conflicts(&ack), "appending and acknowledging commute");
+        assert!(read.conflicts(&ack), "a read about to run may take what the ack touches");
+        assert!(!xadd.conflicts(&other), "different keys commute");
+        // A read that got nothing moved no cursor: it commutes with another empty read and an ack.
+        let empty = effect(
+            ServerKind::Redis,
+            &s(&["XREADGROUP", "GROUP", "g", "C1", "STREAMS", "orders", ">"]),
+            &s(&["orders"]),
+            "(nil)",
+        );
+        assert!(!empty.conflicts(&empty.clone()));
+        assert!(!empty.conflicts(&ack));
+        assert!(empty.conflicts(&xadd));
+    }
+
+    #[test]
+    fn a_read_that_ran_touches_only_what_it_took() {
+        let r = ServerKind::Redis;
+        let read = s(&["XREADGROUP", "GROUP", "g", "C1", "COUNT", "1", "STREAMS", "orders", ">"]);
+        let keys = s(&["orders"]);
+        let took = effect(r, &read, &keys, "1 entry e1 order=42 type=created version=1");
+        let ack = |e: &str| redis(&s(&["XACK", "orders", "g", e]), &keys);
+        assert!(took.conflicts(&ack("e1")), "acknowledging the entry it took");
+        assert!(!took.conflicts(&ack("e2")), "acknowledging another entry commutes");
+        let got_nothing = effect(r, &read, &keys, "(nil)");
+        assert!(!got_nothing.conflicts(&ack("e2")));
+        assert!(got_nothing.conflicts(&took), "another read moved the cursor it read");
+        assert!(!got_nothing.conflicts(&got_nothing.clone()));
+        let set_nx = s(&["SET", "lock", "C1", "NX", "PX", "5000"]);
+        assert!(effect(r, &set_nx, &s(&["lock"]), "(nil)").writes.is_empty());
+        assert!(!effect(r, &set_nx, &s(&["lock"]), "OK").writes.is_empty());
+    }
+
+    #[test]
+    fn sql_steps_conflict_by_table_and_row() {
+        let upd = |id: &str| postgres(&s(&["UPDATE ordlab.orders SET status = $1 WHERE id = $2", "paid", id]));
+        assert!(upd("42").conflicts(&upd("42")));
+        assert!(!upd("42").conflicts(&upd("43")), "different rows commute");
+        let select = postgres(&s(&["SELECT status FROM ordlab.orders WHERE id = $1", "42"]));
+        assert!(select.conflicts(&upd("42")));
+        assert!(!select.conflicts(&select.clone()));
+        let whole = postgres(&s(&["UPDATE ordlab.orders SET status = 'x'"]));
+        assert!(whole.conflicts(&upd("43")), "a whole-table write meets every row");
+        let begin = postgres(&s(&["BEGIN"]));
+        assert!(begin.conflicts(&select), "transaction control is taken to touch everything");
+        let other = postgres(&s(&["INSERT INTO ordlab.ledger (job) VALUES ($1)", "7"]));
+        assert!(!other.conflicts(&upd("42")));
+        let customer = postgres(&s(&["UPDATE t SET a = 1 WHERE customer_id = $1", "42"]));
+        assert_eq!(customer.writes.iter().next().unwrap().0, "pg:t", "customer_id is not the row's id");
+    }
+
+    #[test]
+    fn replies_that_changed_nothing() {
+        let r = ServerKind::Redis;
+        assert!(changed_nothing(r, &s(&["XREADGROUP"]), "(nil)"));
+        assert!(!changed_nothing(r, &s(&["XREADGROUP"]), "1 entry 1-0 type=paid"));
+        assert!(changed_nothing(r, &s(&["SET", "lock", "x", "NX"]), "(nil)"));
+        assert!(!changed_nothing(r, &s(&["SET", "lock", "x", "NX"]), "OK"));
+        assert!(changed_nothing(r, &s(&["XACK"]), "0"));
+        assert!(!changed_nothing(r, &s(&["INCR", "n"]), "0"), "INCR to 0 changed the key");
+        let p = ServerKind::Postgres;
+        assert!(changed_nothing(p, &s(&["UPDATE t SET a = 1 WHERE id = 1"]), "UPDATE 0"));
+        assert!(!changed_nothing(p, &s(&["UPDATE t SET a = 1 WHERE id = 1"]), "UPDATE 1"));
+        assert!(!changed_nothing(p, &s(&["SELECT * FROM t FOR UPDATE"]), "SELECT 1"), "a row lock is a write");
+    }
+}

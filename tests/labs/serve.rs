@@ -109,13 +109,23 @@ fn a_port_in_use_is_one_line_and_exit_2() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let (results, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let out = support::ordlab(tmp.path())
+    let mut child = support::ordlab(tmp.path())
         .args(["serve", "--backend", "local", "--port", &port, "--out"])
         .arg(results.path())
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // A serve that did not refuse (on another port, say) would run until stopped.
+    let refused = support::eventually(30, || child.try_wait().unwrap().is_some());
+    if !refused {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(refused, "serve went on with --port {port} taken: {stderr}");
+    assert_eq!(status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with(&format!("ordlab: cannot listen on 127.0.0.1:{port} (")), "{stderr}");
     assert!(stderr.contains("choose another --port"), "{stderr}");

@@ -35,6 +35,7 @@ pub struct RunOptions {
     pub on_run: Option<OnRun>,
     /// Handed every event of each run as it is recorded, while the run goes on (a
     /// [`live`](crate::timeline::live) tap around each run): what `ordlab serve` streams.
+    /// The tap is the process's: set this only where one run goes on at a time.
     pub on_event: Option<OnEvent>,
 }
 

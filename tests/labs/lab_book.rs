@@ -272,6 +272,11 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
     let shown = live["shown"].as_str().unwrap();
     assert!(shown.contains("wrong final state (not paid): 1/1 runs") && shown.contains("→ matches"), "{shown}");
     assert_eq!(button.text().await.unwrap(), "▶ run again on this machine", "the button is back");
+    // For a human: the variant's live lines and verdict, kept in target/.
+    js(&c, "document.querySelector('#v-baseline-baseline .live').scrollIntoView()").await;
+    let live_box = c.find(Locator::Css("#v-baseline-baseline .live")).await.unwrap();
+    let png = live_box.screenshot().await.unwrap();
+    std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-baseline-live.png"), png).unwrap();
     c.find(Locator::Css("[data-set-lang=vi]")).await.unwrap().click().await.unwrap();
     let vi = js(
         &c,

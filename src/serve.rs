@@ -108,8 +108,8 @@ struct Site {
     requests: mpsc::UnboundedSender<RunRequest>,
 }
 
-/// Serve until the future is dropped. `listening` gets the address once the port is bound,
-/// before anything else starts; a port that cannot be bound is [`ServeError::Listen`].
+/// Serve until the future is dropped. The port is bound first (one that cannot be is
+/// [`ServeError::Listen`]); `listening` gets the address once the page is built.
 pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     let port = opts.port.unwrap_or(0);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -145,7 +145,7 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
                         let (tx, rx) = mpsc::unbounded_channel();
                         if reply.send(Ok(rx)).is_ok() {
                             running = format!("{lab}/{variant}");
-                            run = Some(Box::pin(run_variant(scenario, variant, &opts, tx)));
+                            run = Some(Box::pin(run_streamed(scenario, variant, &opts, tx)));
                         }
                     }
                 }
@@ -195,7 +195,7 @@ fn find_variant(labs: &[Scenario], lab: &str, variant: &str) -> Result<Scenario,
 
 /// Run `variant` of `lab` once as `ordlab run <lab> --variant <v> --runs 1` does, its timeline
 /// lines to `tx` as they are recorded, then its verdict.
-async fn run_variant(lab: Scenario, variant: String, opts: &ServeOptions, tx: mpsc::UnboundedSender<Streamed>) {
+async fn run_streamed(lab: Scenario, variant: String, opts: &ServeOptions, tx: mpsc::UnboundedSender<Streamed>) {
     let mut run = RunOptions::new(opts.scale, rand::random());
     run.runs = Some(1);
     run.command_line = format!("ordlab serve: ordlab run {} --variant {variant} --runs 1", lab.id);
@@ -263,7 +263,7 @@ fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Resp
 }
 
 /// One line of text, for a request that is refused.
-fn line(status: StatusCode, line: &str) -> Response<Body> {
+fn one_line_reply(status: StatusCode, line: &str) -> Response<Body> {
     reply(status, "text/plain; charset=utf-8", format!("{line}\n"))
 }
 
@@ -271,7 +271,7 @@ async fn answer(req: Request<Incoming>, site: &Site) -> Response<Body> {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/" | "/index.html") => reply(StatusCode::OK, "text/html; charset=utf-8", site.page.clone()),
         (&Method::POST, "/run") => start_run(req, site).await,
-        (m, p) => line(StatusCode::NOT_FOUND, &format!("{m} {p}: the page is GET /, a run is POST /run")),
+        (m, p) => one_line_reply(StatusCode::NOT_FOUND, &format!("{m} {p}: the page is GET /, a run is POST /run")),
     }
 }
 
@@ -279,25 +279,25 @@ async fn answer(req: Request<Incoming>, site: &Site) -> Response<Body> {
 async fn start_run(req: Request<Incoming>, site: &Site) -> Response<Body> {
     let body = match http_body_util::Limited::new(req.into_body(), MAX_FORM_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return line(StatusCode::BAD_REQUEST, &format!("POST /run body: {e}")),
+        Err(e) => return one_line_reply(StatusCode::BAD_REQUEST, &format!("POST /run body: {e}")),
     };
     let form = form_fields(&body);
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     let (Some(lab), Some(variant)) = (field("lab"), field("variant")) else {
-        return line(
+        return one_line_reply(
             StatusCode::BAD_REQUEST,
             "POST /run needs the form fields lab and variant (lab=baseline&variant=baseline)",
         );
     };
     let (reply_tx, reply_rx) = oneshot::channel();
     if site.requests.send(RunRequest { lab, variant, reply: reply_tx }).is_err() {
-        return line(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+        return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
     }
     let events = match reply_rx.await {
         Ok(Ok(events)) => events,
-        Ok(Err(Refused::Unknown(why))) => return line(StatusCode::NOT_FOUND, &why),
-        Ok(Err(Refused::Busy(why))) => return line(StatusCode::CONFLICT, &why),
-        Err(_) => return line(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+        Ok(Err(Refused::Unknown(why))) => return one_line_reply(StatusCode::NOT_FOUND, &why),
+        Ok(Err(Refused::Busy(why))) => return one_line_reply(StatusCode::CONFLICT, &why),
+        Err(_) => return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
     };
     let frames = futures::stream::unfold(events, |mut events| async move {
         let message = events.recv().await?;

@@ -20,6 +20,11 @@ book *args:
     cargo build --release -q
     ./target/release/ordlab book --out results {{args}}
 
+# Serve the lab book on 127.0.0.1 (a free port, printed; `--port N`, `--lang vi`, `--time-scale 2`) with a "run again" button per variant that runs it on this machine's servers and streams its events into the page live. Ctrl-C stops it and everything it started.
+serve *args: setup
+    cargo build --release -q
+    ./target/release/ordlab serve --out results {{args}}
+
 # Run a lab as its snapshot test does and show the difference from snapshots/.
 diff id: setup
     cargo build --release -q

@@ -33,7 +33,7 @@ pub struct CommandView<'a> {
     pub args: &'a [String],
 }
 
-use crate::timeline::{Actor, EventKind, RawEvent};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink as _};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -193,7 +193,7 @@ impl WorkerTap {
             error: x.error,
             entries: x.entries,
         };
-        let _ = self.sink.send(RawEvent { mono_ns: x.replied_ns, actor: self.actor, kind });
+        self.sink.record(RawEvent { mono_ns: x.replied_ns, actor: self.actor, kind });
     }
 }
 

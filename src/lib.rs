@@ -67,6 +67,7 @@ pub mod roles;
 pub mod runner;
 pub mod scenario;
 pub mod schedule;
+pub mod serve;
 pub mod service;
 pub mod side_effect;
 pub mod stats;

@@ -121,6 +121,26 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Lang::En)]
         lang: Lang,
     },
+    /// The lab book on 127.0.0.1 (from the records in DIR/records) with a "run again" button
+    /// per variant: a click runs that variant once on this machine's servers and streams its
+    /// events into the page as they happen, then its verdict. Ctrl-C stops it and everything
+    /// it started.
+    Serve {
+        /// The results directory.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// Port on 127.0.0.1 (default: a free one, printed).
+        #[arg(long)]
+        port: Option<u16>,
+        /// The language the page opens in (EN | VI switches it).
+        #[arg(long, value_enum, default_value_t = Lang::En)]
+        lang: Lang,
+        /// Multiply every duration of a run by F (2: slower, to watch).
+        #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
+        time_scale: f64,
+        #[command(flatten)]
+        services: ServiceArgs,
+    },
     /// Which backends work here, server versions and capabilities, what to install.
     Doctor {
         #[command(flatten)]
@@ -374,6 +394,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         }
         Command::Doctor { services } => doctor(&services).await,
         Command::Book { out, lang } => book(&out, lang),
+        Command::Serve { out, port, lang, time_scale, services } => serve(out, port, lang, time_scale, &services).await,
         Command::Check { file, redraw, lang, svg_run } => {
             let report = json::load(&file)?.rejudged();
             print!("{}", text::render(&report, &TextOptions::default()));
@@ -805,6 +826,27 @@ fn write_summary(dir: &Path) -> anyhow::Result<()> {
     let (_, left_out) = files::write_summary_and_book(dir)?;
     left_out.iter().for_each(|line| eprintln!("ordlab: {line}"));
     Ok(())
+}
+
+/// `ordlab serve`: the address on stdout once the port is bound, then serve until Ctrl-C or
+/// SIGTERM drop this future (and with it a run going on, its servers and processes).
+async fn serve(out: PathBuf, port: Option<u16>, lang: Lang, scale: f64, services: &ServiceArgs) -> anyhow::Result<i32> {
+    check_services(services)?;
+    let opts = ordlab::serve::ServeOptions {
+        dir: out,
+        port,
+        lang,
+        scale,
+        services: services.options(),
+        exe: std::env::current_exe()?,
+    };
+    ordlab::serve::serve(opts, |addr| {
+        use std::io::Write as _;
+        println!("ordlab serve: the lab book at http://{addr}/ (Ctrl-C stops it)");
+        let _ = std::io::stdout().flush();
+    })
+    .await?;
+    Ok(EXIT_MATCHED)
 }
 
 /// `ordlab book`: the lab book, SUMMARY.md and the pictures again from the records alone.

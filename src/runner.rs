@@ -9,6 +9,7 @@ use crate::labs::RunContext;
 use crate::report::{snapshot, Environment, LabInfo, LabReport, VariantReport};
 use crate::scenario::{Scenario, Variant};
 use crate::service::{ServiceOptions, Services};
+use crate::timeline::live::{self, OnEvent};
 use redis::aio::MultiplexedConnection;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +33,10 @@ pub struct RunOptions {
     pub command_line: String,
     /// Called after each run with (variant id, run, runs of the variant).
     pub on_run: Option<OnRun>,
+    /// Handed every event of each run as it is recorded, while the run goes on (a
+    /// [`live`](crate::timeline::live) tap around each run): what `ordlab serve` streams.
+    /// The tap is the process's: set this only where one run goes on at a time.
+    pub on_event: Option<OnEvent>,
 }
 
 impl RunOptions {
@@ -44,6 +49,7 @@ impl RunOptions {
             variant: None,
             command_line: String::new(),
             on_run: None,
+            on_event: None,
         }
     }
 
@@ -143,7 +149,9 @@ impl<'a> Runner<'a> {
                 nonce: &self.nonce,
                 control: None,
             };
+            let tapped = opts.on_event.clone().map(live::tap);
             records.push(v.procedure.run_once(&mut ctx).await?);
+            drop(tapped);
             if let Some(cb) = &opts.on_run {
                 cb(&v.id, run, runs);
             }

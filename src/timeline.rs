@@ -2,6 +2,7 @@
 //! Checkers and reporters read only this record (plus the final rows), so a saved run can be
 //! re-judged and re-rendered without servers.
 
+pub mod live;
 pub mod vocabulary;
 
 use serde::{Deserialize, Serialize};
@@ -456,6 +457,7 @@ impl Sink for NullSink {
 
 impl Sink for tokio::sync::mpsc::UnboundedSender<RawEvent> {
     fn record(&self, event: RawEvent) {
+        live::observe(&event);
         // The receiver lives as long as the run; after it, late events are of no interest.
         let _ = self.send(event);
     }

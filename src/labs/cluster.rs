@@ -1,6 +1,7 @@
 //! Seed 003's list queue past one node: a three-master Redis Cluster, hash tags, order per key, a
 //! hash slot moved while workers run.
 
+#[allow(clippy::module_inception)] // the family's kind of the same name
 pub mod cluster;
 pub mod job_effects;
 pub mod spread;

@@ -3,6 +3,7 @@
 //! side-effect sink.
 
 pub mod effect_counts;
+#[allow(clippy::module_inception)] // the family's kind of the same name
 pub mod list_queue;
 pub mod queue_scale;
 pub mod retry_schedule;

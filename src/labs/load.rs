@@ -3,6 +3,7 @@
 
 pub mod concurrency;
 pub mod generate;
+#[allow(clippy::module_inception)] // the family's kind of the same name
 pub mod load;
 pub mod reader_ceiling;
 

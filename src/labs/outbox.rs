@@ -4,6 +4,7 @@
 
 pub mod delivery;
 pub mod dispatcher;
+#[allow(clippy::module_inception)] // the family's kind of the same name
 pub mod outbox;
 pub mod outbox_rollback;
 pub mod table;

@@ -103,18 +103,22 @@ pub fn timeline_lines<'a>(
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
     let all: Vec<&Event> = r.events.iter().collect();
     let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
-    ordered
-        .into_iter()
-        .filter(|e| {
-            show_publish
-                || !match &e.kind {
-                    EventKind::Published { .. } | EventKind::PublishFailed { .. } => true,
-                    EventKind::Family(f) => crate::labs::VOCABULARIES.describe(f).is_some_and(|d| d.is_publish()),
-                    _ => false,
-                }
-        })
-        .filter_map(|e| event_line(e, w).map(|line| (e, line)))
-        .collect()
+    ordered.into_iter().filter_map(|e| shown_line(e, show_publish, w).map(|line| (e, line))).collect()
+}
+
+/// The line of `e` where a timeline shows it: None for events the text report leaves out, and
+/// for publishing unless `show_publish` (the lab's [`Procedure::shows_publishing`]). What
+/// [`timeline_lines`] lists, one event at a time (`ordlab serve` streams them so).
+pub fn shown_line(e: &Event, show_publish: bool, w: &Wording) -> Option<String> {
+    let publishing = match &e.kind {
+        EventKind::Published { .. } | EventKind::PublishFailed { .. } => true,
+        EventKind::Family(f) => crate::labs::VOCABULARIES.describe(f).is_some_and(|d| d.is_publish()),
+        _ => false,
+    };
+    if publishing && !show_publish {
+        return None;
+    }
+    event_line(e, w)
 }
 
 /// Lines of SQL sessions, outbox rounds, servers and crashes.

@@ -13,7 +13,7 @@ use super::RoleProcess;
 use crate::error::Error;
 use crate::interposer::redis::RedisSetup;
 use crate::interposer::{upstream_of, Action, Endpoint, Moment, Rule, WorkerTap};
-use crate::timeline::{Actor, EventKind, RawEvent};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink as _};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -150,7 +150,7 @@ impl CommandWorker {
             Box::new(move || {
                 planned.store(true, Ordering::SeqCst);
                 let detail = "SIGKILL from the interposer, at a command boundary";
-                let _ = sink.send(RawEvent::now(actor, EventKind::killed_by_runner(detail)));
+                sink.record(RawEvent::now(actor, EventKind::killed_by_runner(detail)));
                 let pid = pid.load(Ordering::SeqCst);
                 if pid != 0 {
                     let _ = nix::sys::signal::killpg(

@@ -5,6 +5,9 @@
 //! events in order with the text report's words, the language switch changes every label,
 //! printing gives a lab per page, and a screenshot shows the timeline.
 //!
+//! `ordlab serve` is tested there too: a click on a variant's run button, the run's lines
+//! arriving before its verdict, the verdict, both languages.
+//!
 //! Without a browser the test says `NOT TESTED: lab book in a browser (…)` and passes, except
 //! where one must be there (`CI` or `ORDLAB_REQUIRE_BROWSER` set): then it fails.
 
@@ -68,8 +71,9 @@ impl Driver {
             "--no-first-run",
             "--disable-quic",
             "--window-size=1400,1000",
-            // An accidental request to anywhere fails at once, and shows in the logs.
-            "--host-resolver-rules=MAP * ~NOTFOUND",
+            // An accidental request to anywhere fails at once, and shows in the logs; only
+            // loopback (`ordlab serve`) answers.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
         ];
         let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         args.push(format!("--user-data-dir={}", self.profile.path().display()));
@@ -182,18 +186,24 @@ fn timeline_lines(report: &LabReport, variant: &str, lang: Lang) -> Vec<(i64, St
         .collect()
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn the_lab_book_works_in_a_real_browser() {
-    let (chromium, chromedriver) = match browser() {
-        Ok(b) => b,
+/// The browser and its driver; without them `NOT TESTED: <what> (why)` and None, except where
+/// one must be there (`CI` or `ORDLAB_REQUIRE_BROWSER` set): then a failure.
+fn browser_or_not_tested(what: &str) -> Option<(PathBuf, PathBuf)> {
+    match browser() {
+        Ok(b) => Some(b),
         Err(why) if std::env::var_os("CI").is_some() || std::env::var_os("ORDLAB_REQUIRE_BROWSER").is_some() => {
             panic!("a browser must be here (CI or ORDLAB_REQUIRE_BROWSER is set): {why}")
         }
         Err(why) => {
-            println!("NOT TESTED: lab book in a browser ({why})");
-            return;
+            println!("NOT TESTED: {what} ({why})");
+            None
         }
-    };
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_lab_book_works_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser_or_not_tested("lab book in a browser") else { return };
     let results = tempfile::tempdir().unwrap();
     write_results(results.path());
     let driver = Driver::start(&chromedriver);
@@ -212,6 +222,86 @@ async fn the_lab_book_works_in_a_real_browser() {
     let log = c.issue_cmd(Log("browser")).await.unwrap();
     assert_eq!(severe(&log), Vec::<String>::new(), "no console error while using the page");
     c.close().await.unwrap();
+}
+
+/// `ordlab serve` in the browser: a click on baseline's run button runs it on this machine's
+/// servers (time scale 3: its slow job takes 2.4 s); each timeline line is stamped by the page
+/// when it arrives, and the first comes more than a second before the verdict, so a server
+/// that answered only at the end fails; then the verdict shows, in both languages, with no
+/// console error. `--lang vi` opens the page in Vietnamese.
+#[tokio::test(flavor = "current_thread")]
+async fn serve_runs_a_variant_live_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser_or_not_tested("ordlab serve in a browser") else { return };
+    let results = tempfile::tempdir().unwrap();
+    support::write_baseline_record(results.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let served = support::Served::start(results.path(), tmp.path(), &["--time-scale", "3"]);
+    let driver = Driver::start(&chromedriver);
+    let c = driver.session(&chromium).await;
+    c.goto(&format!("http://127.0.0.1:{}/", served.port)).await.unwrap();
+    let button = c.find(Locator::Css("#v-baseline-baseline .live button.run")).await.unwrap();
+    assert_eq!(button.text().await.unwrap(), "▶ run again on this machine");
+    button.click().await.unwrap();
+    let started = Instant::now();
+    while js(&c, "return !!document.querySelector('#v-baseline-baseline .live-verdict[data-arrived]')").await != true {
+        assert!(started.elapsed() < Duration::from_secs(120), "no verdict within 120 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let live = js(
+        &c,
+        "var box = document.querySelector('#v-baseline-baseline .live');
+         return { lines: [...box.querySelectorAll('ol.live-events > li')].map(li =>
+                    [+li.dataset.seq, +li.dataset.arrived, li.querySelector('[lang=en]').textContent]),
+                  verdict: +box.querySelector('.live-verdict').dataset.arrived,
+                  shown: box.querySelector('.live-verdict pre[lang=en]').innerText };",
+    )
+    .await;
+    let lines = live["lines"].as_array().unwrap();
+    let texts: Vec<&str> = lines.iter().map(|l| l[2].as_str().unwrap()).collect();
+    let seqs: Vec<u64> = lines.iter().map(|l| l[0].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=lines.len() as u64).collect::<Vec<_>>(), "every line, in order: {texts:?}");
+    for words in ["C2 received", "C1 received", "wrote status=paid → UPDATE 1", "wrote status=created → UPDATE 1"] {
+        assert!(texts.iter().any(|t| t.contains(words)), "{words:?} among {texts:?}");
+    }
+    let (first, verdict) = (lines[0][1].as_f64().unwrap(), live["verdict"].as_f64().unwrap());
+    assert!(
+        first + 1000.0 <= verdict,
+        "the first line arrived {:.0} ms before the verdict: {texts:?}",
+        verdict - first
+    );
+    let shown = live["shown"].as_str().unwrap();
+    assert!(shown.contains("wrong final state (not paid): 1/1 runs") && shown.contains("→ matches"), "{shown}");
+    assert_eq!(button.text().await.unwrap(), "▶ run again on this machine", "the button is back");
+    // For a human: the variant's live lines and verdict, kept in target/.
+    js(&c, "document.querySelector('#v-baseline-baseline .live').scrollIntoView()").await;
+    let live_box = c.find(Locator::Css("#v-baseline-baseline .live")).await.unwrap();
+    let png = live_box.screenshot().await.unwrap();
+    std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-baseline-live.png"), png).unwrap();
+    c.find(Locator::Css("[data-set-lang=vi]")).await.unwrap().click().await.unwrap();
+    let vi = js(
+        &c,
+        "var box = document.querySelector('#v-baseline-baseline .live');
+         return [box.querySelector('ol.live-events > li').innerText, box.querySelector('.live-verdict').innerText]",
+    )
+    .await;
+    assert!(vi[0].as_str().unwrap().contains(" nhận "), "the lines in Vietnamese: {vi}");
+    assert!(
+        vi[1].as_str().unwrap().contains("SAI trạng thái cuối") && !vi[1].as_str().unwrap().contains("wrong"),
+        "{vi}"
+    );
+    let log = c.issue_cmd(Log("browser")).await.unwrap();
+    assert_eq!(severe(&log), Vec::<String>::new(), "no console error while a run streams in");
+    let in_vietnamese = support::Served::start(results.path(), tmp.path(), &["--lang", "vi"]);
+    c.goto(&format!("http://127.0.0.1:{}/", in_vietnamese.port)).await.unwrap();
+    assert_eq!(js(&c, "return document.documentElement.dataset.lang").await, "vi", "--lang vi");
+    let button = c.find(Locator::Css("#v-baseline-baseline .live button.run")).await.unwrap();
+    assert_eq!(button.text().await.unwrap(), "▶ chạy lại trên máy này");
+    c.close().await.unwrap();
+    for s in [served, in_vietnamese] {
+        let (code, stderr) = s.interrupt();
+        assert_eq!(code, Some(130), "{stderr}");
+    }
+    assert!(support::entries(tmp.path()).is_empty(), "temp dirs left: {:?}", support::entries(tmp.path()));
 }
 
 fn severe(log: &Value) -> Vec<String> {

@@ -71,6 +71,9 @@ mod redis_nodes;
 mod results_whole;
 /// The seed's other published labs: `lock`, `cas`, `reorder`, `p2`, `outbox`.
 mod seed_labs;
+/// `ordlab serve` over HTTP: a run's lines stream before its verdict, one run at a time, bad
+/// input and a port in use in one line, Ctrl-C stops everything.
+mod serve;
 /// The service role: servers start, answer, stop, and leave nothing behind.
 mod services;
 /// The side-effect sink: its ledger, idempotency keys, injected partner failures, requests

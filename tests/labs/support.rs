@@ -163,3 +163,65 @@ pub fn has_runtime(what: &str, missing: Option<String>) -> bool {
     eprintln!("NOT TESTED: needs {what}: {why}");
     false
 }
+
+/// A record to serve: `ordlab run baseline --runs 1 --time-scale 0.25 --out DIR` (~1 s).
+pub fn write_baseline_record(dir: &std::path::Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ordlab(tmp.path())
+        .args(["run", "baseline", "--runs", "1", "--time-scale", "0.25", "--quiet", "--backend", "local", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "ordlab run: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.join("records/baseline.json.gz").is_file());
+}
+
+/// `ordlab serve --out DIR --backend local` on a free port, its servers' private dirs below
+/// `tmp_root`. Dropping it sends SIGINT and waits for the process.
+pub struct Served {
+    pub child: std::process::Child,
+    pub port: u16,
+}
+
+impl Served {
+    pub fn start(dir: &std::path::Path, tmp_root: &std::path::Path, extra: &[&str]) -> Served {
+        use std::io::BufRead;
+        let mut child = ordlab(tmp_root)
+            .args(["serve", "--backend", "local", "--out"])
+            .arg(dir)
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        let port = first
+            .split("http://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no address in serve's first line: {first:?}"));
+        Served { child, port }
+    }
+
+    /// SIGINT, as Ctrl-C sends it; then its exit code and stderr.
+    pub fn interrupt(mut self) -> (Option<i32>, String) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        let code = self.child.wait().unwrap().code();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        (code, stderr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+            let _ = self.child.wait();
+        }
+    }
+}

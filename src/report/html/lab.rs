@@ -57,7 +57,7 @@ fn variant(out: &mut String, r: &LabReport, v: &VariantReport) {
     let (lab, vid) = (esc(&r.lab.id), esc(&v.id));
     let _ = writeln!(
         out,
-        r#"<article class="variant" id="v-{lab}-{vid}"><h3><span translate="no">{vid}</span>: {}</h3>"#,
+        r#"<article class="variant" id="v-{lab}-{vid}" data-variant="{vid}"><h3><span translate="no">{vid}</span>: {}</h3>"#,
         both(&v.title)
     );
     let setup = Words::new(v.procedure.describe(Lang::En), v.procedure.describe(Lang::Vi));

@@ -1,0 +1,119 @@
+// ordlab serve: a "run again" button per variant. A click asks the server to run the variant
+// once on this machine's servers (POST run); the answer is a stream of Server-Sent Events,
+// one per timeline line as the run records it, then the verdict. Each line and the verdict
+// note when they arrived (data-arrived, ms since the page loaded).
+(function () {
+  "use strict";
+  var running = false;
+  var both = function (el, en, vi) {
+    el.textContent = "";
+    [["en", en], ["vi", vi]].forEach(function (p) {
+      var s = document.createElement("span");
+      s.setAttribute("lang", p[0]);
+      s.textContent = p[1];
+      el.appendChild(s);
+    });
+  };
+  var buttons = [];
+  document.querySelectorAll("section.lab article.variant[data-variant]").forEach(function (art) {
+    var lab = art.closest("section.lab").getAttribute("data-lab");
+    var variant = art.getAttribute("data-variant");
+    var box = document.createElement("div");
+    box.className = "live";
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "run";
+    both(button, "▶ run again on this machine", "▶ chạy lại trên máy này");
+    var state = document.createElement("span");
+    state.className = "state";
+    state.setAttribute("aria-live", "polite");
+    var list = document.createElement("ol");
+    list.className = "live-events";
+    var verdict = document.createElement("div");
+    verdict.className = "live-verdict";
+    verdict.hidden = true;
+    box.appendChild(button);
+    box.appendChild(state);
+    box.appendChild(list);
+    box.appendChild(verdict);
+    var setup = art.querySelector("p.setup");
+    if (setup) setup.after(box); else art.appendChild(box);
+    buttons.push(button);
+
+    var line = function (m) {
+      var li = document.createElement("li");
+      li.setAttribute("data-seq", String(m.seq));
+      li.setAttribute("data-arrived", String(performance.now()));
+      var t = document.createElement("span");
+      t.className = "t";
+      t.setAttribute("translate", "no");
+      t.textContent = "+" + m.t_ms + " ms";
+      li.appendChild(t);
+      var words = document.createElement("span");
+      both(words, m.en, m.vi);
+      li.appendChild(words);
+      list.appendChild(li);
+      list.scrollTop = list.scrollHeight;
+    };
+    var end = function (m, failed) {
+      verdict.setAttribute("data-arrived", String(performance.now()));
+      verdict.className = "live-verdict " + (failed ? "failed" : m.matched ? "matched" : "mismatch");
+      verdict.textContent = "";
+      [["en", failed ? m.line : m.en], ["vi", failed ? m.line : m.vi]].forEach(function (p) {
+        var pre = document.createElement("pre");
+        pre.setAttribute("lang", p[0]);
+        pre.textContent = p[1];
+        verdict.appendChild(pre);
+      });
+      verdict.hidden = false;
+      if (failed) both(state, "the run failed", "lần chạy thất bại");
+      else both(state, "done: " + list.children.length + " lines", "xong: " + list.children.length + " dòng");
+    };
+    var handle = function (block) {
+      var kind = "message", data = "";
+      block.split("\n").forEach(function (l) {
+        if (l.indexOf("event: ") === 0) kind = l.slice(7);
+        if (l.indexOf("data: ") === 0) data += l.slice(6);
+      });
+      if (!data) return;
+      var m = JSON.parse(data);
+      if (kind === "line") line(m);
+      else if (kind === "verdict") end(m, false);
+      else if (kind === "failed") end(m, true);
+    };
+    var done = function () {
+      running = false;
+      buttons.forEach(function (b) { b.disabled = false; });
+    };
+    button.addEventListener("click", function () {
+      if (running) return;
+      running = true;
+      buttons.forEach(function (b) { b.disabled = true; });
+      list.textContent = "";
+      verdict.hidden = true;
+      verdict.removeAttribute("data-arrived");
+      both(state, "running on this machine's servers…", "đang chạy trên các server của máy này…");
+      var body = "lab=" + encodeURIComponent(lab) + "&variant=" + encodeURIComponent(variant);
+      fetch("run", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body })
+        .then(function (res) {
+          if (!res.ok) return res.text().then(function (t) { state.textContent = t.trim(); });
+          var reader = res.body.getReader(), decoder = new TextDecoder(), buffer = "";
+          var pump = function () {
+            return reader.read().then(function (r) {
+              if (r.done) return;
+              buffer += decoder.decode(r.value, { stream: true });
+              var i;
+              while ((i = buffer.indexOf("\n\n")) >= 0) {
+                handle(buffer.slice(0, i));
+                buffer = buffer.slice(i + 2);
+              }
+              return pump();
+            });
+          };
+          return pump();
+        })
+        .catch(function (e) { state.textContent = String(e); })
+        .then(done);
+    });
+  });
+})();

@@ -387,6 +387,7 @@ async fn grade(
 ) -> anyhow::Result<i32> {
     let command = ordlab::grade::worker_command(worker)?;
     let lab = ordlab::grade::scenario(set, &command)?;
+    check_worker_programs(std::slice::from_ref(&lab), None)?;
     check_services(services)?;
     let mut opts = RunOptions::new(1.0, rand::random());
     opts.runs = runs;
@@ -451,6 +452,7 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
             anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, lab.variant_ids().join(", "));
         }
     }
+    check_worker_programs(&labs, run.variant.as_deref())?;
     check_services(services)?;
     check_needs(&mut labs, run, services)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -556,6 +558,16 @@ async fn diff(lab: &str, snapshots: &Path, services: &ServiceArgs) -> anyhow::Re
         same_all &= same;
     }
     Ok(if same_all { EXIT_MATCHED } else { EXIT_MISMATCH })
+}
+
+/// The program of every chosen variant's workers (`setup.worker.command`) can be started,
+/// checked before any server starts.
+fn check_worker_programs(labs: &[Scenario], only: Option<&str>) -> anyhow::Result<()> {
+    let chosen = labs.iter().flat_map(|l| l.variants.iter()).filter(|v| only.is_none_or(|o| o == v.id));
+    for command in chosen.filter_map(|v| v.procedure.needs().worker_command) {
+        ordlab::roles::command_worker::check_program(&command)?;
+    }
+    Ok(())
 }
 
 /// The backend's URLs, checked for syntax before anything starts.

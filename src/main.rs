@@ -233,7 +233,9 @@ impl ServiceArgs {
 fn main() {
     let cli = parse_cli();
     if let Command::Role = cli.command {
-        std::process::exit(run_role_process());
+        let code = run_role_process();
+        ordlab::service::process::reap_children();
+        std::process::exit(code);
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
@@ -253,6 +255,9 @@ fn main() {
         }
     });
     drop(runtime);
+    // A child whose handle went with the runtime (Ctrl-C drops the command's future) is
+    // still ours until it is waited for.
+    ordlab::service::process::reap_children();
     std::process::exit(code);
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use nix::unistd::{Gid, Uid, User};
 
 use super::error::ServiceError;
-use super::owner::{Owner, OWNER_FILE};
+use super::registry::RunDir;
 
 /// `Some(uid, gid)` of the `postgres` user when we are root (postgres refuses root).
 pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
@@ -31,16 +31,11 @@ pub(crate) fn private_root() -> PathBuf {
 }
 
 /// A private temp dir `ordlab-XXXXXX` under [`private_root`], with an `owner` file naming this
-/// process (so the reaper can reclaim it after a SIGKILL). When we are root it is handed to
+/// process and in the run's registry (so the reaper can reclaim it after a SIGKILL). When we are root it is handed to
 /// the postgres user, who must reach files inside (so `$ORDLAB_TMPDIR` must be traversable
 /// by that user).
-pub(crate) fn private_dir() -> Result<tempfile::TempDir, ServiceError> {
-    let dir = tempfile::Builder::new()
-        .prefix("ordlab-")
-        .tempdir_in(private_root())
-        .map_err(ServiceError::io("create temp dir"))?;
-    std::fs::write(dir.path().join(OWNER_FILE), Owner::current().file_text())
-        .map_err(ServiceError::io("write the private dir's owner file"))?;
+pub(crate) fn private_dir() -> Result<RunDir, ServiceError> {
+    let dir = RunDir::new_in(&private_root(), "ordlab-")?;
     if let Ok(Some((uid, gid))) = postgres_owner() {
         std::os::unix::fs::chown(dir.path(), Some(uid.as_raw()), Some(gid.as_raw()))
             .map_err(ServiceError::io("chown temp dir to postgres"))?;

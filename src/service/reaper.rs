@@ -1,7 +1,8 @@
 //! The reaper reclaims what an ordlab process could not clean up because it was SIGKILLed:
-//! containers and networks labelled with a dead owner, and private dirs whose `owner` file
-//! names a dead process, with that run's orphaned servers and PostgreSQL's System V segment.
-//! It runs once per process, before the first servers start, and says in one line what it took.
+//! containers and networks labelled with a dead owner, and private dirs that a dead process
+//! registered (wherever they are) or whose `owner` file names one, with that run's orphaned
+//! servers and PostgreSQL's System V segment. It runs once per process, before the first
+//! servers start, and says in one line what it took.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::engine::Engine;
 use super::owner::{Liveness, Owner, LABEL_RUN};
+use super::registry::{listed_paths, REGISTRY_PREFIX};
 
 /// What one pass reclaimed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -96,17 +98,45 @@ pub fn reap_dirs(root: &Path, out: &mut Reclaimed) {
         let path = entry.path();
         let ours = entry.file_name().to_string_lossy().starts_with("ordlab-") && path.is_dir() && removable(&path);
         let Some(owner) = ours.then(|| Owner::read_from_dir(&path)).flatten() else { continue };
-        if !reclaimable(&owner) {
+        if reclaimable(&owner) {
+            reclaim_dir(&path, &owner, out);
+        }
+    }
+}
+
+/// Reclaims every dir listed in a registry file in `root` (`ordlab-paths-<pid>`, see
+/// `registry`) whose owner is dead, wherever the dir is, then the file. A listed dir whose
+/// own `owner` file names someone else is not the dead run's any more, and stays.
+pub fn reap_registry(root: &Path, out: &mut Reclaimed) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let file = entry.path();
+        if !name.starts_with(REGISTRY_PREFIX) || name.contains('.') || !file.is_file() || !removable(&file) {
             continue;
         }
-        out.processes += kill_orphans(&path);
-        out.shm_segments += remove_pg_segment(&path.join("pg-data"));
-        let bytes = tree_bytes(&path);
-        if std::fs::remove_dir_all(&path).is_ok() {
-            out.dirs += 1;
-            out.dir_bytes += bytes;
-            out.owners.insert(owner.pid);
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Some(owner) = Owner::parse_file(&text).filter(reclaimable) else { continue };
+        for dir in listed_paths(&text) {
+            let theirs = Owner::read_from_dir(&dir).is_none_or(|o| o == owner);
+            if dir.is_dir() && theirs && removable(&dir) {
+                reclaim_dir(&dir, &owner, out);
+            }
         }
+        let _ = std::fs::remove_file(&file);
+    }
+}
+
+/// Kills what still works in a dead owner's `dir`, removes its PostgreSQL segment, then the
+/// dir, and counts them.
+fn reclaim_dir(dir: &Path, owner: &Owner, out: &mut Reclaimed) {
+    out.processes += kill_orphans(dir);
+    out.shm_segments += remove_pg_segment(&dir.join("pg-data"));
+    let bytes = tree_bytes(dir);
+    if std::fs::remove_dir_all(dir).is_ok() {
+        out.dirs += 1;
+        out.dir_bytes += bytes;
+        out.owners.insert(owner.pid);
     }
 }
 
@@ -218,6 +248,41 @@ mod tests {
             "reclaimed what killed ordlab runs left behind: 2 containers, 1 private dir (39.0 MB), 1 shared-memory segment (dead owner pid 41, 42)"
         );
         assert!(Reclaimed::default().is_empty());
+    }
+
+    /// A dead run's registered dirs go wherever they are (here in a root the owner-file scan
+    /// never reads); a live run's stay, and so does a listed dir that another run now owns.
+    #[test]
+    fn reclaims_the_registered_dirs_of_dead_owners_wherever_they_are() {
+        use crate::service::registry::file_text;
+        let (registry, disk) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let me = Owner::current().clone();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = Owner { pid: child.id(), ..me.clone() };
+        child.wait().unwrap();
+        let dir = |name: &str, owner: Option<&Owner>| {
+            let d = disk.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("appendonly.aof"), "*1\r\n").unwrap();
+            if let Some(o) = owner {
+                std::fs::write(d.join("owner"), o.file_text()).unwrap();
+            }
+            d
+        };
+        let (killed, unmarked) = (dir("ordlab-persist-dead", Some(&dead)), dir("ordlab-persist-old", None));
+        let (live, reused) = (dir("ordlab-persist-live", Some(&me)), dir("ordlab-persist-reused", Some(&me)));
+        let dead_file = registry.path().join(format!("ordlab-paths-{}", dead.pid));
+        let missing = disk.path().join("ordlab-persist-gone");
+        std::fs::write(&dead_file, file_text(&dead, &[killed.clone(), unmarked.clone(), reused.clone(), missing])).unwrap();
+        let live_file = registry.path().join(format!("ordlab-paths-{}", me.pid));
+        std::fs::write(&live_file, file_text(&me, std::slice::from_ref(&live))).unwrap();
+        let mut r = Reclaimed::default();
+        reap_registry(registry.path(), &mut r);
+        assert!(!killed.exists() && !unmarked.exists(), "a dead run's registered dirs are left");
+        assert!(live.exists() && reused.exists());
+        assert!(!dead_file.exists() && live_file.exists());
+        assert_eq!((r.dirs, r.owners.clone()), (2, [dead.pid].into()));
+        assert!(r.dir_bytes > 0);
     }
 
     #[test]

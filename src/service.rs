@@ -32,8 +32,8 @@ pub use node::{NodeSpec, PeerAddr, RedisNode};
 pub use owner::{Owner, LABEL_RUN, LABEL_SCOPE};
 pub use probe::{probe_postgres, probe_redis, redact_url};
 pub use reaper::Reclaimed;
-pub use registry::RunDir;
 pub use redis_server::{find_redis, redis8_build_path, RedisBinary, RedisOrigin};
+pub use registry::RunDir;
 
 use docker::{DockerServices, PullPatience};
 use engine::Engine;
@@ -276,7 +276,7 @@ async fn reap_once(engine: Option<&Engine>) {
             if let Some(engine) = engine {
                 reaper::reap_engine(engine, &mut reclaimed).await;
             }
-            let root = private_dir::private_root();
+            let root = registry::private_root();
             let local = tokio::task::spawn_blocking(move || {
                 let mut r = Reclaimed::default();
                 // The registry first: it lists dirs outside the root too.

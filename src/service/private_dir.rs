@@ -1,12 +1,10 @@
 //! Every local server lives in a private dir that is removed when its owner stops it. The dir
 //! records its owner, so that a later run can tell whether it was left by a killed one.
 
-use std::path::{Path, PathBuf};
-
 use nix::unistd::{Gid, Uid, User};
 
 use super::error::ServiceError;
-use super::registry::RunDir;
+use super::registry::{private_root, RunDir};
 
 /// `Some(uid, gid)` of the `postgres` user when we are root (postgres refuses root).
 pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
@@ -16,17 +14,6 @@ pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
     match User::from_name("postgres") {
         Ok(Some(u)) => Ok(Some((u.uid, u.gid))),
         _ => Err(ServiceError::NoPostgresUser),
-    }
-}
-
-/// Where private dirs go: `$ORDLAB_TMPDIR` if set, else /dev/shm when it exists (RAM, fast),
-/// else the system's temp dir.
-pub(crate) fn private_root() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    match std::env::var_os("ORDLAB_TMPDIR") {
-        Some(root) => PathBuf::from(root),
-        None if shm.is_dir() => shm.to_path_buf(),
-        None => std::env::temp_dir(),
     }
 }
 

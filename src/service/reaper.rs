@@ -273,7 +273,8 @@ mod tests {
         let (live, reused) = (dir("ordlab-persist-live", Some(&me)), dir("ordlab-persist-reused", Some(&me)));
         let dead_file = registry.path().join(format!("ordlab-paths-{}", dead.pid));
         let missing = disk.path().join("ordlab-persist-gone");
-        std::fs::write(&dead_file, file_text(&dead, &[killed.clone(), unmarked.clone(), reused.clone(), missing])).unwrap();
+        std::fs::write(&dead_file, file_text(&dead, &[killed.clone(), unmarked.clone(), reused.clone(), missing]))
+            .unwrap();
         let live_file = registry.path().join(format!("ordlab-paths-{}", me.pid));
         std::fs::write(&live_file, file_text(&me, std::slice::from_ref(&live))).unwrap();
         let mut r = Reclaimed::default();

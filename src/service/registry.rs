@@ -13,7 +13,17 @@ use std::sync::Mutex;
 
 use super::error::ServiceError;
 use super::owner::{Owner, OWNER_FILE};
-use super::private_dir::private_root;
+
+/// Where private dirs go: `$ORDLAB_TMPDIR` if set, else /dev/shm when it exists (RAM, fast),
+/// else the system's temp dir.
+pub(crate) fn private_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    match std::env::var_os("ORDLAB_TMPDIR") {
+        Some(root) => PathBuf::from(root),
+        None if shm.is_dir() => shm.to_path_buf(),
+        None => std::env::temp_dir(),
+    }
+}
 
 /// The registry files' names start with this, followed by the owner's pid.
 pub(crate) const REGISTRY_PREFIX: &str = "ordlab-paths-";

@@ -111,7 +111,9 @@ fn a_saved_run_is_checked_without_servers() {
 /// The cheap checks come first: each bad input gets one `ordlab:` line and exit 2 in under
 /// 0.1 s, and no server was started. The redis-server ordlab would run is a shim that leaves a
 /// mark when it is run at all (even for `--version`), so a server looked for or started
-/// shows; the time is the best of three tries, so a loaded machine does not fail the test.
+/// shows. The time is the best of up to ten tries; on a machine so loaded (other tests start
+/// servers beside this one) that even `ordlab --version` takes 0.1 s, within 50 ms of
+/// `--version`'s best, tried in turn with it: the refusal costs no more than starting ordlab.
 #[test]
 fn bad_input_is_refused_in_under_a_tenth_of_a_second_with_no_server_started() {
     let keep = tempfile::tempdir().unwrap();
@@ -124,7 +126,10 @@ fn bad_input_is_refused_in_under_a_tenth_of_a_second_with_no_server_started() {
     std::fs::write(&file, "").unwrap();
     let scenario = keep.path().join("foreign.toml");
     let text = std::fs::read_to_string("scenarios/baseline.toml").unwrap();
-    let text = text.replace("strategy = \"plain\"", "strategy = \"plain\"\nworker = { command = [\"ordlab-no-such-worker\", \"w.py\"] }");
+    let text = text.replace(
+        "strategy = \"plain\"",
+        "strategy = \"plain\"\nworker = { command = [\"ordlab-no-such-worker\", \"w.py\"] }",
+    );
     std::fs::write(&scenario, text).unwrap();
     let (file, scenario) = (file.to_str().unwrap(), scenario.to_str().unwrap());
     let env = [("ORDLAB_REDIS_SERVER", shim.to_str().unwrap())];
@@ -140,8 +145,8 @@ fn bad_input_is_refused_in_under_a_tenth_of_a_second_with_no_server_started() {
     ] {
         let mut all = vec!["run", "--backend", "local"];
         all.extend(&args);
-        let mut best = f64::INFINITY;
-        for _ in 0..3 {
+        let (mut best, mut version) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..10 {
             let started = std::time::Instant::now();
             let (code, _, stderr) = run(&all, &env);
             best = best.min(started.elapsed().as_secs_f64());
@@ -149,9 +154,15 @@ fn bad_input_is_refused_in_under_a_tenth_of_a_second_with_no_server_started() {
             assert_one_line(&stderr);
             assert!(stderr.starts_with("ordlab: ") && stderr.contains(says), "{args:?}: {stderr}");
             assert!(!mark.exists(), "{args:?}: a redis-server was run before the refusal: {stderr}");
+            if best < 0.1 {
+                break;
+            }
+            let started = std::time::Instant::now();
+            assert_eq!(run(&["--version"], &env).0, Some(0));
+            version = version.min(started.elapsed().as_secs_f64());
         }
-        eprintln!("refused in {:.0} ms (best of 3): {args:?}", best * 1000.0);
-        assert!(best < 0.1, "{args:?}: refused after {best:.3} s");
+        eprintln!("refused in {:.0} ms (best try, --version {version:.3} s): {args:?}", best * 1000.0);
+        assert!(best < 0.1 || best < version + 0.05, "{args:?}: refused after {best:.3} s (--version: {version:.3} s)");
     }
     // The shim does leave its mark when a server is started.
     let (code, _, stderr) = run(&["run", "s1", "--runs", "1", "--time-scale", "0.25", "--backend", "local"], &env);

@@ -282,11 +282,17 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| refuse(clap_line(&e)))
 }
 
-/// clap's message in one line: its first line without `error: `, and where to look.
+/// clap's message in one line: its lines before the usage (without `error: `: what is
+/// wrong, the values allowed, a tip), joined, and where to look.
 fn clap_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").trim();
-    format!("{first} (see --help)")
+    let said: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(|l| l.trim().trim_start_matches("error: "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    format!("{} (see --help)", said.join(" "))
 }
 
 /// `--redis-url`, `--pg-url` or `--redis-cluster-url` typed on the command line without

@@ -108,7 +108,7 @@ pub fn check_program(command: &[String]) -> Result<(), Error> {
     }
     Err(Error::WorkerCommand {
         command: command.join(" "),
-        detail: format!("{program} {where_}: install it, or give setup.worker.command a program that exists"),
+        detail: format!("{program} {where_}: install it, or give a worker command whose program exists"),
     })
 }
 

@@ -142,9 +142,14 @@ fn bad_input_is_refused_in_under_a_tenth_of_a_second_with_no_server_started() {
         (vec!["baseline", "--jobs", "0"], "--jobs"),
         (vec!["baseline", "--pg-url", "postgres://me@localhost/db"], "--pg-url is used only with --backend external"),
         (vec![scenario], "ordlab-no-such-worker is not found on PATH"),
+        (vec!["baseline", "--backend", "nope"], "[possible values: auto, local, docker, external]"),
+        (vec![], "the following required arguments were not provided: <LABS>..."),
     ] {
-        let mut all = vec!["run", "--backend", "local"];
+        let mut all = vec!["run"];
         all.extend(&args);
+        if !args.contains(&"--backend") {
+            all.extend(["--backend", "local"]);
+        }
         let (mut best, mut version) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..10 {
             let started = std::time::Instant::now();

@@ -3,6 +3,8 @@
 //! side-effect sink.
 
 pub mod effect_counts;
+// The family's main kind bears its name (`labs::list_queue::list_queue`).
+#[allow(clippy::module_inception)]
 pub mod list_queue;
 pub mod queue_scale;
 pub mod retry_schedule;

@@ -2,6 +2,8 @@
 //! sorted set popped by score. Runs go through phases that each ask one question of the loop.
 
 mod job_run;
+// The family's main kind bears its name (`labs::priority::priority`).
+#[allow(clippy::module_inception)]
 pub mod priority;
 mod seed_claims;
 pub mod served;

@@ -242,7 +242,7 @@ impl ZDriver<'_> {
             wait_for_client(&mut conn, &name, ClientState::Blocked, worker).await?;
             return Ok(true);
         }
-        Ok(self.run.wait_for(|ev| ev.actor == actor && matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { got, .. }) if got == &[0])).await)
+        Ok(self.run.wait_for(|ev| ev.actor == actor && matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { got, .. }) if *got == [0])).await)
     }
 
     async fn ties(&mut self, payments: u32) -> Result<bool, Error> {

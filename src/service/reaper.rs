@@ -104,19 +104,28 @@ pub fn reap_dirs(root: &Path, out: &mut Reclaimed) {
     }
 }
 
-/// Reclaims every dir listed in a registry file in `root` (`ordlab-paths-<pid>`, see
-/// `registry`) whose owner is dead, wherever the dir is, then the file. A listed dir whose
+/// Reclaims every dir listed in a registry file in `root` (`ordlab-paths-<pid>`, or its
+/// `.new` rewrite; see `registry`) whose owner is dead, wherever the dir is, then the file. A listed dir whose
 /// own `owner` file names someone else is not the dead run's any more, and stays.
 pub fn reap_registry(root: &Path, out: &mut Reclaimed) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let file = entry.path();
-        if !name.starts_with(REGISTRY_PREFIX) || name.contains('.') || !file.is_file() || !removable(&file) {
+        // A `.new` file is a rewrite its owner was killed before renaming: it lists as much.
+        if !name.starts_with(REGISTRY_PREFIX) || !file.is_file() || !removable(&file) {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let Some(owner) = Owner::parse_file(&text).filter(reclaimable) else { continue };
+        let Some(parsed) = Owner::parse_file(&text) else {
+            // A rewrite cut short by the kill lists nothing (the dir it was adding is made only
+            // after the rename): garbage once its writer is gone.
+            if name.ends_with(".new") && writer_gone(&name, &file) {
+                let _ = std::fs::remove_file(&file);
+            }
+            continue;
+        };
+        let Some(owner) = Some(parsed).filter(reclaimable) else { continue };
         for dir in listed_paths(&text) {
             let theirs = Owner::read_from_dir(&dir).is_none_or(|o| o == owner);
             if dir.is_dir() && theirs && removable(&dir) {
@@ -125,6 +134,18 @@ pub fn reap_registry(root: &Path, out: &mut Reclaimed) {
         }
         let _ = std::fs::remove_file(&file);
     }
+}
+
+/// Whether the process that wrote registry file `name` is gone: no process has the pid its
+/// name ends with, or the file has not changed for a minute (a live rewrite takes
+/// microseconds).
+fn writer_gone(name: &str, file: &Path) -> bool {
+    let pid = name.trim_start_matches(REGISTRY_PREFIX).trim_end_matches(".new");
+    let no_process = pid.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+    let old = std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60)));
+    no_process || old
 }
 
 /// Kills what still works in a dead owner's `dir`, removes its PostgreSQL segment, then the
@@ -275,14 +296,26 @@ mod tests {
         let missing = disk.path().join("ordlab-persist-gone");
         std::fs::write(&dead_file, file_text(&dead, &[killed.clone(), unmarked.clone(), reused.clone(), missing]))
             .unwrap();
+        // Killed between writing its registry's rewrite and renaming it over the registry.
+        let staged = dir("ordlab-persist-staged", None);
+        let staged_file = registry.path().join(format!("ordlab-paths-{}.new", dead.pid));
+        std::fs::write(&staged_file, file_text(&dead, std::slice::from_ref(&staged))).unwrap();
+        // Killed while writing that rewrite: empty, it is removed (its writer is gone); a
+        // live process's is left to it.
+        // (No process has pid 2^32 - 1: pids stop at 2^22.)
+        let cut_file = registry.path().join(format!("ordlab-paths-{}.new", u32::MAX));
+        let live_cut = registry.path().join(format!("ordlab-paths-{}.new", me.pid));
+        std::fs::write(&cut_file, "").unwrap();
+        std::fs::write(&live_cut, "pid").unwrap();
         let live_file = registry.path().join(format!("ordlab-paths-{}", me.pid));
         std::fs::write(&live_file, file_text(&me, std::slice::from_ref(&live))).unwrap();
         let mut r = Reclaimed::default();
         reap_registry(registry.path(), &mut r);
-        assert!(!killed.exists() && !unmarked.exists(), "a dead run's registered dirs are left");
+        assert!(!killed.exists() && !unmarked.exists() && !staged.exists(), "a dead run's registered dirs are left");
+        assert!(!staged_file.exists() && !cut_file.exists() && live_cut.exists());
         assert!(live.exists() && reused.exists());
         assert!(!dead_file.exists() && live_file.exists());
-        assert_eq!((r.dirs, r.owners.clone()), (2, [dead.pid].into()));
+        assert_eq!((r.dirs, r.owners.clone()), (3, [dead.pid].into()));
         assert!(r.dir_bytes > 0);
     }
 

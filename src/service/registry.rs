@@ -4,8 +4,8 @@
 //! path it lists once its owner is provably dead.
 //!
 //! The file is `<private root>/ordlab-paths-<pid>`: the owner's identity (as in an `owner`
-//! file) and one `path <dir>` line per live dir, rewritten (atomically) when a dir is made or
-//! removed, and removed with the last dir. Each dir also holds an `owner` file, so a path that
+//! file) and one `path <dir>` line per live dir, rewritten (a new file, `….new`, renamed over
+//! it) before a dir is made and after one is removed, and removed with the last dir. Each dir also holds an `owner` file, so a path that
 //! another run now uses is never taken for the dead run's.
 
 use std::path::{Path, PathBuf};
@@ -31,28 +31,38 @@ pub(crate) const REGISTRY_PREFIX: &str = "ordlab-paths-";
 /// This process's registered dirs.
 static PATHS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// A private dir of the run, anywhere: registered when made, removed and forgotten when
-/// dropped (kept in the registry if it could not be removed, for the next run's reaper).
+/// A private dir of the run, anywhere: registered before it is made (a SIGKILL at any moment
+/// leaves nothing the registry does not list), removed and forgotten when dropped (kept in
+/// the registry if it could not be removed, for the next run's reaper).
 #[derive(Debug)]
 pub struct RunDir {
-    dir: Option<tempfile::TempDir>,
     path: PathBuf,
 }
 
 impl RunDir {
-    /// A new dir `<prefix>XXXXXX` in `root`, with an `owner` file naming this process, in the
-    /// registry before this returns.
+    /// A new dir `<prefix>` + 8 random hex digits in `root` (mode 0700), with an `owner` file
+    /// naming this process.
     pub fn new_in(root: &Path, prefix: &str) -> Result<RunDir, ServiceError> {
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir_in(root)
-            .map_err(ServiceError::io(format!("create a private dir in {}", root.display())))?;
-        let path = dir.path().to_path_buf();
-        register(&path)?;
-        let run_dir = RunDir { dir: Some(dir), path };
-        std::fs::write(run_dir.path.join(OWNER_FILE), Owner::current().file_text())
+        use std::os::unix::fs::DirBuilderExt;
+        let mut tries = 0;
+        let path = loop {
+            let path = root.join(format!("{prefix}{:08x}", rand::random::<u32>()));
+            register(&path)?;
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => break path,
+                Err(e) => {
+                    unregister(&path);
+                    tries += 1;
+                    if e.kind() != std::io::ErrorKind::AlreadyExists || tries == 16 {
+                        return Err(ServiceError::io(format!("create a private dir in {}", root.display()))(e));
+                    }
+                }
+            }
+        };
+        let dir = RunDir { path };
+        std::fs::write(dir.path.join(OWNER_FILE), Owner::current().file_text())
             .map_err(ServiceError::io("write the private dir's owner file"))?;
-        Ok(run_dir)
+        Ok(dir)
     }
 
     pub fn path(&self) -> &Path {
@@ -62,10 +72,8 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        if let Some(dir) = self.dir.take() {
-            if dir.close().is_ok() || !self.path.exists() {
-                unregister(&self.path);
-            }
+        if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
+            unregister(&self.path);
         }
     }
 }

@@ -40,7 +40,9 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
     let mut child = cmd.spawn().unwrap();
     let mut seen: Vec<u32> = Vec::new();
     let mut children: Vec<(u32, Option<u64>)> = Vec::new();
-    let (mut servers, mut redis_servers) = (0, 0);
+    // A pid first seen between fork and exec still runs ordlab: it is told a server by its
+    // name on a later look.
+    let (mut servers, mut redis_servers): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut interrupted_at = None;
     let status = loop {
         for pid in support::descendants(child.id()) {
@@ -49,8 +51,12 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
                 if support::parent(pid) == Some(child.id()) {
                     children.push((pid, support::start_ticks(pid)));
                 }
-                servers += usize::from(is_server(pid));
-                redis_servers += usize::from(is_redis(pid));
+            }
+            if !servers.contains(&pid) && is_server(pid) {
+                servers.push(pid);
+            }
+            if !redis_servers.contains(&pid) && is_redis(pid) {
+                redis_servers.push(pid);
             }
         }
         let due = match when {
@@ -69,6 +75,7 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
     };
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let (servers, redis_servers) = (servers.len(), redis_servers.len());
     Watched { code: status.code(), seen, children, servers, redis_servers, stderr, interrupted_at }
 }
 

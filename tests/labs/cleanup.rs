@@ -201,8 +201,9 @@ fn ordlab_exits_only_once_its_children_are_reaped() {
         all.extend(["--backend", "local"]);
         let w = watch(&all, tmp.path(), &[], when);
         assert_eq!(w.code, Some(code), "{case}: {}", w.stderr);
-        // Its children: the two servers and the consumers (the role processes).
-        assert!(w.children.len() >= 4, "{case}: children seen: {:?}", w.children);
+        // Its children: the two servers and at least one consumer (a role process: Ctrl-C
+        // waits for one to run).
+        assert!(w.children.len() >= 3, "{case}: children seen: {:?}", w.children);
         // Still there (the same process: same pid, same start) and now a child of this process.
         let left: Vec<u32> = w
             .children

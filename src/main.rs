@@ -290,7 +290,9 @@ impl ServiceArgs {
 fn main() {
     let cli = parse_cli();
     if let Command::Role = cli.command {
-        std::process::exit(run_role_process());
+        let code = run_role_process();
+        ordlab::service::process::reap_children();
+        std::process::exit(code);
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
@@ -310,6 +312,9 @@ fn main() {
         }
     });
     drop(runtime);
+    // A child whose handle went with the runtime (Ctrl-C drops the command's future) is
+    // still ours until it is waited for.
+    ordlab::service::process::reap_children();
     std::process::exit(code);
 }
 
@@ -334,11 +339,17 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| refuse(clap_line(&e)))
 }
 
-/// clap's message in one line: its first line without `error: `, and where to look.
+/// clap's message in one line: its lines before the usage (without `error: `: what is
+/// wrong, the values allowed, a tip), joined, and where to look.
 fn clap_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").trim();
-    format!("{first} (see --help)")
+    let said: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(|l| l.trim().trim_start_matches("error: "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    format!("{} (see --help)", said.join(" "))
 }
 
 /// `--redis-url`, `--pg-url` or `--redis-cluster-url` typed on the command line without
@@ -470,6 +481,7 @@ async fn grade(
 ) -> anyhow::Result<i32> {
     let command = ordlab::grade::worker_command(worker)?;
     let lab = ordlab::grade::scenario(set, &command)?;
+    check_worker_programs(std::slice::from_ref(&lab), None)?;
     check_services(services)?;
     let mut opts = RunOptions::new(1.0, rand::random());
     opts.runs = runs;
@@ -590,6 +602,7 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
             anyhow::bail!("lab {} has no variant {v:?}: its variants are {}", lab.id, lab.variant_ids().join(", "));
         }
     }
+    check_worker_programs(&labs, run.variant.as_deref())?;
     check_services(services)?;
     check_needs(&mut labs, run, services)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -695,6 +708,16 @@ async fn diff(lab: &str, snapshots: &Path, services: &ServiceArgs) -> anyhow::Re
         same_all &= same;
     }
     Ok(if same_all { EXIT_MATCHED } else { EXIT_MISMATCH })
+}
+
+/// The program of every chosen variant's workers (`setup.worker.command`) can be started,
+/// checked before any server starts.
+fn check_worker_programs(labs: &[Scenario], only: Option<&str>) -> anyhow::Result<()> {
+    let chosen = labs.iter().flat_map(|l| l.variants.iter()).filter(|v| only.is_none_or(|o| o == v.id));
+    for command in chosen.filter_map(|v| v.procedure.needs().worker_command) {
+        ordlab::roles::command_worker::check_program(&command)?;
+    }
+    Ok(())
 }
 
 /// The backend's URLs, checked for syntax before anything starts.

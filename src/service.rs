@@ -22,6 +22,7 @@ pub mod process;
 pub mod readiness;
 mod reaper;
 mod redis_server;
+mod registry;
 mod template;
 
 pub use doctor::{doctor, doctor_with, DoctorReport, FoundBinary};
@@ -32,6 +33,7 @@ pub use owner::{Owner, LABEL_RUN, LABEL_SCOPE};
 pub use probe::{probe_postgres, probe_redis, redact_url};
 pub use reaper::Reclaimed;
 pub use redis_server::{find_redis, redis8_build_path, RedisBinary, RedisOrigin};
+pub use registry::RunDir;
 
 use docker::{DockerServices, PullPatience};
 use engine::Engine;
@@ -165,7 +167,7 @@ enum Guard {
 struct LocalGuard {
     redis: process::OwnedChild,
     pg: process::OwnedChild,
-    dir: tempfile::TempDir,
+    dir: registry::RunDir,
 }
 
 impl Services {
@@ -274,9 +276,11 @@ async fn reap_once(engine: Option<&Engine>) {
             if let Some(engine) = engine {
                 reaper::reap_engine(engine, &mut reclaimed).await;
             }
-            let root = private_dir::private_root();
+            let root = registry::private_root();
             let local = tokio::task::spawn_blocking(move || {
                 let mut r = Reclaimed::default();
+                // The registry first: it lists dirs outside the root too.
+                reaper::reap_registry(&root, &mut r);
                 reaper::reap_dirs(&root, &mut r);
                 r
             });

@@ -374,4 +374,91 @@ mod tests {
         ];
         assert_eq!(fates(&both, &events).counts(), FateCounts { events: 2, ..FateCounts::default() });
     }
+
+    // One behaviour test per fate a report counts (dropped / lost / applied twice / out of
+    // order): each fails when that fate's code is removed.
+
+    #[test]
+    fn applied_twice_a_change_that_took_effect_from_two_copies() {
+        // outbox-crash: the dispatcher is killed between XADD and the mark, the next one
+        // publishes the row again; a plain consumer applies both copies.
+        let created = [Intended { order: 42, version: 1, event_type: "created".into() }];
+        let plain = [
+            received(1, 1, "1-0", "created", 1),
+            wrote(2, 1, "1-0", None, 1),
+            received(3, 1, "1-1", "created", 1),
+            wrote(4, 1, "1-1", None, 1),
+        ];
+        let f = fates(&created, &plain);
+        assert_eq!(f.events[0].fate, Fate::Applied { times: 2 });
+        assert_eq!(f.counts(), FateCounts { events: 1, applied_twice: 1, delivered_twice: 1, ..FateCounts::default() });
+        // The idempotent consumer skips the second copy (0 rows, no version): delivered twice,
+        // applied once.
+        let mut idempotent = plain.clone();
+        idempotent[3] = wrote(4, 1, "1-1", None, 0);
+        let f = fates(&created, &idempotent);
+        assert_eq!(f.events[0].fate, Fate::Applied { times: 1 });
+        assert_eq!(f.counts(), FateCounts { events: 1, delivered_twice: 1, ..FateCounts::default() });
+    }
+
+    #[test]
+    fn lost_an_event_no_consumer_ever_received() {
+        // paid was published and never delivered (a failover's lost entry); created is applied.
+        let events = [received(1, 1, "1-0", "created", 1), wrote(2, 1, "1-0", None, 1)];
+        let f = fates(&intended(), &events);
+        assert_eq!(f.events[1].fate, Fate::Lost);
+        assert_eq!(f.counts(), FateCounts { events: 2, lost: 1, ..FateCounts::default() });
+        // Received by a consumer that then died is a drop, not a loss.
+        let died = [
+            received(1, 1, "1-0", "created", 1),
+            wrote(2, 1, "1-0", None, 1),
+            received(3, 2, "1-1", "paid", 2),
+            ev(4, 2, EventKind::crashed(true, String::new())),
+        ];
+        let f = fates(&intended(), &died);
+        assert_eq!(f.events[1].fate, Fate::Dropped(DropReason::ConsumerDied));
+        assert_eq!(f.counts(), FateCounts { events: 2, dropped: 1, ..FateCounts::default() });
+    }
+
+    #[test]
+    fn dropped_an_event_delivered_whose_change_never_took_effect() {
+        // cas (S5): paid lands first, created's UPDATE … WHERE version < 1 changes 0 rows.
+        let cas = [
+            received(1, 1, "1-0", "created", 1),
+            received(2, 2, "1-1", "paid", 2),
+            wrote(50, 2, "1-1", Some(2), 1),
+            wrote(800, 1, "1-0", Some(1), 0),
+        ];
+        let f = fates(&intended(), &cas);
+        assert_eq!(f.events[0].fate, Fate::Dropped(DropReason::Stale));
+        assert_eq!(f.counts(), FateCounts { events: 2, dropped: 1, ..FateCounts::default() });
+        assert_eq!(f.counts().not_applied(), 1);
+        // Delivered and never written, with no reason in the timeline (a run cut short).
+        let cut = [received(1, 1, "1-0", "created", 1), wrote(2, 1, "1-0", None, 1), received(3, 1, "1-1", "paid", 2)];
+        let f = fates(&intended(), &cut);
+        assert_eq!(f.events[1].fate, Fate::Dropped(DropReason::NotApplied));
+        assert_eq!(f.counts(), FateCounts { events: 2, dropped: 1, ..FateCounts::default() });
+    }
+
+    #[test]
+    fn out_of_order_an_older_version_took_effect_after_a_newer_one() {
+        // baseline: paid (v=2) is written at 50 ms, created (v=1) at 800 ms, over it.
+        let baseline = [
+            received(1, 1, "1-0", "created", 1),
+            received(2, 2, "1-1", "paid", 2),
+            wrote(50, 2, "1-1", None, 1),
+            wrote(800, 1, "1-0", None, 1),
+        ];
+        let f = fates(&intended(), &baseline);
+        assert_eq!((f.events[0].out_of_order, f.events[1].out_of_order), (true, false));
+        assert_eq!(f.counts(), FateCounts { events: 2, out_of_order: 1, ..FateCounts::default() });
+        // s1: one consumer, created then paid: in order.
+        let s1 = [
+            received(1, 1, "1-0", "created", 1),
+            wrote(800, 1, "1-0", None, 1),
+            received(801, 1, "1-1", "paid", 2),
+            wrote(850, 1, "1-1", None, 1),
+        ];
+        assert_eq!(fates(&intended(), &s1).counts(), FateCounts { events: 2, ..FateCounts::default() });
+    }
 }

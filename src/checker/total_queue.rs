@@ -288,4 +288,42 @@ mod tests {
         assert_eq!(ok.verdict(), RunVerdict::right());
         assert_eq!((ok.exactly_once, ok.jobs), (1, 1));
     }
+
+    /// Each tally that is not empty makes the run wrong with its own reason: a test per reason,
+    /// each failing when that reason's code is removed from the verdict.
+    #[test]
+    fn a_duplicated_effect_makes_the_run_wrong() {
+        let twice = [rec(1, "job-1", "email", Applied), rec(2, "job-1", "email", Applied)];
+        let v = total_queue(&[done("job-1", &["email"])], &twice, &[]).verdict();
+        assert_eq!(
+            v,
+            RunVerdict { verdict: Verdict::Wrong, reasons: vec!["1 effects duplicated: job-1 email ×2".into()] }
+        );
+    }
+
+    #[test]
+    fn a_lost_effect_makes_the_run_wrong() {
+        let v = total_queue(&[done("job-1", &["email", "partner_api"])], &[rec(1, "job-1", "email", Applied)], &[])
+            .verdict();
+        assert_eq!(
+            v,
+            RunVerdict { verdict: Verdict::Wrong, reasons: vec!["1 effects lost: job-1 partner_api".into()] }
+        );
+    }
+
+    #[test]
+    fn a_wrongly_dead_a_done_and_dead_and_an_unexpected_job_make_the_run_wrong() {
+        let expected = [done("job-1", &["email"]), done("job-2", &["email"])];
+        let wrongly = total_queue(&expected[..1], &[], &[dead("job-1", "attempts exhausted")]).verdict();
+        assert_eq!(wrongly.verdict, Verdict::Wrong);
+        assert_eq!(wrongly.reasons, ["1 jobs dead-lettered wrongly: job-1 (attempts exhausted)"]);
+        let records = [rec(1, "job-1", "email", Applied), rec(2, "job-2", "email", Applied)];
+        let both = total_queue(&expected, &records, &[dead("job-2", "poison")]).verdict();
+        assert_eq!(both.verdict, Verdict::Wrong);
+        assert_eq!(both.reasons, ["1 jobs both done and dead-lettered: job-2"]);
+        let records = [rec(1, "job-1", "email", Applied), rec(2, "job-9", "email", Applied)];
+        let stray = total_queue(&expected[..1], &records, &[]).verdict();
+        assert_eq!(stray.verdict, Verdict::Wrong);
+        assert_eq!(stray.reasons, ["1 unexpected jobs: job-9"]);
+    }
 }

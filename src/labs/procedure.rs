@@ -180,6 +180,9 @@ pub struct Needs {
     /// Why it cannot run against the user's servers (`--backend external`), if it cannot:
     /// it would change them.
     pub not_external: Option<&'static str>,
+    /// The command line of the lab's workers from `setup.worker`, if it has them: its program
+    /// must be found before any server starts.
+    pub worker_command: Option<Vec<String>>,
 }
 
 /// What a procedure's run returns, before the runner judges it.

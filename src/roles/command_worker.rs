@@ -88,6 +88,30 @@ impl WorkerCommand {
     }
 }
 
+/// Can `command`'s program be started? A bare name must be an executable file in a dir of
+/// `PATH`, a path (`./w.sh`, `examples/x`) an executable file from where ordlab runs. Cheap
+/// (nothing is started), so it runs before any server starts.
+pub fn check_program(command: &[String]) -> Result<(), Error> {
+    let Some(program) = command.first() else { return Ok(()) };
+    let executable = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let (found, where_) = if program.contains('/') {
+        (executable(std::path::Path::new(program)), "is not an executable file")
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        (std::env::split_paths(&path).any(|d| executable(&d.join(program))), "is not found on PATH")
+    };
+    if found {
+        return Ok(());
+    }
+    Err(Error::WorkerCommand {
+        command: command.join(" "),
+        detail: format!("{program} {where_}: install it, or give a worker command whose program exists"),
+    })
+}
+
 /// What one worker process is told, as `ORDLAB_*` environment variables.
 #[derive(Clone, Debug, Default)]
 pub struct WorkerEnv {
@@ -257,4 +281,26 @@ pub(crate) async fn postgres_endpoint(
     let password = config.get_password().map(|p| format!(":{}", enc(&String::from_utf8_lossy(p)))).unwrap_or_default();
     let db = config.get_dbname().unwrap_or("postgres");
     Ok((format!("postgresql://{}{password}@{}/{}", enc(user), endpoint.addr, enc(db)), Some(endpoint)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn a_program_that_does_not_exist_is_named() {
+        assert!(check_program(&line(&["sh", "-c", "true"])).is_ok());
+        assert!(check_program(&line(&["/bin/sh"])).is_ok());
+        let e = check_program(&line(&["ordlab-no-such-program", "x.py"])).unwrap_err().to_string();
+        assert!(e.contains("ordlab-no-such-program is not found on PATH"), "{e}");
+        let e = check_program(&line(&["./no/such/worker.sh"])).unwrap_err().to_string();
+        assert!(e.contains("./no/such/worker.sh is not an executable file"), "{e}");
+        // A file that is there but cannot be executed.
+        assert!(check_program(&line(&["Cargo.toml"])).is_err());
+        assert!(check_program(&line(&["./Cargo.toml"])).is_err());
+    }
 }

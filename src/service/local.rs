@@ -25,7 +25,7 @@ pub struct LocalRedis {
     pub url: String,
     pub port: u16,
     child: OwnedChild,
-    dir: Option<tempfile::TempDir>,
+    dir: Option<super::registry::RunDir>,
 }
 
 impl LocalRedis {

@@ -89,7 +89,7 @@ struct LocalNode {
     args: Vec<String>,
     port: u16,
     child: Option<OwnedChild>,
-    dir: tempfile::TempDir,
+    dir: super::registry::RunDir,
 }
 
 struct DockerNode {

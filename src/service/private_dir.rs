@@ -1,12 +1,10 @@
 //! Every local server lives in a private dir that is removed when its owner stops it. The dir
 //! records its owner, so that a later run can tell whether it was left by a killed one.
 
-use std::path::{Path, PathBuf};
-
 use nix::unistd::{Gid, Uid, User};
 
 use super::error::ServiceError;
-use super::owner::{Owner, OWNER_FILE};
+use super::registry::{private_root, RunDir};
 
 /// `Some(uid, gid)` of the `postgres` user when we are root (postgres refuses root).
 pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
@@ -19,28 +17,12 @@ pub(crate) fn postgres_owner() -> Result<Option<(Uid, Gid)>, ServiceError> {
     }
 }
 
-/// Where private dirs go: `$ORDLAB_TMPDIR` if set, else /dev/shm when it exists (RAM, fast),
-/// else the system's temp dir.
-pub(crate) fn private_root() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    match std::env::var_os("ORDLAB_TMPDIR") {
-        Some(root) => PathBuf::from(root),
-        None if shm.is_dir() => shm.to_path_buf(),
-        None => std::env::temp_dir(),
-    }
-}
-
 /// A private temp dir `ordlab-XXXXXX` under [`private_root`], with an `owner` file naming this
-/// process (so the reaper can reclaim it after a SIGKILL). When we are root it is handed to
+/// process and in the run's registry (so the reaper can reclaim it after a SIGKILL). When we are root it is handed to
 /// the postgres user, who must reach files inside (so `$ORDLAB_TMPDIR` must be traversable
 /// by that user).
-pub(crate) fn private_dir() -> Result<tempfile::TempDir, ServiceError> {
-    let dir = tempfile::Builder::new()
-        .prefix("ordlab-")
-        .tempdir_in(private_root())
-        .map_err(ServiceError::io("create temp dir"))?;
-    std::fs::write(dir.path().join(OWNER_FILE), Owner::current().file_text())
-        .map_err(ServiceError::io("write the private dir's owner file"))?;
+pub(crate) fn private_dir() -> Result<RunDir, ServiceError> {
+    let dir = RunDir::new_in(&private_root(), "ordlab-")?;
     if let Ok(Some((uid, gid))) = postgres_owner() {
         std::os::unix::fs::chown(dir.path(), Some(uid.as_raw()), Some(gid.as_raw()))
             .map_err(ServiceError::io("chown temp dir to postgres"))?;

@@ -145,6 +145,52 @@ impl Drop for OwnedChild {
     }
 }
 
+/// Kills and reaps every child process this process still has: called last, after the
+/// runtime that owned them is gone, so that ordlab exits only once its children are reaped
+/// (none is left as a zombie for init). A child that leads its own process group (every
+/// [`owned_command`] does) is killed with its group; the wait is at most 5 s.
+pub fn reap_children() {
+    kill_and_reap(children());
+}
+
+/// This process's children, from `/proc`.
+fn children() -> Vec<i32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(me))
+        .collect()
+}
+
+/// SIGKILLs `children` (with their groups when they lead one) and waits for each.
+fn kill_and_reap(children: Vec<i32>) {
+    for &pid in &children {
+        let pid = Pid::from_raw(pid);
+        let own_group = nix::unistd::getpgid(Some(pid)).is_ok_and(|g| g == pid);
+        let _ = if own_group { killpg(pid, Signal::SIGKILL) } else { kill(pid, Signal::SIGKILL) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut waiting: Vec<Pid> = children.into_iter().map(Pid::from_raw).collect();
+    while !waiting.is_empty() && Instant::now() < deadline {
+        use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+        // Gone (reaped, or not ours: ECHILD) or still running.
+        waiting.retain(|&pid| matches!(waitpid(pid, Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::StillAlive)));
+        if !waiting.is_empty() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: i32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the parenthesised command name: state, ppid, …
+    stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+}
+
 /// The last `lines` non-empty lines of `text`, joined with " | ".
 pub fn log_tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -174,6 +220,20 @@ mod tests {
     fn log_tail_keeps_last_lines() {
         assert_eq!(log_tail("a\nb\n\nc\nd\n", 2), "c | d");
         assert_eq!(log_tail("", 3), "");
+    }
+
+    #[test]
+    fn children_left_at_exit_are_killed_and_reaped() {
+        // Not owned: nothing stops or waits for them but `kill_and_reap` (given only these, not
+        // every child: other tests of this binary run beside it).
+        let children: Vec<i32> =
+            (0..2).map(|_| Command::new("sleep").arg("30").process_group(0).spawn().unwrap().id() as i32).collect();
+        assert!(children.iter().all(|c| super::children().contains(c)));
+        kill_and_reap(children.clone());
+        for pid in children {
+            // Reaped: the pid is gone, not a zombie.
+            assert!(kill(Pid::from_raw(pid), None).is_err(), "{pid} is still there");
+        }
     }
 
     #[test]

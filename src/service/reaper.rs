@@ -1,7 +1,8 @@
 //! The reaper reclaims what an ordlab process could not clean up because it was SIGKILLed:
-//! containers and networks labelled with a dead owner, and private dirs whose `owner` file
-//! names a dead process, with that run's orphaned servers and PostgreSQL's System V segment.
-//! It runs once per process, before the first servers start, and says in one line what it took.
+//! containers and networks labelled with a dead owner, and private dirs that a dead process
+//! registered (wherever they are) or whose `owner` file names one, with that run's orphaned
+//! servers and PostgreSQL's System V segment. It runs once per process, before the first
+//! servers start, and says in one line what it took.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::engine::Engine;
 use super::owner::{Liveness, Owner, LABEL_RUN};
+use super::registry::{listed_paths, REGISTRY_PREFIX};
 
 /// What one pass reclaimed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -96,17 +98,66 @@ pub fn reap_dirs(root: &Path, out: &mut Reclaimed) {
         let path = entry.path();
         let ours = entry.file_name().to_string_lossy().starts_with("ordlab-") && path.is_dir() && removable(&path);
         let Some(owner) = ours.then(|| Owner::read_from_dir(&path)).flatten() else { continue };
-        if !reclaimable(&owner) {
+        if reclaimable(&owner) {
+            reclaim_dir(&path, &owner, out);
+        }
+    }
+}
+
+/// Reclaims every dir listed in a registry file in `root` (`ordlab-paths-<pid>`, or its
+/// `.new` rewrite; see `registry`) whose owner is dead, wherever the dir is, then the file. A listed dir whose
+/// own `owner` file names someone else is not the dead run's any more, and stays.
+pub fn reap_registry(root: &Path, out: &mut Reclaimed) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let file = entry.path();
+        // A `.new` file is a rewrite its owner was killed before renaming: it lists as much.
+        if !name.starts_with(REGISTRY_PREFIX) || !file.is_file() || !removable(&file) {
             continue;
         }
-        out.processes += kill_orphans(&path);
-        out.shm_segments += remove_pg_segment(&path.join("pg-data"));
-        let bytes = tree_bytes(&path);
-        if std::fs::remove_dir_all(&path).is_ok() {
-            out.dirs += 1;
-            out.dir_bytes += bytes;
-            out.owners.insert(owner.pid);
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Some(parsed) = Owner::parse_file(&text) else {
+            // A rewrite cut short by the kill lists nothing (the dir it was adding is made only
+            // after the rename): garbage once its writer is gone.
+            if name.ends_with(".new") && writer_gone(&name, &file) {
+                let _ = std::fs::remove_file(&file);
+            }
+            continue;
+        };
+        let Some(owner) = Some(parsed).filter(reclaimable) else { continue };
+        for dir in listed_paths(&text) {
+            let theirs = Owner::read_from_dir(&dir).is_none_or(|o| o == owner);
+            if dir.is_dir() && theirs && removable(&dir) {
+                reclaim_dir(&dir, &owner, out);
+            }
         }
+        let _ = std::fs::remove_file(&file);
+    }
+}
+
+/// Whether the process that wrote registry file `name` is gone: no process has the pid its
+/// name ends with, or the file has not changed for a minute (a live rewrite takes
+/// microseconds).
+fn writer_gone(name: &str, file: &Path) -> bool {
+    let pid = name.trim_start_matches(REGISTRY_PREFIX).trim_end_matches(".new");
+    let no_process = pid.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+    let old = std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60)));
+    no_process || old
+}
+
+/// Kills what still works in a dead owner's `dir`, removes its PostgreSQL segment, then the
+/// dir, and counts them.
+fn reclaim_dir(dir: &Path, owner: &Owner, out: &mut Reclaimed) {
+    out.processes += kill_orphans(dir);
+    out.shm_segments += remove_pg_segment(&dir.join("pg-data"));
+    let bytes = tree_bytes(dir);
+    if std::fs::remove_dir_all(dir).is_ok() {
+        out.dirs += 1;
+        out.dir_bytes += bytes;
+        out.owners.insert(owner.pid);
     }
 }
 
@@ -218,6 +269,54 @@ mod tests {
             "reclaimed what killed ordlab runs left behind: 2 containers, 1 private dir (39.0 MB), 1 shared-memory segment (dead owner pid 41, 42)"
         );
         assert!(Reclaimed::default().is_empty());
+    }
+
+    /// A dead run's registered dirs go wherever they are (here in a root the owner-file scan
+    /// never reads); a live run's stay, and so does a listed dir that another run now owns.
+    #[test]
+    fn reclaims_the_registered_dirs_of_dead_owners_wherever_they_are() {
+        use crate::service::registry::file_text;
+        let (registry, disk) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let me = Owner::current().clone();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = Owner { pid: child.id(), ..me.clone() };
+        child.wait().unwrap();
+        let dir = |name: &str, owner: Option<&Owner>| {
+            let d = disk.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("appendonly.aof"), "*1\r\n").unwrap();
+            if let Some(o) = owner {
+                std::fs::write(d.join("owner"), o.file_text()).unwrap();
+            }
+            d
+        };
+        let (killed, unmarked) = (dir("ordlab-persist-dead", Some(&dead)), dir("ordlab-persist-old", None));
+        let (live, reused) = (dir("ordlab-persist-live", Some(&me)), dir("ordlab-persist-reused", Some(&me)));
+        let dead_file = registry.path().join(format!("ordlab-paths-{}", dead.pid));
+        let missing = disk.path().join("ordlab-persist-gone");
+        std::fs::write(&dead_file, file_text(&dead, &[killed.clone(), unmarked.clone(), reused.clone(), missing]))
+            .unwrap();
+        // Killed between writing its registry's rewrite and renaming it over the registry.
+        let staged = dir("ordlab-persist-staged", None);
+        let staged_file = registry.path().join(format!("ordlab-paths-{}.new", dead.pid));
+        std::fs::write(&staged_file, file_text(&dead, std::slice::from_ref(&staged))).unwrap();
+        // Killed while writing that rewrite: empty, it is removed (its writer is gone); a
+        // live process's is left to it.
+        // (No process has pid 2^32 - 1: pids stop at 2^22.)
+        let cut_file = registry.path().join(format!("ordlab-paths-{}.new", u32::MAX));
+        let live_cut = registry.path().join(format!("ordlab-paths-{}.new", me.pid));
+        std::fs::write(&cut_file, "").unwrap();
+        std::fs::write(&live_cut, "pid").unwrap();
+        let live_file = registry.path().join(format!("ordlab-paths-{}", me.pid));
+        std::fs::write(&live_file, file_text(&me, std::slice::from_ref(&live))).unwrap();
+        let mut r = Reclaimed::default();
+        reap_registry(registry.path(), &mut r);
+        assert!(!killed.exists() && !unmarked.exists() && !staged.exists(), "a dead run's registered dirs are left");
+        assert!(!staged_file.exists() && !cut_file.exists() && live_cut.exists());
+        assert!(live.exists() && reused.exists());
+        assert!(!dead_file.exists() && live_file.exists());
+        assert_eq!((r.dirs, r.owners.clone()), (3, [dead.pid].into()));
+        assert!(r.dir_bytes > 0);
     }
 
     #[test]

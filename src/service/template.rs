@@ -98,10 +98,7 @@ pub async fn ensure_template(bins: &PgBinaries, owner: Option<(Uid, Gid)>) -> Re
             source: std::io::Error::other(super::process::log_tail(&text, 5)),
         });
     }
-    let staging = tempfile::Builder::new()
-        .prefix(".pg-template-")
-        .tempdir_in(&root)
-        .map_err(ServiceError::io("create template staging dir"))?;
+    let staging = super::registry::RunDir::new_in(&root, ".pg-template-")?;
     let staged = staging.path().join("data");
     let (from, to) = (data.clone(), staged.clone());
     run_blocking_to_end("copy template", move || copy_tree(&from, &to, None))

@@ -20,6 +20,8 @@ enum Interrupt {
 struct Watched {
     code: Option<i32>,
     seen: Vec<u32>,
+    /// Those that were ordlab's own children when first seen, with their start times.
+    children: Vec<(u32, Option<u64>)>,
     /// How many of them were servers (redis-server, postgres) when first seen.
     servers: usize,
     /// Of those, redis-servers.
@@ -37,14 +39,24 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
     let spawned = Instant::now();
     let mut child = cmd.spawn().unwrap();
     let mut seen: Vec<u32> = Vec::new();
-    let (mut servers, mut redis_servers) = (0, 0);
+    let mut children: Vec<(u32, Option<u64>)> = Vec::new();
+    // A pid first seen between fork and exec still runs ordlab: it is told a server by its
+    // name on a later look.
+    let (mut servers, mut redis_servers): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut interrupted_at = None;
     let status = loop {
         for pid in support::descendants(child.id()) {
             if !seen.contains(&pid) {
                 seen.push(pid);
-                servers += usize::from(is_server(pid));
-                redis_servers += usize::from(is_redis(pid));
+                if support::parent(pid) == Some(child.id()) {
+                    children.push((pid, support::start_ticks(pid)));
+                }
+            }
+            if !servers.contains(&pid) && is_server(pid) {
+                servers.push(pid);
+            }
+            if !redis_servers.contains(&pid) && is_redis(pid) {
+                redis_servers.push(pid);
             }
         }
         let due = match when {
@@ -63,7 +75,8 @@ fn watch(args: &[&str], tmp: &std::path::Path, env: &[(&str, &str)], when: Inter
     };
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    Watched { code: status.code(), seen, servers, redis_servers, stderr, interrupted_at }
+    let (servers, redis_servers) = (servers.len(), redis_servers.len());
+    Watched { code: status.code(), seen, children, servers, redis_servers, stderr, interrupted_at }
 }
 
 fn sigint(child: &Child) {
@@ -168,4 +181,40 @@ fn nothing_is_left_after_ctrl_c_in_a_cluster_run() {
     // start once the cluster is up).
     assert!(w.redis_servers >= 4, "{} redis-servers seen", w.redis_servers);
     assert_nothing_left("Ctrl-C in a cluster run", &w, tmp.path(), 6);
+}
+
+/// ordlab exits only once its child processes are reaped, after a run and after Ctrl-C while
+/// role processes run: none of them is left the moment it exits, not even as a zombie. This
+/// test process is made a child subreaper, so a child ordlab left behind is re-parented to it
+/// and stays visible as a zombie (instead of being reaped by init at init's own pace).
+#[test]
+fn ordlab_exits_only_once_its_children_are_reaped() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer argument only.
+    assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }, 0);
+    let me = std::process::id();
+    for (case, args, when, code) in [
+        ("a run", vec!["run", "baseline", "--runs", "1", "--time-scale", "0.25"], Interrupt::Never, 0),
+        ("Ctrl-C while the lab runs", vec!["run", "baseline", "--runs", "50"], Interrupt::LabRunning, 130),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut all = args.clone();
+        all.extend(["--backend", "local"]);
+        let w = watch(&all, tmp.path(), &[], when);
+        assert_eq!(w.code, Some(code), "{case}: {}", w.stderr);
+        // Its children: the two servers and at least one consumer (a role process: Ctrl-C
+        // waits for one to run).
+        assert!(w.children.len() >= 3, "{case}: children seen: {:?}", w.children);
+        // Still there (the same process: same pid, same start) and now a child of this process.
+        let left: Vec<u32> = w
+            .children
+            .iter()
+            .filter(|(p, start)| support::parent(*p) == Some(me) && support::start_ticks(*p) == *start)
+            .map(|(p, _)| *p)
+            .collect();
+        for pid in &left {
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(*pid as i32), None);
+        }
+        eprintln!("zombie check [{case}]: {} children, {} left unreaped at exit", w.children.len(), left.len());
+        assert!(left.is_empty(), "{case}: children ordlab did not wait for: {left:?}");
+    }
 }

@@ -66,8 +66,11 @@ fn the_next_run_reclaims_what_a_sigkilled_run_left() {
     child.wait().unwrap();
     // The servers die with it (parent-death signal); their files stay.
     assert!(support::eventually(10, || servers.iter().all(|p| !support::alive(*p))), "servers outlived ordlab");
-    let dirs: Vec<PathBuf> = support::entries(tmp.path()).iter().map(|d| tmp.path().join(d)).collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    // Its private dir, and the registry that lists it.
+    let left: Vec<PathBuf> = support::entries(tmp.path()).iter().map(|d| tmp.path().join(d)).collect();
+    let dirs: Vec<PathBuf> = left.iter().filter(|p| p.is_dir()).cloned().collect();
+    assert_eq!(dirs.len(), 1, "{left:?}");
+    assert_eq!(left.len(), 2, "{left:?}");
     let segment = shmid(&dirs[0].join("pg-data"));
     assert!(segment_exists(segment), "the dead postmaster's segment {segment} is already gone");
     eprintln!("leak check [SIGKILL, local]: left 1 private dir, 1 shared-memory segment ({segment}), 0 processes");
@@ -126,4 +129,37 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `persistence` keeps its servers' files on a real disk (`ORDLAB_DISK_TMPDIR`), outside the
+/// private root: a SIGKILLed run leaves them there, and the next run reclaims them through
+/// the run's registry of private dirs (the owner-file scan of the private root never sees
+/// them).
+#[test]
+fn the_next_run_reclaims_a_sigkilled_runs_dirs_outside_the_private_root() {
+    let (tmp, disk) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut child = support::ordlab(tmp.path())
+        .args(["run", "persistence", "--variant", "aof-always", "--runs", "20", "--backend", "local", "--quiet"])
+        .env("ORDLAB_DISK_TMPDIR", disk.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let has_data_dir = || support::entries(disk.path()).iter().any(|d| d.starts_with("ordlab-persist-"));
+    assert!(support::eventually(60, has_data_dir), "no data dir was ever made in {}", disk.path().display());
+    let servers = support::descendants(child.id());
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    assert!(support::eventually(10, || servers.iter().all(|p| !support::alive(*p))), "servers outlived ordlab");
+    let left = support::entries(disk.path());
+    eprintln!("leak check [SIGKILL, persistence]: left {} data dirs on disk: {left:?}", left.len());
+    assert!(!left.is_empty());
+
+    let stderr = one_more_run(tmp.path());
+    let line = stderr.lines().find(|l| l.contains("reclaimed")).unwrap_or_else(|| panic!("no reclaim line: {stderr}"));
+    assert!(line.contains(&child.id().to_string()), "{line}");
+    let (disk_left, root_left) = (support::entries(disk.path()), support::entries(tmp.path()));
+    eprintln!("leak check [after one more run]: {} on disk, {} in the private root", disk_left.len(), root_left.len());
+    assert!(disk_left.is_empty(), "left on disk: {disk_left:?}");
+    assert!(root_left.is_empty(), "left in the private root: {root_left:?}");
 }

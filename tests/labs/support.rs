@@ -120,6 +120,19 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// The parent of `pid`, while `pid` exists (a zombie too).
+pub fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+}
+
+/// When `pid` started (clock ticks since boot): with the pid, it names one process.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22; the fields after the command name start at field 3.
+    stat.rsplit_once(") ")?.1.split(' ').nth(19)?.parse().ok()
+}
+
 /// Is `pid` still a live process (a zombie counts as gone)?
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -632,7 +632,7 @@ impl LabProcedure for ClusterSpec {
 
     fn needs(&self) -> Needs {
         let not_external = self.reshard.as_ref().map(|_| "it moves a hash slot between the cluster's masters");
-        Needs { cluster: true, not_external }
+        Needs { cluster: true, not_external, ..Needs::default() }
     }
 }
 

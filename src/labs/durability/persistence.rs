@@ -22,7 +22,7 @@ use crate::labs::{
 use crate::lang::{pick, Lang};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{job_id, job_number, numbered_job, ListJob};
-use crate::service::{Backend, NodeSpec, RedisNode};
+use crate::service::{Backend, NodeSpec, RedisNode, RunDir};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use rand::Rng;
@@ -371,7 +371,7 @@ impl PersistenceSpec {
     /// The server's arguments: the mode's, and on the local backend `--dir` on a real disk (a
     /// local node's own dir is on tmpfs, where fsync costs nothing). A container keeps its
     /// files in its own filesystem, which a restart of the container keeps.
-    fn node_spec(&self, backend: Backend) -> Result<(Option<tempfile::TempDir>, NodeSpec), Error> {
+    fn node_spec(&self, backend: Backend) -> Result<(Option<RunDir>, NodeSpec), Error> {
         let mut args = self.mode.args();
         let dir = match backend {
             Backend::Local => Some(disk_dir()?),
@@ -495,13 +495,11 @@ async fn held_jobs(conn: &mut MultiplexedConnection, key: &str) -> Result<JobRan
     Ok(JobRanges::from_numbers(numbers))
 }
 
-/// A dir for the server's files on a real disk: `$ORDLAB_DISK_TMPDIR`, else the system temp dir.
-fn disk_dir() -> Result<tempfile::TempDir, Error> {
+/// A dir for the server's files on a real disk: `$ORDLAB_DISK_TMPDIR`, else the system temp
+/// dir; in the run's registry, so a SIGKILLed run's dir is reclaimed by the next run.
+fn disk_dir() -> Result<RunDir, Error> {
     let root = std::env::var_os("ORDLAB_DISK_TMPDIR").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    tempfile::Builder::new()
-        .prefix("ordlab-persist-")
-        .tempdir_in(&root)
-        .context(&format!("create a data dir in {}", root.display()))
+    Ok(RunDir::new_in(&root, "ordlab-persist-")?)
 }
 
 /// The filesystem type of `path`, by name where known.

@@ -18,7 +18,8 @@ use crate::interposer::{Action, Moment};
 use crate::labs::list_queue::effect_counts::{effect_counts, Wanted};
 use crate::labs::list_queue::retry_schedule::{job_schedule, scaled_delays, Attempt};
 use crate::labs::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, Piece, Present, RunContext, RunNotes, RunOutcome,
+    RunView,
 };
 use crate::lang::{pick, Lang, Words};
 use crate::list_queue::events::ListEvent;
@@ -308,6 +309,10 @@ impl LabProcedure for ListQueueSpec {
             }
         }
         Ok(())
+    }
+
+    fn needs(&self) -> Needs {
+        Needs { worker_command: self.worker.as_ref().map(|w| w.command.clone()), ..Needs::default() }
     }
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<ListQueueObserved>, Error> {

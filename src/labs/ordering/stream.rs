@@ -11,8 +11,8 @@ use crate::fault::CrashSpec;
 use crate::labs::ordering::race_lines::{self, LockFirst, RaceRun, TakenBy};
 use crate::labs::ordering::redelivery;
 use crate::labs::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
-    TimelineDisplay,
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, Piece, Present, RunContext, RunNotes, RunOutcome,
+    RunView, TimelineDisplay,
 };
 use crate::lang::{pick, Lang};
 use crate::order_document::Document;
@@ -66,6 +66,10 @@ impl Facts for StreamFacts {
 impl LabProcedure for StreamSpec {
     fn validate(&mut self) -> Result<(), String> {
         order_stream::validate(self)
+    }
+
+    fn needs(&self) -> Needs {
+        Needs { worker_command: self.worker.as_ref().map(|w| w.command.clone()), ..Needs::default() }
     }
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<StreamObserved>, Error> {

@@ -72,3 +72,8 @@ fmt:
 # Which backends work here, server versions and capabilities.
 doctor:
     cargo run --release -q -- doctor
+
+# Explore every lab variant the explorer can step (each Redis command and SQL statement held at the wire until its turn; every order of conflicting steps run once) into results/explore/: explore-<lab>-<variant>.txt/.json and the shortest wrong run's SVG. `just explore baseline` explores one lab's variants.
+explore *labs: setup
+    cargo build --release -q
+    scripts/explore-all.sh ./target/release/ordlab {{labs}}

@@ -97,9 +97,45 @@ pub struct Exploration {
     pub pct_bound: Option<f64>,
     pub processes: usize,
     pub seconds: f64,
+    /// What sampling the same variant showed, from the lab's record in results/, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<Sampled>,
+}
+
+/// A variant's sampled outcome, as `ordlab run` recorded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampled {
+    pub wrong: u32,
+    pub runs: u32,
+    pub time_scale: f64,
+}
+
+impl Sampled {
+    /// The variant's outcome in a lab report (a results record).
+    pub fn of(report: &crate::report::LabReport, variant: &str) -> Option<Sampled> {
+        let v = report.variants.iter().find(|v| v.id == variant && v.runs > 0)?;
+        Some(Sampled { wrong: v.wrong, runs: v.runs, time_scale: report.environment.time_scale })
+    }
 }
 
 pub const EXPLORE_VERSION: u32 = 1;
+
+/// Judge every class's recorded run again with this build's checkers, with no servers: the
+/// classes whose verdict changed (`ordlab check` on an exploration's JSON).
+pub fn rejudge(x: &Exploration) -> Result<Vec<String>, Error> {
+    let lab = crate::catalog::find(&x.lab).map_err(|e| Error::Explore(format!("{}: {e}", x.lab)))?;
+    let v = lab.variant(&x.variant).ok_or_else(|| Error::Explore(format!("lab {} has no variant {}", x.lab, x.variant)))?;
+    let mut changed = Vec::new();
+    for c in &x.classes {
+        let now = v.procedure.judge(&c.record);
+        // A class cut by a retry nothing could end is unknown by the explorer, not the checker.
+        let spinning = c.reasons.iter().any(|r| r.contains("retries forever"));
+        if now.verdict != c.verdict && !spinning {
+            changed.push(format!("{}: saved {:?}, now {:?} ({})", c.schedule, c.verdict, now.verdict, now.reasons.join("; ")));
+        }
+    }
+    Ok(changed)
+}
 
 impl Exploration {
     pub fn wrong(&self) -> impl Iterator<Item = &ExploredClass> {
@@ -158,6 +194,7 @@ pub async fn explore(
         pct_bound: None,
         processes: 0,
         seconds: 0.0,
+        sampled: None,
     };
     let mut pct_steps = 0;
     loop {

@@ -406,6 +406,17 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         Command::Doctor { services } => doctor(&services).await,
         Command::Book { out, lang } => book(&out, lang),
         Command::Serve { out, port, lang, time_scale, services } => serve(out, port, lang, time_scale, &services).await,
+        Command::Check { file, .. } if is_exploration(&file) => {
+            let x: ordlab::explore::Exploration = serde_json::from_slice(&std::fs::read(&file)?)
+                .with_context(|| format!("{} is not an exploration's JSON", file.display()))?;
+            let changed = ordlab::explore::rejudge(&x)?;
+            print!("{}", ordlab::explore::render(&x, Lang::En));
+            for c in &changed {
+                println!("verdict changed: {c}");
+            }
+            println!("re-judged {} classes: {} changed", x.classes.len(), changed.len());
+            Ok(if changed.is_empty() { EXIT_MATCHED } else { EXIT_MISMATCH })
+        }
         Command::Check { file, redraw, lang, svg_run } => {
             let report = json::load(&file)?.rejudged();
             print!("{}", text::render(&report, &TextOptions::default()));
@@ -494,6 +505,11 @@ async fn grade(
     Ok(if report.variants.iter().all(|v| v.wrong == 0 && v.unknown == 0) { EXIT_MATCHED } else { EXIT_MISMATCH })
 }
 
+/// An exploration's JSON (`explore-<lab>-<variant>.json`), not a lab report.
+fn is_exploration(file: &Path) -> bool {
+    std::fs::read(file).is_ok_and(|b| b.starts_with(b"{") && b.windows(17).take(200).any(|w| w == b"\"explore_version\""))
+}
+
 /// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
 /// wrong one step by step and as the lab's own report.
 #[allow(clippy::too_many_arguments)]
@@ -524,13 +540,16 @@ async fn explore_cli(
         ),
     };
     v.procedure.explorable().map_err(|why| anyhow::anyhow!("{}/{} cannot be explored: {why}", lab.id, v.id))?;
+    check_worker_programs(std::slice::from_ref(&lab), Some(&v.id))?;
     check_services(services)?;
     let replay = matches!(search, ordlab::explore::Search::Replay(_));
     let opts = ordlab::explore::ExploreOptions { search, max_schedules, seed, ..Default::default() };
     let servers = Services::start(&services.options()).await?;
     let result = ordlab::explore::explore(&servers, std::env::current_exe()?, &lab, v, &opts).await;
     servers.stop().await;
-    let (x, report) = result?;
+    let (mut x, report) = result?;
+    let sampled = record::load(&record::path_of(Path::new("results"), &x.lab)).ok();
+    x.sampled = sampled.and_then(|r| ordlab::explore::Sampled::of(&r, &x.variant));
     if let Some(report) = &report {
         print!("{}", text::render(report, &TextOptions { lang, ..TextOptions::default() }));
     }

@@ -12,7 +12,7 @@ use ordlab::labs::ordering::stream::StreamSpec;
 use ordlab::timeline::EventKind;
 
 /// Why a runtime or its client libraries cannot be used here, if so.
-fn missing(check: &[&str]) -> Option<String> {
+pub(crate) fn missing(check: &[&str]) -> Option<String> {
     let out = std::process::Command::new(check[0]).args(&check[1..]).output();
     match out {
         Ok(o) if o.status.success() => None,
@@ -23,7 +23,7 @@ fn missing(check: &[&str]) -> Option<String> {
     }
 }
 
-const PYTHON: [&str; 3] = ["python3", "-c", "import redis, psycopg"];
+pub(crate) const PYTHON: [&str; 3] = ["python3", "-c", "import redis, psycopg"];
 const PHP: [&str; 3] = ["php", "-r", "if (!class_exists('Redis') || !function_exists('pg_connect')) exit(1);"];
 
 #[tokio::test]

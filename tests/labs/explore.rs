@@ -1,0 +1,138 @@
+//! `ordlab explore` on real servers: class counts that can be derived by hand, a reduction
+//! that keeps disjoint keys apart, every wrong schedule replayed to the same verdict, a worker
+//! from a command line stepped at the wire, PCT on a lab too large to enumerate.
+//!
+//! Nothing here depends on timing: the explorer decides every order, and a replay that went
+//! differently is an error (a divergence), never a different verdict by chance.
+
+use super::support;
+use ordlab::checker::Verdict;
+use ordlab::explore::{explore, Exploration, ExploreOptions, Schedule, Search};
+use ordlab::service::Services;
+
+async fn explored(lab: &str, variant: Option<&str>, search: Search) -> Exploration {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, lab, variant, search).await;
+    services.stop().await;
+    x
+}
+
+async fn explore_on(services: &Services, lab: &str, variant: Option<&str>, search: Search) -> Exploration {
+    let lab = ordlab::catalog::find(lab).expect("lab");
+    let v = match variant {
+        Some(id) => lab.variant(id).expect("variant"),
+        None => &lab.variants[0],
+    };
+    let opts = ExploreOptions { search, ..Default::default() };
+    explore(services, support::ordlab_exe(), &lab, v, &opts).await.expect("exploration runs").0
+}
+
+fn exhaustive() -> Search {
+    Search::Exhaustive { preemptions: None }
+}
+
+/// (classes, wrong, unknown)
+fn counts(x: &Exploration) -> (usize, usize, usize) {
+    (x.classes.len(), x.count(Verdict::Wrong), x.count(Verdict::Unknown))
+}
+
+/// s1: the producer (XADD created, XADD paid) and one consumer (read, update, ack; read, …;
+/// read). Only reads and appends are ordered, and a read that waits must be woken by the next
+/// append: X1 X2 R R R, X1 R X2 R R, X1 R R·X2 R, R·X1 X2 R R, R·X1 R·X2 R (R· waits) — 5.
+#[tokio::test]
+async fn s1_has_the_five_classes_counted_by_hand_and_none_is_wrong() {
+    let x = explored("s1", None, exhaustive()).await;
+    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert!(!x.hit_max_schedules);
+}
+
+/// Two halves that share no key and no row commute: 2 classes each, 4 in all. A reduction that
+/// ordered steps on different streams or rows would count many more.
+#[tokio::test]
+async fn two_shards_that_share_nothing_have_four_classes() {
+    let x = explored("tests/scenarios/explore-two-shards.toml", None, exhaustive()).await;
+    assert_eq!(counts(&x), (4, 0, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+}
+
+/// baseline: 44 classes, 12 wrong (the consumer of `paid` writes first). Every wrong schedule,
+/// replayed 10 times on the same servers, ends wrong every time; two right ones end right.
+#[tokio::test]
+async fn baseline_s_wrong_schedules_replay_wrong_ten_times_out_of_ten() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, "baseline", None, exhaustive()).await;
+    assert_eq!(counts(&x), (44, 12, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    for c in x.wrong() {
+        assert!(c.reasons.iter().any(|r| r.contains("expected paid")), "{:?}", c.reasons);
+    }
+    let right: Vec<_> = x.classes.iter().filter(|c| c.verdict == Verdict::Right).take(2).collect();
+    for c in x.wrong().chain(right) {
+        let schedule = Schedule::parse(&c.schedule).unwrap();
+        for _ in 0..10 {
+            let again = explore_on(&services, "baseline", None, Search::Replay(schedule.clone())).await;
+            assert_eq!(again.classes.len(), 1);
+            assert_eq!((again.classes[0].verdict, &again.classes[0].key), (c.verdict, &c.key), "{}", c.schedule);
+        }
+    }
+    services.stop().await;
+}
+
+/// CAS by business version (S5): the same 44 orders of steps as baseline, none wrong.
+#[tokio::test]
+async fn cas_is_right_in_every_class() {
+    let x = explored("cas", Some("s5"), exhaustive()).await;
+    assert_eq!(counts(&x), (44, 0, 0));
+}
+
+/// S4a, a lock per order: the consumer that retries a taken lock is parked until the holder
+/// releases it (no endless schedules); wrong exactly where `paid`'s holder locks first.
+#[tokio::test]
+async fn the_lock_lab_is_explored_with_its_retries_parked() {
+    let x = explored("lock", Some("s4a"), exhaustive()).await;
+    assert_eq!(counts(&x), (68, 24, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    let retried = x.classes.iter().filter(|c| c.steps.iter().any(|s| s.contains(" NX PX ") && s.ends_with("→ (nil)"))).count();
+    assert!(retried > 0, "some class has a refused SET NX, retried once its holder released");
+}
+
+/// The example Python consumer (redis-py, psycopg 3), stepped at the wire, has s1's 5 classes.
+#[tokio::test]
+async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
+    let missing = super::foreign_workers::missing(&super::foreign_workers::PYTHON);
+    if !support::has_runtime("python3 with redis-py and psycopg", missing) {
+        return;
+    }
+    let x = explored("tests/scenarios/explore-python-s1.toml", None, exhaustive()).await;
+    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert!(x.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")), "{:?}", x.classes[0].steps);
+}
+
+/// Twenty orders, two consumers: far too many orders of steps to enumerate. PCT (depth 3, a
+/// fixed seed, so the same schedules every time) finds a wrong one, and says its bound.
+#[tokio::test]
+async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
+    let x = explored("tests/scenarios/explore-twenty-orders.toml", None, Search::Pct { depth: 3, schedules: 30, seed: 1 }).await;
+    assert!(x.count(Verdict::Wrong) > 0, "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert!(x.pct_bound.is_some_and(|p| p > 0.0 && p < 1e-3), "{:?}", x.pct_bound);
+    assert!(ordlab::explore::render(&x, ordlab::lang::Lang::En).contains("probability ≥"));
+}
+
+/// What cannot be explored, and a schedule that does not fit, are one line and exit 2, before
+/// any server starts (for the former) or with every server stopped.
+#[test]
+fn bad_explorations_are_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["explore", "lock", "--variant", "s4c"], "cannot be explored: its lock's 500 ms TTL can run out"),
+        (&["explore", "lock"], "choose one with --variant"),
+        (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),
+        (&["run", "baseline", "--schedule", "C3", "--backend", "local"], "asks for a step of C3"),
+    ];
+    for (args, says) in cases {
+        let out = support::ordlab(tmp.path()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains("using local servers")).collect();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
+        assert!(lines[0].starts_with("ordlab: ") && lines[0].contains(says), "{args:?}: {stderr}");
+    }
+    assert!(support::entries(tmp.path()).is_empty(), "left behind: {:?}", support::entries(tmp.path()));
+}

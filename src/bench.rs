@@ -3,6 +3,7 @@
 //! start the servers, and the XADD→receive latency of idle consumers (p50, p99). Nothing in
 //! the library depends on it. [`interposer`] measures what the interposer adds to a round trip.
 
+pub mod explore;
 pub mod interposer;
 
 use crate::error::{Context, Error};

@@ -253,6 +253,32 @@ impl Drop for Endpoint {
     }
 }
 
+/// The worker's PostgreSQL URL, through its own interposed endpoint.
+pub async fn postgres_endpoint(
+    pg_config: &str,
+    tap: &Arc<WorkerTap>,
+) -> Result<(String, Option<Endpoint>), crate::error::Error> {
+    let config: tokio_postgres::Config = pg_config.parse().map_err(|e: tokio_postgres::Error| {
+        crate::error::Error::WorkerCommand { command: "ordlab".into(), detail: format!("PostgreSQL config: {e}") }
+    })?;
+    let (host, port) = match (config.get_hosts().first(), config.get_ports().first()) {
+        (Some(tokio_postgres::config::Host::Tcp(h)), Some(p)) => (h.clone(), *p),
+        (Some(tokio_postgres::config::Host::Tcp(h)), None) => (h.clone(), 5432),
+        _ => ("127.0.0.1".to_string(), 5432),
+    };
+    let upstream = upstream_of(&format!("postgres://{host}:{port}"))
+        .await
+        .map_err(|e| crate::error::Error::Io { context: "PostgreSQL address".into(), source: e })?;
+    let endpoint = Endpoint::postgres(upstream, tap.clone())
+        .await
+        .map_err(|e| crate::error::Error::Io { context: "start the interposer".into(), source: e })?;
+    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let user = config.get_user().unwrap_or("postgres");
+    let password = config.get_password().map(|p| format!(":{}", enc(&String::from_utf8_lossy(p)))).unwrap_or_default();
+    let db = config.get_dbname().unwrap_or("postgres");
+    Ok((format!("postgresql://{}{password}@{}/{}", enc(user), endpoint.addr, enc(db)), Some(endpoint)))
+}
+
 /// The address of a server URL's host and port (`redis://127.0.0.1:6379/0`,
 /// `postgres://u@127.0.0.1:5432/db`).
 pub async fn upstream_of(url: &str) -> std::io::Result<std::net::SocketAddr> {

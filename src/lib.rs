@@ -50,6 +50,7 @@ pub mod cluster_queue;
 pub mod connect;
 pub mod cpu_time;
 pub mod error;
+pub mod exploration;
 pub mod explore;
 pub mod fault;
 pub mod grade;

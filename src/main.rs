@@ -164,6 +164,9 @@ enum Command {
         /// direct against through an endpoint), not the labs.
         #[arg(long, conflicts_with_all = ["labs", "lab_all"])]
         interposer: bool,
+        /// Measure only the explorer: schedules per second for baseline and a Python worker.
+        #[arg(long, conflicts_with_all = ["labs", "lab_all", "interposer"])]
+        explore: bool,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -407,10 +410,10 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         Command::Book { out, lang } => book(&out, lang),
         Command::Serve { out, port, lang, time_scale, services } => serve(out, port, lang, time_scale, &services).await,
         Command::Check { file, .. } if is_exploration(&file) => {
-            let x: ordlab::explore::Exploration = serde_json::from_slice(&std::fs::read(&file)?)
+            let x: ordlab::exploration::Exploration = serde_json::from_slice(&std::fs::read(&file)?)
                 .with_context(|| format!("{} is not an exploration's JSON", file.display()))?;
-            let changed = ordlab::explore::rejudge(&x)?;
-            print!("{}", ordlab::explore::render(&x, Lang::En));
+            let changed = ordlab::exploration::rejudge(&x)?;
+            print!("{}", ordlab::exploration::render(&x, Lang::En));
             for c in &changed {
                 println!("verdict changed: {c}");
             }
@@ -432,7 +435,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         }
         Command::Run { labs, run, schedule: Some(schedule), lang, services, .. } => {
             let [lab] = labs.as_slice() else { anyhow::bail!("--schedule replays one lab: give one lab id") };
-            let search = ordlab::explore::Search::Replay(ordlab::explore::Schedule::parse(&schedule)?);
+            let search = ordlab::exploration::Search::Replay(ordlab::explore::Schedule::parse(&schedule)?);
             explore_cli(lab, run.variant.as_deref(), search, 1, run.seed.unwrap_or(1), None, lang, &services).await
         }
         Command::Explore {
@@ -449,9 +452,9 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             services,
         } => {
             let search = match (schedule, pct) {
-                (Some(s), _) => ordlab::explore::Search::Replay(ordlab::explore::Schedule::parse(&s)?),
-                (None, Some(depth)) => ordlab::explore::Search::Pct { depth, schedules, seed },
-                (None, None) => ordlab::explore::Search::Exhaustive { preemptions },
+                (Some(s), _) => ordlab::exploration::Search::Replay(ordlab::explore::Schedule::parse(&s)?),
+                (None, Some(depth)) => ordlab::exploration::Search::Pct { depth, schedules, seed },
+                (None, None) => ordlab::exploration::Search::Exhaustive { preemptions },
             };
             explore_cli(&lab, variant.as_deref(), search, max_schedules as usize, seed, out, lang, &services).await
         }
@@ -460,8 +463,12 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             run_labs(&labs, &run, &services, &write).await
         }
         Command::Diff { lab, snapshots, services } => diff(&lab, &snapshots, &services).await,
-        Command::Bench { labs, runs, lab_all, jobs, interposer, services } => {
+        Command::Bench { labs, runs, lab_all, jobs, interposer, explore, services } => {
             check_services(&services)?;
+            if explore {
+                bench::explore::run(&services.options(), std::env::current_exe()?).await?;
+                return Ok(EXIT_MATCHED);
+            }
             if interposer {
                 bench::interposer::run(&services.options()).await?;
                 return Ok(EXIT_MATCHED);
@@ -469,6 +476,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
             bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
             bench::interposer::run(&services.options()).await?;
+            bench::explore::run(&services.options(), std::env::current_exe()?).await?;
             if lab_all {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 let n = jobs.map_or(cores, |j| j as usize);
@@ -507,7 +515,8 @@ async fn grade(
 
 /// An exploration's JSON (`explore-<lab>-<variant>.json`), not a lab report.
 fn is_exploration(file: &Path) -> bool {
-    std::fs::read(file).is_ok_and(|b| b.starts_with(b"{") && b.windows(17).take(200).any(|w| w == b"\"explore_version\""))
+    std::fs::read(file)
+        .is_ok_and(|b| b.starts_with(b"{") && b.windows(17).take(200).any(|w| w == b"\"explore_version\""))
 }
 
 /// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
@@ -516,7 +525,7 @@ fn is_exploration(file: &Path) -> bool {
 async fn explore_cli(
     id: &str,
     variant: Option<&str>,
-    search: ordlab::explore::Search,
+    search: ordlab::exploration::Search,
     max_schedules: usize,
     seed: u64,
     out: Option<PathBuf>,
@@ -542,19 +551,19 @@ async fn explore_cli(
     v.procedure.explorable().map_err(|why| anyhow::anyhow!("{}/{} cannot be explored: {why}", lab.id, v.id))?;
     check_worker_programs(std::slice::from_ref(&lab), Some(&v.id))?;
     check_services(services)?;
-    let replay = matches!(search, ordlab::explore::Search::Replay(_));
-    let opts = ordlab::explore::ExploreOptions { search, max_schedules, seed, ..Default::default() };
+    let replay = matches!(search, ordlab::exploration::Search::Replay(_));
+    let opts = ordlab::exploration::ExploreOptions { search, max_schedules, seed, ..Default::default() };
     let servers = Services::start(&services.options()).await?;
-    let result = ordlab::explore::explore(&servers, std::env::current_exe()?, &lab, v, &opts).await;
+    let result = ordlab::exploration::explore(&servers, std::env::current_exe()?, &lab, v, &opts).await;
     servers.stop().await;
     let (mut x, report) = result?;
     let sampled = record::load(&record::path_of(Path::new("results"), &x.lab)).ok();
-    x.sampled = sampled.and_then(|r| ordlab::explore::Sampled::of(&r, &x.variant));
+    x.sampled = sampled.and_then(|r| ordlab::exploration::Sampled::of(&r, &x.variant));
     if let Some(report) = &report {
         print!("{}", text::render(report, &TextOptions { lang, ..TextOptions::default() }));
     }
     if !replay {
-        print!("{}", ordlab::explore::render(&x, lang));
+        print!("{}", ordlab::exploration::render(&x, lang));
     } else if let Some(c) = x.classes.first() {
         println!("schedule {} ({} steps)", c.schedule, c.steps.len());
     }

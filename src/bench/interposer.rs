@@ -227,7 +227,7 @@ async fn measure(services: &Services) -> Result<Measurement, Error> {
     let upstream = upstream_of(&services.redis_url).await.map_err(io)?;
     let setup = RedisSetup { client_name: Some("ordlab-bench-C1".into()), key_prefix: "ordlab:bench:".into() };
     let redis_endpoint = Endpoint::redis(upstream, tap.clone(), setup).await.map_err(io)?;
-    let (pg_through, pg_endpoint) = crate::roles::command_worker::postgres_endpoint(&services.pg_config, &tap).await?;
+    let (pg_through, pg_endpoint) = crate::interposer::postgres_endpoint(&services.pg_config, &tap).await?;
     drop(tap);
     let direct_url = services.redis_url.clone();
     let through_url = with_addr(&direct_url, redis_endpoint.addr);

@@ -177,7 +177,7 @@ pub fn postgres(args: &[String]) -> Footprint {
         || upper.contains("FOR SHARE")
         || upper.contains("FOR NO KEY UPDATE");
     let tables = tables_of(&words);
-    if first != "SELECT" && !writes || (tables.is_empty() && first != "SELECT") {
+    if first != "SELECT" && (!writes || tables.is_empty()) {
         return Footprint::default().write("pg:*".into());
     }
     let row = row_of(sql, &args[1..]);
@@ -215,7 +215,7 @@ fn row_of(sql: &str, params: &[String]) -> Option<String> {
         return None;
     }
     let at = after.find("id = ").or_else(|| after.find("id="))?;
-    if at > 0 && after.as_bytes()[at - 1].is_ascii_alphanumeric() || at > 0 && after.as_bytes()[at - 1] == b'_' {
+    if at > 0 && (after.as_bytes()[at - 1].is_ascii_alphanumeric() || after.as_bytes()[at - 1] == b'_') {
         return None;
     }
     let value: String = after[at..]

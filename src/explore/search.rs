@@ -450,8 +450,7 @@ mod tests {
     fn a_wake_up_stays_after_the_step_that_caused_it() {
         // A's read blocked (touching entries), B's append woke it; A's next step follows.
         let read = Footprint { reads: [Resource("r:s#entries".into())].into(), writes: BTreeSet::new() };
-        let woke = vec![(A, fp(&["r:s#cursor"]).clone())];
-        let mut woken_fp = woke[0].1.clone();
+        let mut woken_fp = fp(&["r:s#cursor"]);
         woken_fp.reads.insert(Resource("r:s#entries".into()));
         let steps = [
             Taken { actor: A, footprint: read, woken: Vec::new() },

@@ -50,7 +50,7 @@ pub fn write_pictures(dir: &Path, report: &LabReport, lang: Lang, run: u32) -> s
 /// `index.html` in `dir` over `reports`.
 pub fn write_book(dir: &Path, reports: &[LabReport]) -> std::io::Result<PathBuf> {
     let path = dir.join("index.html");
-    std::fs::write(&path, html::render(reports))?;
+    std::fs::write(&path, html::render_with(reports, &html::explored::load(dir)))?;
     Ok(path)
 }
 

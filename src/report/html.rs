@@ -8,6 +8,7 @@
 //! in `results/` in their step-tagged flavour, and every text is written in both languages
 //! (`lang="en"` / `lang="vi"`; the page shows one). A step's caption is the text report's line.
 
+pub mod explored;
 mod lab;
 mod summary;
 
@@ -20,6 +21,11 @@ const SCRIPT: &str = include_str!("html/book.js");
 
 /// The whole page over `reports` (in the order given).
 pub fn render(reports: &[LabReport]) -> String {
+    render_with(reports, &[])
+}
+
+/// The whole page over `reports`, then the explorations saved beside them.
+pub fn render_with(reports: &[LabReport], explored: &[explored::ExploredFile]) -> String {
     let mut out = String::with_capacity(1 << 20);
     let _ = write!(
         out,
@@ -42,11 +48,15 @@ pub fn render(reports: &[LabReport]) -> String {
     for r in reports {
         let _ = write!(out, r##"<a href="#lab-{0}" translate="no">{0}</a>"##, esc(&r.lab.id));
     }
+    if !explored.is_empty() {
+        let _ = write!(out, r##"<a href="#explored">{}</a>"##, both(&Words::new("explored", "đã duyệt")));
+    }
     out.push_str("</nav>\n");
     summary::render(&mut out, reports);
     for r in reports {
         lab::render(&mut out, r);
     }
+    explored::render(&mut out, explored);
     let _ = write!(out, "<script>\n{SCRIPT}</script>\n</body>\n</html>\n");
     out
 }

@@ -196,7 +196,7 @@ impl CommandWorker {
         let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
         let setup = RedisSetup { client_name: Some(client_name.to_string()), key_prefix: env.key_prefix.clone() };
         let redis = Endpoint::redis(redis_up, tap.clone(), setup).await.map_err(io)?;
-        let (mut pg_url, pg_endpoint) = postgres_endpoint(upstreams.pg_config, &tap).await?;
+        let (mut pg_url, pg_endpoint) = crate::interposer::postgres_endpoint(upstreams.pg_config, &tap).await?;
         if upstreams.control.is_some() {
             // So the explorer finds the worker's session waiting for a lock in pg_stat_activity.
             pg_url = crate::explore::control::with_application_name(&pg_url, client_name);
@@ -255,32 +255,6 @@ impl CommandWorker {
         self.process.stop().await;
         drop(self.endpoints);
     }
-}
-
-/// The worker's PostgreSQL URL, through its own interposed endpoint.
-pub(crate) async fn postgres_endpoint(
-    pg_config: &str,
-    tap: &Arc<WorkerTap>,
-) -> Result<(String, Option<Endpoint>), Error> {
-    let config: tokio_postgres::Config = pg_config.parse().map_err(|e: tokio_postgres::Error| {
-        Error::WorkerCommand { command: "ordlab".into(), detail: format!("PostgreSQL config: {e}") }
-    })?;
-    let (host, port) = match (config.get_hosts().first(), config.get_ports().first()) {
-        (Some(tokio_postgres::config::Host::Tcp(h)), Some(p)) => (h.clone(), *p),
-        (Some(tokio_postgres::config::Host::Tcp(h)), None) => (h.clone(), 5432),
-        _ => ("127.0.0.1".to_string(), 5432),
-    };
-    let upstream = upstream_of(&format!("postgres://{host}:{port}"))
-        .await
-        .map_err(|e| Error::Io { context: "PostgreSQL address".into(), source: e })?;
-    let endpoint = crate::interposer::Endpoint::postgres(upstream, tap.clone())
-        .await
-        .map_err(|e| Error::Io { context: "start the interposer".into(), source: e })?;
-    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
-    let user = config.get_user().unwrap_or("postgres");
-    let password = config.get_password().map(|p| format!(":{}", enc(&String::from_utf8_lossy(p)))).unwrap_or_default();
-    let db = config.get_dbname().unwrap_or("postgres");
-    Ok((format!("postgresql://{}{password}@{}/{}", enc(user), endpoint.addr, enc(db)), Some(endpoint)))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use super::support;
 use ordlab::checker::Verdict;
-use ordlab::explore::{explore, Exploration, ExploreOptions, Schedule, Search};
+use ordlab::exploration::{explore, Exploration, ExploreOptions, Schedule, Search};
 use ordlab::service::Services;
 
 async fn explored(lab: &str, variant: Option<&str>, search: Search) -> Exploration {
@@ -42,7 +42,7 @@ fn counts(x: &Exploration) -> (usize, usize, usize) {
 #[tokio::test]
 async fn s1_has_the_five_classes_counted_by_hand_and_none_is_wrong() {
     let x = explored("s1", None, exhaustive()).await;
-    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
     assert!(!x.hit_max_schedules);
 }
 
@@ -51,7 +51,7 @@ async fn s1_has_the_five_classes_counted_by_hand_and_none_is_wrong() {
 #[tokio::test]
 async fn two_shards_that_share_nothing_have_four_classes() {
     let x = explored("tests/scenarios/explore-two-shards.toml", None, exhaustive()).await;
-    assert_eq!(counts(&x), (4, 0, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert_eq!(counts(&x), (4, 0, 0), "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
 }
 
 /// baseline: 44 classes, 12 wrong (the consumer of `paid` writes first). Every wrong schedule,
@@ -60,7 +60,7 @@ async fn two_shards_that_share_nothing_have_four_classes() {
 async fn baseline_s_wrong_schedules_replay_wrong_ten_times_out_of_ten() {
     let services = Services::start(&support::local()).await.expect("local servers start");
     let x = explore_on(&services, "baseline", None, exhaustive()).await;
-    assert_eq!(counts(&x), (44, 12, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert_eq!(counts(&x), (44, 12, 0), "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
     for c in x.wrong() {
         assert!(c.reasons.iter().any(|r| r.contains("expected paid")), "{:?}", c.reasons);
     }
@@ -88,8 +88,9 @@ async fn cas_is_right_in_every_class() {
 #[tokio::test]
 async fn the_lock_lab_is_explored_with_its_retries_parked() {
     let x = explored("lock", Some("s4a"), exhaustive()).await;
-    assert_eq!(counts(&x), (68, 24, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
-    let retried = x.classes.iter().filter(|c| c.steps.iter().any(|s| s.contains(" NX PX ") && s.ends_with("→ (nil)"))).count();
+    assert_eq!(counts(&x), (68, 24, 0), "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
+    let retried =
+        x.classes.iter().filter(|c| c.steps.iter().any(|s| s.contains(" NX PX ") && s.ends_with("→ (nil)"))).count();
     assert!(retried > 0, "some class has a refused SET NX, retried once its holder released");
 }
 
@@ -101,7 +102,7 @@ async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
         return;
     }
     let x = explored("tests/scenarios/explore-python-s1.toml", None, exhaustive()).await;
-    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
     assert!(x.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")), "{:?}", x.classes[0].steps);
 }
 
@@ -109,10 +110,12 @@ async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
 /// fixed seed, so the same schedules every time) finds a wrong one, and says its bound.
 #[tokio::test]
 async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
-    let x = explored("tests/scenarios/explore-twenty-orders.toml", None, Search::Pct { depth: 3, schedules: 30, seed: 1 }).await;
-    assert!(x.count(Verdict::Wrong) > 0, "{}", ordlab::explore::render(&x, ordlab::lang::Lang::En));
+    let x =
+        explored("tests/scenarios/explore-twenty-orders.toml", None, Search::Pct { depth: 3, schedules: 30, seed: 1 })
+            .await;
+    assert!(x.count(Verdict::Wrong) > 0, "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
     assert!(x.pct_bound.is_some_and(|p| p > 0.0 && p < 1e-3), "{:?}", x.pct_bound);
-    assert!(ordlab::explore::render(&x, ordlab::lang::Lang::En).contains("probability ≥"));
+    assert!(ordlab::exploration::render(&x, ordlab::lang::Lang::En).contains("probability ≥"));
 }
 
 /// What cannot be explored, and a schedule that does not fit, are one line and exit 2, before

@@ -19,11 +19,11 @@ mod docker_backend;
 /// Seed 003's server advice: `persistence` (SIGKILL and restart per persistence mode) and
 /// `eviction` (a full Redis under each maxmemory policy).
 mod durability_labs;
+/// `ordlab explore`: every order of a lab's steps on real servers, classes, replays, PCT.
+mod explore;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
-/// `ordlab explore`: every order of a lab's steps on real servers, classes, replays, PCT.
-mod explore;
 /// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
 mod foreign_list;
 /// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.

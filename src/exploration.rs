@@ -1,0 +1,399 @@
+//! `ordlab explore`: instead of sampling a race, run a lab under every order of its processes'
+//! steps that can matter, on the real servers, and count how many of those orders end wrong.
+//! Any order is a short string (`P.C2.P.C1x3`) that replays the same run, every time.
+//!
+//! Each run of the search is an ordinary run of the lab, judged by the lab's own checkers; only
+//! its processes connect through the explorer's gated interposer ([`crate::explore::control`]),
+//! so every Redis command and SQL statement waits at the wire until the search
+//! ([`crate::explore::search`]) picks it. Steps that touch different keys or rows commute
+//! ([`crate::explore::footprint`]); runs that differ only in the
+//! order of commuting steps are one class, counted once. The servers are started once; each
+//! run resets the lab's keys and rows, as a run of `ordlab run` does.
+
+pub use crate::explore::{Control, Schedule};
+
+use crate::checker::Verdict;
+use crate::error::Error;
+use crate::explore::search::{self, Choice, Dfs, Pct, Replay, Strategy};
+use crate::labs::RunRecord;
+use crate::lang::{pick, Lang};
+use crate::runner::Runner;
+use crate::scenario::{Scenario, Variant};
+use crate::service::Services;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// How to search.
+#[derive(Clone, Debug)]
+pub enum Search {
+    /// Every class of schedules (up to `preemptions` switches away from a process that could go on).
+    Exhaustive { preemptions: Option<u32> },
+    /// `schedules` runs of probabilistic concurrency testing, bug depth `depth`.
+    Pct { depth: u32, schedules: u32, seed: u64 },
+    /// One schedule, exactly.
+    Replay(Schedule),
+}
+
+#[derive(Clone, Debug)]
+pub struct ExploreOptions {
+    pub search: Search,
+    /// A hard stop on runs (said in the report when hit).
+    pub max_schedules: usize,
+    /// A run longer than this is cut (a process that loops without end).
+    pub max_steps: usize,
+    /// The lab's own random choices (a consumer's seed); the schedule is the explorer's.
+    pub seed: u64,
+}
+
+impl Default for ExploreOptions {
+    fn default() -> Self {
+        ExploreOptions {
+            search: Search::Exhaustive { preemptions: None },
+            max_schedules: 2000,
+            max_steps: 400,
+            seed: 1,
+        }
+    }
+}
+
+/// One class of schedules: the first schedule found in it and how its run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExploredClass {
+    pub schedule: String,
+    /// The class's name: its steps in lexicographic normal form.
+    pub key: String,
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+    /// Each step's command (`C1 XREADGROUP GROUP … >`), in the schedule's order.
+    pub steps: Vec<String>,
+    /// The judged run (events, final state): what `ordlab check` re-judges.
+    pub record: RunRecord,
+}
+
+/// What an exploration found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Exploration {
+    pub explore_version: u32,
+    pub lab: String,
+    pub variant: String,
+    /// `exhaustive`, `exhaustive, at most 2 preemptions`, `pct depth 2, 200 schedules, seed 1`, `replay`.
+    pub search: String,
+    pub runs: usize,
+    /// Runs cut short because every process able to step was asleep (an order already run).
+    pub cut_as_repeats: usize,
+    /// Runs cut at the preemption bound or the step limit.
+    pub cut_at_bound: usize,
+    pub classes: Vec<ExploredClass>,
+    /// `--max-schedules` stopped the search before it was done.
+    pub hit_max_schedules: bool,
+    /// The preemption bound left some schedules out.
+    pub bounded: bool,
+    /// PCT: the per-run lower bound on finding a bug of its depth, `1/(n·k^(d−1))`.
+    pub pct_bound: Option<f64>,
+    pub processes: usize,
+    pub seconds: f64,
+    /// What sampling the same variant showed, from the lab's record in results/, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<Sampled>,
+}
+
+/// A variant's sampled outcome, as `ordlab run` recorded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampled {
+    pub wrong: u32,
+    pub runs: u32,
+    pub time_scale: f64,
+}
+
+impl Sampled {
+    /// The variant's outcome in a lab report (a results record).
+    pub fn of(report: &crate::report::LabReport, variant: &str) -> Option<Sampled> {
+        let v = report.variants.iter().find(|v| v.id == variant && v.runs > 0)?;
+        Some(Sampled { wrong: v.wrong, runs: v.runs, time_scale: report.environment.time_scale })
+    }
+}
+
+pub const EXPLORE_VERSION: u32 = 1;
+
+/// Judge every class's recorded run again with this build's checkers, with no servers: the
+/// classes whose verdict changed (`ordlab check` on an exploration's JSON).
+pub fn rejudge(x: &Exploration) -> Result<Vec<String>, Error> {
+    let lab = crate::catalog::find(&x.lab).map_err(|e| Error::Explore(format!("{}: {e}", x.lab)))?;
+    let v =
+        lab.variant(&x.variant).ok_or_else(|| Error::Explore(format!("lab {} has no variant {}", x.lab, x.variant)))?;
+    let mut changed = Vec::new();
+    for c in &x.classes {
+        let now = v.procedure.judge(&c.record);
+        // A class cut by a retry nothing could end is unknown by the explorer, not the checker.
+        let spinning = c.reasons.iter().any(|r| r.contains("retries forever"));
+        if now.verdict != c.verdict && !spinning {
+            changed.push(format!(
+                "{}: saved {:?}, now {:?} ({})",
+                c.schedule,
+                c.verdict,
+                now.verdict,
+                now.reasons.join("; ")
+            ));
+        }
+    }
+    Ok(changed)
+}
+
+impl Exploration {
+    pub fn wrong(&self) -> impl Iterator<Item = &ExploredClass> {
+        self.classes.iter().filter(|c| c.verdict == Verdict::Wrong)
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        self.classes.iter().filter(|c| c.verdict == v).count()
+    }
+
+    /// The shortest wrong class (fewest steps, then first found).
+    pub fn shortest_wrong(&self) -> Option<&ExploredClass> {
+        self.wrong().min_by_key(|c| c.steps.len())
+    }
+}
+
+/// The search `opts` asks for, and its name in the report.
+fn strategy_of(opts: &ExploreOptions) -> (Box<dyn Strategy>, String) {
+    match &opts.search {
+        Search::Exhaustive { preemptions: None } => (Box::new(Dfs::new(None)), "exhaustive".into()),
+        Search::Exhaustive { preemptions: Some(k) } => {
+            (Box::new(Dfs::new(Some(*k))), format!("exhaustive, at most {k} preemptions"))
+        }
+        Search::Pct { depth, schedules, seed } => (
+            Box::new(Pct::new(*depth, *schedules, *seed, 2 * opts.max_steps.min(50))),
+            format!("pct depth {depth}, {schedules} schedules, seed {seed}"),
+        ),
+        Search::Replay(s) => (Box::new(Replay::new(s.clone())), "replay".into()),
+    }
+}
+
+/// Count one run: a complete run in a class not seen before adds the class.
+fn count_run(x: &mut Exploration, stepped: crate::explore::control::Stepped, record: RunRecord) {
+    match stepped.end {
+        Some(Choice::Done) => {
+            let key = search::class_key(&stepped.taken);
+            if x.classes.iter().any(|c| c.key == key) {
+                return;
+            }
+            let mut record = record;
+            record.run = 1;
+            for s in &stepped.spinning {
+                // Nothing left could ever let this retry succeed: the run cannot finish.
+                record
+                    .verdict
+                    .add(Verdict::Unknown, format!("{s} retries forever: no process left can change what it waits on"));
+            }
+            x.classes.push(ExploredClass {
+                schedule: Schedule(stepped.turns.clone()).to_string(),
+                key,
+                verdict: record.verdict.verdict,
+                reasons: record.verdict.reasons.clone(),
+                steps: stepped.lines,
+                record,
+            });
+        }
+        Some(Choice::Asleep) => x.cut_as_repeats += 1,
+        _ => x.cut_at_bound += 1,
+    }
+}
+
+/// Explore variant `v` of `lab` on `services` (started by the caller, kept for every run).
+/// Also returns, as an ordinary lab report with one run, the run of the shortest wrong class
+/// (or of the one replayed schedule): what the text report, the SVG and the lab book draw.
+pub async fn explore(
+    services: &Services,
+    exe: std::path::PathBuf,
+    lab: &Scenario,
+    v: &Variant,
+    opts: &ExploreOptions,
+) -> Result<(Exploration, Option<crate::report::LabReport>), Error> {
+    v.procedure.explorable().map_err(|why| Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)))?;
+    let started = std::time::Instant::now();
+    let mut runner = Runner::new(services, exe).await?;
+    let mut redis =
+        crate::connect::redis(&services.redis_url).await.map_err(|e| Error::Explore(format!("connect: {e}")))?;
+    let pg =
+        crate::connect::postgres(&services.pg_config).await.map_err(|e| Error::Explore(format!("connect: {e}")))?;
+    let (mut strategy, search) = strategy_of(opts);
+    let mut x = Exploration {
+        explore_version: EXPLORE_VERSION,
+        lab: lab.id.clone(),
+        variant: v.id.clone(),
+        search,
+        runs: 0,
+        cut_as_repeats: 0,
+        cut_at_bound: 0,
+        classes: Vec::new(),
+        hit_max_schedules: false,
+        bounded: false,
+        pct_bound: None,
+        processes: 0,
+        seconds: 0.0,
+        sampled: None,
+    };
+    let mut pct_steps = 0;
+    loop {
+        let control = Control::new(&services.redis_url, &services.pg_config);
+        let lab_side = async {
+            let r = runner.run_controlled(lab, v, opts.seed, &control).await;
+            control.lab_finished();
+            r
+        };
+        let step_side = control.drive(strategy.as_mut(), opts.max_steps, &mut redis, &pg);
+        let run_started = std::time::Instant::now();
+        let (record, stepped) = tokio::join!(lab_side, step_side);
+        let (record, stepped) = (record?, stepped?);
+        if std::env::var_os("ORDLAB_EXPLORE_TRACE").is_some() {
+            let s = Schedule(stepped.turns.clone());
+            eprintln!("explore: run {} {s} {:?} {:.3} s", x.runs + 1, stepped.end, run_started.elapsed().as_secs_f64());
+        }
+        x.runs += 1;
+        x.processes = x.processes.max(control.processes());
+        pct_steps = pct_steps.max(stepped.turns.len());
+        let steps = stepped.turns.len();
+        count_run(&mut x, stepped, record);
+        if !strategy.advance(steps) {
+            break;
+        }
+        if x.runs >= opts.max_schedules {
+            x.hit_max_schedules = true;
+            break;
+        }
+    }
+    if let Search::Pct { depth, schedules, seed } = &opts.search {
+        let pct = Pct::new(*depth, *schedules, *seed, pct_steps);
+        x.pct_bound = Some(pct.bound(x.processes));
+    }
+    if let Search::Exhaustive { preemptions: Some(_) } = &opts.search {
+        x.bounded = x.cut_at_bound > 0 || x.hit_max_schedules;
+    }
+    x.seconds = started.elapsed().as_secs_f64();
+    let shown = match &opts.search {
+        Search::Replay(_) => x.classes.first(),
+        _ => x.shortest_wrong(),
+    };
+    let report = shown.map(|c| {
+        let mut run_opts = crate::runner::RunOptions::new(0.0, opts.seed);
+        run_opts.command_line = format!("ordlab run {} --variant {} --schedule {}", lab.id, v.id, c.schedule);
+        // One schedule's run, not a sample: the variant's expectation is about sampling.
+        let mut shown = v.clone();
+        shown.expect = crate::checker::outcome::Expectation::Any;
+        shown.expect_dropped = crate::checker::outcome::Expectation::Any;
+        let variant = crate::report::VariantReport::tally(&shown, vec![c.record.clone()]);
+        runner.lab_report(lab, vec![variant], &run_opts)
+    });
+    Ok((x, report))
+}
+
+/// The exploration in words: counts, each wrong class with its reason and schedule string,
+/// and how to replay one.
+pub fn render(x: &Exploration, lang: Lang) -> String {
+    let mut out = String::new();
+    let (wrong, unknown) = (x.count(Verdict::Wrong), x.count(Verdict::Unknown));
+    let _ = writeln!(out, "# explore {} --variant {} ({})", x.lab, x.variant, x.search);
+    let classes = x.classes.len();
+    let _ = writeln!(
+        out,
+        "{}",
+        crate::tr!(
+            lang,
+            "{classes} classes of schedules (runs that differ only in the order of commuting steps are one class), from {} runs ({} cut short as repeats, {} at a bound), {:.1} s",
+            "{classes} lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán là một lớp), từ {} lần chạy ({} dừng sớm vì lặp lại, {} ở giới hạn), {:.1} s",
+            x.runs,
+            x.cut_as_repeats,
+            x.cut_at_bound,
+            x.seconds
+        )
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        crate::tr!(
+            lang,
+            "explored: {wrong} of {classes} classes wrong, {unknown} unknown",
+            "đã duyệt: {wrong} trên {classes} lớp SAI, {unknown} không rõ"
+        )
+    );
+    if x.hit_max_schedules {
+        let _ = writeln!(
+            out,
+            "{}",
+            pick(
+                lang,
+                "stopped at --max-schedules: not every class was run",
+                "dừng ở --max-schedules: chưa chạy hết mọi lớp"
+            )
+        );
+    }
+    if x.bounded {
+        let _ = writeln!(
+            out,
+            "{}",
+            pick(
+                lang,
+                "bounded by --preemptions: schedules with more switches were not run",
+                "giới hạn bởi --preemptions: các lịch có nhiều lần chuyển hơn không được chạy"
+            )
+        );
+    }
+    if let Some(p) = x.pct_bound {
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::tr!(
+                lang,
+                "pct: each run finds a bug of this depth with probability ≥ {p:.2e} ({} processes)",
+                "pct: mỗi lần chạy tìm ra lỗi ở độ sâu này với xác suất ≥ {p:.2e} ({} tiến trình)",
+                x.processes
+            )
+        );
+    }
+    wrong_classes(&mut out, x, lang);
+    out
+}
+
+/// Each checker's reason with its count, the wrong schedules, the shortest one step by step.
+fn wrong_classes(out: &mut String, x: &Exploration, lang: Lang) {
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for c in x.wrong() {
+        let r = c.reasons.first().cloned().unwrap_or_default();
+        match reasons.iter_mut().find(|(s, _)| *s == r) {
+            Some(e) => e.1 += 1,
+            None => reasons.push((r, 1)),
+        }
+    }
+    for (r, n) in &reasons {
+        let _ = writeln!(out, "  {} ×{n}: {r}", pick(lang, "wrong", "SAI"));
+    }
+    let mut wrong_classes: Vec<&ExploredClass> = x.wrong().collect();
+    wrong_classes.sort_by_key(|c| c.steps.len());
+    if !wrong_classes.is_empty() {
+        let _ = writeln!(out, "{}", pick(lang, "wrong schedules (shortest first):", "các lịch SAI (ngắn nhất trước):"));
+        for c in wrong_classes.iter().take(20) {
+            let _ = writeln!(out, "  {}  ({} {})", c.schedule, c.steps.len(), pick(lang, "steps", "bước"));
+        }
+        if wrong_classes.len() > 20 {
+            let _ = writeln!(out, "  … {}", wrong_classes.len() - 20);
+        }
+    }
+    if let Some(c) = x.shortest_wrong() {
+        let _ = writeln!(
+            out,
+            "{}",
+            pick(lang, "the shortest wrong schedule, step by step:", "lịch SAI ngắn nhất, từng bước:")
+        );
+        for (i, s) in c.steps.iter().enumerate() {
+            let _ = writeln!(out, "  {:>3}. {s}", i + 1);
+        }
+        let _ = writeln!(
+            out,
+            "{} ordlab run {} --variant {} --schedule {}",
+            pick(lang, "replay it:", "chạy lại:"),
+            x.lab,
+            x.variant,
+            c.schedule
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! The lab book's exploration view: for each exploration saved beside the results
+//! (`explore/explore-<lab>-<variant>.json`, written by `ordlab explore --out`), its classes of
+//! schedules as a grid of squares coloured by verdict; each square opens its schedule string,
+//! its steps one per line (the schedule's timeline) and the checker's reason.
+//!
+//! The view reads the exploration's versioned JSON as data (the fields below), so the report
+//! does not depend on the explorer's code.
+
+use super::{both, esc};
+use crate::checker::Verdict;
+use crate::lang::Words;
+use serde::Deserialize;
+use std::fmt::Write;
+use std::path::Path;
+
+/// What the view shows of one saved exploration.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ExploredFile {
+    pub explore_version: u32,
+    pub lab: String,
+    pub variant: String,
+    pub search: String,
+    pub runs: usize,
+    pub classes: Vec<ClassView>,
+    #[serde(default)]
+    pub hit_max_schedules: bool,
+}
+
+/// One class of schedules.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ClassView {
+    pub schedule: String,
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+    pub steps: Vec<String>,
+}
+
+/// Every exploration in `dir/explore/`, by lab and variant; a file that does not parse is
+/// left out (the lab book is still built), and said on stderr.
+pub fn load(dir: &Path) -> Vec<ExploredFile> {
+    let Ok(entries) = std::fs::read_dir(dir.join("explore")) else { return Vec::new() };
+    let mut files: Vec<ExploredFile> = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        match std::fs::read(&path).map(|b| serde_json::from_slice::<ExploredFile>(&b)) {
+            Ok(Ok(x)) => files.push(x),
+            Ok(Err(err)) => eprintln!("ordlab: {} left out of the lab book: {err}", path.display()),
+            Err(err) => eprintln!("ordlab: {} left out of the lab book: {err}", path.display()),
+        }
+    }
+    files.sort_by(|a, b| (&a.lab, &a.variant).cmp(&(&b.lab, &b.variant)));
+    files
+}
+
+/// The view's section (nothing when there is no exploration).
+pub fn render(out: &mut String, explored: &[ExploredFile]) {
+    if explored.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        r#"<section class="explored" id="explored"><h2>{}</h2><p>{}</p>"#,
+        both(&Words::new("Explored: every order of the steps", "Đã duyệt: mọi thứ tự của các bước")),
+        both(&Words::new(
+            "Each square is one class of schedules (runs that differ only in the order of commuting steps); red ends wrong. Open one for its steps and its replay command.",
+            "Mỗi ô là một lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán); đỏ là kết thúc SAI. Mở một ô để xem các bước và lệnh chạy lại.",
+        ))
+    );
+    for x in explored {
+        let wrong = x.classes.iter().filter(|c| c.verdict == Verdict::Wrong).count();
+        let (n, runs) = (x.classes.len(), x.runs);
+        let title = Words::new(
+            format!("{wrong} of {n} classes wrong ({}, {runs} runs)", x.search),
+            format!("{wrong} trên {n} lớp SAI ({}, {runs} lần chạy)", x.search),
+        );
+        let _ = write!(
+            out,
+            r#"<article class="exploration" data-lab="{0}" data-variant="{1}"><h3><span translate="no">{0} · {1}</span> — {2}</h3><div class="classes">"#,
+            esc(&x.lab),
+            esc(&x.variant),
+            both(&title)
+        );
+        for (i, c) in x.classes.iter().enumerate() {
+            class(out, x, i, c);
+        }
+        out.push_str("</div></article>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+fn class(out: &mut String, x: &ExploredFile, i: usize, c: &ClassView) {
+    let kind = match c.verdict {
+        Verdict::Wrong => "wrong",
+        Verdict::Right => "right",
+        Verdict::Unknown => "unknown",
+    };
+    let _ = write!(
+        out,
+        r#"<details class="class {kind}"><summary title="{}" aria-label="{kind} {}"></summary><div class="steps"><p translate="no"><code>ordlab run {} --variant {} --schedule {}</code></p><ol>"#,
+        esc(&c.schedule),
+        i + 1,
+        esc(&x.lab),
+        esc(&x.variant),
+        esc(&c.schedule)
+    );
+    for s in &c.steps {
+        let _ = write!(out, r#"<li translate="no">{}</li>"#, esc(s));
+    }
+    out.push_str("</ol>");
+    if let Some(r) = c.reasons.first() {
+        let _ = write!(out, "<p class=\"verdict\">{}</p>", esc(r));
+    }
+    out.push_str("</div></details>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> ExploredFile {
+        let class = |schedule: &str, verdict| ClassView {
+            schedule: schedule.into(),
+            verdict,
+            reasons: if verdict == Verdict::Wrong {
+                vec!["order 42 ended created (v=1), expected paid".into()]
+            } else {
+                vec![]
+            },
+            steps: vec!["P XADD orders * → e1".into(), "C1 XREADGROUP … → 1 entry e1".into()],
+        };
+        ExploredFile {
+            explore_version: 1,
+            lab: "baseline".into(),
+            variant: "baseline".into(),
+            search: "exhaustive".into(),
+            runs: 3,
+            classes: vec![class("P.C1", Verdict::Right), class("C1.P", Verdict::Wrong)],
+            hit_max_schedules: false,
+        }
+    }
+
+    #[test]
+    fn each_class_is_a_square_coloured_by_verdict_that_opens_its_steps() {
+        let mut out = String::new();
+        render(&mut out, &[file()]);
+        assert_eq!(out.matches(r#"<details class="class right">"#).count(), 1);
+        assert_eq!(out.matches(r#"<details class="class wrong">"#).count(), 1);
+        assert!(out.contains("1 of 2 classes wrong"), "{out}");
+        assert!(out.contains("1 trên 2 lớp SAI"), "{out}");
+        assert!(out.contains("ordlab run baseline --variant baseline --schedule C1.P"));
+        assert!(out.contains("<li translate=\"no\">C1 XREADGROUP … → 1 entry e1</li>"));
+        assert!(out.contains("expected paid"));
+    }
+
+    #[test]
+    fn no_exploration_no_section_and_a_saved_one_loads() {
+        let mut out = String::new();
+        render(&mut out, &[]);
+        assert!(out.is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("explore")).unwrap();
+        let json = r#"{"explore_version":1,"lab":"s1","variant":"s1","search":"exhaustive","runs":7,"classes":[{"schedule":"P","key":"P","verdict":"right","reasons":[],"steps":["P XADD"],"record":{}}],"extra":1}"#;
+        std::fs::write(dir.path().join("explore/explore-s1-s1.json"), json).unwrap();
+        std::fs::write(dir.path().join("explore/broken.json"), "{").unwrap();
+        let files = load(dir.path());
+        assert_eq!(files.len(), 1);
+        assert_eq!((files[0].lab.as_str(), files[0].classes.len()), ("s1", 1));
+    }
+}

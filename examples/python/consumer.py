@@ -23,7 +23,9 @@ import redis
 CAS = "--cas" in sys.argv[1:]
 LOCK = "--lock" in sys.argv[1:]
 
-r = redis.Redis.from_url(os.environ["ORDLAB_REDIS_URL"], decode_responses=True)
+# redis-py 8.1 reads with a 5 s socket timeout unless told otherwise, which would end a wait
+# in XREADGROUP … BLOCK 0 longer than that with TimeoutError.
+r = redis.Redis.from_url(os.environ["ORDLAB_REDIS_URL"], decode_responses=True, socket_timeout=None)
 db = psycopg.connect(os.environ["ORDLAB_PG_URL"], autocommit=True)
 stream = os.environ["ORDLAB_STREAM"]
 group = os.environ["ORDLAB_GROUP"]

@@ -100,12 +100,13 @@ pub fn timeline_lines<'a>(
     w: &Wording,
     race: bool,
 ) -> Vec<(&'a Event, String)> {
-    let show_publish = procedure.shows_publishing();
+    let (show_publish, show_wire) = (procedure.shows_publishing(), !procedure.wire_read_as_kind_events());
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
     let all: Vec<&Event> = r.events.iter().collect();
     let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
     let lines = ordered
         .into_iter()
+        .filter(|e| show_wire || !matches!(e.kind, EventKind::ServerCommand { .. }))
         .filter(|e| {
             show_publish
                 || !match &e.kind {

@@ -289,7 +289,10 @@ mod tests {
             wire(900_000, 2, "EVAL if_redis.call('get',KEYS[1])==ARGV[1]_then_return_redis.call('del',KEYS[1]) 1 lock:order:42 C2:1-1", "1", 100),
         ]);
         assert_eq!(e.intervals.len(), 2, "{e:?}");
-        assert_eq!((e.intervals[0].sent_us, e.intervals[0].released_us, e.intervals[0].px_ms), (100, Some(820_000), 5000));
+        assert_eq!(
+            (e.intervals[0].sent_us, e.intervals[0].released_us, e.intervals[0].px_ms),
+            (100, Some(820_000), 5000)
+        );
         assert_eq!((e.intervals[1].released_us, e.intervals[1].released), (Some(899_900), Some(1)));
         assert_eq!((e.overlaps.len(), e.first_holder(KEY)), (0, Some(Actor::Consumer(1))));
         // A SET without NX is no lock; one with EX counts in seconds.

@@ -94,11 +94,14 @@ fn lock_holds(v: &VariantReport) {
     for r in &v.run_records {
         let ex = exclusion::check(&r.events);
         assert_eq!((ex.intervals.len(), ex.violations()), (2, 0), "{} run {}: {ex:?}", v.id, r.run);
+        // Each hold counts from its SET's send, before its reply (the interposer stamps both).
+        assert!(ex.intervals.iter().all(|i| i.sent_us < i.acquired_us), "{} run {}: {ex:?}", v.id, r.run);
         let mut released: Vec<Option<i64>> = ex.intervals.iter().map(|i| i.released).collect();
         released.sort();
         let want = if s4c { [Some(0), Some(1)] } else { [Some(1), Some(1)] };
         assert_eq!(released, want, "{} run {}: {ex:?}", v.id, r.run);
-        let at_the_wire = r.events.iter().any(|e| matches!(&e.kind, EventKind::ServerCommand { args, .. } if args[0] == "SET"));
+        let at_the_wire =
+            r.events.iter().any(|e| matches!(&e.kind, EventKind::ServerCommand { args, .. } if args[0] == "SET"));
         assert_eq!(at_the_wire, !v.id.starts_with("ordlab"), "{}: the worker's lock is its own SET", v.id);
     }
 }

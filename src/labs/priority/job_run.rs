@@ -5,11 +5,11 @@
 //! A wait ends early (false) at the deadline or when a worker died unplanned: the run is then
 //! judged unknown by [`crate::checker::health`].
 
+use crate::labs::priority::wire::WireJobs;
 use crate::priority_queue::PhasePlan;
 use crate::priority_queue::PriorityEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
-use crate::labs::priority::wire::WireJobs;
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 use tokio::sync::mpsc;

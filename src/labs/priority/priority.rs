@@ -34,8 +34,8 @@ use crate::lang::{pick, Lang, Words};
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{PerPriority, Phase, PhasePlan, Priority};
 use crate::roles::client_list::{wait_for_client, ClientState};
-use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};
+use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
@@ -112,7 +112,8 @@ impl PrioritySpec {
     /// What a worker from a command line is told (examples/README.md): the three streams,
     /// highest first, each job's work per priority, the time scale for its own BLOCKs.
     fn worker_env(&self, ctx: &RunContext<'_>, streams: &[String]) -> WorkerEnv {
-        let cost_ms = Priority::ALL.iter().map(|p| (p.name().to_string(), self.cost_ms.array()[p.index()] * ctx.scale.0));
+        let cost_ms =
+            Priority::ALL.iter().map(|p| (p.name().to_string(), self.cost_ms.array()[p.index()] * ctx.scale.0));
         WorkerEnv {
             index: 1,
             group: GROUP.to_string(),
@@ -567,8 +568,11 @@ impl Present for PrioritySpec {
         let mut after = phase_lines(run.events, c != n || n != l, lang);
         let libs = crate::interposer::client_libraries(run.events);
         if !libs.is_empty() {
-            let label =
-                pick(lang, "client library, as it named itself at the wire", "thư viện client, như nó tự khai ở tầng giao thức");
+            let label = pick(
+                lang,
+                "client library, as it named itself at the wire",
+                "thư viện client, như nó tự khai ở tầng giao thức",
+            );
             after.push(Line::text(format!("{label}: {}", libs.join(", "))));
         }
         RunNotes { heading: Some(heading), after }

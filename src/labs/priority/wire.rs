@@ -110,7 +110,7 @@ fn read_of(args: &[String]) -> Option<Read> {
     };
     let block = match after("BLOCK").map(|ms| ms.parse::<f64>()) {
         None => Block::No,
-        Some(Ok(ms)) if ms == 0.0 => Block::Forever,
+        Some(Ok(ms)) if ms <= 0.0 => Block::Forever,
         Some(Ok(ms)) => Block::Ms(ms),
         Some(Err(_)) => return None,
     };
@@ -149,7 +149,8 @@ mod tests {
     }
 
     fn job(id: &str, job: &str, priority: &str) -> WireEntry {
-        let fields = [("job", job), ("priority", priority), ("phase", "backlog"), ("traced", "1"), ("queued_ns", "1000")];
+        let fields =
+            [("job", job), ("priority", priority), ("phase", "backlog"), ("traced", "1"), ("queued_ns", "1000")];
         WireEntry { id: id.into(), fields: fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
     }
 
@@ -161,7 +162,12 @@ mod tests {
     fn a_read_its_jobs_one_after_the_other_and_their_acks() {
         let mut w = WireJobs::default();
         let read = "XREADGROUP GROUP g C1 COUNT 10 BLOCK 100 STREAMS critical >";
-        let got = w.translate(&wire(5_000_000, read, vec![job("1-0", "c-0001", "critical"), job("1-1", "c-0002", "critical")], 250));
+        let got = w.translate(&wire(
+            5_000_000,
+            read,
+            vec![job("1-0", "c-0001", "critical"), job("1-1", "c-0002", "critical")],
+            250,
+        ));
         let k = kinds(&got);
         assert_eq!(
             k[0],
@@ -174,7 +180,10 @@ mod tests {
             }
         );
         // The first job is taken at the read's reply, 4 ms after it was queued.
-        assert!(matches!(&k[1], PriorityEvent::PriorityJobTaken { job, waited_ms: Some(ms), .. } if job == "c-0001" && *ms == 4.999), "{k:?}");
+        assert!(
+            matches!(&k[1], PriorityEvent::PriorityJobTaken { job, waited_ms: Some(ms), .. } if job == "c-0001" && *ms == 4.999),
+            "{k:?}"
+        );
         assert_eq!(k.len(), 2);
         // Its XACK: done, and the next one taken.
         let k = kinds(&w.translate(&wire(7_000_000, "XACK critical g 1-0", Vec::new(), 100)));
@@ -185,7 +194,10 @@ mod tests {
         // An empty read over all three, blocking until something comes.
         let all = "XREADGROUP GROUP g C1 COUNT 1 BLOCK 0 STREAMS critical normal low > > >";
         let k = kinds(&w.translate(&wire(9_000_000, all, Vec::new(), 1_000)));
-        assert!(matches!(&k[..], [PriorityEvent::QueueRead { read, got, .. }] if read == "XREADGROUP critical normal low COUNT 1 BLOCK 0" && *got == [0, 0, 0]), "{k:?}");
+        assert!(
+            matches!(&k[..], [PriorityEvent::QueueRead { read, got, .. }] if read == "XREADGROUP critical normal low COUNT 1 BLOCK 0" && *got == [0, 0, 0]),
+            "{k:?}"
+        );
         // Anything else stands for nothing.
         assert!(w.translate(&wire(1, "PING", Vec::new(), 1)).is_empty());
     }

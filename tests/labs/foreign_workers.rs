@@ -200,6 +200,32 @@ fn a_worker_that_cannot_start_exits_at_once_or_never_connects_is_named_in_one_li
 }
 
 #[test]
+fn a_priority_worker_that_exits_at_once_is_named_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"id = "bad-priority-worker"
+title = "a priority worker that cannot run"
+source = "test"
+question = "q"
+family = "priority"
+description = "d"
+[setup]
+kind = "priority"
+loop = { kind = "seed-strict" }
+cost_ms = { critical = 2, normal = 2, low = 2 }
+backlog = { critical = 3 }
+worker = { command = ["sh", "-c", "echo 'KeyError: ORDLAB_STREAMS' >&2; exit 3"] }
+[expect]
+wrong = "none"
+"#;
+    let path = dir.path().join("bad-priority-worker.toml");
+    std::fs::write(&path, text).unwrap();
+    let (code, err) = run_cli(&path);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("exit status: 3") && err.contains("KeyError: ORDLAB_STREAMS"), "{err}");
+}
+
+#[test]
 fn grade_passes_the_cas_consumer_and_fails_the_plain_one_with_its_first_wrong_timeline() {
     if !support::has_runtime("python3 with redis-py and psycopg", missing(&PYTHON)) {
         return;

@@ -128,6 +128,16 @@ enum WireLock {
     Released { key: String, released: i64 },
 }
 
+/// The key a recorded `DELEX key IFEQ token` or compare-and-delete `EVAL` releases, whatever
+/// its reply: which of the two a worker sends depends on the server's version (a snapshot
+/// shows `[release]`, as for ordlab's own consumer).
+pub fn wire_release_key(args: &[String]) -> Option<String> {
+    match wire_lock(args, "0")? {
+        WireLock::Released { key, .. } => Some(key),
+        WireLock::Acquired { .. } => None,
+    }
+}
+
 fn wire_lock(args: &[String], reply: &str) -> Option<WireLock> {
     let word = |i: usize| args.get(i).map(|a| a.to_ascii_uppercase());
     match word(0)?.as_str() {
@@ -299,6 +309,8 @@ mod tests {
         assert_eq!(wire_lock(&["SET".into(), "k".into(), "v".into(), "PX".into(), "5".into()], "OK"), None);
         let ex = ["SET", "k", "v", "NX", "EX", "2"].map(String::from);
         assert_eq!(wire_lock(&ex, "OK"), Some(WireLock::Acquired { key: "k".into(), px_ms: 2000 }));
+        let delex = ["DELEX", "k", "IFEQ", "t"].map(String::from);
+        assert_eq!((wire_release_key(&delex), wire_release_key(&ex)), (Some("k".into()), None));
     }
 
     #[test]

@@ -68,13 +68,17 @@ fn command_line(e: &Event, w: &Wording) -> String {
         crate::timeline::ServerKind::Redis => "redis",
         crate::timeline::ServerKind::Postgres => "postgres",
     };
-    let shown = match server {
+    // Which release a worker sends (DELEX on Redis ≥ 8.4, else EVAL) is the server's: a
+    // snapshot says `[release]`, as for ordlab's own consumer.
+    let release = w.redact.active().then(|| crate::checker::exclusion::wire_release_key(args)).flatten();
+    let shown = match (server, release) {
         // `UPDATE ordlab.orders SET status = $1 … WHERE id = $3 [paid, 2, 42] → UPDATE 1`
-        "postgres" => match args.split_first() {
+        ("postgres", _) => match args.split_first() {
             Some((sql, [])) => sql.clone(),
             Some((sql, params)) => format!("{sql} [{}]", params.join(", ")),
             None => String::new(),
         },
+        (_, Some(key)) => format!("[release] {key}"),
         _ => {
             let mut shown: Vec<&str> = args.iter().take(6).map(String::as_str).collect();
             if args.len() > 6 {
@@ -381,6 +385,14 @@ mod tests {
         );
         let redacted = fold_lock_tries(lines, &wording(Lang::Vi, Redactor::SNAPSHOT));
         assert!(redacted[1].1.ends_with("→ OK (sau [n] lần thử)"), "{redacted:?}");
+        // The release a worker sends depends on the server's version: a snapshot hides which.
+        let mut release = set(6, 1, "1");
+        if let EventKind::ServerCommand { args, .. } = &mut release.kind {
+            *args = ["DELEX", "lock:order:42", "IFEQ", "tok"].map(String::from).to_vec();
+        }
+        assert_eq!(event_line(&release, &w).unwrap(), "C1 [redis 1] DELEX lock:order:42 IFEQ tok → 1");
+        let snapshot = wording(Lang::En, Redactor::SNAPSHOT);
+        assert_eq!(event_line(&release, &snapshot).unwrap(), "C1 [redis 1] [release] lock:order:42 → 1");
     }
 
     #[test]

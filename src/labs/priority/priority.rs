@@ -143,7 +143,14 @@ impl PrioritySpec {
         let actor = Actor::Consumer(1);
         let upstreams = Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config };
         let env = self.worker_env(ctx, streams);
-        let w = CommandWorker::start(spec, &env, actor, &ctx.client_name(actor), upstreams, tx.clone()).await?;
+        let name = ctx.client_name(actor);
+        let w = CommandWorker::start(spec, &env, actor, &name, upstreams, tx.clone()).await?;
+        // A worker that does not exist, exits at once or never connects stops the lab with
+        // one line naming it (its reads may have begun: the backlog is queued).
+        if let Err(e) = w.ready(&mut ctx.redis.clone(), &name, ClientState::Connected, spec).await {
+            w.stop().await;
+            return Err(e);
+        }
         Ok(C1::Foreign(w))
     }
 

@@ -92,6 +92,9 @@ pub struct Exchange {
     /// When the reply arrived (the monotonic clock): the event is placed there, when the
     /// server's answer exists (a blocking read is placed at its delivery, not its send).
     pub replied_ns: u64,
+    /// When the command was passed on to the server, where the proxy stamps it (Redis): a
+    /// lock's release must count from its send, before the server deleted the key.
+    pub sent_ns: Option<u64>,
 }
 
 impl WorkerTap {
@@ -192,6 +195,7 @@ impl WorkerTap {
             reply: x.reply,
             error: x.error,
             entries: x.entries,
+            round_trip_us: x.sent_ns.map(|s| (x.replied_ns.saturating_sub(s) / 1000) as i64),
         };
         self.sink.record(RawEvent { mono_ns: x.replied_ns, actor: self.actor, kind });
     }

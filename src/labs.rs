@@ -325,7 +325,7 @@ fn compare<P: Kind>(variants: &[VariantOf<'_>]) -> Vec<Chart> {
     P::compare(&runs)
 }
 
-/// The four [`TimelineDisplay`] choices one by one, for callers that read one.
+/// The [`TimelineDisplay`] choices one by one, for callers that read one.
 impl Procedure {
     pub fn shows_publishing(&self) -> bool {
         self.timeline().shows_publishing
@@ -341,6 +341,10 @@ impl Procedure {
 
     pub fn per_process_stable(&self) -> bool {
         self.timeline().per_process_stable
+    }
+
+    pub fn wire_read_as_kind_events(&self) -> bool {
+        self.timeline().wire_read_as_kind_events
     }
 }
 

@@ -158,6 +158,9 @@ pub enum EventKind {
         error: bool,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         entries: Vec<WireEntry>,
+        /// From the command's send to its reply, where the interposer stamps both (Redis).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round_trip_us: Option<i64>,
     },
     /// A server process was killed (`server`: `primary`, `replica`, `redis`; `signal`: e.g. SIGKILL).
     ServerKilled { server: String, signal: String },
@@ -500,6 +503,7 @@ mod tests {
                 reply: "PONG".into(),
                 error: false,
                 entries: Vec::new(),
+                round_trip_us: None,
             },
             EventKind::ServerKilled { server: "redis".into(), signal: "SIGKILL".into() },
             EventKind::Reconnected { server: "replica".into() },

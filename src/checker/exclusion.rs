@@ -6,10 +6,15 @@
 //! was sent. With a correct lock two intervals can never overlap: a release is sent before the
 //! server deletes the key, and the next holder's reply arrives after the server set it for
 //! them. Stamping a release at its reply instead would show overlaps that never happened.
+//!
+//! A worker from a command line takes and releases its lock at the wire: the interposer's
+//! records of `SET key token PX ms NX` answered `OK` and of its release (`DELEX key IFEQ token`,
+//! or a Lua compare-and-delete by `EVAL`) give the same intervals, timed by the send and reply
+//! the interposer stamped.
 
 use crate::checker::{RunVerdict, Verdict};
 use crate::handler::order::events::HandlerEvent;
-use crate::timeline::{Actor, Event};
+use crate::timeline::{Actor, Event, EventKind};
 
 /// Redis expires keys on a whole-millisecond clock: a key set with PX p may be gone up to a
 /// millisecond before p ms have passed.
@@ -90,29 +95,95 @@ impl Exclusion {
     }
 }
 
+/// A lock taken or released as one event says: ordlab's own handler's, or a wire record.
+enum LockStep {
+    Acquired { key: String, px_ms: u64, sent_us: i64 },
+    Released { key: String, released: i64, sent_us: i64 },
+}
+
+fn lock_step(e: &Event) -> Option<LockStep> {
+    if let EventKind::ServerCommand { args, reply, error: false, round_trip_us, .. } = &e.kind {
+        let sent_us = e.t_us - round_trip_us.unwrap_or(0);
+        return match wire_lock(args, reply)? {
+            WireLock::Acquired { key, px_ms } => Some(LockStep::Acquired { key, px_ms, sent_us }),
+            WireLock::Released { key, released } => Some(LockStep::Released { key, released, sent_us }),
+        };
+    }
+    match e.kind.family::<HandlerEvent>()? {
+        HandlerEvent::LockAcquired { key, px_ms, round_trip_us, .. } => {
+            Some(LockStep::Acquired { key, px_ms, sent_us: e.t_us - round_trip_us })
+        }
+        HandlerEvent::LockReleased { key, released, .. } => Some(LockStep::Released { key, released, sent_us: e.t_us }),
+        _ => None,
+    }
+}
+
+/// What a recorded Redis command did to a lock, if it took or released one.
+#[derive(Debug, PartialEq)]
+enum WireLock {
+    /// `SET key token … NX … PX ms` (or `EX s`) answered `OK`.
+    Acquired { key: String, px_ms: u64 },
+    /// `DELEX key IFEQ token`, or `EVAL <a script that deletes> 1 key token`, answered with
+    /// the number of keys it deleted.
+    Released { key: String, released: i64 },
+}
+
+/// The key a recorded `DELEX key IFEQ token` or compare-and-delete `EVAL` releases, whatever
+/// its reply: which of the two a worker sends depends on the server's version (a snapshot
+/// shows `[release]`, as for ordlab's own consumer).
+pub fn wire_release_key(args: &[String]) -> Option<String> {
+    match wire_lock(args, "0")? {
+        WireLock::Released { key, .. } => Some(key),
+        WireLock::Acquired { .. } => None,
+    }
+}
+
+fn wire_lock(args: &[String], reply: &str) -> Option<WireLock> {
+    let word = |i: usize| args.get(i).map(|a| a.to_ascii_uppercase());
+    match word(0)?.as_str() {
+        "SET" if reply == "OK" => {
+            let options: Vec<String> = args.iter().skip(3).map(|a| a.to_ascii_uppercase()).collect();
+            let after = |name: &str| options.iter().position(|o| o == name).and_then(|i| options.get(i + 1));
+            let px_ms = match (after("PX"), after("EX")) {
+                (Some(ms), _) => ms.parse().ok()?,
+                (None, Some(s)) => s.parse::<u64>().ok()? * 1000,
+                (None, None) => return None,
+            };
+            options.iter().any(|o| o == "NX").then(|| WireLock::Acquired { key: args[1].clone(), px_ms })
+        }
+        "DELEX" if word(2).as_deref() == Some("IFEQ") => {
+            Some(WireLock::Released { key: args.get(1)?.clone(), released: reply.parse().ok()? })
+        }
+        "EVAL" if word(1).is_some_and(|script| script.contains("DEL")) && word(2).as_deref() == Some("1") => {
+            Some(WireLock::Released { key: args.get(3)?.clone(), released: reply.parse().ok()? })
+        }
+        _ => None,
+    }
+}
+
 /// Pair each consumer's acquisitions with its next release of the same key.
 pub fn intervals(events: &[Event]) -> Vec<Interval> {
     let mut out: Vec<Interval> = Vec::new();
     for e in events {
-        match e.kind.family::<HandlerEvent>().as_ref() {
-            Some(HandlerEvent::LockAcquired { key, px_ms, round_trip_us, .. }) => out.push(Interval {
-                key: key.clone(),
+        match lock_step(e) {
+            Some(LockStep::Acquired { key, px_ms, sent_us }) => out.push(Interval {
+                key,
                 holder: e.actor,
-                sent_us: e.t_us - round_trip_us,
+                sent_us,
                 acquired_us: e.t_us,
-                px_ms: *px_ms,
+                px_ms,
                 released_us: None,
                 released: None,
             }),
-            Some(HandlerEvent::LockReleased { key, released, .. }) => {
+            Some(LockStep::Released { key, released, sent_us }) => {
                 let open =
-                    out.iter_mut().rev().find(|i| i.holder == e.actor && i.key == *key && i.released_us.is_none());
+                    out.iter_mut().rev().find(|i| i.holder == e.actor && i.key == key && i.released_us.is_none());
                 if let Some(i) = open {
-                    i.released_us = Some(e.t_us);
-                    i.released = Some(*released);
+                    i.released_us = Some(sent_us);
+                    i.released = Some(released);
                 }
             }
-            _ => {}
+            None => {}
         }
     }
     out.sort_by_key(|i| i.acquired_us);
@@ -200,6 +271,59 @@ mod tests {
             e.verdict().reasons,
             ["mutual exclusion broken: C2 took lock:order:42 at t=0 ms while C1 still held it"]
         );
+    }
+
+    /// A wire record of worker `who`: `args` answered `reply`, sent `round_trip_us` before.
+    fn wire(t_us: i64, who: u32, args: &str, reply: &str, round_trip_us: i64) -> Event {
+        let kind = EventKind::ServerCommand {
+            server: crate::timeline::ServerKind::Redis,
+            connection: 1,
+            args: args.split(' ').map(String::from).collect(),
+            reply: reply.into(),
+            error: false,
+            entries: Vec::new(),
+            round_trip_us: Some(round_trip_us),
+        };
+        Event { t_us, actor: Actor::Consumer(who), kind }
+    }
+
+    #[test]
+    fn a_worker_s_lock_is_read_from_the_wire() {
+        // redis-py's order (PX before NX); the release counts from its send (820.0 ms), before
+        // the next holder's reply (820.1 ms), though its own reply came after (820.3 ms).
+        let e = check(&[
+            wire(300, 1, "SET lock:order:42 C1:1-0 PX 5000 NX", "OK", 200),
+            wire(20_300, 2, "SET lock:order:42 C2:1-1 PX 5000 NX", "(nil)", 200),
+            wire(820_300, 1, "DELEX lock:order:42 IFEQ C1:1-0", "1", 300),
+            wire(820_100, 2, "SET lock:order:42 C2:1-1 PX 5000 NX", "OK", 100),
+            wire(900_000, 2, "EVAL if_redis.call('get',KEYS[1])==ARGV[1]_then_return_redis.call('del',KEYS[1]) 1 lock:order:42 C2:1-1", "1", 100),
+        ]);
+        assert_eq!(e.intervals.len(), 2, "{e:?}");
+        assert_eq!(
+            (e.intervals[0].sent_us, e.intervals[0].released_us, e.intervals[0].px_ms),
+            (100, Some(820_000), 5000)
+        );
+        assert_eq!((e.intervals[1].released_us, e.intervals[1].released), (Some(899_900), Some(1)));
+        assert_eq!((e.overlaps.len(), e.first_holder(KEY)), (0, Some(Actor::Consumer(1))));
+        // A SET without NX is no lock; one with EX counts in seconds.
+        assert_eq!(wire_lock(&["SET".into(), "k".into(), "v".into(), "PX".into(), "5".into()], "OK"), None);
+        let ex = ["SET", "k", "v", "NX", "EX", "2"].map(String::from);
+        assert_eq!(wire_lock(&ex, "OK"), Some(WireLock::Acquired { key: "k".into(), px_ms: 2000 }));
+        let delex = ["DELEX", "k", "IFEQ", "t"].map(String::from);
+        assert_eq!((wire_release_key(&delex), wire_release_key(&ex)), (Some("k".into()), None));
+    }
+
+    #[test]
+    fn a_worker_s_lock_that_outlives_its_ttl_overlaps_after_expiry() {
+        // S4c from the wire: C1 sets PX 500 at 0.3 ms; C2 gets the key at 510 ms; C1's late
+        // release deletes nothing.
+        let e = check(&[
+            wire(300, 1, "SET lock:order:42 C1:1-0 PX 500 NX", "OK", 200),
+            wire(510_000, 2, "SET lock:order:42 C2:1-1 PX 500 NX", "OK", 100),
+            wire(568_000, 2, "DELEX lock:order:42 IFEQ C2:1-1", "1", 100),
+            wire(810_000, 1, "DELEX lock:order:42 IFEQ C1:1-0", "0", 100),
+        ]);
+        assert_eq!((e.after_expiry(), e.violations(), e.intervals[0].released), (1, 0, Some(0)));
     }
 
     #[test]

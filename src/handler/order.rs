@@ -324,6 +324,24 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_from_a_command_line_is_told_the_lock_ordlab_s_own_consumer_takes() {
+        let lock = lock::LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 30 };
+        let env = lock.worker_env("run7:", crate::fault::TimeScale(0.5), false);
+        let got: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("ORDLAB_LOCK_PREFIX", "run7:lock:order:"),
+                ("ORDLAB_LOCK_PREWORK_MAX_MS", "15"),
+                ("ORDLAB_LOCK_RELEASE", "EVAL"),
+                ("ORDLAB_LOCK_RETRY_MS", "10"),
+                ("ORDLAB_LOCK_TTL_MS", "250"),
+            ]
+        );
+        assert_eq!(lock.worker_env("", crate::fault::TimeScale(1.0), true)["ORDLAB_LOCK_RELEASE"], "DELEX");
+    }
+
+    #[test]
     fn labs_ask_the_strategy_not_its_name() {
         let fanout = parse("{ kind = \"fanout\", workers = 3 }").unwrap();
         assert!(fanout.reads_through_fanout() && fanout.handlers_per_consumer() == 3);

@@ -545,6 +545,7 @@ impl Session {
                                 reply: replies.join("; "),
                                 error,
                                 replied_ns: replied_ns.unwrap_or(now_ns),
+                                sent_ns: None,
                             };
                             return ServerStep { reply_to: None, finished: Some(finished) };
                         }
@@ -583,6 +584,7 @@ impl Session {
                 reply,
                 error,
                 replied_ns: now_ns,
+                sent_ns: None,
             };
             return ServerStep { reply_to: Some(args), finished: Some(finished) };
         }
@@ -1043,6 +1045,7 @@ mod tests {
             reply: reply.into(),
             error,
             replied_ns,
+            sent_ns: None,
         }
     }
 

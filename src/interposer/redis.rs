@@ -37,6 +37,8 @@ struct Sent {
     args: Vec<String>,
     /// `HELLO <n>`: the protocol its reply (and, if it succeeds, the connection) speaks.
     hello: Option<Protocol>,
+    /// When it was passed on to the server (the monotonic clock).
+    sent_ns: u64,
 }
 
 /// What the two directions of one connection share.
@@ -207,7 +209,7 @@ impl Link {
                 .flatten()
                 .map(|v| if v >= 3 { Protocol::Resp3 } else { Protocol::Resp2 });
             let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
-            self.wire.lock().unwrap().sent.push_back(Sent { args: shown, hello });
+            self.wire.lock().unwrap().sent.push_back(Sent { args: shown, hello, sent_ns: crate::clock::now_ns() });
             if let Action::DelayMs(ms) = action {
                 to.write_all(&out).await?;
                 out.clear();
@@ -280,6 +282,7 @@ impl Link {
                 reply: shown,
                 error: reply.is_error(),
                 replied_ns,
+                sent_ns: Some(sent.sent_ns),
             });
             match action {
                 Action::Kill | Action::Close => break Some(Stop::Close),

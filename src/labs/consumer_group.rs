@@ -146,7 +146,10 @@ impl ConsumerGroup {
             orders_table: format!("{}.orders", crate::connect::SCHEMA),
             cost_ms: spec.work.scaled_costs(ctx.scale),
             seed: ctx.seed_for(index),
-            extra: Default::default(),
+            extra: match spec.strategy {
+                Strategy::Lock(lock) => lock.worker_env(&ctx.key_prefix(), ctx.scale, ctx.services.info.redis.delex),
+                _ => Default::default(),
+            },
         };
         let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config, control: ctx.control };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, tx.clone()).await?;

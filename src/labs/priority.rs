@@ -6,6 +6,7 @@ mod job_run;
 pub mod priority;
 mod seed_claims;
 pub mod served;
+mod wire;
 pub mod worker;
 pub mod zset;
 pub mod zset_checker;

@@ -152,6 +152,10 @@ pub struct TimelineDisplay {
     /// run (only the interleaving across processes varies). A snapshot then lists the
     /// timeline process by process instead of leaving it out.
     pub per_process_stable: bool,
+    /// The kind reads its worker's wire records into events of its own (a priority worker's
+    /// reads and acks): the text timeline shows those, and leaves the records (hundreds of
+    /// polls, as many as the timing allows) to the JSON.
+    pub wire_read_as_kind_events: bool,
 }
 
 /// A kind's measurements of one run: a struct with one field per figure, turned into

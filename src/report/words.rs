@@ -7,7 +7,8 @@ pub use crate::timeline::vocabulary::Wording;
 use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
 use crate::timeline::vocabulary::job_line_label;
-use crate::timeline::{EffectOutcome, Event, EventKind};
+use crate::timeline::{Actor, EffectOutcome, Event, EventKind};
+use std::collections::BTreeMap;
 
 /// One timeline line, or None for events the text report leaves to JSON and SVG.
 pub fn event_line(e: &Event, w: &Wording) -> Option<String> {
@@ -67,13 +68,17 @@ fn command_line(e: &Event, w: &Wording) -> String {
         crate::timeline::ServerKind::Redis => "redis",
         crate::timeline::ServerKind::Postgres => "postgres",
     };
-    let shown = match server {
+    // Which release a worker sends (DELEX on Redis ≥ 8.4, else EVAL) is the server's: a
+    // snapshot says `[release]`, as for ordlab's own consumer.
+    let release = w.redact.active().then(|| crate::checker::exclusion::wire_release_key(args)).flatten();
+    let shown = match (server, release) {
         // `UPDATE ordlab.orders SET status = $1 … WHERE id = $3 [paid, 2, 42] → UPDATE 1`
-        "postgres" => match args.split_first() {
+        ("postgres", _) => match args.split_first() {
             Some((sql, [])) => sql.clone(),
             Some((sql, params)) => format!("{sql} [{}]", params.join(", ")),
             None => String::new(),
         },
+        (_, Some(key)) => format!("[release] {key}"),
         _ => {
             let mut shown: Vec<&str> = args.iter().take(6).map(String::as_str).collect();
             if args.len() > 6 {
@@ -99,11 +104,16 @@ pub fn timeline_lines<'a>(
     w: &Wording,
     race: bool,
 ) -> Vec<(&'a Event, String)> {
-    let show_publish = procedure.shows_publishing();
+    let (show_publish, show_wire) = (procedure.shows_publishing(), !procedure.wire_read_as_kind_events());
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
     let all: Vec<&Event> = r.events.iter().collect();
     let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
-    ordered.into_iter().filter_map(|e| shown_line(e, show_publish, w).map(|line| (e, line))).collect()
+    let lines = ordered
+        .into_iter()
+        .filter(|e| show_wire || !matches!(e.kind, EventKind::ServerCommand { .. }))
+        .filter_map(|e| shown_line(e, show_publish, w).map(|line| (e, line)))
+        .collect();
+    fold_lock_tries(lines, w)
 }
 
 /// The line of `e` where a timeline shows it: None for events the text report leaves out, and
@@ -119,6 +129,61 @@ pub fn shown_line(e: &Event, show_publish: bool, w: &Wording) -> Option<String> 
         return None;
     }
     event_line(e, w)
+}
+
+/// The key of a worker's `SET key token … NX` at the wire, and whether it took the key (`OK`)
+/// or found it held (`(nil)`).
+fn set_nx(e: &Event) -> Option<(&str, bool)> {
+    let EventKind::ServerCommand { args, reply, error: false, .. } = &e.kind else { return None };
+    let nx = args.first()?.eq_ignore_ascii_case("SET") && args.iter().skip(3).any(|a| a.eq_ignore_ascii_case("NX"));
+    match reply.as_str() {
+        "OK" if nx => Some((args.get(1)?, true)),
+        "(nil)" if nx => Some((args.get(1)?, false)),
+        _ => None,
+    }
+}
+
+/// A worker's lock tries at the wire, folded as ordlab's own consumer's line is: its failed
+/// `SET … NX` tries (someone held the key) are left out and the one that took the key says
+/// how many it took; a process that never took it keeps its first try, with the count.
+fn fold_lock_tries<'a>(lines: Vec<(&'a Event, String)>, w: &Wording) -> Vec<(&'a Event, String)> {
+    let mut out: Vec<Option<(&'a Event, String)>> = Vec::with_capacity(lines.len());
+    // (process, key) → (where its first failed try is in `out`, failed tries so far)
+    let mut failing: BTreeMap<(Actor, String), (usize, u32)> = BTreeMap::new();
+    for (e, line) in lines {
+        match set_nx(e) {
+            Some((key, false)) => {
+                let f = failing.entry((e.actor, key.to_string())).or_insert((out.len(), 0));
+                f.1 += 1;
+                out.push((f.1 == 1).then_some((e, line)));
+            }
+            Some((key, true)) => {
+                let (first, failed) = failing.remove(&(e.actor, key.to_string())).unwrap_or((usize::MAX, 0));
+                if let Some(slot) = out.get_mut(first) {
+                    *slot = None;
+                }
+                let (n, unit) = (w.redact.count(failed + 1), tries_unit(failed + 1, w));
+                let after = crate::tr!(w.lang, "after {n} {unit}", "sau {n} lần thử");
+                out.push(Some((e, format!("{line} ({after})"))));
+            }
+            None => out.push(Some((e, line))),
+        }
+    }
+    for (first, failed) in failing.into_values() {
+        if let Some(Some((_, line))) = out.get_mut(first) {
+            let (n, unit) = (w.redact.count(failed), tries_unit(failed, w));
+            line.push_str(&crate::tr!(w.lang, " ({n} {unit}, never took it)", " ({n} lần thử, không lấy được)"));
+        }
+    }
+    out.into_iter().flatten().collect()
+}
+
+fn tries_unit(n: u32, w: &Wording) -> &'static str {
+    if n == 1 && !w.redact.active() {
+        "try"
+    } else {
+        "tries"
+    }
 }
 
 /// Lines of SQL sessions, outbox rounds, servers and crashes.
@@ -298,6 +363,46 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_s_failed_lock_tries_fold_into_the_one_that_took_it() {
+        let set = |t_us, who, reply: &str| Event {
+            t_us,
+            actor: Actor::Consumer(who),
+            kind: EventKind::ServerCommand {
+                server: crate::timeline::ServerKind::Redis,
+                connection: 1,
+                args: ["SET", "lock:order:42", "tok", "PX", "5000", "NX"].map(String::from).to_vec(),
+                reply: reply.into(),
+                error: false,
+                entries: Vec::new(),
+                round_trip_us: None,
+            },
+        };
+        let events = [set(1, 1, "OK"), set(2, 2, "(nil)"), set(3, 2, "(nil)"), set(4, 2, "OK"), set(5, 3, "(nil)")];
+        let w = wording(Lang::En, Redactor::NONE);
+        let lines: Vec<(&Event, String)> = events.iter().map(|e| (e, event_line(e, &w).unwrap())).collect();
+        let shown: Vec<String> = fold_lock_tries(lines.clone(), &w).into_iter().map(|(_, l)| l).collect();
+        let set_line = "[redis 1] SET lock:order:42 tok PX 5000 NX";
+        assert_eq!(
+            shown,
+            [
+                format!("C1 {set_line} → OK (after 1 try)"),
+                format!("C2 {set_line} → OK (after 3 tries)"),
+                format!("C3 {set_line} → (nil) (1 try, never took it)"),
+            ]
+        );
+        let redacted = fold_lock_tries(lines, &wording(Lang::Vi, Redactor::SNAPSHOT));
+        assert!(redacted[1].1.ends_with("→ OK (sau [n] lần thử)"), "{redacted:?}");
+        // The release a worker sends depends on the server's version: a snapshot hides which.
+        let mut release = set(6, 1, "1");
+        if let EventKind::ServerCommand { args, .. } = &mut release.kind {
+            *args = ["DELEX", "lock:order:42", "IFEQ", "tok"].map(String::from).to_vec();
+        }
+        assert_eq!(event_line(&release, &w).unwrap(), "C1 [redis 1] DELEX lock:order:42 IFEQ tok → 1");
+        let snapshot = wording(Lang::En, Redactor::SNAPSHOT);
+        assert_eq!(event_line(&release, &snapshot).unwrap(), "C1 [redis 1] [release] lock:order:42 → 1");
+    }
+
+    #[test]
     fn a_recorded_server_command_is_one_line_with_its_connection_and_reply() {
         use crate::timeline::ServerKind;
         let e = Event {
@@ -310,6 +415,7 @@ mod tests {
                 reply: "1 entry 1796128672352-0 type=paid".into(),
                 error: false,
                 entries: Vec::new(),
+                round_trip_us: None,
             },
         };
         assert_eq!(
@@ -331,6 +437,7 @@ mod tests {
                 reply: reply.into(),
                 error: false,
                 entries: Vec::new(),
+                round_trip_us: None,
             },
         };
         let sql = command(ServerKind::Postgres, &["UPDATE t SET s = $1 WHERE id = $2", "paid", "42"], "UPDATE 1");

@@ -26,7 +26,8 @@ mod explore;
 mod failover_lab;
 /// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
 mod foreign_list;
-/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race.
+/// Workers from a command line (the examples' Python and PHP consumers) under the baseline race
+/// and the S4 lock, and seed 000's priority loops in Python: `foreign-ordering`, `foreign-priority`.
 mod foreign_workers;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.

@@ -14,6 +14,8 @@ use crate::lang::Lang;
 use crate::timeline::RawEvent;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use crate::fault::TimeScale;
 
 /// The compare-and-delete every Redis before 8.4 needs: delete only if the value is our token.
 const COMPARE_AND_DELETE: &str =
@@ -86,6 +88,21 @@ impl StrategyKind for LockSpec {
 }
 
 impl LockSpec {
+    /// What a worker from a command line needs to take the same lock (examples/README.md):
+    /// the key prefix its order id goes after, the PX (time scale applied), the retry pause,
+    /// the random pre-work bound, and the release the server has (`DELEX` on Redis ≥ 8.4,
+    /// otherwise `EVAL`, the Lua compare-and-delete).
+    pub fn worker_env(&self, key_prefix: &str, scale: TimeScale, has_delex: bool) -> BTreeMap<String, String> {
+        let ms = |v: u64| (v as f64 * scale.0).to_string();
+        BTreeMap::from([
+            ("ORDLAB_LOCK_PREFIX".to_string(), format!("{key_prefix}lock:order:")),
+            ("ORDLAB_LOCK_TTL_MS".to_string(), scale.ms_ceil(self.ttl_ms).to_string()),
+            ("ORDLAB_LOCK_RETRY_MS".to_string(), ms(self.retry_ms)),
+            ("ORDLAB_LOCK_PREWORK_MAX_MS".to_string(), ms(self.prework_max_ms)),
+            ("ORDLAB_LOCK_RELEASE".to_string(), if has_delex { "DELEX" } else { "EVAL" }.to_string()),
+        ])
+    }
+
     fn default_ttl() -> u64 {
         5000
     }

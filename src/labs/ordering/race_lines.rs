@@ -7,7 +7,7 @@ use crate::checker::exclusion;
 use crate::checker::fates;
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
-use crate::timeline::{Actor, Event, EventKind};
+use crate::timeline::{Actor, Event};
 use std::collections::BTreeMap;
 
 /// One run's timeline.
@@ -69,12 +69,11 @@ impl TakenBy {
 fn first_lock_holders_event(run: RaceRun<'_>) -> Option<String> {
     let ex = exclusion::check(run);
     let first = ex.intervals.first()?;
-    run.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Received { job, .. } if e.actor == first.holder && e.t_us <= first.acquired_us => {
-            Some(job.event_type.clone())
-        }
-        _ => None,
-    })
+    // Its own consumer's `received`, or the entries of a worker's stream read at the wire.
+    run.iter()
+        .rev()
+        .filter(|e| e.actor == first.holder && e.t_us <= first.acquired_us)
+        .find_map(|e| e.kind.delivered().pop().map(|(_, job)| job.event_type))
 }
 
 /// Whose holder took the lock first in each run.

@@ -5,11 +5,12 @@
 //! A wait ends early (false) at the deadline or when a worker died unplanned: the run is then
 //! judged unknown by [`crate::checker::health`].
 
+use crate::labs::priority::wire::WireJobs;
 use crate::priority_queue::PhasePlan;
 use crate::priority_queue::PriorityEvent;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -24,13 +25,23 @@ pub struct JobRun {
     /// Jobs a worker has finished.
     pub done: HashSet<String>,
     deadline: tokio::time::Instant,
+    /// A worker from a command line: its wire records read as the family's events.
+    wire: Option<WireJobs>,
+    /// Events read from a wire record, handed out before the next one is received.
+    derived: VecDeque<RawEvent>,
 }
 
 impl JobRun {
     /// A run that gives up at `deadline`.
     pub fn new(deadline: tokio::time::Instant) -> JobRun {
         let (tx, rx) = mpsc::unbounded_channel();
-        JobRun { tx, rx, raw: Vec::new(), done: HashSet::new(), deadline }
+        JobRun { tx, rx, raw: Vec::new(), done: HashSet::new(), deadline, wire: None, derived: VecDeque::new() }
+    }
+
+    /// Read a worker's wire records (from a command line) as the family's own events.
+    pub fn with_wire_jobs(mut self) -> JobRun {
+        self.wire = Some(WireJobs::default());
+        self
     }
 
     /// The orchestrator starts a phase (a timeline line of the runner).
@@ -53,12 +64,19 @@ impl JobRun {
     /// The next event before `until` (Some(None) when `until` came first); None at the deadline
     /// or when a worker died unplanned.
     pub async fn next_event_until(&mut self, until: tokio::time::Instant) -> Option<Option<&RawEvent>> {
+        if let Some(ev) = self.derived.pop_front() {
+            self.record(ev);
+            return Some(self.raw.last());
+        }
         let ev = tokio::select! {
             ev = self.rx.recv() => ev?,
             _ = tokio::time::sleep_until(until.min(self.deadline)) => {
                 return (until < self.deadline).then_some(None);
             }
         };
+        if let Some(w) = &mut self.wire {
+            self.derived.extend(w.translate(&ev));
+        }
         let died = matches!(ev.kind, EventKind::Crashed { planned: false, .. });
         self.record(ev);
         (!died).then(|| Some(self.raw.last().expect("just pushed")))
@@ -104,10 +122,13 @@ impl JobRun {
 
     /// Every event, once every process that sends them is stopped.
     pub fn finish(self) -> Vec<RawEvent> {
-        let JobRun { tx, mut rx, mut raw, .. } = self;
+        let JobRun { tx, mut rx, mut raw, mut wire, derived, .. } = self;
         drop(tx);
+        raw.extend(derived);
         while let Ok(ev) = rx.try_recv() {
+            let derived = wire.as_mut().map(|w| w.translate(&ev)).unwrap_or_default();
             raw.push(ev);
+            raw.extend(derived);
         }
         raw
     }

@@ -28,12 +28,13 @@ use crate::labs::priority::served::{self as priority, BacklogMeasures, Claims, P
 use crate::labs::priority::worker::{describe, PriorityWorkerConfig, QueuedJob};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
-    VariantRuns,
+    TimelineDisplay, VariantRuns,
 };
 use crate::lang::{pick, Lang, Words};
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{PerPriority, Phase, PhasePlan, Priority};
 use crate::roles::client_list::{wait_for_client, ClientState};
+use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};
 use crate::roles::priority_loop::{Block, LoopSpec, Planner, Read};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, GROUP};
@@ -69,6 +70,10 @@ pub struct PrioritySpec {
     /// What the loop promises; the judge checks each.
     #[serde(default)]
     pub claims: Claims,
+    /// A worker from a command line instead of ordlab's own C1 (`loop` then says which loop
+    /// it runs: the aligned probe is placed by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerCommand>,
 }
 
 /// `trickle = { every_ms = 40, critical = 40, low = 3 }`: a critical job every `every_ms`,
@@ -104,6 +109,51 @@ pub struct PriorityObserved {
 }
 
 impl PrioritySpec {
+    /// What a worker from a command line is told (examples/README.md): the three streams,
+    /// highest first, each job's work per priority, the time scale for its own BLOCKs.
+    fn worker_env(&self, ctx: &RunContext<'_>, streams: &[String]) -> WorkerEnv {
+        let cost_ms =
+            Priority::ALL.iter().map(|p| (p.name().to_string(), self.cost_ms.array()[p.index()] * ctx.scale.0));
+        WorkerEnv {
+            index: 1,
+            group: GROUP.to_string(),
+            consumer: Actor::Consumer(1).to_string(),
+            key_prefix: ctx.key_prefix(),
+            cost_ms: cost_ms.collect(),
+            seed: ctx.seed_for(1),
+            extra: [
+                ("ORDLAB_STREAMS".to_string(), streams.join(" ")),
+                ("ORDLAB_TIME_SCALE".to_string(), ctx.scale.0.to_string()),
+            ]
+            .into(),
+            ..WorkerEnv::default()
+        }
+    }
+
+    /// C1: ordlab's own worker, or the one from the command line through its interposer.
+    async fn start_worker(
+        &self,
+        ctx: &RunContext<'_>,
+        streams: &[String],
+        tx: &tokio::sync::mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<C1, Error> {
+        let Some(spec) = &self.worker else {
+            return Ok(C1::Own(ctx.spawn(&RoleConfig::of(&self.worker_config(ctx, streams)), tx.clone())?));
+        };
+        let actor = Actor::Consumer(1);
+        let upstreams = Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
+        let env = self.worker_env(ctx, streams);
+        let name = ctx.client_name(actor);
+        let w = CommandWorker::start(spec, &env, actor, &name, upstreams, tx.clone()).await?;
+        // A worker that does not exist, exits at once or never connects stops the lab with
+        // one line naming it (its reads may have begun: the backlog is queued).
+        if let Err(e) = w.ready(&mut ctx.redis.clone(), &name, ClientState::Connected, spec).await {
+            w.stop().await;
+            return Err(e);
+        }
+        Ok(C1::Foreign(w))
+    }
+
     fn worker_config(&self, ctx: &RunContext<'_>, streams: &[String]) -> PriorityWorkerConfig {
         PriorityWorkerConfig {
             env: ctx.role_env(1),
@@ -164,6 +214,28 @@ impl PrioritySpec {
         match &self.probes {
             Some(p) => d.random_probes(p).await,
             None => Ok(true),
+        }
+    }
+}
+
+/// The run's C1.
+enum C1 {
+    Own(RoleProcess),
+    Foreign(CommandWorker),
+}
+
+impl C1 {
+    fn process(&self) -> &RoleProcess {
+        match self {
+            C1::Own(p) => p,
+            C1::Foreign(w) => &w.process,
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            C1::Own(p) => p.stop().await,
+            C1::Foreign(w) => w.stop().await,
         }
     }
 }
@@ -341,6 +413,12 @@ impl Driver<'_> {
 impl LabProcedure for PrioritySpec {
     fn validate(&mut self) -> Result<(), String> {
         self.worker_loop.validate(3)?;
+        if let Some(w) = &self.worker {
+            if w.count.is_some_and(|n| n != 1) {
+                return Err("setup.worker.count: a priority lab has one worker (C1)".into());
+            }
+            w.check(1)?;
+        }
         if self.cost_ms.array().iter().any(|c| !c.is_finite() || *c < 0.0) {
             return Err("setup.cost_ms: use durations ≥ 0 in ms".into());
         }
@@ -367,9 +445,11 @@ impl LabProcedure for PrioritySpec {
         for s in &names {
             streams::create_group(&mut conn, s, GROUP).await?;
         }
-        let run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
+        let mut run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
+        if self.worker.is_some() {
+            run = run.with_wire_jobs();
+        }
         let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
-        let worker_cfg = RoleConfig::of(&self.worker_config(ctx, &names));
         let shared: &RunContext<'_> = ctx;
         let mut d =
             Driver { ctx: shared, run, conn: producer, streams: names.clone(), next_id: [0; 3], rng: shared.rng() };
@@ -383,8 +463,8 @@ impl LabProcedure for PrioritySpec {
             }
             None => HashSet::new(),
         };
-        let worker = shared.spawn(&worker_cfg, d.run.tx.clone())?;
-        let finished = self.phases(&mut d, &worker, backlog).await;
+        let worker = self.start_worker(shared, &names, &d.run.tx).await?;
+        let finished = self.phases(&mut d, worker.process(), backlog).await;
         worker.stop().await;
         let raw = d.run.finish();
         let finished = finished?;
@@ -432,6 +512,9 @@ impl Judge for PrioritySpec {
 impl Present for PrioritySpec {
     fn describe(&self, lang: Lang) -> String {
         let mut parts = vec![loop_phrase(&self.worker_loop, lang)];
+        if let Some(w) = &self.worker {
+            parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
+        }
         let [c, n, l] = self.cost_ms.array();
         parts.push(crate::tr!(
             lang,
@@ -470,7 +553,14 @@ impl Present for PrioritySpec {
     }
 
     fn approach(&self) -> String {
-        self.worker_loop.name().to_string()
+        match &self.worker {
+            Some(w) => w.shown(),
+            None => self.worker_loop.name().to_string(),
+        }
+    }
+
+    fn timeline(&self) -> TimelineDisplay {
+        TimelineDisplay { wire_read_as_kind_events: self.worker.is_some(), ..TimelineDisplay::default() }
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
@@ -482,7 +572,17 @@ impl Present for PrioritySpec {
             idle_cycle(&self.worker_loop).iter().map(|r| describe(r, TimeScale(run.observed.scale))).collect();
         let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
         let [c, n, l] = self.cost_ms.array();
-        RunNotes { heading: Some(heading), after: phase_lines(run.events, c != n || n != l, lang) }
+        let mut after = phase_lines(run.events, c != n || n != l, lang);
+        let libs = crate::interposer::client_libraries(run.events);
+        if !libs.is_empty() {
+            let label = pick(
+                lang,
+                "client library, as it named itself at the wire",
+                "thư viện client, như nó tự khai ở tầng giao thức",
+            );
+            after.push(Line::text(format!("{label}: {}", libs.join(", "))));
+        }
+        RunNotes { heading: Some(heading), after }
     }
 
     fn table_row(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {

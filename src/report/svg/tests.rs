@@ -183,6 +183,7 @@ fn no_label_is_cut_mid_word() {
                 reply: reply.into(),
                 error: true,
                 entries: Vec::new(),
+                round_trip_us: None,
             },
         ),
         ev(20, Actor::Consumer(2), EventKind::Crashed { planned: true, detail: crash.into(), by_runner: false }),

@@ -5,11 +5,12 @@ set -euo pipefail
 ordlab=$1; shift
 wanted=("$@")
 # lab:variant pairs; a lab's variants that cannot be explored say why (one line) and are skipped.
+# state-event and shard are left out: their classes exceed --max-schedules (2000 runs, ~5 min
+# each); explore them with --pct.
 pairs=(
   baseline:baseline s1:s1 cas:s5 lock:s4a lock:s4b lock:s4c upsert:update-then-insert upsert:conditional-upsert
-  p2:business-version p2:entry-id-version reorder:reorder state-event:delta-plain state-event:delta-cas
-  state-event:state-keep-newest shard:shared-group shard:sharded
-  foreign-ordering:ordlab-plain foreign-ordering:python-plain foreign-ordering:ordlab-cas foreign-ordering:python-cas
+  p2:business-version p2:entry-id-version reorder:reorder
+  foreign-ordering:python-plain foreign-ordering:python-cas
 )
 mkdir -p results/explore
 for p in "${pairs[@]}"; do

@@ -115,6 +115,38 @@ impl Sampled {
 
 pub const EXPLORE_VERSION: u32 = 1;
 
+/// Where `x` is saved in `dir`: `explore-<lab>-<variant>.json.gz` (gzip: an exploration keeps
+/// every class's run, a few MB of JSON for a large lab).
+pub fn path_in(dir: &std::path::Path, x: &Exploration) -> std::path::PathBuf {
+    dir.join(format!("explore-{}-{}.json.gz", x.lab, x.variant))
+}
+
+/// Save `x` in `dir`; returns its path.
+pub fn save(dir: &std::path::Path, x: &Exploration) -> std::io::Result<std::path::PathBuf> {
+    use std::io::Write as _;
+    let path = path_in(dir, x);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(serde_json::to_string(x).expect("an exploration serializes").as_bytes())?;
+    std::fs::write(&path, gz.finish()?)?;
+    Ok(path)
+}
+
+/// Read a saved exploration (gzip or plain JSON); None when `path` holds something else.
+pub fn load(path: &std::path::Path) -> Option<Result<Exploration, String>> {
+    let bytes = std::fs::read(path).ok()?;
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text).ok()?;
+        text
+    } else {
+        String::from_utf8(bytes).ok()?
+    };
+    if !text.trim_start().starts_with("{\"explore_version\"") {
+        return None;
+    }
+    Some(serde_json::from_str(&text).map_err(|e| format!("{}: not an exploration: {e}", path.display())))
+}
+
 /// Judge every class's recorded run again with this build's checkers, with no servers: the
 /// classes whose verdict changed (`ordlab check` on an exploration's JSON).
 pub fn rejudge(x: &Exploration) -> Result<Vec<String>, Error> {

@@ -79,7 +79,7 @@ enum Command {
         /// Replay this one schedule (`P.C1x2.C2`), as `ordlab run --schedule` does.
         #[arg(long, conflicts_with_all = ["pct", "preemptions"])]
         schedule: Option<String>,
-        /// Write explore-<lab>-<variant>.json (and the shortest wrong run's SVG) here.
+        /// Write explore-<lab>-<variant>.json.gz and .txt (and the shortest wrong run's SVG) here.
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Lang::En)]
@@ -409,9 +409,8 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         Command::Doctor { services } => doctor(&services).await,
         Command::Book { out, lang } => book(&out, lang),
         Command::Serve { out, port, lang, time_scale, services } => serve(out, port, lang, time_scale, &services).await,
-        Command::Check { file, .. } if is_exploration(&file) => {
-            let x: ordlab::exploration::Exploration = serde_json::from_slice(&std::fs::read(&file)?)
-                .with_context(|| format!("{} is not an exploration's JSON", file.display()))?;
+        Command::Check { file, .. } if ordlab::exploration::load(&file).is_some() => {
+            let x = ordlab::exploration::load(&file).expect("just read").map_err(anyhow::Error::msg)?;
             let changed = ordlab::exploration::rejudge(&x)?;
             print!("{}", ordlab::exploration::render(&x, Lang::En));
             for c in &changed {
@@ -513,12 +512,6 @@ async fn grade(
     Ok(if report.variants.iter().all(|v| v.wrong == 0 && v.unknown == 0) { EXIT_MATCHED } else { EXIT_MISMATCH })
 }
 
-/// An exploration's JSON (`explore-<lab>-<variant>.json`), not a lab report.
-fn is_exploration(file: &Path) -> bool {
-    std::fs::read(file)
-        .is_ok_and(|b| b.starts_with(b"{") && b.windows(17).take(200).any(|w| w == b"\"explore_version\""))
-}
-
 /// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
 /// wrong one step by step and as the lab's own report.
 #[allow(clippy::too_many_arguments)]
@@ -562,14 +555,18 @@ async fn explore_cli(
     if let Some(report) = &report {
         print!("{}", text::render(report, &TextOptions { lang, ..TextOptions::default() }));
     }
+    let summary = ordlab::exploration::render(&x, lang);
     if !replay {
-        print!("{}", ordlab::exploration::render(&x, lang));
+        print!("{summary}");
     } else if let Some(c) = x.classes.first() {
         println!("schedule {} ({} steps)", c.schedule, c.steps.len());
     }
     if let Some(dir) = out {
-        let path = dir.join(format!("explore-{}-{}.json", x.lab, x.variant));
-        std::fs::write(&path, serde_json::to_string_pretty(&x)?)
+        let saved = ordlab::exploration::path_in(&dir, &x);
+        ordlab::exploration::save(&dir, &x).with_context(|| format!("write {}", saved.display()))?;
+        let shown = report.as_ref().map(|r| text::render(r, &TextOptions { lang, ..TextOptions::default() }));
+        let path = dir.join(format!("explore-{}-{}.txt", x.lab, x.variant));
+        std::fs::write(&path, format!("{summary}\n{}", shown.unwrap_or_default()))
             .with_context(|| format!("write {}", path.display()))?;
         if let Some(report) = &report {
             files::write_pictures(&dir, report, lang, 1)?;

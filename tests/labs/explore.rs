@@ -139,3 +139,31 @@ fn bad_explorations_are_one_line_and_exit_2() {
     }
     assert!(support::entries(tmp.path()).is_empty(), "left behind: {:?}", support::entries(tmp.path()));
 }
+
+/// `--out` saves the exploration (gzip JSON) and its text; `ordlab check` re-judges every
+/// class with no servers and finds no verdict changed; the lab book shows it.
+#[test]
+fn an_exploration_is_saved_and_re_judged_without_servers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = support::ordlab(tmp.path())
+        .args(["explore", "s1", "--backend", "local", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved = out_dir.join("explore-s1-s1.json.gz");
+    let text = std::fs::read_to_string(out_dir.join("explore-s1-s1.txt")).unwrap();
+    assert!(text.contains("explored: 0 of 5 classes wrong"), "{text}");
+    let check = support::ordlab(tmp.path()).arg("check").arg(&saved).output().unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
+    assert!(stdout.contains("re-judged 5 classes: 0 changed"), "{stdout}");
+    let explored = ordlab::report::html::explored::load(tmp.path().join("out").parent().unwrap());
+    assert!(explored.is_empty(), "the lab book reads DIR/explore/, not DIR");
+    std::fs::create_dir(tmp.path().join("explore")).unwrap();
+    std::fs::rename(&saved, tmp.path().join("explore/explore-s1-s1.json.gz")).unwrap();
+    let explored = ordlab::report::html::explored::load(tmp.path());
+    assert_eq!((explored.len(), explored[0].classes.len()), (1, 5));
+}

@@ -141,7 +141,8 @@ impl PrioritySpec {
             return Ok(C1::Own(ctx.spawn(&RoleConfig::of(&self.worker_config(ctx, streams)), tx.clone())?));
         };
         let actor = Actor::Consumer(1);
-        let upstreams = Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
+        let upstreams =
+            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
         let env = self.worker_env(ctx, streams);
         let name = ctx.client_name(actor);
         let w = CommandWorker::start(spec, &env, actor, &name, upstreams, tx.clone()).await?;

@@ -42,17 +42,30 @@ pub fn load(dir: &Path) -> Vec<ExploredFile> {
     let mut files: Vec<ExploredFile> = Vec::new();
     for e in entries.flatten() {
         let path = e.path();
-        if path.extension().is_none_or(|x| x != "json") {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        if !name.starts_with("explore-") || !(name.ends_with(".json") || name.ends_with(".json.gz")) {
             continue;
         }
-        match std::fs::read(&path).map(|b| serde_json::from_slice::<ExploredFile>(&b)) {
-            Ok(Ok(x)) => files.push(x),
-            Ok(Err(err)) => eprintln!("ordlab: {} left out of the lab book: {err}", path.display()),
+        match read(&path) {
+            Ok(x) => files.push(x),
             Err(err) => eprintln!("ordlab: {} left out of the lab book: {err}", path.display()),
         }
     }
     files.sort_by(|a, b| (&a.lab, &a.variant).cmp(&(&b.lab, &b.variant)));
     files
+}
+
+fn read(path: &Path) -> Result<ExploredFile, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
+            .map_err(|e| format!("not gzip-compressed JSON: {e}"))?;
+        text
+    } else {
+        String::from_utf8(bytes).map_err(|e| e.to_string())?
+    };
+    serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
 /// The view's section (nothing when there is no exploration).
@@ -164,7 +177,8 @@ mod tests {
         std::fs::create_dir(dir.path().join("explore")).unwrap();
         let json = r#"{"explore_version":1,"lab":"s1","variant":"s1","search":"exhaustive","runs":7,"classes":[{"schedule":"P","key":"P","verdict":"right","reasons":[],"steps":["P XADD"],"record":{}}],"extra":1}"#;
         std::fs::write(dir.path().join("explore/explore-s1-s1.json"), json).unwrap();
-        std::fs::write(dir.path().join("explore/broken.json"), "{").unwrap();
+        std::fs::write(dir.path().join("explore/explore-broken.json"), "{").unwrap();
+        std::fs::write(dir.path().join("explore/other.json"), "{}").unwrap();
         let files = load(dir.path());
         assert_eq!(files.len(), 1);
         assert_eq!((files[0].lab.as_str(), files[0].classes.len()), ("s1", 1));

@@ -272,6 +272,23 @@ pub struct RunNotes {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Line(pub Vec<Piece>);
 
+impl Line {
+    /// `client library, as it named itself at the wire: C1 redis-py 8.1.0 (RESP3)`, for a run of
+    /// workers from a command line; None when no process named its library.
+    pub fn client_libraries(events: &[crate::timeline::Event], lang: crate::lang::Lang) -> Option<Line> {
+        let libs = crate::interposer::client_libraries(events);
+        if libs.is_empty() {
+            return None;
+        }
+        let label = crate::lang::pick(
+            lang,
+            "client library, as it named itself at the wire",
+            "thư viện client, như nó tự khai ở tầng giao thức",
+        );
+        Some(Line::text(format!("{label}: {}", libs.join(", "))))
+    }
+}
+
 /// One piece of a [`Line`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Piece {

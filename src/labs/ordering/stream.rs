@@ -211,15 +211,7 @@ impl Present for StreamSpec {
         }
         after.extend(publish_delays(run.events, lang));
         if self.worker.is_some() {
-            let libs = crate::interposer::client_libraries(run.events);
-            if !libs.is_empty() {
-                let label = pick(
-                    lang,
-                    "client library, as it named itself at the wire",
-                    "thư viện client, như nó tự khai ở tầng giao thức",
-                );
-                after.push(Line::text(format!("{label}: {}", libs.join(", "))));
-            }
+            after.extend(Line::client_libraries(run.events, lang));
         }
         if many && self.orders().len() <= LISTED_ORDERS {
             after.push(last_writes(run.events, lang));

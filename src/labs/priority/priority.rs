@@ -574,15 +574,7 @@ impl Present for PrioritySpec {
         let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
         let [c, n, l] = self.cost_ms.array();
         let mut after = phase_lines(run.events, c != n || n != l, lang);
-        let libs = crate::interposer::client_libraries(run.events);
-        if !libs.is_empty() {
-            let label = pick(
-                lang,
-                "client library, as it named itself at the wire",
-                "thư viện client, như nó tự khai ở tầng giao thức",
-            );
-            after.push(Line::text(format!("{label}: {}", libs.join(", "))));
-        }
+        after.extend(Line::client_libraries(run.events, lang));
         RunNotes { heading: Some(heading), after }
     }
 

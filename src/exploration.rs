@@ -348,6 +348,18 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             "đã duyệt: {wrong} trên {classes} lớp SAI, {unknown} không rõ"
         )
     );
+    if let Some(s) = &x.sampled {
+        let (w, n, scale) = (s.wrong, s.runs, s.time_scale);
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::tr!(
+                lang,
+                "sampled (ordlab run, time scale {scale}): {w} of {n} runs wrong (there handler work and the OS scheduler pick the order; here every order of the steps is run once)",
+                "lấy mẫu (ordlab run, time scale {scale}): {w} trên {n} lần chạy SAI (ở đó công việc của handler và bộ lập lịch của OS chọn thứ tự; ở đây mỗi thứ tự các bước được chạy một lần)"
+            )
+        );
+    }
     if x.hit_max_schedules {
         let _ = writeln!(
             out,

@@ -24,8 +24,15 @@ pub enum DeadLetterReason {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ListEvent {
     /// A job was pushed to a list (`list`: `queue:default`); `len` is the list's length after
-    /// the push, as the server replied.
-    Pushed { job: String, list: String, len: i64 },
+    /// the push, as the server replied. `gated`: pushed only once the job before it was taken
+    /// (the runner pushed it in reaction to that take).
+    Pushed {
+        job: String,
+        list: String,
+        len: i64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        gated: bool,
+    },
     /// A worker took a job from a list queue (`via`: the command or script), leased until
     /// `lease_ms` from now when it has a lease.
     Taken { job: String, via: String, lease_ms: Option<f64> },
@@ -112,6 +119,7 @@ impl Vocabulary for ListEvent {
 
     fn causality(&self) -> Causality {
         match self {
+            ListEvent::Pushed { job, gated: true, .. } => Causality::PutsBackAfterAll(job.clone()),
             ListEvent::Pushed { job, .. } | ListEvent::Requeued { job, .. } | ListEvent::MovedDue { job, .. } => {
                 Causality::PutsBack(job.clone())
             }
@@ -126,7 +134,7 @@ impl ListEvent {
     fn list_line(&self, a: Actor, w: &Wording) -> Option<String> {
         let l = w.lang;
         Some(match self {
-            ListEvent::Pushed { job, list, len } => {
+            ListEvent::Pushed { job, list, len, .. } => {
                 let len = w.redact.count(len);
                 crate::tr!(l, "{a}: push {job} → {list} (length {len})", "{a}: đẩy {job} → {list} (độ dài {len})")
             }

@@ -85,7 +85,8 @@ fn lane(e: &Event) -> Actor {
 /// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
 /// process whose causes are already out (its own earlier events; for a receive, the publish
 /// of the same entry; for a list job taken, its push or put-back; for a worker the runner
-/// kills, everything before it: the runner reacted to it).
+/// kills and a job it pushes once the one before was taken, everything before it: the runner
+/// reacted to it).
 fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
     let causes: Vec<Causality> = burst.iter().map(|e| causality(e)).collect();
     let published = |id: &str, done: &[bool]| {
@@ -94,7 +95,10 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
     // A list job is taken after it was pushed or put back (by the reaper or the scheduler)
     // earlier in the burst.
     let put_back = |i: usize, job: &str, done: &[bool]| {
-        causes[..i].iter().enumerate().all(|(j, c)| done[j] || !matches!(c, Causality::PutsBack(p) if p == job))
+        causes[..i]
+            .iter()
+            .enumerate()
+            .all(|(j, c)| done[j] || !matches!(c, Causality::PutsBack(p) | Causality::PutsBackAfterAll(p) if p == job))
     };
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
@@ -109,6 +113,9 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
             let ready = match &causes[i] {
                 Causality::Receives(entry_id) => published(entry_id, &done),
                 Causality::Takes(job) => put_back(i, job, &done),
+                // The runner reacted to what came before: a worker it kills, a job it pushes once
+                // the one before was taken.
+                Causality::PutsBackAfterAll(_) => done[..i].iter().all(|d| *d),
                 _ if e.kind.crash_cause() == Some(CrashCause::KilledByRunner) => done[..i].iter().all(|d| *d),
                 _ => true,
             };
@@ -248,6 +255,30 @@ mod tests {
         let events = [moved, taken];
         let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
         assert_eq!(shown, vec![Actor::Scheduler, Actor::Worker(1)]);
+    }
+
+    #[test]
+    fn a_job_pushed_once_the_one_before_was_taken_comes_after_that_take() {
+        // list-crash's lrem-identical: the producer pushes a job, W1 takes it, and only then
+        // does the runner push the second (the same payload). Within one burst the producer
+        // ranks before W1, yet the gated push must stay after the take it waited for.
+        let push = |t_us, gated| Event {
+            t_us,
+            actor: Actor::Producer,
+            kind: ListEvent::Pushed { job: "j".into(), list: "queue:default".into(), len: 1, gated }.event(),
+        };
+        let taken = Event {
+            t_us: 300,
+            actor: Actor::Worker(1),
+            kind: ListEvent::Taken { job: "j".into(), via: "lease script".into(), lease_ms: Some(500.0) }.event(),
+        };
+        let events = [push(0, false), taken.clone(), push(600, true)];
+        let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(shown, vec![Actor::Producer, Actor::Worker(1), Actor::Producer]);
+        // An ungated push ranks before the worker, as any producer event in a burst.
+        let events = [push(0, false), taken, push(600, false)];
+        let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(shown, vec![Actor::Producer, Actor::Producer, Actor::Worker(1)]);
     }
 
     #[test]

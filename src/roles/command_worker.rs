@@ -98,7 +98,8 @@ pub fn check_program(command: &[String]) -> Result<(), Error> {
         p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     let (found, where_) = if program.contains('/') {
-        (executable(std::path::Path::new(program)), "is not an executable file")
+        let path = std::path::Path::new(program);
+        (executable(path), if path.exists() { "is not an executable file" } else { "is not found" })
     } else {
         let path = std::env::var_os("PATH").unwrap_or_default();
         (std::env::split_paths(&path).any(|d| executable(&d.join(program))), "is not found on PATH")
@@ -272,9 +273,10 @@ mod tests {
         let e = check_program(&line(&["ordlab-no-such-program", "x.py"])).unwrap_err().to_string();
         assert!(e.contains("ordlab-no-such-program is not found on PATH"), "{e}");
         let e = check_program(&line(&["./no/such/worker.sh"])).unwrap_err().to_string();
-        assert!(e.contains("./no/such/worker.sh is not an executable file"), "{e}");
+        assert!(e.contains("./no/such/worker.sh is not found"), "{e}");
         // A file that is there but cannot be executed.
         assert!(check_program(&line(&["Cargo.toml"])).is_err());
-        assert!(check_program(&line(&["./Cargo.toml"])).is_err());
+        let e = check_program(&line(&["./Cargo.toml"])).unwrap_err().to_string();
+        assert!(e.contains("./Cargo.toml is not an executable file"), "{e}");
     }
 }

@@ -141,6 +141,9 @@ pub enum Causality {
     PutsBack(String),
     /// It takes a list job (after its push or put-back).
     Takes(String),
+    /// It puts a list job in its queue in reaction to what came before it (a gated push, made
+    /// once the job before it was taken): after every earlier event, and a take of it after it.
+    PutsBackAfterAll(String),
 }
 
 /// Which events of a many-order run a slide keeps when it shows only some orders.

@@ -299,7 +299,8 @@ async fn push_ready(
         let sent = crate::clock::now_ns();
         let len: i64 =
             redis::cmd(cmd).arg(&crew.keys.queue).arg(job.payload()).query_async(producer).await.context(cmd)?;
-        let kind = ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len }.event();
+        let kind =
+            ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len, gated: job.after_taken }.event();
         crew.tx.record(RawEvent { mono_ns: sent, actor: Actor::Producer, kind });
         p.next += 1;
         if spec.jobs.get(p.next).is_some_and(|j| j.after_taken) {

@@ -133,14 +133,7 @@ pub fn save(dir: &std::path::Path, x: &Exploration) -> std::io::Result<std::path
 
 /// Read a saved exploration (gzip or plain JSON); None when `path` holds something else.
 pub fn load(path: &std::path::Path) -> Option<Result<Exploration, String>> {
-    let bytes = std::fs::read(path).ok()?;
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text).ok()?;
-        text
-    } else {
-        String::from_utf8(bytes).ok()?
-    };
+    let text = crate::report::json::read_text(path).ok()?;
     if !text.trim_start().starts_with("{\"explore_version\"") {
         return None;
     }

@@ -37,19 +37,24 @@ pub fn is_results_file(path: &Path) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
+/// The text of a saved file, gzip-compressed (`.json.gz`) or not; Err says why in a few words.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
+            .map_err(|e| format!("not gzip-compressed JSON: {e}"))?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
+    }
+}
+
 /// Read a saved report (`.json`, or gzip-compressed `.json.gz`), refusing a schema version
 /// this build does not know.
 pub fn load(path: &Path) -> Result<LabReport, Error> {
     let fail = |detail: String| Error::SavedRun { path: path.display().to_string(), detail };
-    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
-            .map_err(|e| fail(format!("not gzip-compressed JSON: {e}")))?;
-        text
-    } else {
-        String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8: {e}")))?
-    };
+    let text = read_text(path).map_err(fail)?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(format!("not JSON: {e}")))?;
     match value.get("schema_version").and_then(|v| v.as_u64()) {
         Some(v) if v == crate::SCHEMA_VERSION as u64 => {}

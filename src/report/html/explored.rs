@@ -56,15 +56,7 @@ pub fn load(dir: &Path) -> Vec<ExploredFile> {
 }
 
 fn read(path: &Path) -> Result<ExploredFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
-            .map_err(|e| format!("not gzip-compressed JSON: {e}"))?;
-        text
-    } else {
-        String::from_utf8(bytes).map_err(|e| e.to_string())?
-    };
+    let text = crate::report::json::read_text(path)?;
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 

@@ -353,6 +353,17 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             )
         );
     }
+    if x.classes.iter().any(|c| c.steps.iter().any(|s| s.starts_with("N "))) {
+        let _ = writeln!(
+            out,
+            "{}",
+            pick(
+                lang,
+                "N: a server timer runs out, as a step of its own at every point it could (a key's TTL: PEXPIRE key 0; an entry idle for the claimer's min-idle: XCLAIM … IDLE, same owner); the clock never decides it here",
+                "N: một bộ hẹn giờ của server hết hạn, là một bước riêng ở mọi thời điểm có thể (TTL của khoá: PEXPIRE key 0; entry rảnh đủ min-idle của claimer: XCLAIM … IDLE, cùng chủ); ở đây đồng hồ không quyết định"
+            )
+        );
+    }
     if x.hit_max_schedules {
         let _ = writeln!(
             out,

@@ -9,6 +9,7 @@ pub mod control;
 pub mod footprint;
 pub mod schedule;
 pub mod search;
+pub mod timer;
 
 pub use control::Control;
 pub use schedule::Schedule;

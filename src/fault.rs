@@ -21,5 +21,5 @@ pub use crash::{crash_now, CrashPoint, CrashSpec, PlannedCrashes};
 pub use job_crash::{crash_due, HandlerPoint, JobCrash};
 pub use list_crash::{ListCrash, ListCrashPoint};
 pub use publish::PublishSchedule;
-pub use time_scale::TimeScale;
+pub use time_scale::{TimeScale, NEVER_BY_THE_CLOCK_MS};
 pub use work::HandlerWork;

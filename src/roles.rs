@@ -25,7 +25,7 @@ pub mod producer;
 mod role_process;
 
 pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};
-pub use role_process::RoleProcess;
+pub use role_process::{ExitCheck, RoleProcess};
 
 /// A consumer reads the group one entry at a time, or as a fan-out reader when its strategy
 /// says so (here, above both, so neither imports the other to choose).

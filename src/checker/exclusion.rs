@@ -35,6 +35,9 @@ pub struct Interval {
     pub released_us: Option<i64>,
     /// The server's answer to the release (1 ours, 0 expired or taken over).
     pub released: Option<i64>,
+    /// When the key's TTL ran out as a step of the explorer (`PEXPIRE key 0` by the harness)
+    /// while this holder held it.
+    pub expired_us: Option<i64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,12 +100,28 @@ impl Exclusion {
 
 /// A lock taken or released as one event says: ordlab's own handler's, or a wire record.
 enum LockStep {
-    Acquired { key: String, px_ms: u64, sent_us: i64 },
-    Released { key: String, released: i64, sent_us: i64 },
+    Acquired {
+        key: String,
+        px_ms: u64,
+        sent_us: i64,
+    },
+    Released {
+        key: String,
+        released: i64,
+        sent_us: i64,
+    },
+    /// The explorer made the key's TTL run out (a timer step of the harness).
+    Expired {
+        key: String,
+    },
 }
 
 fn lock_step(e: &Event) -> Option<LockStep> {
     if let EventKind::ServerCommand { args, reply, error: false, round_trip_us, .. } = &e.kind {
+        if e.actor == Actor::Runner {
+            let expired = args.len() == 3 && args[0].eq_ignore_ascii_case("PEXPIRE") && args[2] == "0";
+            return (expired && reply == "1").then(|| LockStep::Expired { key: args[1].clone() });
+        }
         let sent_us = e.t_us - round_trip_us.unwrap_or(0);
         return match wire_lock(args, reply)? {
             WireLock::Acquired { key, px_ms } => Some(LockStep::Acquired { key, px_ms, sent_us }),
@@ -174,6 +193,7 @@ pub fn intervals(events: &[Event]) -> Vec<Interval> {
                 px_ms,
                 released_us: None,
                 released: None,
+                expired_us: None,
             }),
             Some(LockStep::Released { key, released, sent_us }) => {
                 let open =
@@ -181,6 +201,16 @@ pub fn intervals(events: &[Event]) -> Vec<Interval> {
                 if let Some(i) = open {
                     i.released_us = Some(sent_us);
                     i.released = Some(released);
+                }
+            }
+            Some(LockStep::Expired { key }) => {
+                // The key's holder is the newest open holder of it (a worker's key names may
+                // carry the run's prefix: compare by suffix either way).
+                let suffix = |long: &str, short: &str| long.strip_suffix(short).is_some_and(|p| p.ends_with(':'));
+                let same = |k: &str| k == key || suffix(&key, k) || suffix(k, &key);
+                let open = out.iter_mut().rev().find(|i| same(&i.key) && i.released_us.is_none());
+                if let Some(i) = open.filter(|i| i.expired_us.is_none()) {
+                    i.expired_us = Some(e.t_us);
                 }
             }
             None => {}
@@ -199,7 +229,8 @@ pub fn check(events: &[Event]) -> Exclusion {
             if a.released_us.is_some_and(|r| b.acquired_us >= r) {
                 continue;
             }
-            let expired_by = a.sent_us + a.px_ms as i64 * 1000 - EXPIRY_SLACK_US;
+            let by_ttl = a.sent_us + a.px_ms as i64 * 1000 - EXPIRY_SLACK_US;
+            let expired_by = a.expired_us.map_or(by_ttl, |t| t.min(by_ttl));
             let kind = if b.acquired_us >= expired_by { OverlapKind::AfterExpiry } else { OverlapKind::Violation };
             overlaps.push(Overlap {
                 key: a.key.clone(),
@@ -259,6 +290,32 @@ mod tests {
         assert_eq!((e.after_expiry(), e.violations()), (1, 0));
         assert_eq!(e.overlaps[0].first, Actor::Consumer(1));
         assert_eq!(e.verdict().verdict, Verdict::Right);
+    }
+
+    #[test]
+    fn a_ttl_run_out_by_the_explorer_counts_as_expiry() {
+        // Under the explorer the PX never runs out by the clock; the harness's PEXPIRE is the expiry.
+        let never = crate::fault::NEVER_BY_THE_CLOCK_MS;
+        let expire = |t_us: i64| Event {
+            t_us,
+            actor: Actor::Runner,
+            kind: EventKind::ServerCommand {
+                server: crate::timeline::ServerKind::Redis,
+                connection: 0,
+                args: vec!["PEXPIRE".into(), format!("ordlab:n1:{KEY}"), "0".into()],
+                reply: "1".into(),
+                error: false,
+                entries: Vec::new(),
+                round_trip_us: None,
+            },
+        };
+        let overlapping = [acquired(300, 1, never), acquired(900, 2, never), released(950, 2, 1), released(990, 1, 0)];
+        assert_eq!(check(&overlapping).violations(), 1, "no expiry: a broken lock");
+        let mut expired = overlapping.to_vec();
+        expired.insert(1, expire(600));
+        let e = check(&expired);
+        assert_eq!((e.after_expiry(), e.violations()), (1, 0));
+        assert_eq!(e.intervals[0].expired_us, Some(600));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use super::footprint::{self, Footprint};
 use super::search::{Candidate, Choice, Strategy, Taken};
+use super::timer::{Timer, TimerQueue, Timers};
 use crate::error::Error;
 use crate::interposer::redis::RedisSetup;
 use crate::interposer::{upstream_of, Endpoint, Held, WorkerTap};
@@ -39,13 +40,26 @@ struct Slot {
     endpoints: Vec<Endpoint>,
 }
 
+/// Whether a process has exited (its output drained).
+pub type ExitCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// What the lab side and the stepping side share.
 #[derive(Default)]
 struct Shared {
     actors: BTreeMap<Actor, Slot>,
     held: BTreeMap<Actor, Held>,
-    /// Processes that will send nothing more (the producer once it published everything).
+    /// Processes that will send nothing more (the producer once it published everything, a
+    /// process killed at its planned point).
     finished: BTreeSet<Actor>,
+    /// How to tell that a process has exited.
+    exits: BTreeMap<Actor, ExitCheck>,
+    /// Processes that poll by design (a claimer, a dispatcher): parked at the end of a
+    /// schedule, they wait for work, they do not retry forever.
+    pollers: BTreeSet<Actor>,
+    /// The lab's server timers that are steps.
+    timers: Timers,
+    /// The timer steps taken, as events of the run's timeline (actor `N`).
+    events: Vec<RawEvent>,
 }
 
 /// One run under the explorer's control.
@@ -164,6 +178,26 @@ impl Control {
         Ok(())
     }
 
+    /// `actor` may exit mid-run (a planned kill): once `exited` says so, it sends nothing more.
+    pub fn watch_exit(&self, actor: Actor, exited: ExitCheck) {
+        self.shared().exits.insert(actor, exited);
+    }
+
+    /// `actor` polls by design: parked when a schedule ends, it is waiting for work.
+    pub fn poller(&self, actor: Actor) {
+        self.shared().pollers.insert(actor);
+    }
+
+    /// Make these server timers of the lab steps (before [`Control::begin`]).
+    pub fn set_timers(&self, timers: Timers) {
+        self.shared().timers = timers;
+    }
+
+    /// The timer steps this run took, as events (the lab adds them to its timeline).
+    pub fn take_events(&self) -> Vec<RawEvent> {
+        std::mem::take(&mut self.shared().events)
+    }
+
     /// The lab's processes are started: stepping may begin.
     pub fn begin(&self) {
         self.begun.send_replace(true);
@@ -222,6 +256,10 @@ struct Book {
     /// Processes parked on a retry that cannot succeed until another process touches what
     /// the retried command reads (a spinning `SET lock NX`): what it would touch.
     parked: HashMap<Actor, Footprint>,
+    /// What armed the lab's server timers, in order.
+    timers: TimerQueue,
+    /// The timer the explorer may fire next (actor `N`), as the last candidates offered it.
+    timer: Option<Timer>,
 }
 
 /// A command as the explorer reasons about it.
@@ -240,7 +278,7 @@ impl Book {
         let mut out = String::with_capacity(text.len());
         let mut word = String::new();
         let flush = |word: &mut String, out: &mut String, ids: &mut HashMap<String, String>| {
-            if is_entry_id(word) {
+            if is_entry_id(word) && word != "0-0" {
                 let n = ids.len() + 1;
                 out.push_str(ids.entry(word.clone()).or_insert_with(|| format!("e{n}")));
             } else {
@@ -330,15 +368,22 @@ impl Control {
             let choice = strategy.choose(out.turns.len(), &enabled).map_err(|d| Error::Explore(d.to_string()))?;
             let Choice::Take(actor) = choice else {
                 if choice == Choice::Done {
-                    out.spinning = book.parked.keys().map(|a| format!("{a} {}", book.seen[a].args.join(" "))).collect();
+                    let pollers = self.shared().pollers.clone();
+                    let spinning = book.parked.keys().filter(|a| !pollers.contains(a));
+                    out.spinning = spinning.map(|a| format!("{a} {}", book.seen[a].args.join(" "))).collect();
                 }
                 out.end = Some(choice);
                 return Ok(out);
             };
-            let (line, step) = self.release(actor, &mut book);
-            let command = step.args.join(" ");
-            let (fp, reply, nothing) = self.settle(actor, step, &mut book, redis, pg).await?;
-            book.last.insert(actor, (command, nothing));
+            let (line, fp, reply) = if actor == Actor::Runner {
+                self.fire_timer(&mut book, redis).await?
+            } else {
+                let (line, step) = self.release(actor, &mut book);
+                let command = step.args.join(" ");
+                let (fp, reply, nothing) = self.settle(actor, step, &mut book, redis, pg).await?;
+                book.last.insert(actor, (command, nothing));
+                (line, fp, reply)
+            };
             let unparked: Vec<Actor> = book
                 .parked
                 .iter()
@@ -386,6 +431,7 @@ impl Control {
             };
             if steps.recorded > before {
                 let reply = book.numbered(&steps.last_reply.unwrap_or_default());
+                book.timers.observe(&step.args, &step.keys, &reply);
                 let nothing = footprint::changed_nothing(step.server, &step.args, &reply);
                 return Ok((footprint::effect(step.server, &step.args, &step.keys, &reply), reply, nothing));
             }
@@ -450,7 +496,10 @@ impl Control {
         book: &mut Book,
         woken: &mut Vec<(Actor, Footprint)>,
     ) -> (Option<Actor>, Vec<(Actor, String)>) {
-        let shared = self.shared();
+        let mut shared = self.shared();
+        // Asked before the replies are looked at: a process that got its answer and then died
+        // (killed after a receive) is both woken and gone.
+        let exited: Vec<Actor> = shared.exits.iter().filter(|(_, gone)| gone()).map(|(a, _)| *a).collect();
         let mut busy = None;
         let mut waiting = Vec::new();
         for (actor, slot) in &shared.actors {
@@ -462,15 +511,24 @@ impl Control {
                 if steps.recorded >= steps.released {
                     let step = book.blocked.remove(actor).expect("just seen");
                     let reply = book.numbered(&steps.last_reply.clone().unwrap_or_default());
+                    book.timers.observe(&step.args, &step.keys, &reply);
                     woken.push((*actor, footprint::effect(step.server, &step.args, &step.keys, &reply)));
-                } else {
+                } else if !exited.contains(actor) {
                     waiting.push((*actor, slot.client_name.clone()));
                     continue;
                 }
             }
-            if !(steps.recorded >= steps.released && shared.held.contains_key(actor)) {
+            let ready = steps.recorded >= steps.released && shared.held.contains_key(actor);
+            if !ready && !exited.contains(actor) {
                 busy = busy.or(Some(*actor));
             }
+        }
+        for a in exited {
+            shared.exits.remove(&a);
+            shared.held.remove(&a);
+            shared.finished.insert(a);
+            book.blocked.remove(&a);
+            book.parked.remove(&a);
         }
         (busy, waiting)
     }
@@ -504,6 +562,13 @@ impl Control {
                 ServerKind::Postgres => footprint::postgres(&numbered),
                 ServerKind::Redis => footprint::redis(&numbered, &keys),
             };
+            if server == ServerKind::Redis && keys.len() == 1 {
+                if numbered[0].eq_ignore_ascii_case("XAUTOCLAIM") {
+                    fp = book.timers.claim_footprint(&keys[0]);
+                } else if numbered[0].eq_ignore_ascii_case("XREADGROUP") && numbered.last().is_some_and(|a| a == ">") {
+                    fp = book.timers.read_new_footprint(&keys[0]);
+                }
+            }
             if server == ServerKind::Redis {
                 fp = in_transaction(book, actor, &numbered, fp);
             }
@@ -511,7 +576,14 @@ impl Control {
             // until another process's step touches what it touches.
             let command = numbered.join(" ");
             if book.last.get(&actor).is_some_and(|(c, nothing)| *nothing && *c == command) {
-                book.parked.entry(actor).or_insert_with(|| fp.clone());
+                // A claimer's poll can succeed only after a timer step: it waits on that alone.
+                let waits_on = match server {
+                    ServerKind::Redis if numbered[0].eq_ignore_ascii_case("XAUTOCLAIM") => {
+                        footprint::effect(server, &numbered, &keys, "(nil)")
+                    }
+                    _ => fp.clone(),
+                };
+                book.parked.entry(actor).or_insert(waits_on);
             }
             book.seen.insert(actor, Step { server, args: numbered.clone(), keys: keys.clone() });
             if book.parked.contains_key(&actor) {
@@ -519,7 +591,56 @@ impl Control {
             }
             out.push(Candidate { actor, command: shape(&command), footprint: fp });
         }
+        out.extend(self.timer_candidate(book, redis).await);
         out
+    }
+
+    /// The next armed server timer, as a step of actor `N`.
+    async fn timer_candidate(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Option<Candidate> {
+        let (timers, finished) = {
+            let shared = self.shared();
+            (shared.timers.clone(), shared.finished.iter().map(|a| a.to_string()).collect::<BTreeSet<String>>())
+        };
+        book.timer = None;
+        if !timers.any() {
+            return None;
+        }
+        let ids: HashMap<String, String> = book.ids.iter().map(|(id, ord)| (ord.clone(), id.clone())).collect();
+        let id_of = |ord: &str| ids.get(ord).cloned();
+        // A server that does not answer here fails the next step's own query, with its reason.
+        let timer = book.timers.next(&timers, redis, id_of, |owner| finished.contains(owner)).await.ok()??;
+        let group = timers.idle_group.clone().unwrap_or_default();
+        let command = shape(&timer.words(&group).join(" "));
+        let footprint = timer.footprint();
+        book.timer = Some(timer);
+        Some(Candidate { actor: Actor::Runner, command, footprint })
+    }
+
+    /// Take the timer step the strategy chose: the line it shows, what it touched, its reply.
+    async fn fire_timer(
+        &self,
+        book: &mut Book,
+        redis: &mut MultiplexedConnection,
+    ) -> Result<(String, Footprint, String), Error> {
+        let timer = book.timer.take().expect("a timer was offered");
+        book.timers.fired(&timer);
+        let timers = self.shared().timers.clone();
+        let words = timer.words(timers.idle_group.as_deref().unwrap_or_default());
+        let (sent, reply) = super::timer::fire(&timer, &timers, redis)
+            .await
+            .map_err(|e| Error::Explore(format!("{}: {e}", words[0])))?;
+        let kind = crate::timeline::EventKind::ServerCommand {
+            server: ServerKind::Redis,
+            connection: 0,
+            args: sent,
+            reply: reply.clone(),
+            error: false,
+            entries: Vec::new(),
+            round_trip_us: None,
+        };
+        self.shared().events.push(RawEvent::now(Actor::Runner, kind));
+        let line = format!("{} {}", super::schedule::code(Actor::Runner), words.join(" "));
+        Ok((line, timer.footprint(), reply))
     }
 }
 

@@ -49,6 +49,12 @@ impl Footprint {
         Footprint { reads, writes: BTreeSet::new() }
     }
 
+    /// A footprint from its resources' names.
+    pub fn of(reads: Vec<String>, writes: Vec<String>) -> Footprint {
+        let set = |v: Vec<String>| v.into_iter().map(Resource).collect();
+        Footprint { reads: set(reads), writes: set(writes) }
+    }
+
     fn read(mut self, r: String) -> Footprint {
         self.reads.insert(Resource(r));
         self
@@ -83,8 +89,17 @@ pub fn redis(args: &[String], keys: &[String]) -> Footprint {
                     fp.write(format!("{key}#pending"))
                 }
             }
-            "XCLAIM" | "XAUTOCLAIM" => fp.read(format!("{key}#entries")).write(format!("{key}#pending")),
-            "XPENDING" => fp.read(format!("{key}#pending")),
+            "XCLAIM" => fp.read(format!("{key}#entries")).write(format!("{key}#pending")),
+            // Under the explorer an entry is idle enough only once a timer step made it so
+            // (`#idle`, see `explore::timer`).
+            "XAUTOCLAIM" => {
+                fp.read(format!("{key}#entries")).read(format!("{key}#idle")).write(format!("{key}#pending"))
+            }
+            // `XPENDING key group e1 e1 1`: one entry's place only.
+            "XPENDING" => match (args.get(3), args.get(4)) {
+                (Some(a), Some(b)) if a == b && is_ordinal(a) => fp.read(format!("{key}#pending#{a}")),
+                _ => fp.read(format!("{key}#pending")),
+            },
             "XRANGE" | "XREVRANGE" | "XLEN" => fp.read(format!("{key}#entries")),
             n if READ_ONLY.contains(&n) => fp.read(key),
             _ => fp.write(key),
@@ -111,6 +126,18 @@ pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str)
                 for e in &delivered {
                     fp = fp.write(format!("r:{k}#pending#{e}"));
                 }
+            }
+        }
+        return fp;
+    }
+    if server == ServerKind::Redis && name == "XAUTOCLAIM" {
+        // It read whether a timer step made an entry idle, and took the entries it names.
+        let claimed: Vec<&str> = reply.split([' ', ',']).filter(|w| is_ordinal(w)).collect();
+        let mut fp = Footprint::default();
+        for k in keys {
+            fp = fp.read(format!("r:{k}#idle"));
+            for e in &claimed {
+                fp = fp.write(format!("r:{k}#pending#{e}"));
             }
         }
         return fp;
@@ -241,7 +268,7 @@ pub fn changed_nothing(server: ServerKind, args: &[String], reply: &str) -> bool
             let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
             match name.as_str() {
                 "XREADGROUP" | "XREAD" | "BLMOVE" | "LMOVE" | "BRPOPLPUSH" | "RPOPLPUSH" | "LPOP" | "RPOP"
-                | "BLPOP" | "BRPOP" | "BZPOPMAX" | "BZPOPMIN" | "ZPOPMAX" | "ZPOPMIN" => {
+                | "BLPOP" | "BRPOP" | "BZPOPMAX" | "BZPOPMIN" | "ZPOPMAX" | "ZPOPMIN" | "XAUTOCLAIM" | "XCLAIM" => {
                     reply == "(nil)" || reply == "[]"
                 }
                 "SET" => reply == "(nil)",
@@ -287,6 +314,26 @@ mod tests {
         assert!(!empty.conflicts(&empty.clone()));
         assert!(!empty.conflicts(&ack));
         assert!(empty.conflicts(&xadd));
+    }
+
+    #[test]
+    fn a_claim_and_a_pending_look_touch_their_entry_only() {
+        let keys = s(&["orders"]);
+        let claim = s(&["XAUTOCLAIM", "orders", "g", "reaper", "#", "0-0", "COUNT", "1"]);
+        let took_e1 = effect(ServerKind::Redis, &claim, &keys, "1 entry e1 order=42");
+        let look_e1 = redis(&s(&["XPENDING", "orders", "g", "e1", "e1", "1"]), &keys);
+        let ack_e2 = redis(&s(&["XACK", "orders", "g", "e2"]), &keys);
+        let read = redis(&s(&["XREADGROUP", "GROUP", "g", "C2", "STREAMS", "orders", ">"]), &keys);
+        let read_e2 = effect(
+            ServerKind::Redis,
+            &s(&["XREADGROUP", "GROUP", "g", "C2", "STREAMS", "orders", ">"]),
+            &keys,
+            "1 entry e2 x",
+        );
+        assert!(took_e1.conflicts(&look_e1), "the look at e1 sees who owns it");
+        assert!(!took_e1.conflicts(&ack_e2) && !look_e1.conflicts(&ack_e2), "another entry's ack commutes");
+        assert!(!took_e1.conflicts(&read_e2) && !look_e1.conflicts(&read_e2), "a read that took e2 commutes");
+        assert!(look_e1.conflicts(&read), "a read about to run may take e1");
     }
 
     #[test]

@@ -41,6 +41,8 @@ fn actor_of(name: &str) -> Option<Actor> {
         "P" => Some(Actor::Producer),
         "R" => Some(Actor::Reaper),
         "T" => Some(Actor::Scheduler),
+        // The harness's own steps: a server timer running out.
+        "N" => Some(Actor::Runner),
         _ => {
             let (head, rest) = name.split_at(1.min(name.len()));
             match head {
@@ -123,8 +125,10 @@ mod tests {
             Actor::Consumer(12),
             Actor::Session('A'),
             Actor::Worker(3),
+            Actor::Runner,
+            Actor::Reaper,
         ]);
-        assert_eq!(s.to_string(), "P.C2.P.C1x3.C12.SA.W3");
+        assert_eq!(s.to_string(), "P.C2.P.C1x3.C12.SA.W3.N.R");
         assert_eq!(Schedule::parse(&s.to_string()), Ok(s));
         assert_eq!(Schedule::parse(""), Ok(Schedule::default()));
     }

@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+/// A server timer under the explorer: about 115 days, so only a timer step ends it.
+pub const NEVER_BY_THE_CLOCK_MS: u64 = 10_000_000_000;
+
 /// Multiplies every duration of a lab.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TimeScale(pub f64);
@@ -25,6 +28,16 @@ impl TimeScale {
         ((ms as f64) * self.0).ceil().max(1.0) as u64
     }
 
+    /// A server timer's length (a lock's TTL, a claimer's min-idle) in milliseconds: scaled as
+    /// [`TimeScale::ms_ceil`], but at time scale 0 (`explore`) so long that it never runs out
+    /// by the clock: the explorer makes it run out as a step (`crate::explore::timer`).
+    pub fn timer_ms(self, ms: u64) -> u64 {
+        if self.0 == 0.0 {
+            return NEVER_BY_THE_CLOCK_MS;
+        }
+        self.ms_ceil(ms)
+    }
+
     pub async fn sleep(self, ms: f64) {
         if ms > 0.0 {
             tokio::time::sleep(self.duration(ms)).await;
@@ -42,7 +55,13 @@ mod tests {
         assert_eq!(s.duration(800.0), Duration::from_millis(200));
         assert_eq!(s.ms_ceil(5000), 1250);
         assert_eq!(TimeScale(0.0001).ms_ceil(20), 1);
-        assert_eq!(TimeScale(0.0).ms_ceil(5000), 5000, "under exploration a TTL runs out only as a step");
+        assert_eq!(TimeScale(0.0).ms_ceil(5000), 5000);
+        assert_eq!(
+            TimeScale(0.0).timer_ms(500),
+            NEVER_BY_THE_CLOCK_MS,
+            "under exploration a TTL runs out only as a step"
+        );
+        assert_eq!(TimeScale(0.5).timer_ms(500), 250);
         assert_eq!(TimeScale(0.0).duration(800.0), Duration::ZERO);
     }
 }

@@ -105,7 +105,9 @@ impl ConsumerGroup {
                 // Under the explorer: through its gated endpoints, ready once its first command waits there.
                 let urls = control.endpoints(cfg.actor(), &name, &ctx.key_prefix()).await?;
                 (cfg.env.redis_url, cfg.env.pg_config) = (urls.redis_url, urls.pg_url);
-                group.processes.push(ctx.spawn(&RoleConfig::of(&cfg), tx.clone())?);
+                let process = ctx.spawn(&RoleConfig::of(&cfg), tx.clone())?;
+                control.watch_exit(cfg.actor(), process.exit_check());
+                group.processes.push(process);
                 control.ready(cfg.actor()).await?;
                 continue;
             }
@@ -114,8 +116,21 @@ impl ConsumerGroup {
                 .await?;
         }
         if let Some(reaper) = spec.reaper {
-            let consumer = group.consumer_config(ctx, server.url, spec, first + spec.consumers, Actor::Reaper);
+            let mut consumer = group.consumer_config(ctx, server.url, spec, first + spec.consumers, Actor::Reaper);
             let name = consumer.client_name.clone();
+            if let Some(control) = ctx.control {
+                // Under the explorer it polls through its gated endpoints; between entries to
+                // claim it is parked, waiting for work.
+                let urls = control.endpoints(Actor::Reaper, &name, &ctx.key_prefix()).await?;
+                (consumer.env.redis_url, consumer.env.pg_config) = (urls.redis_url, urls.pg_url);
+                let process =
+                    ctx.spawn(&RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() }), tx.clone())?;
+                control.watch_exit(Actor::Reaper, process.exit_check());
+                control.poller(Actor::Reaper);
+                group.processes.push(process);
+                control.ready(Actor::Reaper).await?;
+                return Ok(group);
+            }
             let cfg = RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() });
             group.start_role(ctx, server.conn, cfg, &name, ClientState::Connected, tx).await?;
         }
@@ -153,6 +168,9 @@ impl ConsumerGroup {
         };
         let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config, control: ctx.control };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, tx.clone()).await?;
+        if let Some(control) = ctx.control {
+            control.watch_exit(actor, w.process.exit_check());
+        }
         let ready = match ctx.control {
             Some(control) => control
                 .ready(actor)

@@ -468,8 +468,10 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
     let (mut raw, mut progress) = (Vec::new(), Progress::default());
     let shards = spec.shards;
     let control = ctx.control;
+    let ctx_prefix = ctx.key_prefix();
     let publish = async {
         let Some(c) = control else { return producer.publish_all(&spec.events, t0_ns).await };
+        c.set_timers(timers(spec, ctx_prefix.clone()));
         c.begin();
         // A schedule may end while the producer's XADD is still held: then it is over too.
         let published = tokio::select! {
@@ -491,6 +493,9 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
     group.stop().await;
     drop((tx, producer));
     drain(rx, &mut raw);
+    if let Some(c) = control {
+        raw.extend(c.take_events());
+    }
     let stream = read_streams(&mut ctx.redis, &streams).await?;
     let (entry_bytes, pending_after_run) = spec.server_facts(ctx, &streams).await?;
     ctx.delete_run_keys().await?;
@@ -504,23 +509,26 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
 }
 
 /// What keeps a stream lab from being stepped by the explorer: a timer the explorer does not
-/// schedule yet (a lock's TTL and its retry loop, a reorder buffer's gap timeout, a claimer's
-/// min-idle), a consumer that kills itself, a worker fault.
+/// schedule yet (a reorder buffer's gap timeout). A lock's TTL that can run out mid-job and a
+/// claimer's min-idle are steps ([`timers`]); a consumer killed at its planned point (after a
+/// receive, or at a worker's command boundary) is a step of its own program, and then done.
 pub fn explorable(spec: &StreamSpec) -> Result<(), String> {
-    let longest_job = spec.cost_ms.values().copied().fold(0.0, f64::max);
-    if let Some(ttl) = spec.strategy.lock_ttl_ms().filter(|ttl| (*ttl as f64) <= longest_job) {
-        return Err(format!("its lock's {ttl} ms TTL can run out during a {longest_job} ms job, and the explorer does not schedule a TTL's expiry as a step yet"));
-    }
     if spec.strategy.gap_timeout_ms().is_some() {
         return Err("its reorder buffer's gap timeout is a timer the explorer does not schedule yet".into());
     }
-    if spec.reaper.is_some() {
-        return Err("its claimer's XAUTOCLAIM min-idle is a timer the explorer does not schedule yet".into());
-    }
-    if spec.crash.is_some() || spec.worker.as_ref().is_some_and(|w| !w.faults.is_empty()) {
-        return Err("a process that is killed mid-run is not stepped by the explorer yet".into());
-    }
     Ok(())
+}
+
+/// The server timers that are steps under the explorer: a lock's TTL where it can run out
+/// during the longest job (where it cannot, as in S4a, it never does), and the claimer's
+/// min-idle for an entry whose consumer is gone (or any entry, where the min-idle is no longer
+/// than the longest job).
+fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timers {
+    let longest_job = spec.cost_ms.values().copied().fold(0.0, f64::max);
+    let ttl = spec.strategy.lock_ttl_ms().is_some_and(|ttl| (ttl as f64) <= longest_job);
+    let idle_group = spec.reaper.as_ref().map(|_| crate::streams::GROUP.to_string());
+    let idle_while_working = spec.reaper.as_ref().is_some_and(|r| r.min_idle_ms <= longest_job);
+    crate::explore::timer::Timers { ttl, idle_group, idle_while_working, key_prefix }
 }
 
 /// The verdict of a recorded run: the final state (and documents), the lock's mutual

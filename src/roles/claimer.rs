@@ -40,7 +40,7 @@ pub async fn run(cfg: ClaimerConfig) -> Result<(), Error> {
     let consumer = Arc::new(cfg.consumer);
     let mut conn = named_connection(&consumer.env.redis_url, &consumer.client_name).await?;
     let mut applier = Applier::connect(Actor::Reaper, consumer.clone(), consumer.env.seed).await?;
-    let min_idle = consumer.env.scale.duration(cfg.reaper.min_idle_ms).as_millis().max(1) as u64;
+    let min_idle = consumer.env.scale.timer_ms(cfg.reaper.min_idle_ms.round() as u64);
     StdoutSink.emit(Actor::Reaper, EventKind::Ready);
     loop {
         let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")

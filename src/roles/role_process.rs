@@ -170,6 +170,13 @@ impl RoleProcess {
         self.exit.lock().unwrap().as_ref().map(|e| e.tail.clone()).unwrap_or_default()
     }
 
+    /// A check, callable from anywhere and at any time, of whether the process has exited
+    /// (its output drained): how the explorer learns that a killed process sends nothing more.
+    pub fn exit_check(&self) -> ExitCheck {
+        let exit = self.exit.clone();
+        Arc::new(move || exit.lock().unwrap().is_some())
+    }
+
     /// If the process has exited on its own: how.
     pub fn exited(&self) -> Option<String> {
         self.exit.lock().unwrap().as_ref().map(|e| e.detail.clone())
@@ -183,6 +190,9 @@ impl RoleProcess {
         let _ = (&mut self.watcher).await;
     }
 }
+
+/// Whether a process has exited, asked from outside it ([`RoleProcess::exit_check`]).
+pub type ExitCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Forward every timeline line of the child; returns whether the last one announced a
 /// planned crash. Lines that are not events (a foreign worker's own output) are kept in `tail`.

@@ -124,7 +124,10 @@ async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
 fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (&["explore", "lock", "--variant", "s4c"], "cannot be explored: its lock's 500 ms TTL can run out"),
+        (
+            &["explore", "reorder-buffer", "--variant", "buffered"],
+            "cannot be explored: its reorder buffer's gap timeout",
+        ),
         (&["explore", "lock"], "choose one with --variant"),
         (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),
         (&["run", "baseline", "--schedule", "C3", "--backend", "local"], "asks for a step of C3"),

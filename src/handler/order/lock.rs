@@ -96,7 +96,7 @@ impl LockSpec {
         let ms = |v: u64| (v as f64 * scale.0).to_string();
         BTreeMap::from([
             ("ORDLAB_LOCK_PREFIX".to_string(), format!("{key_prefix}lock:order:")),
-            ("ORDLAB_LOCK_TTL_MS".to_string(), scale.ms_ceil(self.ttl_ms).to_string()),
+            ("ORDLAB_LOCK_TTL_MS".to_string(), scale.timer_ms(self.ttl_ms).to_string()),
             ("ORDLAB_LOCK_RETRY_MS".to_string(), ms(self.retry_ms)),
             ("ORDLAB_LOCK_PREWORK_MAX_MS".to_string(), ms(self.prework_max_ms)),
             ("ORDLAB_LOCK_RELEASE".to_string(), if has_delex { "DELEX" } else { "EVAL" }.to_string()),
@@ -118,7 +118,7 @@ impl LockSpec {
         }
         let key = format!("lock:order:{order}");
         let token = format!("{}-{:016x}", h.actor, h.rng.next_u64());
-        let ttl = h.scale.ms_ceil(self.ttl_ms);
+        let ttl = h.scale.timer_ms(self.ttl_ms);
         let mut tries = 0u32;
         loop {
             tries += 1;

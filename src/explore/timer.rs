@@ -1,0 +1,289 @@
+//! Server timers as steps: where a lab's outcome depends on a key's TTL running out or on an
+//! entry having been idle long enough for `XAUTOCLAIM`, that moment is a step the explorer
+//! schedules like any process's command, taken by the harness (actor `N`), never by the clock.
+//!
+//! Under the explorer the labs set such timers so long that the clock never decides them
+//! ([`NEVER_BY_THE_CLOCK_MS`]); the timer step then makes the key expire (`PEXPIRE key 0`)
+//! or the entry idle (`XCLAIM … IDLE`, same owner, delivery count unchanged). Timers fire in
+//! the order they were armed, as equal durations do on a real clock: the entry delivered
+//! first becomes idle first, the key set first expires first. A timer is armed while what it
+//! acts on is there: a key set with a TTL until it is deleted, an entry a process was handed
+//! until it is acknowledged (or claimed again, which re-arms it behind the others).
+
+use super::footprint::{self, Footprint};
+use redis::aio::MultiplexedConnection;
+
+pub use crate::fault::NEVER_BY_THE_CLOCK_MS;
+
+/// The idle time a timer step gives an entry: past [`NEVER_BY_THE_CLOCK_MS`] (and below the
+/// epoch's milliseconds, which Redis requires of `XCLAIM … IDLE`).
+const IDLE_GIVEN_MS: u64 = 2 * NEVER_BY_THE_CLOCK_MS;
+
+/// Which server timers of a lab are steps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timers {
+    /// A key set with a TTL (`SET … PX`, a lock) can expire while it is held.
+    pub ttl: bool,
+    /// Entries pending in this consumer group can become idle for its claimer.
+    pub idle_group: Option<String>,
+    /// An entry can go idle while its consumer still works on it (the min-idle is no longer
+    /// than the longest job); otherwise only an entry whose consumer is gone can.
+    pub idle_while_working: bool,
+    /// The run's key prefix, which the processes' commands carry on the server but not in
+    /// what the explorer sees of them.
+    pub key_prefix: String,
+}
+
+impl Timers {
+    pub fn any(&self) -> bool {
+        self.ttl || self.idle_group.is_some()
+    }
+}
+
+/// One armed timer, as the explorer may fire it next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Timer {
+    /// `key`'s TTL runs out.
+    Expire { key: String },
+    /// Entry `ordinal` (server ID `id`) of `stream`, pending at `owner`, has been idle long enough.
+    Idle { stream: String, ordinal: String, id: String, owner: String },
+}
+
+impl Timer {
+    /// The command the harness sends for it, entry IDs as the run numbers them.
+    pub fn words(&self, group: &str) -> Vec<String> {
+        match self {
+            Timer::Expire { key } => vec!["PEXPIRE".into(), key.clone(), "0".into()],
+            Timer::Idle { stream, ordinal, owner, .. } => {
+                let idle = IDLE_GIVEN_MS.to_string();
+                ["XCLAIM", stream, group, owner, "0", ordinal, "IDLE", &idle, "JUSTID"].map(String::from).to_vec()
+            }
+        }
+    }
+
+    /// What the step touches: the key, or that entry's place in the pending list.
+    pub fn footprint(&self) -> Footprint {
+        let (reads, writes) = match self {
+            Timer::Expire { key } => (vec![], vec![format!("r:{key}")]),
+            Timer::Idle { stream, ordinal, .. } => {
+                (vec![], vec![format!("r:{stream}#pending#{ordinal}"), format!("r:{stream}#idle")])
+            }
+        };
+        Footprint::of(reads, writes)
+    }
+}
+
+/// What the explorer has seen arm timers, in the order they were armed.
+#[derive(Debug, Default)]
+pub struct TimerQueue {
+    /// Entries a process was handed: (stream key, ordinal), first handed first.
+    delivered: Vec<(String, String)>,
+    /// Keys a process set with a TTL, first set first.
+    expiring: Vec<String>,
+    /// Entries a timer step made idle that nobody has claimed since: (stream key, ordinal).
+    idle: Vec<(String, String)>,
+    /// Entries appended, and those ever handed to a process (a `>` read never takes them again).
+    appended: Vec<(String, String)>,
+    handed: std::collections::BTreeSet<(String, String)>,
+}
+
+impl TimerQueue {
+    /// Note what a step that ran armed: `args` numbered, `keys` as the server named them,
+    /// `reply` numbered.
+    pub fn observe(&mut self, args: &[String], keys: &[String], reply: &str) {
+        let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+        match name.as_str() {
+            "XADD" if footprint::is_ordinal(reply) => {
+                if let Some(stream) = keys.first() {
+                    self.appended.push((stream.clone(), reply.to_string()));
+                }
+            }
+            "XREADGROUP" | "XAUTOCLAIM" | "XCLAIM" => {
+                let Some(stream) = keys.first() else { return };
+                for ord in reply.split([' ', ',']).filter(|w| footprint::is_ordinal(w)) {
+                    self.handed.insert((stream.clone(), ord.to_string()));
+                    let other = |(s, o): &(String, String)| !(s == stream && o == ord);
+                    self.delivered.retain(other);
+                    self.idle.retain(other);
+                    self.delivered.push((stream.clone(), ord.to_string()));
+                }
+            }
+            "SET" if reply == "OK" => {
+                let options: Vec<String> = args.iter().skip(3).map(|a| a.to_ascii_uppercase()).collect();
+                if options.iter().any(|o| o == "PX" || o == "EX") {
+                    let key = &args[1];
+                    self.expiring.retain(|k| k != key);
+                    self.expiring.push(key.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `timer` ran: an entry it made idle waits for a claim.
+    pub fn fired(&mut self, timer: &Timer) {
+        if let Timer::Idle { stream, ordinal, .. } = timer {
+            self.idle.push((stream.clone(), ordinal.clone()));
+        }
+    }
+
+    /// What an `XAUTOCLAIM` on `stream` may do before it runs: under the explorer it can take
+    /// only an entry a timer step made idle, so it reads whether there is one and may take
+    /// those (a poll with none commutes with every step but a timer's).
+    pub fn claim_footprint(&self, stream: &str) -> Footprint {
+        let mut writes: Vec<String> =
+            self.idle.iter().filter(|(s, _)| s == stream).map(|(_, o)| format!("r:{stream}#pending#{o}")).collect();
+        if !writes.is_empty() {
+            writes.push(format!("r:{stream}#idle"));
+        }
+        Footprint::of(vec![format!("r:{stream}#idle")], writes)
+    }
+
+    /// What `XREADGROUP … >` on `stream` may do before it runs: take entries never handed to
+    /// anyone (those appended so far, or any later one), so it touches the pending places of
+    /// those alone, not of entries already handed out (their acks and claims commute with it).
+    pub fn read_new_footprint(&self, stream: &str) -> Footprint {
+        let mut writes = vec![format!("r:{stream}#cursor"), format!("r:{stream}#pending#new")];
+        for (s, o) in &self.appended {
+            if s == stream && !self.handed.contains(&(s.clone(), o.clone())) {
+                writes.push(format!("r:{stream}#pending#{o}"));
+            }
+        }
+        Footprint::of(vec![format!("r:{stream}#entries")], writes)
+    }
+
+    /// The first armed timer, asking the server what is still there (a released key, an
+    /// acknowledged entry disarm theirs). `id_of` gives an ordinal's server ID.
+    pub async fn next(
+        &mut self,
+        timers: &Timers,
+        redis: &mut MultiplexedConnection,
+        id_of: impl Fn(&str) -> Option<String>,
+        gone: impl Fn(&str) -> bool,
+    ) -> Result<Option<Timer>, redis::RedisError> {
+        let on_server = |key: &str| format!("{}{key}", timers.key_prefix);
+        if timers.ttl {
+            while let Some(key) = self.expiring.first().cloned() {
+                let exists: bool = redis::cmd("EXISTS").arg(on_server(&key)).query_async(redis).await?;
+                if exists {
+                    return Ok(Some(Timer::Expire { key }));
+                }
+                self.expiring.remove(0);
+            }
+        }
+        let Some(group) = &timers.idle_group else { return Ok(None) };
+        while let Some((stream, ordinal)) = self.delivered.first().cloned() {
+            if let Some(id) = id_of(&ordinal) {
+                let pending: redis::streams::StreamPendingCountReply = redis::cmd("XPENDING")
+                    .arg(on_server(&stream))
+                    .arg(group)
+                    .arg(&id)
+                    .arg(&id)
+                    .arg(1)
+                    .query_async(redis)
+                    .await?;
+                let not_yet_idle = pending.ids.first().filter(|p| {
+                    (p.last_delivered_ms as u64) < NEVER_BY_THE_CLOCK_MS
+                        && (timers.idle_while_working || gone(&p.consumer))
+                });
+                if let Some(p) = not_yet_idle {
+                    return Ok(Some(Timer::Idle { stream, ordinal, id, owner: p.consumer.clone() }));
+                }
+            }
+            self.delivered.remove(0);
+        }
+        Ok(None)
+    }
+}
+
+/// Fire `timer` on the server: the command sent (server IDs, the key prefix left out as in
+/// every recorded command) and its reply, as a line shows it.
+pub async fn fire(
+    timer: &Timer,
+    timers: &Timers,
+    redis: &mut MultiplexedConnection,
+) -> Result<(Vec<String>, String), redis::RedisError> {
+    let mut words = timer.words(timers.idle_group.as_deref().unwrap_or_default());
+    if let Timer::Idle { ordinal, id, .. } = timer {
+        for w in words.iter_mut().filter(|w| *w == ordinal) {
+            *w = id.clone();
+        }
+    }
+    let mut cmd = redis::cmd(&words[0]);
+    for (i, w) in words.iter().enumerate().skip(1) {
+        // The key is the second word of both commands.
+        if i == 1 {
+            cmd.arg(format!("{}{w}", timers.key_prefix));
+        } else {
+            cmd.arg(w);
+        }
+    }
+    let reply: redis::Value = cmd.query_async(redis).await?;
+    let shown = match reply {
+        redis::Value::Int(n) => n.to_string(),
+        redis::Value::Array(a) => format!("{} entry", a.len()),
+        other => format!("{other:?}"),
+    };
+    Ok((words, shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn deliveries_and_ttl_keys_arm_timers_in_order() {
+        let mut q = TimerQueue::default();
+        q.observe(&s(&["XREADGROUP", "GROUP", "g", "C1", "STREAMS", "o", ">"]), &s(&["o"]), "1 entry e1 order=42");
+        q.observe(&s(&["XREADGROUP", "GROUP", "g", "C2", "STREAMS", "o", ">"]), &s(&["o"]), "1 entry e2 order=42");
+        q.observe(&s(&["XREADGROUP", "GROUP", "g", "C2", "STREAMS", "o", ">"]), &s(&["o"]), "(nil)");
+        assert_eq!(q.delivered, vec![("o".into(), "e1".into()), ("o".into(), "e2".into())]);
+        // A claim hands e1 over again: it is idle last now.
+        q.observe(&s(&["XAUTOCLAIM", "o", "g", "reaper", "1", "0-0"]), &s(&["o"]), "1 entry e1 order=42");
+        assert_eq!(q.delivered, vec![("o".into(), "e2".into()), ("o".into(), "e1".into())]);
+        let idle =
+            |o: &str| Timer::Idle { stream: "o".into(), ordinal: o.into(), id: "1-0".into(), owner: "C1".into() };
+        assert!(q.claim_footprint("o").writes.is_empty(), "nothing idle: a poll only reads");
+        q.fired(&idle("e2"));
+        let claim = q.claim_footprint("o");
+        assert!(claim.conflicts(&idle("e2").footprint()) && claim.conflicts(&idle("e1").footprint()));
+        let ack_e1 = footprint::redis(&s(&["XACK", "o", "g", "e1"]), &s(&["o"]));
+        assert!(!claim.conflicts(&ack_e1), "it can take e2 only");
+        q.observe(&s(&["XAUTOCLAIM", "o", "g", "reaper", "1", "0-0"]), &s(&["o"]), "1 entry e2 order=42");
+        assert!(q.claim_footprint("o").writes.is_empty(), "claimed: idle no more");
+        q.observe(&s(&["XADD", "o", "*", "k", "v"]), &s(&["o"]), "e3");
+        let read_new = q.read_new_footprint("o");
+        let ack = |e: &str| footprint::redis(&s(&["XACK", "o", "g", e]), &s(&["o"]));
+        assert!(read_new.conflicts(&ack("e3")), "e3 was never handed out: a read may take it");
+        assert!(!read_new.conflicts(&ack("e1")), "e1 was: a `>` read never takes it again");
+        q.observe(&s(&["SET", "lock:42", "t1", "NX", "PX", "500"]), &s(&["lock:42"]), "OK");
+        q.observe(&s(&["SET", "lock:43", "t1", "NX", "PX", "500"]), &s(&["lock:43"]), "(nil)");
+        q.observe(&s(&["SET", "plain", "v"]), &s(&["plain"]), "OK");
+        assert_eq!(q.expiring, vec!["lock:42".to_string()]);
+    }
+
+    #[test]
+    fn a_timer_step_touches_what_it_ends() {
+        let expire = Timer::Expire { key: "lock:42".into() };
+        assert_eq!(expire.words("g"), s(&["PEXPIRE", "lock:42", "0"]));
+        let set = footprint::redis(&s(&["SET", "lock:42", "t", "NX", "PX", "9"]), &s(&["lock:42"]));
+        assert!(expire.footprint().conflicts(&set));
+        let idle = Timer::Idle { stream: "o".into(), ordinal: "e1".into(), id: "5-0".into(), owner: "C1".into() };
+        assert_eq!(idle.words("g")[..6], s(&["XCLAIM", "o", "g", "C1", "0", "e1"]));
+        let claim = footprint::redis(&s(&["XAUTOCLAIM", "o", "g", "reaper", "1", "0-0"]), &s(&["o"]));
+        assert!(idle.footprint().conflicts(&claim), "the claimer's poll waits on it");
+        let ack_other = footprint::redis(&s(&["XACK", "o", "g", "e2"]), &s(&["o"]));
+        assert!(!idle.footprint().conflicts(&ack_other), "another entry's ack commutes with it");
+        // A poll that claimed nothing read only whether a timer made something idle.
+        let poll = s(&["XAUTOCLAIM", "o", "g", "reaper", "1", "0-0"]);
+        let nil = footprint::effect(crate::timeline::ServerKind::Redis, &poll, &s(&["o"]), "(nil)");
+        assert!(idle.footprint().conflicts(&nil));
+        let append = footprint::redis(&s(&["XADD", "o", "*", "k", "v"]), &s(&["o"]));
+        let read = footprint::redis(&s(&["XREADGROUP", "GROUP", "g", "C1", "STREAMS", "o", ">"]), &s(&["o"]));
+        assert!(!nil.conflicts(&append) && !nil.conflicts(&read), "it commutes with appends and reads");
+    }
+}

@@ -240,6 +240,11 @@ struct ServiceArgs {
     /// PostgreSQL image for --backend docker (and auto).
     #[arg(long, env = "ORDLAB_PG_IMAGE", default_value = "postgres:18")]
     pg_image: String,
+    /// With --backend external: keep what the run made on your servers (keys under
+    /// ordlab:<nonce>:, the schemas ordlab and ordlab_sink) to look at; the next run on those
+    /// servers removes them.
+    #[arg(long)]
+    keep: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -285,6 +290,7 @@ impl ServiceArgs {
             redis_url: self.redis_url.clone(),
             pg_url: self.pg_url.clone(),
             redis_cluster_urls: self.redis_cluster_url.clone(),
+            keep: self.keep,
             ..ServiceOptions::default()
         }
     }
@@ -748,6 +754,9 @@ fn check_worker_programs(labs: &[Scenario], only: Option<&str>) -> anyhow::Resul
 /// The backend's URLs, checked for syntax before anything starts.
 fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
     if !matches!(services.backend, BackendArg::External) {
+        if services.keep {
+            anyhow::bail!("--keep keeps what a run made on your servers (--backend external); servers ordlab starts are removed with everything on them: drop --keep, or use --backend external");
+        }
         return Ok(());
     }
     if let Some(url) = &services.redis_url {

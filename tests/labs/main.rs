@@ -21,6 +21,9 @@ mod docker_backend;
 mod durability_labs;
 /// `ordlab explore`: every order of a lab's steps on real servers, classes, replays, PCT.
 mod explore;
+/// Every built-in lab on servers ordlab did not start: the user's data unchanged, nothing of
+/// ordlab's left (`--keep` aside), a missing CREATE privilege refused in one line.
+mod external_namespace;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;

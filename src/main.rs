@@ -785,10 +785,12 @@ fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
 /// What the labs need from an external backend, before any server starts: a lab that needs a
 /// Redis Cluster needs `--redis-cluster-url`; a variant that would change the user's servers is
 /// refused when named with --variant, else left out with one line on stderr saying why.
-fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
+fn check_needs(labs: &mut Vec<Scenario>, run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
     if !matches!(services.backend, BackendArg::External) {
         return Ok(());
     }
+    let asked = labs.len();
+    let mut first_why = None;
     for lab in labs.iter_mut() {
         let mut kept = Vec::new();
         for v in std::mem::take(&mut lab.variants) {
@@ -805,6 +807,7 @@ fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> 
                     anyhow::bail!("{}/{} does not run against your servers: {why}; use --backend local", lab.id, v.id)
                 }
                 Some(why) if chosen => {
+                    first_why.get_or_insert_with(|| format!("{} does not run against your servers: {why}", lab.id));
                     eprintln!("ordlab: {}/{} left out: {why} (it runs with --backend local)", lab.id, v.id)
                 }
                 _ => kept.push(v),
@@ -812,7 +815,11 @@ fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> 
         }
         lab.variants = kept;
     }
-    Ok(())
+    labs.retain(|lab| !lab.variants.is_empty());
+    match first_why {
+        Some(why) if labs.is_empty() && asked > 0 => anyhow::bail!("{why}; use --backend local"),
+        _ => Ok(()),
+    }
 }
 
 /// Progress on stderr: lab, variant, run i/n, elapsed and ETA.

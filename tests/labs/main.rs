@@ -40,11 +40,11 @@ mod interposer;
 /// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
 /// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
 mod job_labs;
-/// The lab book (`results/index.html`) in headless Chromium.
-mod lab_book;
 /// SIGKILL at seeded-random moments of start, runs and teardown (baseline, failover, Python
 /// workers), then one more run: no process, private dir or shared-memory segment is left.
 mod kill;
+/// The lab book (`results/index.html`) in headless Chromium.
+mod lab_book;
 /// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`
 /// (failures, backoff, dead letters, poison).
 mod list_labs;

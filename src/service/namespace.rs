@@ -21,6 +21,9 @@ pub const SCHEMAS: [&str; 2] = [crate::connect::SCHEMA, crate::side_effect::SCHE
 /// The advisory lock a run holds on its PostgreSQL database: the bytes of "ordlab".
 const LOCK_KEY: i64 = 0x6f72_646c_6162;
 
+/// How long a run waits for the lock before it says another run holds it.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The CLIENT SETNAME of the connection that claims `nonce`'s keys.
 pub fn owner_name(nonce: &str) -> String {
     format!("ordlab-{nonce}-owner")
@@ -99,13 +102,21 @@ impl Claim {
         if !can_create {
             return Err(ServiceError::MissingCreate { user, database });
         }
-        let locked: bool = pg
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
-            .await
-            .map_err(pg_err("take the run's advisory lock"))?
-            .get(0);
-        if !locked {
-            return Err(ServiceError::ExternalInUse { database });
+        // A run SIGKILLed just now holds the lock until its server notices the closed socket.
+        let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+        loop {
+            let locked: bool = pg
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
+                .await
+                .map_err(pg_err("take the run's advisory lock"))?
+                .get(0);
+            if locked {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(ServiceError::ExternalInUse { database });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         let mut redis = crate::connect::redis(redis_url).await.map_err(redis_err("connect"))?;
         redis::cmd("CLIENT")

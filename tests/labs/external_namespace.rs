@@ -224,6 +224,30 @@ async fn keep_leaves_the_runs_namespace_until_the_next_run_and_a_live_run_is_not
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("another ordlab run holds database postgres"), "{stderr}");
     holder.execute("SELECT pg_advisory_unlock(122537101779298)", &[]).await.unwrap();
+    // A run SIGKILLed while it runs leaves its schemas; its lock goes with its session.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut killed = support::ordlab(tmp.path())
+        .args(["run", "idempotency", "--runs", "3", "--backend", "external", "--quiet"])
+        .args(["--redis-url", &foreign.services.redis_url, "--pg-url", &foreign.lab_pg_url("lab")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sink_made = || async {
+        let n: i64 = holder
+            .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'ordlab_sink'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        n > 0
+    };
+    let t = Instant::now();
+    while !sink_made().await && t.elapsed().as_secs() < 60 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(sink_made().await, "the killed run never made its sink");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
     // A dead run's key, and a key of a live run (its owner connection is open) on the Redis.
     let mut r = ordlab::connect::redis(&foreign.services.redis_url).await.unwrap();
     let mut live = ordlab::connect::redis(&foreign.services.redis_url).await.unwrap();
@@ -231,14 +255,15 @@ async fn keep_leaves_the_runs_namespace_until_the_next_run_and_a_live_run_is_not
     let mut pipe = redis::pipe();
     pipe.set("ordlab:deadbeef:baseline:-:1:orders", "x").set("ordlab:a11ce000:baseline:-:1:orders", "y");
     pipe.query_async::<()>(&mut r).await.unwrap();
-    // The next run removes what the kept one and the dead one left, says so, leaves nothing
-    // itself, and leaves the live run's key alone.
+    // The next run removes what the killed one and the dead one left, says so, leaves
+    // nothing itself, and leaves the live run's key alone.
     let (code, stderr) = foreign.ordlab("lab", &["s1", "--runs", "1", "--time-scale", "0.05", "--quiet"]);
     assert!(matches!(code, Some(0 | 1)), "{stderr}");
-    assert!(
-        stderr.contains("removed what an earlier run left on your servers: 1 keys under ordlab:, ordlab, ordlab_sink"),
-        "{stderr}"
-    );
+    let said = "removed what an earlier run left on your servers: ";
+    let line =
+        stderr.lines().find_map(|l| l.split_once(said)).map(|(_, rest)| rest).unwrap_or_else(|| panic!("{stderr}"));
+    let keys: usize = line.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(keys >= 1 && line.ends_with("keys under ordlab:, ordlab, ordlab_sink"), "{stderr}");
     let removed: i64 = redis::cmd("DEL").arg("ordlab:a11ce000:baseline:-:1:orders").query_async(&mut r).await.unwrap();
     assert_eq!(removed, 1, "a live run's key stays");
     assert_eq!(changes(&before, &foreign.fingerprint().await), "");

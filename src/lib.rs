@@ -38,7 +38,7 @@
 //! [`priority_queue`], [`list_queue`] and [`cluster_queue`] (what several families share of a
 //! queue: keys, scripts, the events of its workers), [`timeline`] (the record and its core
 //! vocabulary), [`clock`], and [`side_effect`] (the outside party that receives e-mails,
-//! charges and API calls, in its own database, and keeps the ledger the idempotency labs count
+//! charges and API calls, in its own schema, and keeps the ledger the idempotency labs count
 //! from).
 
 pub mod bench;

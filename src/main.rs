@@ -240,6 +240,11 @@ struct ServiceArgs {
     /// PostgreSQL image for --backend docker (and auto).
     #[arg(long, env = "ORDLAB_PG_IMAGE", default_value = "postgres:18")]
     pg_image: String,
+    /// With --backend external: keep what the run made on your servers (keys under
+    /// ordlab:<nonce>:, the schemas ordlab and ordlab_sink) to look at; the next run on those
+    /// servers removes them.
+    #[arg(long)]
+    keep: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -285,6 +290,7 @@ impl ServiceArgs {
             redis_url: self.redis_url.clone(),
             pg_url: self.pg_url.clone(),
             redis_cluster_urls: self.redis_cluster_url.clone(),
+            keep: self.keep,
             ..ServiceOptions::default()
         }
     }
@@ -748,6 +754,9 @@ fn check_worker_programs(labs: &[Scenario], only: Option<&str>) -> anyhow::Resul
 /// The backend's URLs, checked for syntax before anything starts.
 fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
     if !matches!(services.backend, BackendArg::External) {
+        if services.keep {
+            anyhow::bail!("--keep keeps what a run made on your servers (--backend external); servers ordlab starts are removed with everything on them: drop --keep, or use --backend external");
+        }
         return Ok(());
     }
     if let Some(url) = &services.redis_url {
@@ -776,10 +785,12 @@ fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
 /// What the labs need from an external backend, before any server starts: a lab that needs a
 /// Redis Cluster needs `--redis-cluster-url`; a variant that would change the user's servers is
 /// refused when named with --variant, else left out with one line on stderr saying why.
-fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
+fn check_needs(labs: &mut Vec<Scenario>, run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
     if !matches!(services.backend, BackendArg::External) {
         return Ok(());
     }
+    let asked = labs.len();
+    let mut first_why = None;
     for lab in labs.iter_mut() {
         let mut kept = Vec::new();
         for v in std::mem::take(&mut lab.variants) {
@@ -796,6 +807,7 @@ fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> 
                     anyhow::bail!("{}/{} does not run against your servers: {why}; use --backend local", lab.id, v.id)
                 }
                 Some(why) if chosen => {
+                    first_why.get_or_insert_with(|| format!("{} does not run against your servers: {why}", lab.id));
                     eprintln!("ordlab: {}/{} left out: {why} (it runs with --backend local)", lab.id, v.id)
                 }
                 _ => kept.push(v),
@@ -803,7 +815,11 @@ fn check_needs(labs: &mut [Scenario], run: &RunArgs, services: &ServiceArgs) -> 
         }
         lab.variants = kept;
     }
-    Ok(())
+    labs.retain(|lab| !lab.variants.is_empty());
+    match first_why {
+        Some(why) if labs.is_empty() && asked > 0 => anyhow::bail!("{why}; use --backend local"),
+        _ => Ok(()),
+    }
 }
 
 /// Progress on stderr: lab, variant, run i/n, elapsed and ETA.

@@ -77,8 +77,6 @@ pub struct Runner<'a> {
     exe: PathBuf,
     redis: MultiplexedConnection,
     pg: tokio_postgres::Client,
-    /// Random per invocation: every Redis key starts with `ordlab:<nonce>:`.
-    nonce: String,
 }
 
 impl<'a> Runner<'a> {
@@ -87,8 +85,7 @@ impl<'a> Runner<'a> {
         let redis = connect::redis(&services.redis_url).await.context("connect")?;
         let pg = connect::postgres(&services.pg_config).await.context("connect")?;
         crate::orders::create_table(&pg).await?;
-        let nonce = format!("{:08x}", rand::random::<u32>());
-        Ok(Runner { services, exe, redis, pg, nonce })
+        Ok(Runner { services, exe, redis, pg })
     }
 
     /// The header every report of this invocation carries.
@@ -146,7 +143,7 @@ impl<'a> Runner<'a> {
                 variant: &v.id,
                 run,
                 seed: opts.seed,
-                nonce: &self.nonce,
+                nonce: &self.services.nonce,
                 control: None,
             };
             let tapped = opts.on_event.clone().map(live::tap);
@@ -181,7 +178,7 @@ impl<'a> Runner<'a> {
             variant: &v.id,
             run,
             seed,
-            nonce: &self.nonce,
+            nonce: &self.services.nonce,
             control: Some(control),
         };
         v.procedure.run_once(&mut ctx).await

@@ -14,6 +14,7 @@ mod doctor;
 mod engine;
 mod error;
 mod local;
+pub mod namespace;
 mod node;
 mod owner;
 mod private_dir;
@@ -98,6 +99,9 @@ pub struct ServiceOptions {
     /// Nodes of the user's Redis Cluster, for labs that need one (external backend only).
     pub redis_cluster_urls: Vec<String>,
     pub redis_args: Vec<String>,
+    /// External backend: keep the keys and schemas this run made (the next run on those
+    /// servers removes them; see [`namespace`]).
+    pub keep: bool,
 }
 
 impl Default for ServiceOptions {
@@ -110,6 +114,7 @@ impl Default for ServiceOptions {
             pg_url: None,
             redis_cluster_urls: Vec::new(),
             redis_args: Vec::new(),
+            keep: false,
         }
     }
 }
@@ -148,6 +153,9 @@ pub struct Services {
     /// The Redis Cluster labs past one node run on, started or connected to on first use.
     pub cluster: cluster::SharedCluster,
     pub info: ServerInfo,
+    /// Random per invocation's servers: every Redis key a run makes starts with
+    /// `ordlab:<nonce>:` (what the external backend's [`namespace`] claims and removes).
+    pub nonce: String,
     pub start_time: Duration,
     /// Why `--backend auto` did not choose Docker, when it did not (also printed on stderr).
     pub backend_note: Option<String>,
@@ -161,7 +169,8 @@ pub struct Services {
 enum Guard {
     Local(LocalGuard),
     Docker(Box<DockerServices>),
-    External,
+    /// The run's claim on the user's servers (None once released).
+    External(Option<Box<namespace::Claim>>),
 }
 
 struct LocalGuard {
@@ -195,6 +204,17 @@ impl Services {
         // On error below, `guard` drops here and stops whatever was started.
         let ((redis_version, redis), postgres_version) =
             tokio::try_join!(probe_redis(&redis_url), probe_postgres(&pg_config))?;
+        let nonce = format!("{:08x}", rand::random::<u32>());
+        let guard = match guard {
+            Guard::External(_) => {
+                let (claim, leftovers) = namespace::Claim::take(&redis_url, &pg_config, &nonce, opts.keep).await?;
+                if leftovers != namespace::Leftovers::default() {
+                    eprintln!("ordlab: {leftovers}");
+                }
+                Guard::External(Some(Box::new(claim)))
+            }
+            other => other,
+        };
         let redis_cluster_urls =
             if backend == Backend::External { opts.redis_cluster_urls.clone() } else { Vec::new() };
         if !redis_cluster_urls.is_empty() {
@@ -208,6 +228,7 @@ impl Services {
             redis_cluster_urls,
             cluster: cluster::SharedCluster::default(),
             info: ServerInfo { redis_version, postgres_version, redis, redis_server },
+            nonce,
             start_time: started.elapsed(),
             backend_note,
             guard,
@@ -220,7 +241,7 @@ impl Services {
         match &self.guard {
             Guard::Local(_) => RedisNode::start_local(spec).await,
             Guard::Docker(d) => RedisNode::start_docker(&d.scope, &d.redis_image, &d.password, spec).await,
-            Guard::External => Err(ServiceError::NodesUnsupported { backend: "external" }),
+            Guard::External(_) => Err(ServiceError::NodesUnsupported { backend: "external" }),
         }
     }
 
@@ -232,20 +253,25 @@ impl Services {
         match &self.guard {
             Guard::Local(_) => node::listen_local().await,
             Guard::Docker(d) => node::listen_docker(&d.scope).await,
-            Guard::External => Err(ServiceError::NodesUnsupported { backend: "external" }),
+            Guard::External(_) => Err(ServiceError::NodesUnsupported { backend: "external" }),
         }
     }
 
     /// Stops the servers without blocking the runtime, then removes their files.
     pub async fn stop(mut self) {
         self.cluster.stop().await;
-        match std::mem::replace(&mut self.guard, Guard::External) {
+        match std::mem::replace(&mut self.guard, Guard::External(None)) {
             Guard::Local(LocalGuard { redis, pg, dir }) => {
                 tokio::join!(redis.stop(), pg.stop());
                 drop(dir);
             }
             Guard::Docker(g) => g.scope.remove_all().await,
-            Guard::External => {}
+            Guard::External(Some(claim)) => {
+                if let Err(e) = claim.release().await {
+                    eprintln!("ordlab: {e}");
+                }
+            }
+            Guard::External(None) => {}
         }
     }
 
@@ -253,7 +279,7 @@ impl Services {
     pub fn pids(&self) -> Vec<u32> {
         match &self.guard {
             Guard::Local(g) => vec![g.redis.pid(), g.pg.pid()],
-            Guard::Docker(_) | Guard::External => Vec::new(),
+            Guard::Docker(_) | Guard::External(_) => Vec::new(),
         }
     }
 
@@ -261,7 +287,7 @@ impl Services {
     pub fn temp_dir(&self) -> Option<&Path> {
         match &self.guard {
             Guard::Local(g) => Some(g.dir.path()),
-            Guard::Docker(_) | Guard::External => None,
+            Guard::Docker(_) | Guard::External(_) => None,
         }
     }
 }
@@ -403,5 +429,5 @@ fn external_urls(opts: &ServiceOptions) -> Result<(Guard, String, String, String
         flag: "--pg-url",
         env: "ORDLAB_PG_URL",
     })?;
-    Ok((Guard::External, redis, pg, "external".to_string()))
+    Ok((Guard::External(None), redis, pg, "external".to_string()))
 }

@@ -1,7 +1,8 @@
 //! The side-effect sink: a separate party that receives every external effect a job causes
 //! (an e-mail sent, a card charged, a partner API called) and keeps the ledger checkers count
-//! from. It is its own PostgreSQL database, `ordlab_sink`, reached over its own connection, so
-//! no effect can ever be part of (or be rolled back with) a worker's transaction.
+//! from. It is its own PostgreSQL schema, `ordlab_sink`, in the lab's database, reached over a
+//! connection of its own, so no effect can ever be part of (or be rolled back with) a worker's
+//! transaction; every statement names the schema in full (no `search_path` is relied on).
 //!
 //! All of its logic is one server-side function, `perform_effect`: one round trip, atomic,
 //! and it runs to the end even when the caller dies mid-request, like a remote API. It can
@@ -16,8 +17,9 @@ use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// The sink's database on the lab's PostgreSQL server.
-pub const DATABASE: &str = "ordlab_sink";
+/// The sink's schema in the lab's database (never a database of its own: on a user's server
+/// ordlab creates schemas only, see [`crate::service::namespace`]).
+pub const SCHEMA: &str = "ordlab_sink";
 
 /// Why the sink could not do what was asked. `Refused` and `ReplyLost` are injected partner
 /// failures a worker must handle; the others are infrastructure errors.
@@ -27,7 +29,7 @@ pub enum SinkError {
     Refused { job: String, effect: String },
     #[error("the partner's reply to {effect} for {job} was lost (injected; the effect did happen)")]
     ReplyLost { job: String, effect: String },
-    #[error("side-effect sink: cannot create database {DATABASE}: {source} (grant CREATEDB to the lab's user, or create it)")]
+    #[error("side-effect sink: cannot create schema {SCHEMA}: {source} (the lab's user needs CREATE on the database: GRANT CREATE ON DATABASE <db> TO <user>)")]
     Create { source: tokio_postgres::Error },
     #[error("side-effect sink: {context}: {source}")]
     Postgres { context: &'static str, source: tokio_postgres::Error },
@@ -58,29 +60,21 @@ pub struct SinkConfig {
 }
 
 impl SinkConfig {
-    /// Once per invocation: create the database if missing (a concurrent creator is fine),
-    /// then its tables and function. Returns the sink's config with an empty run scope.
+    /// Once per invocation: create the schema, its tables and its function if missing (a
+    /// concurrent creator is fine). Returns the sink's config with an empty run scope; the
+    /// sink connects to the lab's database with a connection of its own.
     pub async fn prepare(main_pg_config: &str) -> Result<SinkConfig, SinkError> {
-        let admin = crate::connect::postgres(main_pg_config).await.map_err(pg("connect"))?;
-        let exists = admin
-            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&DATABASE])
-            .await
-            .map_err(pg("look up database"))?
-            .is_some();
-        if !exists {
-            if let Err(e) = admin.batch_execute(&format!("CREATE DATABASE {DATABASE}")).await {
-                if e.code() != Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) {
-                    return Err(SinkError::Create { source: e });
-                }
-            }
-        }
-        let pg_config = with_dbname(main_pg_config, DATABASE)?;
-        let sink = crate::connect::postgres(&pg_config).await.map_err(pg("connect"))?;
+        let sink = crate::connect::postgres(main_pg_config).await.map_err(pg("connect"))?;
         // Two invocations may create the schema at once; serialise them.
-        sink.batch_execute(&format!("SELECT pg_advisory_lock(7411); {SCHEMA_SQL} SELECT pg_advisory_unlock(7411);"))
-            .await
-            .map_err(pg("create tables"))?;
-        Ok(SinkConfig { pg_config, run: String::new() })
+        let sql = format!("SELECT pg_advisory_lock(7411); {SCHEMA_SQL} SELECT pg_advisory_unlock(7411);");
+        if let Err(e) = sink.batch_execute(&sql).await {
+            let _ = sink.batch_execute("SELECT pg_advisory_unlock_all()").await;
+            return Err(match e.code() {
+                Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => SinkError::Create { source: e },
+                _ => SinkError::Postgres { context: "create tables", source: e },
+            });
+        }
+        Ok(SinkConfig { pg_config: main_pg_config.to_string(), run: String::new() })
     }
 
     /// The same sink scoped to one run.
@@ -89,68 +83,48 @@ impl SinkConfig {
     }
 }
 
-/// `main` with its `dbname=` replaced (tokio-postgres key=value form, as the services give).
-fn with_dbname(main: &str, db: &str) -> Result<String, SinkError> {
-    if main.starts_with("postgres://") || main.starts_with("postgresql://") {
-        let mut url = url_without_path(main).ok_or_else(|| SinkError::Config(main.to_string()))?;
-        url.push('/');
-        url.push_str(db);
-        return Ok(url);
-    }
-    let mut parts: Vec<String> =
-        main.split_whitespace().filter(|kv| !kv.starts_with("dbname=")).map(str::to_string).collect();
-    parts.push(format!("dbname={db}"));
-    Ok(parts.join(" "))
-}
-
-/// `postgres://user@host:port/db?x` → `postgres://user@host:port` (query dropped).
-fn url_without_path(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?']).next()?;
-    Some(format!("{scheme}://{authority}"))
-}
-
 const SCHEMA_SQL: &str = r#"
-CREATE TABLE IF NOT EXISTS requests (
+CREATE SCHEMA IF NOT EXISTS ordlab_sink;
+CREATE TABLE IF NOT EXISTS ordlab_sink.requests (
   id bigint PRIMARY KEY, run text NOT NULL, job text NOT NULL, effect text NOT NULL,
   idem_key text, actor text NOT NULL, delivery int, mono_ns bigint NOT NULL,
   outcome text NOT NULL, replay_of bigint, recorded_at timestamptz NOT NULL DEFAULT clock_timestamp());
-CREATE INDEX IF NOT EXISTS requests_run ON requests (run, id);
-CREATE SEQUENCE IF NOT EXISTS request_ids;
-CREATE TABLE IF NOT EXISTS idem_keys (run text NOT NULL, idem_key text NOT NULL, request_id bigint NOT NULL,
+CREATE INDEX IF NOT EXISTS requests_run ON ordlab_sink.requests (run, id);
+CREATE SEQUENCE IF NOT EXISTS ordlab_sink.request_ids;
+CREATE TABLE IF NOT EXISTS ordlab_sink.idem_keys (run text NOT NULL, idem_key text NOT NULL, request_id bigint NOT NULL,
   PRIMARY KEY (run, idem_key));
-CREATE TABLE IF NOT EXISTS faults (id bigserial PRIMARY KEY, run text NOT NULL, job text, effect text,
+CREATE TABLE IF NOT EXISTS ordlab_sink.faults (id bigserial PRIMARY KEY, run text NOT NULL, job text, effect text,
   kind text NOT NULL, remaining int NOT NULL);
-CREATE TABLE IF NOT EXISTS latency (run text NOT NULL, effect text NOT NULL, seconds double precision NOT NULL,
+CREATE TABLE IF NOT EXISTS ordlab_sink.latency (run text NOT NULL, effect text NOT NULL, seconds double precision NOT NULL,
   PRIMARY KEY (run, effect));
-CREATE OR REPLACE FUNCTION perform_effect(p_run text, p_job text, p_effect text, p_key text, p_actor text,
+CREATE OR REPLACE FUNCTION ordlab_sink.perform_effect(p_run text, p_job text, p_effect text, p_key text, p_actor text,
   p_delivery int, p_mono bigint, OUT request_id bigint, OUT outcome text, OUT first_request bigint) AS $$
 DECLARE lat double precision; fault text;
 BEGIN
-  SELECT l.seconds INTO lat FROM latency l WHERE l.run = p_run AND l.effect = p_effect;
+  SELECT l.seconds INTO lat FROM ordlab_sink.latency l WHERE l.run = p_run AND l.effect = p_effect;
   IF lat IS NOT NULL THEN PERFORM pg_sleep(lat); END IF;
-  request_id := nextval('request_ids');
-  UPDATE faults f SET remaining = f.remaining - 1 WHERE f.id = (SELECT f2.id FROM faults f2 WHERE f2.run = p_run
+  request_id := nextval('ordlab_sink.request_ids');
+  UPDATE ordlab_sink.faults f SET remaining = f.remaining - 1 WHERE f.id = (SELECT f2.id FROM ordlab_sink.faults f2 WHERE f2.run = p_run
     AND (f2.job IS NULL OR f2.job = p_job) AND (f2.effect IS NULL OR f2.effect = p_effect) AND f2.remaining > 0
     ORDER BY f2.id LIMIT 1 FOR UPDATE) RETURNING f.kind INTO fault;
   IF fault = 'refuse' THEN
     outcome := 'refused';
   ELSIF p_key IS NOT NULL THEN
-    INSERT INTO idem_keys VALUES (p_run, p_key, request_id) ON CONFLICT DO NOTHING;
+    INSERT INTO ordlab_sink.idem_keys VALUES (p_run, p_key, request_id) ON CONFLICT DO NOTHING;
     IF FOUND THEN
       outcome := 'applied'; first_request := request_id;
     ELSE
       outcome := 'replayed';
-      SELECT k.request_id INTO first_request FROM idem_keys k WHERE k.run = p_run AND k.idem_key = p_key;
+      SELECT k.request_id INTO first_request FROM ordlab_sink.idem_keys k WHERE k.run = p_run AND k.idem_key = p_key;
     END IF;
   ELSE
     outcome := 'applied'; first_request := request_id;
   END IF;
-  INSERT INTO requests (id, run, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of)
+  INSERT INTO ordlab_sink.requests (id, run, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of)
     VALUES (request_id, p_run, p_job, p_effect, p_key, p_actor, p_delivery, p_mono, outcome,
             CASE WHEN outcome = 'replayed' THEN first_request END);
   IF fault = 'apply-then-fail' THEN outcome := 'reply-lost'; END IF;
-END $$ LANGUAGE plpgsql;
+END $$ LANGUAGE plpgsql SET search_path = pg_catalog;
 "#;
 
 /// One effect a worker asks the partner for.
@@ -228,7 +202,7 @@ impl SideEffectSink {
         let row = self
             .client
             .query_one(
-                "SELECT request_id, outcome, first_request FROM perform_effect($1, $2, $3, $4, $5, $6, $7)",
+                "SELECT request_id, outcome, first_request FROM ordlab_sink.perform_effect($1, $2, $3, $4, $5, $6, $7)",
                 &[&self.run, &req.job, &req.effect, &req.idem_key, &req.actor.to_string(), &delivery, &mono],
             )
             .await
@@ -251,7 +225,7 @@ impl SideEffectSink {
     pub async fn reset(&self) -> Result<(), SinkError> {
         for table in ["requests", "idem_keys", "faults", "latency"] {
             self.client
-                .execute(&format!("DELETE FROM {table} WHERE run = $1"), &[&self.run])
+                .execute(&format!("DELETE FROM {SCHEMA}.{table} WHERE run = $1"), &[&self.run])
                 .await
                 .map_err(pg("reset"))?;
         }
@@ -265,7 +239,7 @@ impl SideEffectSink {
         };
         self.client
             .execute(
-                "INSERT INTO faults (run, job, effect, kind, remaining) VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO ordlab_sink.faults (run, job, effect, kind, remaining) VALUES ($1, $2, $3, $4, $5)",
                 &[&self.run, &fault.job, &fault.effect, &kind, &(fault.times as i32)],
             )
             .await
@@ -277,7 +251,7 @@ impl SideEffectSink {
     pub async fn set_latency(&self, effect: &str, latency: Duration) -> Result<(), SinkError> {
         self.client
             .execute(
-                "INSERT INTO latency (run, effect, seconds) VALUES ($1, $2, $3)
+                "INSERT INTO ordlab_sink.latency (run, effect, seconds) VALUES ($1, $2, $3)
                  ON CONFLICT (run, effect) DO UPDATE SET seconds = EXCLUDED.seconds",
                 &[&self.run, &effect, &latency.as_secs_f64()],
             )
@@ -292,7 +266,7 @@ impl SideEffectSink {
             .client
             .query(
                 "SELECT id, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of
-                 FROM requests WHERE run = $1 ORDER BY id",
+                 FROM ordlab_sink.requests WHERE run = $1 ORDER BY id",
                 &[&self.run],
             )
             .await

@@ -41,6 +41,12 @@ pub enum ServiceError {
     NotACluster { url: String },
     #[error("the Redis Cluster at {url} says cluster_state:{state}: repair it (redis-cli --cluster check/fix) or point --redis-cluster-url at a healthy cluster")]
     ClusterNotOk { url: String, state: String },
+    #[error("PostgreSQL user {user} lacks CREATE on database {database}, which ordlab needs to make its schemas ordlab and ordlab_sink there (no superuser, no CREATEDB): run GRANT CREATE ON DATABASE \"{database}\" TO \"{user}\"; as the database's owner")]
+    MissingCreate { user: String, database: String },
+    #[error("another ordlab run holds database {database} (its schemas ordlab and ordlab_sink are in use): wait until it ends, or give this run another database with --pg-url")]
+    ExternalInUse { database: String },
+    #[error("ordlab's namespace on your {server}: {what}: {reason}")]
+    Namespace { what: &'static str, server: &'static str, reason: String },
     #[error("{what}: {source}")]
     Io {
         what: String,

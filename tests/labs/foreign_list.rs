@@ -13,7 +13,7 @@ use ordlab::labs::Observed;
 use ordlab::timeline::EventKind;
 
 /// Why node with the examples' ioredis cannot be used here, if so.
-fn node_missing() -> Option<String> {
+pub(super) fn node_missing() -> Option<String> {
     let check = "require('./examples/node/node_modules/ioredis')";
     match std::process::Command::new("node").args(["-e", check]).output() {
         Ok(o) if o.status.success() => None,

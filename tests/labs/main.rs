@@ -21,6 +21,9 @@ mod docker_backend;
 mod durability_labs;
 /// `ordlab explore`: every order of a lab's steps on real servers, classes, replays, PCT.
 mod explore;
+/// Every built-in lab on servers ordlab did not start: the user's data unchanged, nothing of
+/// ordlab's left (`--keep` aside), a missing CREATE privilege refused in one line.
+mod external_namespace;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
@@ -37,6 +40,9 @@ mod interposer;
 /// Jobs with side effects under at-least-once delivery (seed 000): `idempotency`,
 /// `idem-antipatterns`, `multistep`; effects counted in the side-effect sink.
 mod job_labs;
+/// SIGKILL at seeded-random moments of start, runs and teardown (baseline, failover, Python
+/// workers), then one more run: no process, private dir or shared-memory segment is left.
+mod kill;
 /// The lab book (`results/index.html`) in headless Chromium.
 mod lab_book;
 /// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`

@@ -100,7 +100,7 @@ async fn a_request_whose_caller_dies_still_happens() {
     let watcher = ordlab::connect::postgres(&cfg.pg_config).await.unwrap();
     let running = poll_until(Duration::from_secs(10), Duration::from_millis(5), || async {
         let n: i64 = watcher
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FROM perform_effect%' AND state = 'active' AND pid <> pg_backend_pid()", &[])
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FROM ordlab_sink.perform_effect%' AND state = 'active' AND pid <> pg_backend_pid()", &[])
             .await
             .map(|r| r.get(0))
             .unwrap_or(0);

@@ -286,6 +286,10 @@ impl Facts for FailoverFacts {
 }
 
 impl LabProcedure for FailoverSpec {
+    fn needs(&self) -> crate::labs::Needs {
+        crate::labs::Needs { not_external: Some("it starts Redis servers of its own (a primary and a replica it kills and promotes)"), ..Default::default() }
+    }
+
     fn validate(&mut self) -> Result<(), String> {
         stream::check_consumers(self.consumers)?;
         stream::check_costs(&self.cost_ms)?;

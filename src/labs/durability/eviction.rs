@@ -191,6 +191,10 @@ impl Facts for EvictionFacts {
 }
 
 impl LabProcedure for EvictionSpec {
+    fn needs(&self) -> crate::labs::Needs {
+        crate::labs::Needs { not_external: Some("it starts a Redis server of its own (it fills one to maxmemory)"), ..Default::default() }
+    }
+
     fn validate(&mut self) -> Result<(), String> {
         if self.jobs == 0 || self.budget_kib == 0 {
             return Err("setup.jobs and setup.budget_kib: use values > 0".into());

@@ -185,6 +185,6 @@ mod tests {
         assert_eq!(b.labs["b"].setup_ms(), 300.0);
         assert_eq!(b.own_ms(), 1750.0);
         let text = b.render(5000.0);
-        assert!(text.contains("wall 5.0 s · Σ runs' own spans 1.8 s · Σ per-run set-up/teardown 0.6 s"), "{text}");
+        assert!(text.contains("wall 5.0 s · Σ runs' own spans 1.8 s · Σ per-run set-up/teardown 0.7 s"), "{text}");
     }
 }

@@ -1,5 +1,6 @@
 //! Where things go on the page: text widths (estimated, erring wide), word wrap, round axis
-//! ticks, and label rows that never overlap within a lane.
+//! ticks, and label rows that never overlap within a lane. A long label is wrapped between
+//! words onto rows of its own, never cut; `page_check` holds every built-in lab's timeline to that.
 
 use super::model::Mark;
 use super::{LABEL_PX, MARGIN, WIDTH};

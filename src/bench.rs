@@ -2,6 +2,8 @@
 //! run divided by the injected delay on its critical path (1.00 = no overhead), the time to
 //! start the servers, and the XADD→receive latency of idle consumers (p50, p99). Nothing in
 //! the library depends on it. [`interposer`] measures what the interposer adds to a round trip.
+//! [`lab_all`] times a batch of labs as `run all` runs them, with where its time goes
+//! ([`crate::timing`]).
 
 pub mod explore;
 pub mod interposer;
@@ -128,7 +130,7 @@ pub async fn lab_all(labs: &[Scenario], jobs: &[usize], svc: &ServiceOptions, ex
     for &n in jobs {
         let opts = RunOptions::new(1.0, 1);
         let start = std::time::Instant::now();
-        let reports = crate::schedule::run_labs(labs, &opts, svc, n, exe.clone(), &mut |_| {}).await?;
+        let (reports, spans) = crate::schedule::run_labs_timed(labs, &opts, svc, n, exe.clone(), &mut |_| {}).await?;
         let wall = start.elapsed().as_secs_f64();
         let totals = LabAllTotals::of(&reports);
         println!(
@@ -138,6 +140,7 @@ pub async fn lab_all(labs: &[Scenario], jobs: &[usize], svc: &ServiceOptions, ex
             totals.race_s,
             totals.runs
         );
+        print!("{}", crate::timing::Breakdown::of(&spans).render(wall * 1000.0));
     }
     Ok(())
 }

@@ -4,9 +4,7 @@
 //! marks. Shared by the cluster lab, its workers and its slot-migration fault.
 
 use crate::lang::pick;
-use crate::timeline::vocabulary::{
-    job_line_label, job_mark_label, shorten_at_word, Belongs, Drawing, Glyph, Vocabulary, Wording,
-};
+use crate::timeline::vocabulary::{job_line_label, job_mark_label, Belongs, Drawing, Glyph, Vocabulary, Wording};
 use crate::timeline::{Actor, Job};
 use serde::{Deserialize, Serialize};
 
@@ -117,9 +115,7 @@ impl Vocabulary for ClusterEvent {
             ClusterEvent::JobTaken { job, .. } => {
                 (Glyph::Received, format!("{} {}", t("took", "lấy"), job_mark_label(job, many)))
             }
-            ClusterEvent::QueueError { command, error, .. } => {
-                (Glyph::Failed, format!("{command}: {}", shorten_at_word(error, 40)))
-            }
+            ClusterEvent::QueueError { command, error, .. } => (Glyph::Failed, format!("{command}: {error}")),
             ClusterEvent::WorkerDone { jobs, .. } => {
                 (Glyph::Acked, format!("{} {jobs} {}", t("done:", "xong:"), t("jobs", "job")))
             }

@@ -74,6 +74,7 @@ pub mod side_effect;
 pub mod stats;
 pub mod streams;
 pub mod timeline;
+pub mod timing;
 
 pub use error::Error;
 

@@ -157,6 +157,10 @@ enum Command {
         /// --jobs 1 and with --jobs N, against the sum of their injected critical paths.
         #[arg(long)]
         lab_all: bool,
+        /// Time only `run all` (as --lab-all, over the labs given), with where its time goes
+        /// per lab: not the per-lab, interposer and explorer measurements.
+        #[arg(long, conflicts_with_all = ["lab_all", "interposer"])]
+        lab_all_only: bool,
         /// N for --lab-all (default: the number of cores).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
         jobs: Option<u32>,
@@ -468,7 +472,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             run_labs(&labs, &run, &services, &write).await
         }
         Command::Diff { lab, snapshots, services } => diff(&lab, &snapshots, &services).await,
-        Command::Bench { labs, runs, lab_all, jobs, interposer, explore, services } => {
+        Command::Bench { labs, runs, lab_all, lab_all_only, jobs, interposer, explore, services } => {
             check_services(&services)?;
             if explore {
                 bench::explore::run(&services.options(), std::env::current_exe()?).await?;
@@ -479,10 +483,12 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                 return Ok(EXIT_MATCHED);
             }
             let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
-            bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
-            bench::interposer::run(&services.options()).await?;
-            bench::explore::run(&services.options(), std::env::current_exe()?).await?;
-            if lab_all {
+            if !lab_all_only {
+                bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
+                bench::interposer::run(&services.options()).await?;
+                bench::explore::run(&services.options(), std::env::current_exe()?).await?;
+            }
+            if lab_all || lab_all_only {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 let n = jobs.map_or(cores, |j| j as usize);
                 let jobs: Vec<usize> = if n == 1 { vec![1] } else { vec![1, n] };

@@ -10,9 +10,11 @@ use crate::report::{snapshot, Environment, LabInfo, LabReport, VariantReport};
 use crate::scenario::{Scenario, Variant};
 use crate::service::{ServiceOptions, Services};
 use crate::timeline::live::{self, OnEvent};
+use crate::timing::{self, Span, Step};
 use redis::aio::MultiplexedConnection;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Progress callback: (variant id, run just finished, runs of the variant).
 pub type OnRun = Arc<dyn Fn(&str, u32, u32) + Send + Sync>;
@@ -77,15 +79,24 @@ pub struct Runner<'a> {
     exe: PathBuf,
     redis: MultiplexedConnection,
     pg: tokio_postgres::Client,
+    /// What each step took ([`timing`]), for `bench --lab-all`.
+    spans: Vec<Span>,
 }
 
 impl<'a> Runner<'a> {
     /// Connect and create the tables every lab shares.
     pub async fn new(services: &'a Services, exe: PathBuf) -> Result<Runner<'a>, Error> {
+        let started = Instant::now();
         let redis = connect::redis(&services.redis_url).await.context("connect")?;
         let pg = connect::postgres(&services.pg_config).await.context("connect")?;
         crate::orders::create_table(&pg).await?;
-        Ok(Runner { services, exe, redis, pg })
+        let spans = vec![Span { lab: String::new(), step: Step::Connect, ms: timing::ms_since(started) }];
+        Ok(Runner { services, exe, redis, pg, spans })
+    }
+
+    /// The spans recorded so far, handed over (the runner keeps none).
+    pub fn take_spans(&mut self) -> Vec<Span> {
+        std::mem::take(&mut self.spans)
     }
 
     /// The header every report of this invocation carries.
@@ -132,6 +143,7 @@ impl<'a> Runner<'a> {
         }
         let runs = opts.runs_of(v.runs);
         let mut records = Vec::new();
+        let variant_started = Instant::now();
         for run in 1..=runs {
             let mut ctx = RunContext {
                 services: self.services,
@@ -147,13 +159,19 @@ impl<'a> Runner<'a> {
                 control: None,
             };
             let tapped = opts.on_event.clone().map(live::tap);
-            records.push(v.procedure.run_once(&mut ctx).await?);
+            let started = Instant::now();
+            let record = v.procedure.run_once(&mut ctx).await?;
+            let step = Step::Run { own_ms: timing::own_span_ms(&record.events) };
+            self.spans.push(Span { lab: lab.id.clone(), step, ms: timing::ms_since(started) });
+            records.push(record);
             drop(tapped);
             if let Some(cb) = &opts.on_run {
                 cb(&v.id, run, runs);
             }
         }
-        Ok(VariantReport::tally(v, records))
+        let report = VariantReport::tally(v, records);
+        self.spans.push(Span { lab: lab.id.clone(), step: Step::Variant, ms: timing::ms_since(variant_started) });
+        Ok(report)
     }
 
     /// One run of `v` under the explorer's `control`: handler work takes no time (time scale

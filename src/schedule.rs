@@ -12,6 +12,7 @@ use crate::report::{LabReport, VariantReport};
 use crate::runner::{RunOptions, Runner};
 use crate::scenario::{Scenario, Variant};
 use crate::service::{ServiceOptions, Services};
+use crate::timing::{Span, Step};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -42,9 +43,25 @@ pub async fn run_labs(
     exe: PathBuf,
     done: &mut dyn FnMut(&LabReport),
 ) -> Result<Vec<LabReport>, Error> {
+    Ok(run_labs_timed(labs, opts, services, jobs, exe, done).await?.0)
+}
+
+/// [`run_labs`], with the spans of every step ([`crate::timing`]): each slot's servers
+/// started and stopped, each runner connected, each variant and run.
+pub async fn run_labs_timed(
+    labs: &[Scenario],
+    opts: &RunOptions,
+    services: &ServiceOptions,
+    jobs: usize,
+    exe: PathBuf,
+    done: &mut dyn FnMut(&LabReport),
+) -> Result<(Vec<LabReport>, Vec<Span>), Error> {
     let (alone, together) = plan(labs, opts);
     let slots = jobs.clamp(1, together.len().max(1));
     let servers = futures::future::try_join_all((0..slots).map(|_| Services::start(services))).await?;
+    let slot_span = |step: Step, ms: f64| Span { lab: String::new(), step, ms };
+    let mut spans: Vec<Span> =
+        servers.iter().map(|s| slot_span(Step::ServerStart, s.start_time.as_secs_f64() * 1000.0)).collect();
     let result = async {
         let mut runners = Vec::with_capacity(slots);
         for s in &servers {
@@ -70,13 +87,18 @@ pub async fn run_labs(
             }
         });
         futures::future::try_join_all(slot_loops).await?;
-        Ok(finished.into_inner().into_reports())
+        let ran: Vec<Span> = runners.iter_mut().flat_map(Runner::take_spans).collect();
+        Ok::<_, Error>((finished.into_inner().into_reports(), ran))
     }
     .await;
     for s in servers {
+        let stopping = std::time::Instant::now();
         s.stop().await;
+        spans.push(slot_span(Step::ServerStop, crate::timing::ms_since(stopping)));
     }
-    result
+    let (reports, ran) = result?;
+    spans.extend(ran);
+    Ok((reports, spans))
 }
 
 /// Variant reports as they come in, put together into lab reports.

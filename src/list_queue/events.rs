@@ -4,7 +4,7 @@
 //! words in both languages and their marks. Shared by the list-queue and durability labs.
 
 use crate::lang::pick;
-use crate::timeline::vocabulary::{shorten_at_word, Causality, Drawing, Glyph, Vocabulary, Wording};
+use crate::timeline::vocabulary::{Causality, Drawing, Glyph, Vocabulary, Wording};
 use crate::timeline::Actor;
 use serde::{Deserialize, Serialize};
 
@@ -112,7 +112,7 @@ impl Vocabulary for ListEvent {
             ListEvent::Evicted { key, jobs } => {
                 (Glyph::Crash, format!("{} {key} ({jobs} {})", t("evicted", "evict"), t("jobs", "job")))
             }
-            ListEvent::Refused { error, .. } => (Glyph::Failed, shorten_at_word(error, 40)),
+            ListEvent::Refused { error, .. } => (Glyph::Failed, error.clone()),
         };
         Drawing::Mark(glyph, label)
     }

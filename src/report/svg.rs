@@ -84,7 +84,8 @@ fn render_as(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, 
     );
     let summary = variant.procedure.describe(lang);
     let mut title_lines: Vec<(String, f64, bool)> = Vec::new();
-    for line in layout::wrap(&title, WIDTH - 2.0 * MARGIN, 22.0) {
+    // The title is bold: wider than the estimate for plain text.
+    for line in layout::wrap(&title, (WIDTH - 2.0 * MARGIN) / layout::BOLD_WIDEN, 22.0) {
         title_lines.push((line, 22.0, true));
     }
     for line in layout::wrap(&summary, WIDTH - 2.0 * MARGIN, 16.0) {
@@ -107,5 +108,7 @@ fn render_as(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, 
     draw::page(&title_lines, &timeline, record, &final_items, lang, flavour)
 }
 
+#[cfg(test)]
+mod page_check;
 #[cfg(test)]
 mod tests;

@@ -263,33 +263,6 @@ impl Registry {
     }
 }
 
-/// `s` in at most `max_chars` characters where it can be: its leading whole words, then `…`
-/// for the rest. No word is cut: a first word longer than that is kept whole (then `…`).
-pub fn shorten_at_word(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_string();
-    }
-    let budget = max_chars.saturating_sub(1);
-    let mut kept = String::new();
-    for word in s.split(' ') {
-        let with = if kept.is_empty() { word.chars().count() } else { kept.chars().count() + 1 + word.chars().count() };
-        if with > budget && !kept.is_empty() {
-            break;
-        }
-        if !kept.is_empty() {
-            kept.push(' ');
-        }
-        kept.push_str(word);
-        if with > budget {
-            break;
-        }
-    }
-    // `before the,…` reads worse than `before the…`.
-    let mut t = kept.trim_end_matches([',', ';', ':', ' ']).to_string();
-    t.push('…');
-    t
-}
-
 /// A job as a text line names it: `created (v=1)`, or `#42 created (v=1)` in a lab with
 /// several orders.
 pub fn job_line_label(j: &Job, many_orders: bool) -> String {
@@ -322,21 +295,5 @@ pub fn check_kinds<V: Vocabulary>(samples: &[V]) {
     for s in samples {
         let e = FamilyEvent::encode(s);
         assert!(e.decode::<V>().is_some(), "{} does not decode back", e.kind());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shorten_at_word;
-
-    #[test]
-    fn shortening_keeps_whole_words() {
-        assert_eq!(
-            shorten_at_word("after the claim or check, before the effect", 48),
-            "after the claim or check, before the effect"
-        );
-        assert_eq!(shorten_at_word("after the claim or check, before the effect", 30), "after the claim or check…");
-        assert_eq!(shorten_at_word("UPDATE", 3), "UPDATE…".trim_end_matches('…').to_string() + "…");
-        assert_eq!(shorten_at_word("averyveryverylongword and more", 5), "averyveryverylongword…");
     }
 }

@@ -88,3 +88,5 @@ mod services;
 /// The side-effect sink: its ledger, idempotency keys, injected partner failures, requests
 /// that outlive their caller.
 mod side_effect;
+/// Where a batch's time goes: the spans the runner and the scheduler record.
+mod timing;

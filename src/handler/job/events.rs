@@ -3,7 +3,7 @@
 //! marks: shared by the idempotency labs' job workers and the seed's production pipeline.
 
 use crate::lang::{pick, Lang};
-use crate::timeline::vocabulary::{shorten_at_word, Causality, Drawing, Glyph, Vocabulary, Wording};
+use crate::timeline::vocabulary::{Causality, Drawing, Glyph, Vocabulary, Wording};
 use crate::timeline::Actor;
 use serde::{Deserialize, Serialize};
 
@@ -139,9 +139,7 @@ impl Vocabulary for JobEvent {
                 }
                 (Glyph::Received, label)
             }
-            JobEvent::JobStep { command, result, .. } => {
-                (Glyph::SqlSent, format!("{} → {}", shorten_at_word(command, 36), shorten_at_word(result, 16)))
-            }
+            JobEvent::JobStep { command, result, .. } => (Glyph::SqlSent, format!("{command} → {result}")),
             JobEvent::JobSkipped { job, reason } => {
                 (Glyph::Stale, format!("{} {job}: {}", t("skip", "bỏ qua"), skip_words(*reason, lang)))
             }

@@ -122,7 +122,7 @@ fn lay_out_lanes(tl: &Timeline, axis: &Axis, top: f64) -> Vec<LaneLayout> {
     for lane in &tl.lanes {
         let labels = place_labels(&lane.marks, &|ms| axis.x(ms));
         let rows =
-            |above: bool| labels.iter().filter(|p| p.above == above).map(|p| p.row + 1).max().unwrap_or(0) as f64;
+            |above: bool| labels.iter().filter(|p| p.above == above).map(|p| p.rows().end).max().unwrap_or(0) as f64;
         let (rows_above, rows_below) = (rows(true), rows(false));
         let line_y = y + 8.0 + WORK_H / 2.0 + 8.0 + rows_above * ROW_H;
         let bottom = line_y + WORK_H / 2.0 + LOCK_H + 10.0 + rows_below * ROW_H + 6.0;
@@ -236,20 +236,21 @@ fn draw_bar(out: &mut String, bar: &super::model::Bar, y: f64, axis: &Axis, attr
 
 /// Leaders first, then glyphs, then labels, so text stays on top.
 fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis, flavour: &Flavour) {
-    let label_y = |p: &Placed| {
-        if p.above {
-            lay.y - WORK_H / 2.0 - 8.0 - p.row as f64 * ROW_H
+    // The baseline of a label line in `row`.
+    let line_y = |above: bool, row: usize| {
+        if above {
+            lay.y - WORK_H / 2.0 - 8.0 - row as f64 * ROW_H
         } else {
-            lay.y + WORK_H / 2.0 + LOCK_H + 6.0 + LABEL_PX + p.row as f64 * ROW_H
+            lay.y + WORK_H / 2.0 + LOCK_H + 6.0 + LABEL_PX + row as f64 * ROW_H
         }
     };
     for p in lay.labels.iter().filter(|p| p.row > 0 || !p.above) {
         let m = &marks[p.mark];
-        let (mx, ly) = (axis.x(m.t), label_y(p));
+        let (mx, ly) = (axis.x(m.t), line_y(p.above, p.row));
         let (y1, y2) = if p.above { (ly - LABEL_PX + 2.0, lay.y) } else { (lay.y, ly - LABEL_PX + 2.0) };
         let _ = writeln!(
             out,
-            r#"<line{} x1="{mx:.1}" y1="{y1:.1}" x2="{mx:.1}" y2="{y2:.1}" stroke="{}" stroke-width="1" stroke-opacity="0.5"/>"#,
+            r#"<line{} class="leader" x1="{mx:.1}" y1="{y1:.1}" x2="{mx:.1}" y2="{y2:.1}" stroke="{}" stroke-width="1" stroke-opacity="0.5"/>"#,
             flavour.step_attr(m.step, false),
             m.glyph.color()
         );
@@ -267,15 +268,16 @@ fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis, f
         let m = &marks[p.mark];
         let mx = axis.x(m.t);
         let (lx, anchor) = if p.start_anchor { (mx + 4.0, "start") } else { (mx - 4.0, "end") };
-        let strong = matches!(m.glyph, Glyph::Overwrote | Glyph::Crash | Glyph::Released | Glyph::Failed);
-        let _ = writeln!(
-            out,
-            r#"<text{} x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" fill="{}"{} stroke="white" stroke-width="3" paint-order="stroke">{}</text>"#,
-            flavour.step_attr(m.step, false),
-            label_y(p),
-            m.glyph.color(),
-            if strong { r#" font-weight="bold""# } else { "" },
-            esc(m.label.as_deref().unwrap_or_default())
-        );
+        for (i, line) in p.lines.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                r#"<text{} x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" fill="{}"{} stroke="white" stroke-width="3" paint-order="stroke">{}</text>"#,
+                flavour.step_attr(m.step, false),
+                line_y(p.above, p.row_of_line(i)),
+                m.glyph.color(),
+                if m.glyph.strong() { r#" font-weight="bold""# } else { "" },
+                esc(line)
+            );
+        }
     }
 }

@@ -17,6 +17,11 @@ pub const WORK_H: f64 = 22.0;
 pub const LOCK_H: f64 = 9.0;
 
 impl Glyph {
+    /// Its label is set in bold: what went wrong.
+    pub fn strong(self) -> bool {
+        matches!(self, Glyph::Overwrote | Glyph::Crash | Glyph::Released | Glyph::Failed)
+    }
+
     pub fn color(self) -> &'static str {
         match self {
             Glyph::Received | Glyph::Published => INK,

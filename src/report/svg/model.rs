@@ -7,7 +7,7 @@ use crate::lang::{pick, Lang};
 use crate::report::words::{timeline_lines, Wording};
 use crate::report::Redactor;
 pub use crate::timeline::vocabulary::Glyph;
-use crate::timeline::vocabulary::{job_mark_label as job_label, shorten_at_word, Drawing};
+use crate::timeline::vocabulary::{job_mark_label as job_label, Drawing};
 use crate::timeline::{Actor, EffectOutcome, Event, EventKind, Job, SqlStatus};
 use std::collections::HashMap;
 
@@ -209,8 +209,7 @@ impl Builder {
                 self.wrote(e.actor, at, entry_id, *order, status, *version, *rows)
             }
             EventKind::Crashed { planned, detail, .. } => {
-                // Room for the crash points' whole names (`after the claim or check, before the effect`).
-                let detail = shorten_at_word(detail, 48);
+                // The crash point's whole name: a long label is wrapped, never shortened.
                 let label = match (planned, lang) {
                     (true, Lang::En) => format!("CRASHED (injected: {detail})"),
                     (true, Lang::Vi) => format!("CRASH (chủ động: {detail})"),
@@ -270,7 +269,7 @@ impl Builder {
             }
             EventKind::SqlSent { case, statement, .. } => {
                 let case = if self.sql_cases > 1 { format!("{} {case}: ", t("case", "ca")) } else { String::new() };
-                (Glyph::SqlSent, format!("{case}{}", shorten_at_word(statement, 44)))
+                (Glyph::SqlSent, format!("{case}{}", statement))
             }
             EventKind::Effect { job, effect, requested_by, outcome, .. } => {
                 effect_mark(job, effect, *requested_by, *outcome, lang)
@@ -282,7 +281,7 @@ impl Builder {
             EventKind::ServerCommand { args, reply, error, .. } => {
                 let glyph = if *error { Glyph::SqlError } else { Glyph::SqlSent };
                 let command = args.first().map(String::as_str).unwrap_or("?");
-                (glyph, format!("{command} → {}", shorten_at_word(reply, 24)))
+                (glyph, format!("{command} → {}", whole_tokens(reply)))
             }
             _ => return None,
         })
@@ -380,7 +379,7 @@ impl Builder {
             SqlStatus::Failed => Glyph::SqlError,
             SqlStatus::Done => Glyph::SqlDone,
         };
-        self.mark(actor, at, glyph, Some(format!("→ {}{waited}", shorten_at_word(outcome, 40))));
+        self.mark(actor, at, glyph, Some(format!("→ {outcome}{waited}")));
     }
 
     /// A lock held from `from` until `to`; if its TTL ran out before `to`, the rest is drawn as
@@ -416,6 +415,18 @@ impl Builder {
         let last = ends.fold(start, f64::max);
         let end = start + ((last - start) * 1.02).max(10.0);
         Timeline { lanes, steps: self.steps.times.len() as u32, start, end }
+    }
+}
+
+/// A reply as recorded, where the wire cut a long value short (`{"id":"job-1","name":"send_…`),
+/// kept to its whole tokens (`{"id":"job-1", …`): a label never ends in a cut word.
+pub fn whole_tokens(reply: &str) -> String {
+    let Some(kept) = reply.strip_suffix('…').filter(|k| !k.is_empty() && !k.ends_with(' ')) else {
+        return reply.to_string();
+    };
+    match kept.rfind([' ', ',']) {
+        Some(at) => format!("{} …", kept[..=at].trim_end()),
+        None => "…".to_string(),
     }
 }
 

@@ -160,13 +160,11 @@ fn the_lab_book_flavour_tags_each_event_with_its_timeline_line() {
 }
 
 /// The longest labels of a hand-made timeline (a crash at the longest crash point, a long SQL
-/// statement, a long server error) keep every word whole: a label either holds its source
-/// text entire or ends in `…` right after one of its whole words.
+/// statement, a long server error) keep their whole text: on the page they are wrapped
+/// between words onto lines that read back as the text, and nothing ends in `…`.
 #[test]
-fn no_label_is_cut_mid_word() {
-    use super::model::Timeline;
-    use crate::fault::TimeScale;
-    let crash = "after the claim or check, before the effect";
+fn long_labels_are_wrapped_whole() {
+    let crash = "after the effect, before marking it done and XACK";
     let statement = "UPDATE orders SET status = 'paid', version = 2 WHERE id = 42 AND version < 2";
     let reply = "ERR wrong number of arguments for 'xautoclaim' command";
     let mut r = report(Verdict::Right);
@@ -188,18 +186,38 @@ fn no_label_is_cut_mid_word() {
         ),
         ev(20, Actor::Consumer(2), EventKind::Crashed { planned: true, detail: crash.into(), by_runner: false }),
     ];
-    let v = &r.variants[0];
-    let timeline = Timeline::build(&v.run_records[0], TimeScale::REAL, &v.procedure, Lang::En);
-    let labels: Vec<&str> =
-        timeline.lanes.iter().flat_map(|l| l.marks.iter()).filter_map(|m| m.label.as_deref()).collect();
-    let longest = labels.iter().max_by_key(|l| l.chars().count()).unwrap();
-    assert_eq!(*longest, format!("CRASHED (injected: {crash})"), "the crash point's whole name");
-    let words: Vec<&str> = [crash, statement, reply].iter().flat_map(|s| s.split(' ')).collect();
-    for label in &labels {
-        if let Some(kept) = label.strip_suffix('…') {
-            let last = kept.rsplit(' ').next().unwrap();
-            assert!(words.contains(&last), "{label:?} ends in a cut word {last:?}");
-        }
+    let svg = render(&r, &r.variants[0], 1, Lang::En);
+    assert!(!svg.contains('…'), "nothing shortened");
+    let texts: Vec<String> = super::page_check::text_boxes(&svg).into_iter().map(|b| b.text).collect();
+    for whole in [format!("CRASHED (injected: {crash})"), statement.to_string(), format!("XAUTOCLAIM → {reply}")] {
+        // Consecutive texts of the label, joined by spaces, give it back.
+        let found =
+            (0..texts.len()).any(|i| (1..=4).any(|n| texts.get(i..i + n).is_some_and(|t| t.join(" ") == whole)));
+        assert!(found, "{whole:?} not drawn whole in {texts:?}");
+        assert!(!texts.contains(&whole), "{whole:?} is wider than a label line: wrapped");
     }
-    assert!(labels.iter().any(|l| l.ends_with('…')), "a label was shortened: {labels:?}");
+}
+
+#[test]
+fn a_wrapped_label_takes_a_row_per_line_on_one_side() {
+    let mark = |t: f64, label: &str| Mark { t, glyph: Glyph::Received, label: Some(label.into()), step: 0 };
+    let long = "a label much wider than one line of label text may be, so it wraps onto two";
+    let marks = vec![mark(100.0, long), mark(100.0, "two"), mark(100.0, "three"), mark(100.0, "four")];
+    let placed = place_labels(&marks, &|t| t);
+    assert_eq!(placed[0].lines.len(), 2, "{:?}", placed[0].lines);
+    assert_eq!(placed[0].lines.join(" "), long);
+    assert!(placed[0].above && placed[0].row == 0 && placed[0].row_of_line(0) == 1 && placed[0].row_of_line(1) == 0);
+    let at = |p: &super::layout::Placed| (p.above, p.row);
+    // The others at the same instant: below, below, then above beyond both lines.
+    assert_eq!([at(&placed[1]), at(&placed[2]), at(&placed[3])], [(false, 0), (false, 1), (true, 2)]);
+}
+
+#[test]
+fn a_reply_cut_on_the_wire_keeps_its_whole_tokens() {
+    use super::model::whole_tokens;
+    assert_eq!(whole_tokens(r#"{"id":"job-000003","name":"send_welcome_…"#), r#"{"id":"job-000003", …"#);
+    assert_eq!(whole_tokens("1 entry 1796143497107-0, … 3 more"), "1 entry 1796143497107-0, … 3 more");
+    assert_eq!(whole_tokens("[a, b, … 9 items]"), "[a, b, … 9 items]");
+    assert_eq!(whole_tokens("xxxxxxxx…"), "…");
+    assert_eq!(whole_tokens("OK"), "OK");
 }

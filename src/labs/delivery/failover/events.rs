@@ -2,7 +2,7 @@
 //! and promoted; with their words in both languages and their marks.
 
 use crate::lang::pick;
-use crate::timeline::vocabulary::{shorten_at_word, Drawing, Glyph, Vocabulary, Wording};
+use crate::timeline::vocabulary::{Drawing, Glyph, Vocabulary, Wording};
 use crate::timeline::Actor;
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +42,7 @@ impl Vocabulary for FailoverEvent {
         let t = |en, vi| pick(w.lang, en, vi);
         let (glyph, label) = match self {
             FailoverEvent::LagWindow { how } => {
-                (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), shorten_at_word(how, 40)))
+                (Glyph::Failed, format!("{} ({})", t("replica link cut", "cắt link replica"), how))
             }
             FailoverEvent::ReplicaPromoted { behind_bytes } => (
                 Glyph::Published,

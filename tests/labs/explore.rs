@@ -94,6 +94,50 @@ async fn the_lock_lab_is_explored_with_its_retries_parked() {
     assert!(retried > 0, "some class has a refused SET NX, retried once its holder released");
 }
 
+/// redelivery, plain: the consumer that gets `created` is killed right after its read (a step
+/// of its own program, then it is gone); the entry goes idle for the claimer only as a timer
+/// step (N), never by the clock. 48 classes, 24 wrong: the redelivered `created` written after
+/// `paid`. The shortest wrong schedule replays to the same class and verdict 10 times.
+#[tokio::test]
+async fn redelivery_is_explored_with_the_claimer_s_min_idle_as_a_step() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, "redelivery", Some("plain"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (48, 24, 0), "{text}");
+    assert!(!x.hit_max_schedules, "{text}");
+    for c in x.wrong() {
+        let idle = c.steps.iter().position(|s| s.starts_with("N XCLAIM") && s.contains(" IDLE "));
+        let claimed = c.steps.iter().position(|s| s.starts_with("R XAUTOCLAIM") && s.contains("1 entry e1"));
+        assert!(idle.is_some() && claimed > idle, "the claim follows the timer step: {:?}", c.steps);
+    }
+    let c = x.shortest_wrong().expect("a wrong class");
+    let schedule = Schedule::parse(&c.schedule).unwrap();
+    for _ in 0..10 {
+        let again = explore_on(&services, "redelivery", Some("plain"), Search::Replay(schedule.clone())).await;
+        assert_eq!((again.classes[0].verdict, &again.classes[0].key), (c.verdict, &c.key), "{}", c.schedule);
+    }
+    services.stop().await;
+}
+
+/// S4c's TTL (500 ms) is shorter than the created job (800 ms): its expiry is a step. Replayed:
+/// C1 locks for `created`, the TTL runs out (N), C2 locks and writes `paid`, C1 writes
+/// `created` over it and its release finds the lock gone — the seed's S4c story, counted as an
+/// overlap after the TTL ran out, not as a broken lock.
+#[test]
+fn s4c_s_lock_expiry_is_a_step_a_schedule_can_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = support::ordlab(tmp.path())
+        .args(["run", "lock", "--variant", "s4c", "--backend", "local", "--schedule", "Px2.C1x2.N.C2x6.C1x4"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("runner [redis 0] PEXPIRE lock:order:42 0 → 1"), "{stdout}");
+    assert!(stdout.contains("→ 0 (the lock had expired"), "{stdout}");
+    assert!(stdout.contains("(taken / overlapped after the TTL ran out / overlapped, lock broken): 2/1/0"), "{stdout}");
+    assert!(stdout.contains("order 42 ended created (v=1), expected paid"), "{stdout}");
+}
+
 /// The example Python consumer (redis-py, psycopg 3), stepped at the wire, has s1's 5 classes.
 #[tokio::test]
 async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {

@@ -95,6 +95,9 @@ pub struct Exploration {
     /// What sampling the same variant showed, from the lab's record in results/, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled: Option<Sampled>,
+    /// Why the two differ, in the lab's words (its variant's `explored`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrast: Option<crate::lang::Words>,
 }
 
 /// A variant's sampled outcome, as `ordlab run` recorded it.
@@ -257,6 +260,7 @@ pub async fn explore(
         processes: 0,
         seconds: 0.0,
         sampled: None,
+        contrast: v.explored.clone(),
     };
     let mut pct_steps = 0;
     loop {
@@ -352,6 +356,9 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
                 "lấy mẫu (ordlab run, time scale {scale}): {w} trên {n} lần chạy SAI (ở đó công việc của handler và bộ lập lịch của OS chọn thứ tự; ở đây mỗi thứ tự các bước được chạy một lần)"
             )
         );
+    }
+    if let Some(why) = &x.contrast {
+        let _ = writeln!(out, "  {}", why.get(lang));
     }
     if x.classes.iter().any(|c| c.steps.iter().any(|s| s.starts_with("N "))) {
         let _ = writeln!(

@@ -70,6 +70,9 @@ struct ScenarioFile {
     runs: Option<u32>,
     #[serde(default)]
     seed: Option<SeedFigure>,
+    /// For a file without [[variant]] tables: see [`Variant::explored`].
+    #[serde(default)]
+    explored: Option<Words>,
     #[serde(default)]
     setup: toml::Table,
     #[serde(default)]
@@ -90,6 +93,8 @@ struct VariantFile {
     runs: Option<u32>,
     #[serde(default)]
     seed: Option<SeedFigure>,
+    #[serde(default)]
+    explored: Option<Words>,
     #[serde(default)]
     setup: toml::Table,
     #[serde(default)]
@@ -143,6 +148,9 @@ pub struct Variant {
     pub scheduler_race: bool,
     /// What the seed published for this experiment, if it ran it.
     pub seed: Option<SeedFigure>,
+    /// Why exploring every order shows what it shows beside what sampling shows (`ordlab
+    /// explore` prints it under both counts).
+    pub explored: Option<Words>,
 }
 
 impl Scenario {
@@ -200,6 +208,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             scheduler_race: false,
             runs: None,
             seed: None,
+            explored: file.explored.clone(),
             setup: toml::Table::new(),
             expect: None,
         }]
@@ -241,6 +250,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             expect_dropped,
             scheduler_race: v.scheduler_race,
             seed,
+            explored: v.explored,
         });
     }
     if !single && file.seed.is_some() {

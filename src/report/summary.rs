@@ -247,6 +247,7 @@ mod tests {
             expect_dropped: Expectation::Any,
             scheduler_race: false,
             seed: None,
+            explored: None,
         };
         VariantReport::tally(&v, records)
     }

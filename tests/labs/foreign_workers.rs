@@ -1,6 +1,7 @@
 //! Workers from a command line: the examples' Python and PHP consumers under the baseline race
-//! and the S4 lock, and seed 000's priority loops in Python, recorded at the wire by the
-//! interposer and judged by the same checkers as ordlab's own.
+//! and the S4 lock, seed 000's priority loops in Python, and seed 000's idempotent wrapper and
+//! multi-step job in Python, recorded at the wire by the interposer and judged by the same
+//! checkers as ordlab's own.
 //!
 //! The verdicts are as certain as the built-in labs': `created` (800 ms of work) writes ~750 ms
 //! after `paid` whatever the language; only a stall that long could flip a run. S4a's count is
@@ -11,6 +12,7 @@
 
 use super::support;
 use ordlab::checker::{exclusion, Outcome};
+use ordlab::labs::idempotency::jobs::JobsSpec;
 use ordlab::labs::ordering::stream::StreamSpec;
 use ordlab::labs::priority::priority::{PriorityFacts, PrioritySpec};
 use ordlab::report::VariantReport;
@@ -136,6 +138,43 @@ async fn foreign_priority_workers_reach_the_verdicts_of_ordlab_s_own() {
         // Two empty reads of ≥ 100 ms per round away from critical: p90 ≥ 150 ms.
         let p90 = facts(id, |f| f.trickle_critical_p90_ms);
         assert!(p90.iter().all(|ms| ms.is_some_and(|ms| ms >= 150)), "{id}: {p90:?}");
+    }
+}
+
+/// Seed 000's wrapper and multi-step job in Python (readers and claimer) beside ordlab's own
+/// worker: each Python variant measures what its ordlab twin measures, in every run (lost,
+/// once, redelivered), and its retry is the Python claimer's own XAUTOCLAIM at the wire.
+#[tokio::test]
+async fn foreign_job_workers_reach_the_verdicts_of_ordlab_s_own() {
+    if !support::has_runtime("python3 with redis-py and psycopg", missing(&PYTHON)) {
+        return;
+    }
+    let report = support::snapshot_run("foreign-jobs").await;
+    super::core_labs::assert_snapshots(&report);
+    for v in &report.variants {
+        // `expect` names each cell's fate: a measured one that differs would make it unknown.
+        assert_eq!((v.unknown, v.outcome), (0, Outcome::Matched), "{}: {:?}", v.id, v.run_records[0].verdict);
+    }
+    let counts = |id: &str| -> Vec<(i64, i64, i64, i64, i64)> {
+        let v = support::variant(&report, id);
+        let of = |r| {
+            let f = support::facts::<JobsSpec>(v, r);
+            (f.exactly_once, f.lost, f.duplicated, f.redelivered, f.pending_after_run)
+        };
+        v.run_records.iter().map(of).collect()
+    };
+    for case in ["wrapper-crash", "wrapper-refused", "multistep-refused", "multistep-crash"] {
+        let (own, python) = (counts(&format!("ordlab-{case}")), counts(&format!("python-{case}")));
+        assert_eq!(own, python, "{case}: ordlab's own vs the Python worker");
+        assert!(own.iter().all(|c| c.3 == 1 && c.4 == 0), "{case}: one retry, nothing left pending: {own:?}");
+        let v = support::variant(&report, &format!("python-{case}"));
+        for r in &v.run_records {
+            let claimed_at_the_wire = r.events.iter().any(|e| {
+                e.actor == ordlab::timeline::Actor::Reaper
+                    && matches!(&e.kind, EventKind::ServerCommand { args, entries, .. } if args[0] == "XAUTOCLAIM" && !entries.is_empty())
+            });
+            assert!(claimed_at_the_wire, "{case} run {}: the Python claimer's XAUTOCLAIM took the job", r.run);
+        }
     }
 }
 

@@ -30,7 +30,8 @@ mod failover_lab;
 /// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
 mod foreign_list;
 /// Workers from a command line (the examples' Python and PHP consumers) under the baseline race
-/// and the S4 lock, and seed 000's priority loops in Python: `foreign-ordering`, `foreign-priority`.
+/// and the S4 lock, seed 000's priority loops in Python, and its idempotent wrapper and
+/// multi-step job in Python: `foreign-ordering`, `foreign-priority`, `foreign-jobs`.
 mod foreign_workers;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.

@@ -4,8 +4,11 @@
 //! left pending (`XAUTOCLAIM`), an idempotency technique ported from the seed, and a partner
 //! that can refuse or lose its reply. The verdict counts each job's effects in the
 //! side-effect sink's ledger: exactly once is right; lost or duplicated is wrong. Labs
-//! `idempotency`, `idem-antipatterns` and `multistep` are this kind.
+//! `idempotency`, `idem-antipatterns`, `multistep` and `foreign-jobs` are this kind; a
+//! scenario's `worker = { command = [...] }` runs anyone's job worker in place of ordlab's own
+//! ([`foreign`]).
 
+mod foreign;
 mod plan;
 mod publish;
 
@@ -21,6 +24,7 @@ use crate::handler::job::Technique;
 use crate::labs::consumer_group::drain;
 use crate::labs::idempotency::job_worker::JobWorkerConfig;
 use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
+use foreign::{ForeignCrew, WireJobs};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
     TimelineDisplay,
@@ -28,6 +32,7 @@ use crate::labs::{
 use crate::lang::{pick, Lang};
 use crate::orders::{self, OrderRow};
 use crate::roles::claimer::ReaperSpec;
+use crate::roles::command_worker::WorkerCommand;
 use crate::roles::RoleConfig;
 use crate::side_effect::{EffectRecord, SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
@@ -57,6 +62,12 @@ pub struct JobsSpec {
     /// Publish with `XADD … IDMP` (Redis ≥ 8.6), remembering at most `maxsize` ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idmp: Option<IdmpSpec>,
+    /// Workers from a command line instead of ordlab's own, readers and claimer alike:
+    /// `worker = { command = ["python3", "examples/python/jobs_worker.py", "wrapper"] }`;
+    /// `technique` then names what the program does (its effects, its tables), and faults
+    /// are the interposer's (`worker.faults`), not `jobs[].crash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerCommand>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -177,6 +188,35 @@ impl JobsSpec {
     }
 }
 
+/// The worker processes of a run: ordlab's own, or from the scenario's command line.
+enum Workers {
+    Own(Pool<JobsTemplate>),
+    Foreign(ForeignCrew),
+}
+
+impl Workers {
+    async fn start_claimer(&mut self, ctx: &mut RunContext<'_>, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<(), Error> {
+        match self {
+            Workers::Own(p) => p.start_claimer(ctx, tx).await,
+            Workers::Foreign(c) => c.start_claimer(ctx, tx).await,
+        }
+    }
+
+    async fn replace(&mut self, ctx: &mut RunContext<'_>, dead: Actor, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<(), Error> {
+        match self {
+            Workers::Own(p) => p.replace(ctx, dead, tx),
+            Workers::Foreign(c) => c.replace(ctx, dead, tx).await,
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            Workers::Own(p) => p.stop().await,
+            Workers::Foreign(c) => c.stop().await,
+        }
+    }
+}
+
 /// A jobs worker's config, stamped per process by the pool.
 struct JobsTemplate {
     cfg: JobWorkerConfig,
@@ -255,7 +295,10 @@ impl Seen {
                 self.published.insert(entry_id.clone());
             }
             (_, Some(JobEvent::JobReceived { entry_id, .. })) if reader => {
-                self.holding.insert(ev.actor, entry_id.clone());
+                // A worker from a command line that failed a job reads the next one: done with it.
+                if let Some(before) = self.holding.insert(ev.actor, entry_id.clone()) {
+                    self.first_done.insert(before);
+                }
             }
             (_, Some(JobEvent::JobAcked { entry_id, .. })) => {
                 self.acked.insert(entry_id.clone());
@@ -267,6 +310,24 @@ impl Seen {
                 self.to_replace.push(ev.actor);
             }
             _ => {}
+        }
+    }
+
+    /// Observe `ev` and what it stands for at the wire (a worker from a command line), and
+    /// keep both; of the wire's job events only receipts go to the timeline (the XACK shows
+    /// as itself). A claimer's empty polls are not kept, as ordlab's own claimer records none:
+    /// how many there are is the scheduler's.
+    fn take(&mut self, ev: RawEvent, wire: &mut WireJobs, raw: &mut Vec<RawEvent>) {
+        let translated = wire.translate(&ev);
+        self.observe(&ev);
+        if !foreign::empty_poll(&ev) {
+            raw.push(ev);
+        }
+        for t in translated {
+            self.observe(&t);
+            if matches!(t.kind.family::<JobEvent>(), Some(JobEvent::JobReceived { .. })) {
+                raw.push(t);
+            }
         }
     }
 
@@ -315,6 +376,19 @@ impl Facts for JobsFacts {
 
 impl LabProcedure for JobsSpec {
     fn validate(&mut self) -> Result<(), String> {
+        if let Some(w) = &self.worker {
+            if let Some(n) = w.count {
+                self.workers = n;
+            }
+            // Each fault can kill one reader, whose replacement has the next number.
+            w.check(self.workers + w.faults.len() as u32)?;
+            if self.jobs.iter().any(|j| j.crash.is_some()) {
+                return Err("setup.jobs[].crash is for ordlab's own worker: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"SET\", at = \"reply\" }]".into());
+            }
+        }
+        if self.worker.is_none() && self.jobs.iter().any(|j| j.fault.is_some()) {
+            return Err("setup.jobs[].fault names what a worker from a command line's interposer fault stands for: add setup.worker, or use setup.jobs[].crash for ordlab's own worker".into());
+        }
         crate::labs::order_stream::check_consumers(self.workers).map_err(|e| e.replace("consumers", "workers"))?;
         if self.jobs.is_empty() {
             return Err("setup.jobs is empty: list at least one job".into());
@@ -348,8 +422,13 @@ impl LabProcedure for JobsSpec {
                 .context("XCFGSET")?;
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-        let template = self.worker_template(ctx, &stream, sink_cfg);
-        let mut pool = Pool::start(ctx, template, self.workers, &tx).await?;
+        let mut pool = match &self.worker {
+            Some(w) => {
+                let what = (stream.as_str(), self.partner.effect.as_str(), &self.reaper);
+                Workers::Foreign(ForeignCrew::start(ctx, w, what, sink_cfg, self.workers, &tx).await?)
+            }
+            None => Workers::Own(Pool::start(ctx, self.worker_template(ctx, &stream, sink_cfg), self.workers, &tx).await?),
+        };
         let producer = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
         let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
         let t0_ns = crate::clock::now_ns();
@@ -357,6 +436,7 @@ impl LabProcedure for JobsSpec {
             publish::publish(producer, stream.clone(), self.jobs.clone(), self.idmp.is_some(), Arc::new(tx.clone()));
         tokio::pin!(publish);
         let (mut raw, mut seen, mut published, mut claiming) = (Vec::new(), Seen::default(), false, false);
+        let mut wire = WireJobs::default();
         let finished = loop {
             if seen.over(published) {
                 break true;
@@ -368,16 +448,28 @@ impl LabProcedure for JobsSpec {
                 claiming = true;
                 pool.start_claimer(ctx, &tx).await?;
             }
+            // A worker from a command line says nothing when a job fails: it reads again.
+            let look = matches!(pool, Workers::Foreign(_)) && !claiming && !seen.holding.is_empty();
             tokio::select! {
                 r = &mut publish, if !published => { r?; published = true; }
                 ev = rx.recv() => match ev {
-                    Some(ev) => { seen.observe(&ev); raw.push(ev); }
+                    Some(ev) => seen.take(ev, &mut wire, &mut raw),
                     None => break false,
                 },
+                _ = tokio::time::sleep(Duration::from_millis(20)), if look => {
+                    let Workers::Foreign(crew) = &pool else { unreachable!("look is for foreign workers") };
+                    let readers: Vec<Actor> = seen.holding.keys().copied().collect();
+                    let done = crew.blocked_readers(ctx, &readers).await?;
+                    // What they did before blocking (their XACK) was recorded before they could.
+                    while let Ok(ev) = rx.try_recv() {
+                        seen.take(ev, &mut wire, &mut raw);
+                    }
+                    done.into_iter().for_each(|a| seen.release(a));
+                }
                 _ = tokio::time::sleep_until(deadline) => break false,
             }
             for dead in std::mem::take(&mut seen.to_replace) {
-                pool.replace(ctx, dead, &tx)?;
+                pool.replace(ctx, dead, &tx).await?;
             }
         };
         pool.stop().await;
@@ -393,6 +485,13 @@ impl LabProcedure for JobsSpec {
         let entries = seen.published.len() as u32;
         let observed = JobsObserved { stream: log, ledger: ledger_rows, redis_values, entries, pending_after_run };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
+    }
+
+    fn needs(&self) -> crate::labs::procedure::Needs {
+        crate::labs::procedure::Needs {
+            worker_command: self.worker.as_ref().map(|w| w.command.clone()),
+            ..Default::default()
+        }
     }
 
     fn missing(&self, server: &crate::service::ServerInfo) -> Option<String> {
@@ -536,6 +635,30 @@ fn cell_word(applied: u32, lang: Lang) -> String {
     }
 }
 
+/// `C1 is SIGKILLed by the interposer when the reply to its SET #1 arrives`.
+fn fault_words(f: &crate::roles::command_worker::WorkerFault, lang: Lang) -> String {
+    use crate::interposer::{Action, Moment};
+    let (c, n) = (&f.command, f.nth);
+    let who = if f.worker > 1000 { "reaper".to_string() } else { format!("C{}", f.worker) };
+    match (f.at, f.action) {
+        (Moment::Reply, Action::Kill) => crate::tr!(
+            lang,
+            "{who} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
+            "{who} bị interposer SIGKILL khi reply của {c} #{n} tới"
+        ),
+        (Moment::Send, Action::Kill) => crate::tr!(
+            lang,
+            "{who} is SIGKILLed by the interposer when it sends its {c} #{n}",
+            "{who} bị interposer SIGKILL khi gửi {c} #{n}"
+        ),
+        (at, action) => crate::tr!(
+            lang,
+            "interposer fault on {who}: {action:?} at the {at:?} of its {c} #{n}",
+            "lỗi interposer trên {who}: {action:?} lúc {at:?} của {c} #{n}"
+        ),
+    }
+}
+
 fn describe(s: &JobsSpec, lang: Lang) -> String {
     let mut parts = vec![s.technique.describe(lang)];
     let (effects, ms) = (s.effects().join(" + "), s.partner.latency_ms);
@@ -554,6 +677,10 @@ fn describe(s: &JobsSpec, lang: Lang) -> String {
     ));
     let jobs: Vec<String> = s.jobs.iter().map(|j| format!("{} {}", j.job, j.label(lang))).collect();
     parts.push(crate::tr!(lang, "jobs ({effects}): {}", "job ({effects}): {}", jobs.join(", ")));
+    if let Some(w) = &s.worker {
+        parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
+        parts.extend(w.faults.iter().map(|f| fault_words(f, lang)));
+    }
     if let Some(i) = &s.idmp {
         let max = i.maxsize.map_or("100".to_string(), |n| n.to_string());
         parts.push(crate::tr!(lang, "XADD … IDMP (remembers {max} ids)", "XADD … IDMP (nhớ {max} id)"));

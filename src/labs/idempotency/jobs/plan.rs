@@ -18,6 +18,10 @@ pub struct JobPlan {
     /// The worker handling its first delivery is SIGKILLed here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash: Option<HandlerPoint>,
+    /// With a worker from a command line: the handler point its interposer fault
+    /// (`worker.faults`) stands for, the job's name in the table (`after-claim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<HandlerPoint>,
     /// The partner fails the job's first request this way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partner: Option<SinkFaultKind>,
@@ -80,7 +84,7 @@ impl JobPlan {
     /// What is done to the job, as a table column: `after-claim`, `refused`, `2 copies`, ….
     pub fn label(&self, lang: Lang) -> String {
         let mut parts: Vec<String> = Vec::new();
-        parts.extend(self.crash.map(|c| c.name().to_string()));
+        parts.extend(self.crash.or(self.fault).map(|c| c.name().to_string()));
         parts.extend(self.partner.map(|p| match p {
             SinkFaultKind::Refuse => "refused".to_string(),
             SinkFaultKind::ApplyThenFail => "reply-lost".to_string(),
@@ -176,6 +180,7 @@ mod tests {
 
     fn plan(job: &str) -> JobPlan {
         JobPlan {
+            fault: None,
             job: job.into(),
             crash: None,
             partner: None,

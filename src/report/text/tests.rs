@@ -82,6 +82,7 @@ fn variant(id: &str, setup: &str, expect: Expectation, runs: Vec<RunRecord>) -> 
         expect_dropped: Expectation::None,
         scheduler_race: false,
         seed: None,
+        explored: None,
     };
     VariantReport::tally(&v, runs)
 }
@@ -265,6 +266,7 @@ fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
         expect_dropped: Expectation::None,
         scheduler_race: false,
         seed: None,
+        explored: None,
     };
     let skipped = VariantReport::skipped(&v, "needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15".into());
     let r = report(vec![

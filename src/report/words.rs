@@ -162,6 +162,11 @@ fn fold_lock_tries<'a>(lines: Vec<(&'a Event, String)>, w: &Wording) -> Vec<(&'a
                 if let Some(slot) = out.get_mut(first) {
                     *slot = None;
                 }
+                // One try that took the key (an idempotency key's SET NX) is just its line.
+                if failed == 0 {
+                    out.push(Some((e, line)));
+                    continue;
+                }
                 let (n, unit) = (w.redact.count(failed + 1), tries_unit(failed + 1, w));
                 let after = crate::tr!(w.lang, "after {n} {unit}", "sau {n} lần thử");
                 out.push(Some((e, format!("{line} ({after})"))));
@@ -169,7 +174,8 @@ fn fold_lock_tries<'a>(lines: Vec<(&'a Event, String)>, w: &Wording) -> Vec<(&'a
             None => out.push(Some((e, line))),
         }
     }
-    for (first, failed) in failing.into_values() {
+    // A single refused try (someone else's key, not retried) is just its line too.
+    for (first, failed) in failing.into_values().filter(|(_, failed)| *failed > 1) {
         if let Some(Some((_, line))) = out.get_mut(first) {
             let (n, unit) = (w.redact.count(failed), tries_unit(failed, w));
             line.push_str(&crate::tr!(w.lang, " ({n} {unit}, never took it)", " ({n} lần thử, không lấy được)"));
@@ -377,7 +383,15 @@ mod tests {
                 round_trip_us: None,
             },
         };
-        let events = [set(1, 1, "OK"), set(2, 2, "(nil)"), set(3, 2, "(nil)"), set(4, 2, "OK"), set(5, 3, "(nil)")];
+        let events = [
+            set(1, 1, "OK"),
+            set(2, 2, "(nil)"),
+            set(3, 2, "(nil)"),
+            set(4, 2, "OK"),
+            set(5, 3, "(nil)"),
+            set(6, 4, "(nil)"),
+            set(7, 4, "(nil)"),
+        ];
         let w = wording(Lang::En, Redactor::NONE);
         let lines: Vec<(&Event, String)> = events.iter().map(|e| (e, event_line(e, &w).unwrap())).collect();
         let shown: Vec<String> = fold_lock_tries(lines.clone(), &w).into_iter().map(|(_, l)| l).collect();
@@ -385,9 +399,11 @@ mod tests {
         assert_eq!(
             shown,
             [
-                format!("C1 {set_line} → OK (after 1 try)"),
+                // One try is just its line (an idempotency key's SET NX is not a retried lock).
+                format!("C1 {set_line} → OK"),
                 format!("C2 {set_line} → OK (after 3 tries)"),
-                format!("C3 {set_line} → (nil) (1 try, never took it)"),
+                format!("C3 {set_line} → (nil)"),
+                format!("C4 {set_line} → (nil) (2 tries, never took it)"),
             ]
         );
         let redacted = fold_lock_tries(lines, &wording(Lang::Vi, Redactor::SNAPSHOT));

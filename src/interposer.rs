@@ -296,6 +296,20 @@ pub async fn upstream_of(url: &str) -> std::io::Result<std::net::SocketAddr> {
     tokio::net::lookup_host(host_port).await?.next().ok_or_else(|| invalid("the host has no address"))
 }
 
+/// The `AUTH` arguments a Redis URL carries (`redis://:pass@…` → `[pass]`, `redis://user:pass@…`
+/// → `[user, pass]`), so the interposer can authenticate its upstream connections itself: a
+/// process behind it needs no credentials, on a password-protected server (the Docker backend)
+/// as on a local one.
+pub fn redis_auth(url: &str) -> Option<Vec<String>> {
+    let parsed = url::Url::parse(url).ok()?;
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().to_string();
+    let password = decode(parsed.password()?);
+    match parsed.username() {
+        "" => Some(vec![password]),
+        user => Some(vec![decode(user), password]),
+    }
+}
+
 /// A client library's connection set-up (`HELLO 3`, `CLIENT SETINFO LIB-NAME redis-py`,
 /// `AUTH`, `SELECT`): kept in the JSON, left out of the timeline, named in a run's notes.
 pub fn is_handshake(args: &[String]) -> bool {
@@ -342,4 +356,14 @@ pub fn client_libraries(events: &[crate::timeline::Event]) -> Vec<String> {
             Some(format!("{actor} {name}{ver}{resp}"))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_redis_url_s_credentials_become_the_interposer_s_auth() {
+        assert_eq!(super::redis_auth("redis://127.0.0.1:6379/0"), None);
+        assert_eq!(super::redis_auth("redis://:s3cr%2Ft@127.0.0.1:6379/0"), Some(vec!["s3cr/t".to_string()]));
+        assert_eq!(super::redis_auth("redis://me:pw@127.0.0.1:1/0"), Some(vec!["me".to_string(), "pw".to_string()]));
+    }
 }

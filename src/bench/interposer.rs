@@ -225,7 +225,9 @@ async fn measure(services: &Services) -> Result<Measurement, Error> {
     let tap = WorkerTap::new(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}));
     let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
     let upstream = upstream_of(&services.redis_url).await.map_err(io)?;
-    let setup = RedisSetup { client_name: Some("ordlab-bench-C1".into()), key_prefix: "ordlab:bench:".into() };
+    // The benchmark's own client authenticates (its URL keeps the password).
+    let setup =
+        RedisSetup { client_name: Some("ordlab-bench-C1".into()), key_prefix: "ordlab:bench:".into(), auth: None };
     let redis_endpoint = Endpoint::redis(upstream, tap.clone(), setup).await.map_err(io)?;
     let (pg_through, pg_endpoint) = crate::interposer::postgres_endpoint(&services.pg_config, &tap).await?;
     drop(tap);

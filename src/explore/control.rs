@@ -133,7 +133,11 @@ impl Control {
         let (sink, _) = mpsc::unbounded_channel();
         let tap = self.tap(actor, Vec::new(), sink, Box::new(|| {}));
         let up = upstream_of(&self.redis_url).await.map_err(io)?;
-        let setup = RedisSetup { client_name: Some(client_name.to_string()), key_prefix: key_prefix.to_string() };
+        let setup = RedisSetup {
+            client_name: Some(client_name.to_string()),
+            key_prefix: key_prefix.to_string(),
+            auth: crate::interposer::redis_auth(&self.redis_url),
+        };
         let redis = Endpoint::redis(up, tap.clone(), setup).await.map_err(io)?;
         let (pg_url, pg) = crate::interposer::postgres_endpoint(&self.pg_config, &tap).await?;
         let urls = ActorUrls {

@@ -29,6 +29,9 @@ pub struct RedisSetup {
     /// The run's key prefix, left out of recorded arguments and replies (`orders`, not
     /// `ordlab:<nonce>:<lab>:<variant>:<run>:orders`).
     pub key_prefix: String,
+    /// `AUTH` arguments sent by the interposer first, when the server wants a password
+    /// ([`crate::interposer::redis_auth`]).
+    pub auth: Option<Vec<String>>,
 }
 
 /// A command sent and not yet answered.
@@ -65,8 +68,13 @@ pub async fn serve(
     let mut server = TcpStream::connect(upstream).await?;
     let _ = server.set_nodelay(true);
     let _ = client.set_nodelay(true);
+    if let Some(auth) = &setup.auth {
+        let mut args = vec!["AUTH".to_string()];
+        args.extend(auth.iter().cloned());
+        set_up(&mut server, &args).await?;
+    }
     if let Some(name) = &setup.client_name {
-        name_connection(&mut server, name).await?;
+        set_up(&mut server, &["CLIENT".into(), "SETNAME".into(), name.clone()]).await?;
     }
     let connection = tap.next_connection(ServerKind::Redis);
     let wire = Arc::new(Mutex::new(Wire {
@@ -84,9 +92,13 @@ pub async fn serve(
     }
 }
 
-/// `CLIENT SETNAME <name>` on a fresh connection, its reply read and not passed on.
-async fn name_connection(server: &mut TcpStream, name: &str) -> std::io::Result<()> {
-    let cmd = format!("*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n${}\r\n{name}\r\n", name.len());
+/// A command of the interposer's own on a fresh connection (`AUTH …`, `CLIENT SETNAME <name>`),
+/// its one-line reply read and not passed on; an error reply fails the connection.
+async fn set_up(server: &mut TcpStream, args: &[String]) -> std::io::Result<()> {
+    let mut cmd = format!("*{}\r\n", args.len());
+    for a in args {
+        cmd.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
     server.write_all(cmd.as_bytes()).await?;
     let mut reply = Vec::new();
     let mut byte = [0u8; 1];
@@ -95,6 +107,10 @@ async fn name_connection(server: &mut TcpStream, name: &str) -> std::io::Result<
             return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "Redis closed the connection"));
         }
         reply.push(byte[0]);
+    }
+    if reply.first() == Some(&b'-') {
+        let why = String::from_utf8_lossy(&reply).trim().to_string();
+        return Err(std::io::Error::other(format!("{}: {why}", args[0])));
     }
     Ok(())
 }

@@ -195,7 +195,11 @@ impl CommandWorker {
         };
         let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
         let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
-        let setup = RedisSetup { client_name: Some(client_name.to_string()), key_prefix: env.key_prefix.clone() };
+        let setup = RedisSetup {
+            client_name: Some(client_name.to_string()),
+            key_prefix: env.key_prefix.clone(),
+            auth: crate::interposer::redis_auth(upstreams.redis_url),
+        };
         let redis = Endpoint::redis(redis_up, tap.clone(), setup).await.map_err(io)?;
         let (mut pg_url, pg_endpoint) = crate::interposer::postgres_endpoint(upstreams.pg_config, &tap).await?;
         if upstreams.control.is_some() {

@@ -352,3 +352,96 @@ fn failover_runs_on_redis_containers_with_the_link_reached_from_the_network() {
     assert!(f.lost_entries <= 5 && f.wrong_stale == 0 && f.stuck_pending == 0, "{f:?}");
     assert!(report.matched());
 }
+
+/// SIGKILL at seeded-random moments in containers, as `kill::` does on the local backend:
+/// `baseline` killed while its containers are created, while it runs and while they are
+/// removed, and `failover` (Redis nodes of its own, in containers); one more run reclaims every
+/// container and network the killed runs left, and no process of theirs is alive.
+#[test]
+#[ignore = "needs a Docker engine with redis:8 and postgres:18 (just test runs it when one answers)"]
+fn sigkill_at_random_moments_in_containers_leaves_nothing_after_one_more_run() {
+    use rand::{Rng, SeedableRng};
+    let engine = Engine::connect();
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = format!("{:016x}", rand::random::<u64>());
+    let run = |args: &[&str]| {
+        let mut cmd = support::ordlab(tmp.path());
+        cmd.arg("run").args(args).args(["--backend", "docker", "--time-scale", "0.25", "--quiet"]);
+        cmd.env_remove("ORDLAB_REDIS_IMAGE").env_remove("ORDLAB_PG_IMAGE").env("ORDLAB_KILL_TEST", &marker);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        cmd
+    };
+    let labs: [(&[&str], usize); 2] =
+        [(&["baseline", "--runs", "2"], 4), (&["failover", "--variant", "no-lag", "--runs", "1"], 2)];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(22);
+    let since = SystemTime::now();
+    let mut killed = Vec::new();
+    for (args, n) in labs {
+        // The span of a whole run, measured: the moments fall over it and a little past it.
+        let t = Instant::now();
+        let status = run(args).status().unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}");
+        let span = t.elapsed();
+        for _ in 0..n {
+            let at = span.mul_f64(rng.random_range(0.0..1.05));
+            let mut child = run(args).spawn().unwrap();
+            std::thread::sleep(at);
+            kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+            child.wait().unwrap();
+            let (containers, networks) = engine.left_by(child.id());
+            eprintln!(
+                "{} killed at {:.2}/{:.2} s: left {containers} containers, {networks} networks",
+                args[0],
+                at.as_secs_f64(),
+                span.as_secs_f64()
+            );
+            killed.push((child.id(), containers + networks));
+        }
+    }
+    assert!(
+        killed.iter().any(|(_, left)| *left > 0),
+        "the kills left nothing to reclaim: the moments missed every run"
+    );
+
+    let next = run(&["baseline", "--runs", "1"]).stderr(Stdio::piped()).spawn().unwrap();
+    let next_pid = next.id();
+    let (code, stderr) = finish(next);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (pid, _) in &killed {
+        assert_eq!(engine.left_by(*pid), (0, 0), "run {pid}'s containers/networks are left ({stderr})");
+    }
+    assert_nothing_left(&engine, "the run after the kills", next_pid, since, 2);
+    assert!(
+        support::eventually(15, || super::kill::marked(&marker).is_empty()),
+        "processes left: {:?}",
+        super::kill::marked(&marker)
+    );
+    assert!(support::entries(tmp.path()).is_empty(), "left in the private root: {:?}", support::entries(tmp.path()));
+}
+
+/// Behind the interposer on a password-protected server: `explore` (ordlab's own roles through
+/// gated endpoints) and a worker from a command line (redis-py) get password-less endpoints,
+/// and the interposer authenticates upstream itself.
+#[test]
+#[ignore = "needs a Docker engine with redis:8 and postgres:18 (just test runs it when one answers)"]
+fn processes_behind_the_interposer_reach_password_protected_containers() {
+    let _engine = Engine::connect();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = support::ordlab(tmp.path());
+        cmd.args(args).args(["--backend", "docker"]).env_remove("ORDLAB_REDIS_IMAGE").env_remove("ORDLAB_PG_IMAGE");
+        let out = cmd.output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), text)
+    };
+    let (code, text) = run(&["explore", "s1"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("explored: 0 of 5 classes wrong"), "{text}");
+    let python = super::foreign_workers::missing(&super::foreign_workers::PYTHON);
+    if support::has_runtime("python3 with redis-py and psycopg", python) {
+        let (code, text) =
+            run(&["run", "foreign-ordering", "--variant", "python-plain", "--runs", "1", "--time-scale", "0.25"]);
+        assert!(code.is_some_and(|c| c <= 1), "{text}");
+        assert!(text.contains("wrong final state (not paid): 1/1 runs"), "{text}");
+    }
+}

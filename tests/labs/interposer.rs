@@ -25,7 +25,7 @@ async fn redis_traffic_passes_unchanged_and_each_command_is_recorded_with_its_re
     let server = start_local_redis(&[]).await.expect("redis-server starts");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let tap = WorkerTap::new(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}));
-    let setup = RedisSetup { client_name: Some("ordlab-test-C1".into()), key_prefix: "t:".into() };
+    let setup = RedisSetup { client_name: Some("ordlab-test-C1".into()), key_prefix: "t:".into(), auth: None };
     let endpoint = Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, setup).await.unwrap();
     for protocol in ["resp2", "resp3"] {
         let url = format!("redis://{}/?protocol={protocol}", endpoint.addr);

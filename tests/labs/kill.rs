@@ -34,7 +34,7 @@ fn command(tmp: &Path, disk: &Path, marker: &str, args: &[&str]) -> std::process
 }
 
 /// Live processes whose environment carries the marker.
-fn marked(marker: &str) -> Vec<u32> {
+pub(super) fn marked(marker: &str) -> Vec<u32> {
     let needle = format!("ORDLAB_KILL_TEST={marker}");
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten()

@@ -54,6 +54,32 @@ pub struct WorkerFault {
     pub action: Action,
 }
 
+impl WorkerFault {
+    /// The fault in words, for process `who` (`C1`, `W2`, `reaper`): `C1 is SIGKILLed by the
+    /// interposer when the reply to its SET #1 arrives`.
+    pub fn describe(&self, who: &str, lang: crate::lang::Lang) -> String {
+        use crate::interposer::{Action, Moment};
+        let (c, n) = (&self.command, self.nth);
+        match (self.at, self.action) {
+            (Moment::Reply, Action::Kill) => crate::tr!(
+                lang,
+                "{who} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
+                "{who} bị interposer SIGKILL khi reply của {c} #{n} tới"
+            ),
+            (Moment::Send, Action::Kill) => crate::tr!(
+                lang,
+                "{who} is SIGKILLed by the interposer when it sends its {c} #{n}",
+                "{who} bị interposer SIGKILL khi gửi {c} #{n}"
+            ),
+            (at, action) => crate::tr!(
+                lang,
+                "interposer fault on {who}: {action:?} at the {at:?} of its {c} #{n}",
+                "lỗi interposer trên {who}: {action:?} lúc {at:?} của {c} #{n}"
+            ),
+        }
+    }
+}
+
 fn first() -> u32 {
     1
 }

@@ -287,7 +287,10 @@ impl Facts for FailoverFacts {
 
 impl LabProcedure for FailoverSpec {
     fn needs(&self) -> crate::labs::Needs {
-        crate::labs::Needs { not_external: Some("it starts Redis servers of its own (a primary and a replica it kills and promotes)"), ..Default::default() }
+        crate::labs::Needs {
+            not_external: Some("it starts Redis servers of its own (a primary and a replica it kills and promotes)"),
+            ..Default::default()
+        }
     }
 
     fn validate(&mut self) -> Result<(), String> {

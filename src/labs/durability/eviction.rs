@@ -192,7 +192,10 @@ impl Facts for EvictionFacts {
 
 impl LabProcedure for EvictionSpec {
     fn needs(&self) -> crate::labs::Needs {
-        crate::labs::Needs { not_external: Some("it starts a Redis server of its own (it fills one to maxmemory)"), ..Default::default() }
+        crate::labs::Needs {
+            not_external: Some("it starts a Redis server of its own (it fills one to maxmemory)"),
+            ..Default::default()
+        }
     }
 
     fn validate(&mut self) -> Result<(), String> {

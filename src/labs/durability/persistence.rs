@@ -204,7 +204,10 @@ impl Facts for PersistenceFacts {
 
 impl LabProcedure for PersistenceSpec {
     fn needs(&self) -> crate::labs::Needs {
-        crate::labs::Needs { not_external: Some("it starts a Redis server of its own (it SIGKILLs and restarts one)"), ..Default::default() }
+        crate::labs::Needs {
+            not_external: Some("it starts a Redis server of its own (it SIGKILLs and restarts one)"),
+            ..Default::default()
+        }
     }
 
     fn validate(&mut self) -> Result<(), String> {

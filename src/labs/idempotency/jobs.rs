@@ -24,7 +24,6 @@ use crate::handler::job::Technique;
 use crate::labs::consumer_group::drain;
 use crate::labs::idempotency::job_worker::JobWorkerConfig;
 use crate::labs::idempotency::worker_pool::{Pool, WorkerTemplate};
-use foreign::{ForeignCrew, WireJobs};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
     TimelineDisplay,
@@ -37,6 +36,7 @@ use crate::roles::RoleConfig;
 use crate::side_effect::{EffectRecord, SideEffectSink, SinkConfig};
 use crate::streams::{self, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent};
+use foreign::{ForeignCrew, WireJobs};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -195,14 +195,23 @@ enum Workers {
 }
 
 impl Workers {
-    async fn start_claimer(&mut self, ctx: &mut RunContext<'_>, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<(), Error> {
+    async fn start_claimer(
+        &mut self,
+        ctx: &mut RunContext<'_>,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<(), Error> {
         match self {
             Workers::Own(p) => p.start_claimer(ctx, tx).await,
             Workers::Foreign(c) => c.start_claimer(ctx, tx).await,
         }
     }
 
-    async fn replace(&mut self, ctx: &mut RunContext<'_>, dead: Actor, tx: &mpsc::UnboundedSender<RawEvent>) -> Result<(), Error> {
+    async fn replace(
+        &mut self,
+        ctx: &mut RunContext<'_>,
+        dead: Actor,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<(), Error> {
         match self {
             Workers::Own(p) => p.replace(ctx, dead, tx),
             Workers::Foreign(c) => c.replace(ctx, dead, tx).await,
@@ -427,7 +436,9 @@ impl LabProcedure for JobsSpec {
                 let what = (stream.as_str(), self.partner.effect.as_str(), &self.reaper);
                 Workers::Foreign(ForeignCrew::start(ctx, w, what, sink_cfg, self.workers, &tx).await?)
             }
-            None => Workers::Own(Pool::start(ctx, self.worker_template(ctx, &stream, sink_cfg), self.workers, &tx).await?),
+            None => {
+                Workers::Own(Pool::start(ctx, self.worker_template(ctx, &stream, sink_cfg), self.workers, &tx).await?)
+            }
         };
         let producer = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
         let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
@@ -637,26 +648,8 @@ fn cell_word(applied: u32, lang: Lang) -> String {
 
 /// `C1 is SIGKILLed by the interposer when the reply to its SET #1 arrives`.
 fn fault_words(f: &crate::roles::command_worker::WorkerFault, lang: Lang) -> String {
-    use crate::interposer::{Action, Moment};
-    let (c, n) = (&f.command, f.nth);
     let who = if f.worker > 1000 { "reaper".to_string() } else { format!("C{}", f.worker) };
-    match (f.at, f.action) {
-        (Moment::Reply, Action::Kill) => crate::tr!(
-            lang,
-            "{who} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
-            "{who} bị interposer SIGKILL khi reply của {c} #{n} tới"
-        ),
-        (Moment::Send, Action::Kill) => crate::tr!(
-            lang,
-            "{who} is SIGKILLed by the interposer when it sends its {c} #{n}",
-            "{who} bị interposer SIGKILL khi gửi {c} #{n}"
-        ),
-        (at, action) => crate::tr!(
-            lang,
-            "interposer fault on {who}: {action:?} at the {at:?} of its {c} #{n}",
-            "lỗi interposer trên {who}: {action:?} lúc {at:?} của {c} #{n}"
-        ),
-    }
+    f.describe(&who, lang)
 }
 
 fn describe(s: &JobsSpec, lang: Lang) -> String {

@@ -16,7 +16,6 @@ use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, Expe
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::Error;
 use crate::fault::ListCrash;
-use crate::interposer::{Action, Moment};
 use crate::labs::list_queue::effect_counts::{effect_counts, Wanted};
 use crate::labs::list_queue::retry_schedule::{job_schedule, scaled_delays, Attempt};
 use crate::labs::{
@@ -483,21 +482,7 @@ fn worker_parts(s: &ListQueueSpec, lang: Lang) -> Vec<String> {
     let mut parts = Vec::new();
     let Some(w) = &s.worker else { return parts };
     parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
-    parts.extend(w.faults.iter().map(|f| {
-        let (w, c, n) = (f.worker, &f.command, f.nth);
-        match (f.at, f.action) {
-            (Moment::Reply, Action::Kill) => crate::tr!(
-                lang,
-                "W{w} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
-                "W{w} bị interposer SIGKILL khi reply của {c} #{n} tới"
-            ),
-            (at, action) => crate::tr!(
-                lang,
-                "interposer fault on W{w}: {action:?} at the {at:?} of its {c} #{n}",
-                "lỗi interposer trên W{w}: {action:?} lúc {at:?} của {c} #{n}"
-            ),
-        }
-    }));
+    parts.extend(w.faults.iter().map(|f| f.describe(&format!("W{}", f.worker), lang)));
     parts
 }
 

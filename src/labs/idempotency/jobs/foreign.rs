@@ -149,11 +149,7 @@ impl ForeignCrew {
         if readers.is_empty() {
             return Ok(Vec::new());
         }
-        let list: String = redis::cmd("CLIENT")
-            .arg("LIST")
-            .query_async(&mut ctx.redis)
-            .await
-            .context("CLIENT LIST")?;
+        let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut ctx.redis).await.context("CLIENT LIST")?;
         Ok(readers.iter().copied().filter(|a| blocked_in_xreadgroup(&list, &ctx.client_name(*a))).collect())
     }
 

@@ -75,7 +75,16 @@ mod tests {
     use crate::labs::idempotency::jobs::publish::*;
 
     fn plan(job: &str, copies: u32, resend_after: Option<u32>) -> JobPlan {
-        JobPlan { job: job.into(), crash: None, fault: None, partner: None, partner_effect: None, copies, resend_after, order: 42 }
+        JobPlan {
+            job: job.into(),
+            crash: None,
+            fault: None,
+            partner: None,
+            partner_effect: None,
+            copies,
+            resend_after,
+            order: 42,
+        }
     }
 
     #[test]

@@ -143,9 +143,17 @@ fn set_nx(e: &Event) -> Option<(&str, bool)> {
     }
 }
 
+/// A lock's `SET … NX PX <ms>` (the seed's lock loop), as opposed to a one-shot `SET … NX EX`
+/// (an idempotency key).
+fn is_lock_try(e: &Event) -> bool {
+    matches!(&e.kind, EventKind::ServerCommand { args, .. } if args.iter().skip(3).any(|a| a.eq_ignore_ascii_case("PX")))
+}
+
 /// A worker's lock tries at the wire, folded as ordlab's own consumer's line is: its failed
 /// `SET … NX` tries (someone held the key) are left out and the one that took the key says
-/// how many it took; a process that never took it keeps its first try, with the count.
+/// how many it took; a process that never took it keeps its first try, with the count. A
+/// single try says nothing more — except a lock's in a snapshot, where the count is redacted
+/// (`[n]`), since how many tries a lock took depends on the run.
 fn fold_lock_tries<'a>(lines: Vec<(&'a Event, String)>, w: &Wording) -> Vec<(&'a Event, String)> {
     let mut out: Vec<Option<(&'a Event, String)>> = Vec::with_capacity(lines.len());
     // (process, key) → (where its first failed try is in `out`, failed tries so far)
@@ -163,7 +171,7 @@ fn fold_lock_tries<'a>(lines: Vec<(&'a Event, String)>, w: &Wording) -> Vec<(&'a
                     *slot = None;
                 }
                 // One try that took the key (an idempotency key's SET NX) is just its line.
-                if failed == 0 {
+                if failed == 0 && !(w.redact.active() && is_lock_try(e)) {
                     out.push(Some((e, line)));
                     continue;
                 }
@@ -175,8 +183,9 @@ fn fold_lock_tries<'a>(lines: Vec<(&'a Event, String)>, w: &Wording) -> Vec<(&'a
         }
     }
     // A single refused try (someone else's key, not retried) is just its line too.
-    for (first, failed) in failing.into_values().filter(|(_, failed)| *failed > 1) {
-        if let Some(Some((_, line))) = out.get_mut(first) {
+    for (first, failed) in failing.into_values() {
+        let Some(Some((e, line))) = out.get_mut(first) else { continue };
+        if failed > 1 || (w.redact.active() && is_lock_try(e)) {
             let (n, unit) = (w.redact.count(failed), tries_unit(failed, w));
             line.push_str(&crate::tr!(w.lang, " ({n} {unit}, never took it)", " ({n} lần thử, không lấy được)"));
         }
@@ -408,6 +417,8 @@ mod tests {
         );
         let redacted = fold_lock_tries(lines, &wording(Lang::Vi, Redactor::SNAPSHOT));
         assert!(redacted[1].1.ends_with("→ OK (sau [n] lần thử)"), "{redacted:?}");
+        // In a snapshot a lock's tries are counted even when it took one: the count varies.
+        assert!(redacted[0].1.ends_with("→ OK (sau [n] lần thử)"), "{redacted:?}");
         // The release a worker sends depends on the server's version: a snapshot hides which.
         let mut release = set(6, 1, "1");
         if let EventKind::ServerCommand { args, .. } = &mut release.kind {

@@ -8,9 +8,7 @@
 //! One run: fresh keys and ledger; workers started (a blocking worker is blocked before the
 //! next starts, so W1 takes the first job); the supervisor; t=0; the producer pushes the jobs
 //! (a job marked `after_taken` once the one before it was taken); the run ends when every job
-//! is settled and every worker idle, or when nothing can happen any more (every job taken,
-//! every worker idle, the queue empty, no process on a timer: a lost job stays lost), or
-//! nothing happened for `observe_ms`, or at `max_ms`.
+//! is settled and every worker idle, or nothing happened for `observe_ms`, or at `max_ms`.
 
 use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, ExpectedFate, JobExpectation};
 use crate::checker::{health::health, RunVerdict, Verdict};

@@ -17,7 +17,7 @@ use crate::labs::list_queue::supervisor::ListSupervisorConfig;
 use crate::labs::list_queue::worker::ListWorkerConfig;
 use crate::labs::{RunContext, RunOutcome};
 use crate::list_queue::events::ListEvent;
-use crate::list_queue::{payload_label, ListJob, ListKeys, OnFailure, Take};
+use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
 use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerEnv};
 use crate::roles::{RoleConfig, RoleProcess};
@@ -218,8 +218,6 @@ struct Progress {
     /// The next job waits until this one is taken.
     gate: Option<String>,
     busy: HashMap<Actor, bool>,
-    /// Takes seen: a job taken whose take has not been seen yet may still be in a worker's hands.
-    taken: usize,
     /// Jobs done or dead-lettered, per label.
     settled: HashMap<String, u32>,
     /// Workers the plan killed (not restarted, unlike a planned crash).
@@ -269,9 +267,6 @@ async fn drive(
                     Step::Restart => crew.start_worker(spec, ctx).await?,
                     Step::Nothing => {}
                 }
-                if nothing_can_happen(spec, &p) && queue_empty(&mut producer, &crew.keys).await? {
-                    return Ok(false);
-                }
             }
             _ = tokio::time::sleep_until(wake) => {
                 let now = tokio::time::Instant::now();
@@ -285,28 +280,6 @@ async fn drive(
             }
         }
     }
-}
-
-/// Has the run nothing left that could change its state, so waiting `observe_ms` for quiet
-/// would only wait? Every job is pushed and its take seen (only the producer pushes here),
-/// every worker is idle, no process acts on a timer (no reaper or scheduler, no delayed
-/// retries, ordlab's own workers only) and the run has no fixed length; the caller adds that
-/// the queue is empty. A job lost or stuck then stays so.
-fn nothing_can_happen(spec: &ListQueueSpec, p: &Progress) -> bool {
-    p.next == spec.jobs.len()
-        && p.taken >= spec.jobs.len()
-        && p.gate.is_none()
-        && p.busy.values().all(|b| !b)
-        && spec.reaper.is_none()
-        && spec.scheduler.is_none()
-        && spec.worker.is_none()
-        && spec.max_ms.is_none()
-        && matches!(spec.on_failure, OnFailure::SeedRetryList)
-}
-
-async fn queue_empty(producer: &mut MultiplexedConnection, keys: &ListKeys) -> Result<bool, Error> {
-    let len: i64 = redis::cmd("LLEN").arg(&keys.queue).query_async(producer).await.context("LLEN")?;
-    Ok(len == 0)
 }
 
 /// Push every job from `p.next` up to the next gated one (a gated job goes once the job before
@@ -354,7 +327,6 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, list: Option<&ListEvent>, p: &mu
     match (&ev.kind, list) {
         (_, Some(ListEvent::Taken { job, .. })) => {
             p.busy.insert(ev.actor, true);
-            p.taken += 1;
             if p.gate.as_ref() == Some(job) {
                 p.gate = None;
                 return Step::Push;

@@ -115,7 +115,7 @@ pub fn redis(args: &[String], keys: &[String]) -> Footprint {
 pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str) -> Footprint {
     let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
     if server == ServerKind::Redis && matches!(name.as_str(), "XREADGROUP" | "XREAD") {
-        let delivered: Vec<&str> = reply.split([' ', ',']).filter(|w| is_ordinal(w)).collect();
+        let delivered: Vec<&str> = ordinals(reply).collect();
         let mut fp = Footprint::default();
         for k in keys {
             fp = fp.read(format!("r:{k}#entries"));
@@ -132,7 +132,7 @@ pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str)
     }
     if server == ServerKind::Redis && name == "XAUTOCLAIM" {
         // It read whether a timer step made an entry idle, and took the entries it names.
-        let claimed: Vec<&str> = reply.split([' ', ',']).filter(|w| is_ordinal(w)).collect();
+        let claimed: Vec<&str> = ordinals(reply).collect();
         let mut fp = Footprint::default();
         for k in keys {
             fp = fp.read(format!("r:{k}#idle"));
@@ -151,6 +151,11 @@ pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str)
     } else {
         before
     }
+}
+
+/// The entries a numbered reply names (`1 entry e1 order=42, e2 …` → `e1`, `e2`).
+pub fn ordinals(reply: &str) -> impl Iterator<Item = &str> {
+    reply.split([' ', ',']).filter(|w| is_ordinal(w))
 }
 
 /// `e7`: an entry ID as the explorer numbers them in a run (first seen, first numbered).

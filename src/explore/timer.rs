@@ -100,7 +100,7 @@ impl TimerQueue {
             }
             "XREADGROUP" | "XAUTOCLAIM" | "XCLAIM" => {
                 let Some(stream) = keys.first() else { return };
-                for ord in reply.split([' ', ',']).filter(|w| footprint::is_ordinal(w)) {
+                for ord in footprint::ordinals(reply) {
                     self.handed.insert((stream.clone(), ord.to_string()));
                     let other = |(s, o): &(String, String)| !(s == stream && o == ord);
                     self.delivered.retain(other);

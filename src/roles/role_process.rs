@@ -191,8 +191,7 @@ impl RoleProcess {
     }
 }
 
-/// Whether a process has exited, asked from outside it ([`RoleProcess::exit_check`]).
-pub type ExitCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+pub use crate::explore::control::ExitCheck;
 
 /// Forward every timeline line of the child; returns whether the last one announced a
 /// planned crash. Lines that are not events (a foreign worker's own output) are kept in `tail`.

@@ -25,6 +25,10 @@ use tokio::sync::{mpsc, watch};
 /// before the run is called stuck: generous, since it bounds only a fault, never a verdict.
 const STUCK_AFTER: Duration = Duration::from_secs(15);
 
+/// How long a process that exited with a released command unanswered may still have its
+/// reply recorded by the interposer (it was written to the process, which read it and died).
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// Where a process under control connects: its own gated endpoints.
 pub struct ActorUrls {
     pub redis_url: String,
@@ -260,6 +264,8 @@ struct Book {
     /// Processes parked on a retry that cannot succeed until another process touches what
     /// the retried command reads (a spinning `SET lock NX`): what it would touch.
     parked: HashMap<Actor, Footprint>,
+    /// When each process was first seen exited.
+    exited_at: HashMap<Actor, tokio::time::Instant>,
     /// What armed the lab's server timers, in order.
     timers: TimerQueue,
     /// The timer the explorer may fire next (actor `N`), as the last candidates offered it.
@@ -503,7 +509,20 @@ impl Control {
         let mut shared = self.shared();
         // Asked before the replies are looked at: a process that got its answer and then died
         // (killed after a receive) is both woken and gone.
-        let exited: Vec<Actor> = shared.exits.iter().filter(|(_, gone)| gone()).map(|(a, _)| *a).collect();
+        // One that died with a reply in flight at the interposer (written to it, not yet
+        // recorded) is gone once that reply is recorded, or after EXIT_GRACE if it never is.
+        let now = tokio::time::Instant::now();
+        let exited: Vec<Actor> = shared
+            .exits
+            .iter()
+            .filter(|(_, gone)| gone())
+            .map(|(a, _)| *a)
+            .filter(|a| {
+                let steps = shared.actors[a].tap.steps();
+                let seen = *book.exited_at.entry(*a).or_insert(now);
+                steps.recorded >= steps.released || now.duration_since(seen) > EXIT_GRACE
+            })
+            .collect();
         let mut busy = None;
         let mut waiting = Vec::new();
         for (actor, slot) in &shared.actors {

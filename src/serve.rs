@@ -9,18 +9,29 @@
 //! the run records it (`{"seq", "t_ms", "en", "vi"}`, in the text report's words, `t_ms` from
 //! the first line), then one `event: verdict` (`{"en", "vi", "matched"}`: the text report's
 //! outcome lines) or `event: failed` (`{"line"}`). An unknown lab or variant is 404, a second
-//! run while one goes on 409, each with one line. One run at a time: it lives in
+//! run while one goes on 409, each with one line.
+//!
+//! The page also has the lab book's exploration view (the classes saved by `ordlab explore
+//! --out DIR/explore`), and each class a "replay" button: `POST /run` with
+//! `lab=…&variant=…&schedule=P.C1x2.C2` replays that class's schedule exactly, as `ordlab run
+//! <lab> --variant <v> --schedule …` does (every process stepped at the interposer), streams
+//! its lines the same way and ends with its verdict, `matched` when it is the verdict the
+//! saved exploration found. Only a saved class's schedule is replayed (any other is 404). One run at a time: it lives in
 //! [`serve`]'s own future, so dropping that future (Ctrl-C, SIGTERM) stops the run's servers
 //! and processes as it does for `ordlab run`. The run's results are not written: the records
 //! stay as they are.
 
 use crate::catalog;
+use crate::checker::Verdict;
+use crate::exploration::{self, ExploreOptions, Search};
+use crate::explore::Schedule;
 use crate::lang::Lang;
 use crate::report::words::{shown_line, Wording};
 use crate::report::{html, record, LabReport, Redactor};
 use crate::runner::RunOptions;
 use crate::scenario::Scenario;
 use crate::service::ServiceOptions;
+use crate::service::Services;
 use crate::timeline::RawEvent;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -99,6 +110,8 @@ enum Refused {
 struct RunRequest {
     lab: String,
     variant: String,
+    /// A saved class's schedule to replay, instead of a sampled run.
+    schedule: Option<String>,
     reply: oneshot::Sender<Result<mpsc::UnboundedReceiver<Streamed>, Refused>>,
 }
 
@@ -117,7 +130,8 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
         .map_err(|source| ServeError::Listen { port, source })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Listen { port, source })?;
     let labs = catalog::all()?;
-    let (page, left_out) = served_page(&opts)?;
+    let explored = crate::report::html::explored::load(&opts.dir);
+    let (page, left_out) = served_page(&opts, &explored)?;
     left_out.iter().for_each(|line| eprintln!("ordlab: the page leaves out {line}"));
     let (requests_tx, mut requests) = mpsc::unbounded_channel();
     let site = Arc::new(Site { page, requests: requests_tx });
@@ -132,20 +146,27 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
                 }
             }
             Some(req) = requests.recv() => {
-                let RunRequest { lab, variant, reply } = req;
+                let RunRequest { lab, variant, schedule, reply } = req;
                 if run.is_some() {
                     let _ = reply.send(Err(Refused::Busy(format!(
                         "a run is going on ({running}): one run at a time, wait for its verdict"
                     ))));
                     continue;
                 }
-                match find_variant(&labs, &lab, &variant) {
+                let saved = match &schedule {
+                    Some(s) => saved_class(&explored, &lab, &variant, s).map(Some),
+                    None => Ok(None),
+                };
+                match find_variant(&labs, &lab, &variant).and_then(|scenario| saved.map(|saved| (scenario, saved))) {
                     Err(line) => { let _ = reply.send(Err(Refused::Unknown(line))); }
-                    Ok(scenario) => {
+                    Ok((scenario, saved)) => {
                         let (tx, rx) = mpsc::unbounded_channel();
                         if reply.send(Ok(rx)).is_ok() {
                             running = format!("{lab}/{variant}");
-                            run = Some(Box::pin(run_streamed(scenario, variant, &opts, tx)));
+                            run = Some(match (schedule, saved) {
+                                (Some(s), Some(saved)) => Box::pin(run_replayed(scenario, variant, s, saved, &opts, tx)),
+                                _ => Box::pin(run_streamed(scenario, variant, &opts, tx)),
+                            });
                         }
                     }
                 }
@@ -155,9 +176,12 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
     }
 }
 
-/// The lab book over the records in `opts.dir`, opening in `opts.lang`, with the run buttons'
-/// script; and the records left out, why.
-fn served_page(opts: &ServeOptions) -> Result<(String, Vec<String>), ServeError> {
+/// The lab book over the records and explorations in `opts.dir`, opening in `opts.lang`, with
+/// the run buttons' script; and the records left out, why.
+fn served_page(
+    opts: &ServeOptions,
+    explored: &[crate::report::html::explored::ExploredFile],
+) -> Result<(String, Vec<String>), ServeError> {
     let mut reports: Vec<LabReport> = Vec::new();
     let mut left_out = Vec::new();
     for r in record::load_all(&opts.dir)? {
@@ -166,7 +190,7 @@ fn served_page(opts: &ServeOptions) -> Result<(String, Vec<String>), ServeError>
             Err(e) => left_out.push(e.to_string()),
         }
     }
-    let book = html::render(&reports);
+    let book = html::render_with(&reports, explored);
     let code = opts.lang.code();
     let page = book
         .replacen(r#"<html lang="en" data-lang="en">"#, &format!(r#"<html lang="{code}" data-lang="{code}">"#), 1)
@@ -191,6 +215,93 @@ fn find_variant(labs: &[Scenario], lab: &str, variant: &str) -> Result<Scenario,
     let mut one = found.clone();
     one.variants.retain(|v| v.id == variant);
     Ok(one)
+}
+
+/// The verdict a saved exploration found for `schedule` of `lab`/`variant`, or the one line
+/// that says why it is not replayed here.
+fn saved_class(
+    explored: &[crate::report::html::explored::ExploredFile],
+    lab: &str,
+    variant: &str,
+    schedule: &str,
+) -> Result<Verdict, String> {
+    let Some(x) = explored.iter().find(|x| x.lab == lab && x.variant == variant) else {
+        return Err(format!(
+            "no saved exploration of {lab}/{variant}: run `ordlab explore {lab} --variant {variant} --out <results>/explore` first"
+        ));
+    };
+    match x.classes.iter().find(|c| c.schedule == schedule) {
+        Some(c) => Ok(c.verdict),
+        None => Err(format!(
+            "{schedule:?} is not a class of the saved exploration of {lab}/{variant}: `ordlab run {lab} --variant {variant} --schedule …` replays any schedule"
+        )),
+    }
+}
+
+/// Replay `schedule` of `variant` as `ordlab run <lab> --variant <v> --schedule <s>` does, on
+/// servers started for it: its lines to `tx` as the run records them, then its verdict beside
+/// the one the saved exploration found (`saved`).
+async fn run_replayed(
+    lab: Scenario,
+    variant: String,
+    schedule: String,
+    saved: Verdict,
+    opts: &ServeOptions,
+    tx: mpsc::UnboundedSender<Streamed>,
+) {
+    let Some(v) = lab.variant(&variant) else { return };
+    let tapped =
+        crate::timeline::live::tap(live_lines(v.procedure.shows_publishing(), v.procedure.many_orders(), tx.clone()));
+    let replayed = async {
+        let search = Search::Replay(Schedule::parse(&schedule).map_err(|e| e.to_string())?);
+        let services = Services::start(&opts.services).await.map_err(|e| e.to_string())?;
+        let explore = ExploreOptions { search, ..ExploreOptions::default() };
+        let result = exploration::explore(&services, opts.exe.clone(), &lab, v, &explore).await;
+        services.stop().await;
+        result.map_err(|e| e.to_string())
+    }
+    .await;
+    drop(tapped);
+    let last = match replayed {
+        Ok((x, Some(report))) => match (x.classes.first(), report.variants.first()) {
+            (Some(class), Some(shown)) => {
+                let said = |lang| {
+                    let (word, as_saved) = (verdict_word(class.verdict, lang), class.verdict == saved);
+                    let head = match (lang, as_saved) {
+                        (Lang::En, true) => format!("schedule {schedule}: {word}, as explored"),
+                        (Lang::En, false) => {
+                            format!("schedule {schedule}: {word}; explored: {}", verdict_word(saved, lang))
+                        }
+                        (Lang::Vi, true) => format!("lịch {schedule}: {word}, như khi duyệt"),
+                        (Lang::Vi, false) => {
+                            format!("lịch {schedule}: {word}; khi duyệt: {}", verdict_word(saved, lang))
+                        }
+                    };
+                    format!("{head}\n{}", report.outcome_lines(shown, lang))
+                };
+                Streamed::Verdict { en: said(Lang::En), vi: said(Lang::Vi), matched: class.verdict == saved }
+            }
+            _ => Streamed::Failed { line: "the replay reported no run".into() },
+        },
+        Ok((_, None)) => Streamed::Failed {
+            line: format!(
+                "schedule {schedule} did not run to its end: the lab's steps have changed since it was explored"
+            ),
+        },
+        Err(line) => Streamed::Failed { line },
+    };
+    let _ = tx.send(last);
+}
+
+fn verdict_word(v: Verdict, lang: Lang) -> &'static str {
+    match (v, lang) {
+        (Verdict::Wrong, Lang::En) => "wrong",
+        (Verdict::Right, Lang::En) => "right",
+        (Verdict::Unknown, Lang::En) => "unknown",
+        (Verdict::Wrong, Lang::Vi) => "SAI",
+        (Verdict::Right, Lang::Vi) => "ĐÚNG",
+        (Verdict::Unknown, Lang::Vi) => "không rõ",
+    }
 }
 
 /// Run `variant` of `lab` once as `ordlab run <lab> --variant <v> --runs 1` does, its timeline
@@ -283,6 +394,7 @@ async fn start_run(req: Request<Incoming>, site: &Site) -> Response<Body> {
     };
     let form = form_fields(&body);
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let schedule = field("schedule").filter(|s| !s.is_empty());
     let (Some(lab), Some(variant)) = (field("lab"), field("variant")) else {
         return one_line_reply(
             StatusCode::BAD_REQUEST,
@@ -290,7 +402,7 @@ async fn start_run(req: Request<Incoming>, site: &Site) -> Response<Body> {
         );
     };
     let (reply_tx, reply_rx) = oneshot::channel();
-    if site.requests.send(RunRequest { lab, variant, reply: reply_tx }).is_err() {
+    if site.requests.send(RunRequest { lab, variant, schedule, reply: reply_tx }).is_err() {
         return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
     }
     let events = match reply_rx.await {
@@ -346,6 +458,27 @@ mod tests {
         assert!(why.contains("s4a, s4b, s4c") && !why.contains('\n'), "{why}");
         let one = find_variant(&labs, "lock", "s4c").unwrap();
         assert_eq!(one.variant_ids(), ["s4c"]);
+    }
+
+    #[test]
+    fn only_a_saved_class_is_replayed() {
+        use crate::report::html::explored::{ClassView, ExploredFile};
+        let class =
+            |schedule: &str, verdict| ClassView { schedule: schedule.into(), verdict, reasons: vec![], steps: vec![] };
+        let saved = [ExploredFile {
+            explore_version: 1,
+            lab: "s1".into(),
+            variant: "s1".into(),
+            search: "exhaustive".into(),
+            runs: 2,
+            classes: vec![class("P.C1x2", Verdict::Right), class("C1.P", Verdict::Wrong)],
+            hit_max_schedules: false,
+        }];
+        assert_eq!(saved_class(&saved, "s1", "s1", "C1.P"), Ok(Verdict::Wrong));
+        let other = saved_class(&saved, "s1", "s1", "P.P").unwrap_err();
+        assert!(other.contains("not a class of the saved exploration of s1/s1") && !other.contains('\n'), "{other}");
+        let none = saved_class(&saved, "lock", "s4a", "P").unwrap_err();
+        assert!(none.contains("ordlab explore lock --variant s4a --out"), "{none}");
     }
 
     #[test]

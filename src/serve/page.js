@@ -1,5 +1,6 @@
-// ordlab serve: a "run again" button per variant. A click asks the server to run the variant
-// once on this machine's servers (POST run); the answer is a stream of Server-Sent Events,
+// ordlab serve: a "run again" button per variant, and a "replay" button per explored class.
+// A click asks the server to run the variant once on this machine's servers, or to replay the
+// class's schedule exactly (POST run); the answer is a stream of Server-Sent Events,
 // one per timeline line as the run records it, then the verdict. Each line and the verdict
 // note when they arrived (data-arrived, ms since the page loaded).
 (function () {
@@ -15,15 +16,15 @@
     });
   };
   var buttons = [];
-  document.querySelectorAll("section.lab article.variant[data-variant]").forEach(function (art) {
-    var lab = art.closest("section.lab").getAttribute("data-lab");
-    var variant = art.getAttribute("data-variant");
+  // A run box: its button, state, live lines and verdict, put in place by `place`; a click
+  // runs `variant` of `lab` (or replays `schedule`, a saved class of its exploration).
+  var runBox = function (place, lab, variant, schedule, label) {
     var box = document.createElement("div");
     box.className = "live";
     var button = document.createElement("button");
     button.type = "button";
     button.className = "run";
-    both(button, "▶ run again on this machine", "▶ chạy lại trên máy này");
+    both(button, label[0], label[1]);
     var state = document.createElement("span");
     state.className = "state";
     state.setAttribute("aria-live", "polite");
@@ -36,8 +37,7 @@
     box.appendChild(state);
     box.appendChild(list);
     box.appendChild(verdict);
-    var setup = art.querySelector("p.setup");
-    if (setup) setup.after(box); else art.appendChild(box);
+    place(box);
     buttons.push(button);
 
     var line = function (m) {
@@ -94,6 +94,7 @@
       verdict.removeAttribute("data-arrived");
       both(state, "running on this machine's servers…", "đang chạy trên các server của máy này…");
       var body = "lab=" + encodeURIComponent(lab) + "&variant=" + encodeURIComponent(variant);
+      if (schedule) body += "&schedule=" + encodeURIComponent(schedule);
       fetch("run", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body })
         .then(function (res) {
           if (!res.ok) return res.text().then(function (t) { state.textContent = t.trim(); });
@@ -114,6 +115,24 @@
         })
         .catch(function (e) { state.textContent = String(e); })
         .then(done);
+    });
+  };
+  document.querySelectorAll("section.lab article.variant[data-variant]").forEach(function (art) {
+    var lab = art.closest("section.lab").getAttribute("data-lab");
+    var place = function (box) {
+      var setup = art.querySelector("p.setup");
+      if (setup) setup.after(box); else art.appendChild(box);
+    };
+    runBox(place, lab, art.getAttribute("data-variant"), null,
+      ["▶ run again on this machine", "▶ chạy lại trên máy này"]);
+  });
+  // Each explored class: replay its schedule, exactly, on this machine's servers.
+  document.querySelectorAll("section.explored article.exploration[data-lab]").forEach(function (art) {
+    var lab = art.getAttribute("data-lab"), variant = art.getAttribute("data-variant");
+    art.querySelectorAll("details.class").forEach(function (d) {
+      var schedule = d.querySelector("summary").getAttribute("title");
+      var place = function (box) { d.querySelector("div.steps").appendChild(box); };
+      runBox(place, lab, variant, schedule, ["▶ replay this schedule on this machine", "▶ chạy lại lịch này trên máy này"]);
     });
   });
 })();

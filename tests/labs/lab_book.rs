@@ -234,6 +234,10 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
     let Some((chromium, chromedriver)) = browser_or_not_tested("ordlab serve in a browser") else { return };
     let results = tempfile::tempdir().unwrap();
     support::write_baseline_record(results.path());
+    // The exploration results/ keeps (`scripts/explore-all.sh`): its classes get replay buttons.
+    let saved = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/explore/explore-baseline-baseline.json.gz");
+    std::fs::create_dir(results.path().join("explore")).unwrap();
+    std::fs::copy(&saved, results.path().join("explore/explore-baseline-baseline.json.gz")).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let served = support::Served::start(results.path(), tmp.path(), &["--time-scale", "3"]);
     let driver = Driver::start(&chromedriver);
@@ -289,6 +293,7 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
         vi[1].as_str().unwrap().contains("SAI trạng thái cuối") && !vi[1].as_str().unwrap().contains("wrong"),
         "{vi}"
     );
+    replays_an_explored_class(&c).await;
     let log = c.issue_cmd(Log("browser")).await.unwrap();
     assert_eq!(severe(&log), Vec::<String>::new(), "no console error while a run streams in");
     let in_vietnamese = support::Served::start(results.path(), tmp.path(), &["--lang", "vi"]);
@@ -302,6 +307,40 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
         assert_eq!(code, Some(130), "{stderr}");
     }
     assert!(support::entries(tmp.path()).is_empty(), "temp dirs left: {:?}", support::entries(tmp.path()));
+}
+
+/// A wrong class of baseline's saved exploration, replayed from its square: the page shows its
+/// steps' lines as the replay records them and the verdict, the one the exploration found.
+async fn replays_an_explored_class(c: &Client) {
+    c.find(Locator::Css("[data-set-lang=en]")).await.unwrap().click().await.unwrap();
+    let pick = "var d = document.querySelector('article.exploration[data-lab=baseline] details.class.wrong');
+                d.open = true; d.scrollIntoView(); return d.querySelector('summary').title;";
+    let schedule = js(c, pick).await.as_str().expect("a wrong class of baseline").to_string();
+    let box_css = "article.exploration[data-lab=baseline] details.class.wrong[open] .live";
+    let button = c.find(Locator::Css(&format!("{box_css} button.run"))).await.unwrap();
+    assert_eq!(button.text().await.unwrap(), "▶ replay this schedule on this machine");
+    button.click().await.unwrap();
+    let started = Instant::now();
+    while js(c, &format!("return !!document.querySelector('{box_css} .live-verdict[data-arrived]')")).await != true {
+        assert!(started.elapsed() < Duration::from_secs(60), "no verdict of the replay within 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = js(
+        c,
+        &format!(
+            "var box = document.querySelector('{box_css}');
+             return {{ lines: [...box.querySelectorAll('ol.live-events > li [lang=en]')].map(s => s.textContent),
+                      kind: box.querySelector('.live-verdict').className,
+                      shown: box.querySelector('.live-verdict pre[lang=en]').innerText }};"
+        ),
+    )
+    .await;
+    let shown = got["shown"].as_str().unwrap();
+    assert!(got["kind"].as_str().unwrap().contains("matched"), "{got}");
+    assert!(shown.starts_with(&format!("schedule {schedule}: wrong, as explored")), "{shown}");
+    assert!(shown.contains("wrong final state (not paid)"), "{shown}");
+    let lines: Vec<&str> = got["lines"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert!(lines.iter().any(|l| l.contains("wrote status=created")), "the replay's lines: {lines:?}");
 }
 
 fn severe(log: &Value) -> Vec<String> {

@@ -10,7 +10,7 @@ wanted=("$@")
 pairs=(
   baseline:baseline s1:s1 cas:s5 lock:s4a lock:s4b lock:s4c upsert:update-then-insert upsert:conditional-upsert
   p2:business-version p2:entry-id-version reorder:reorder redelivery:plain redelivery:cas
-  foreign-ordering:python-plain
+  reorder-buffer:plain reorder-buffer:buffered reorder-buffer:gap-timeout foreign-ordering:python-plain
 )
 mkdir -p results/explore
 for p in "${pairs[@]}"; do

@@ -66,6 +66,10 @@ pub struct ExploredClass {
     pub reasons: Vec<String>,
     /// Each step's command (`C1 XREADGROUP GROUP … >`), in the schedule's order.
     pub steps: Vec<String>,
+    /// What became of each event the lab means to deliver (lost, dropped, applied twice), where
+    /// the lab delivers events through a queue: a right final state can still have dropped one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fates: Option<crate::checker::fates::FateCounts>,
     /// The judged run (events, final state): what `ordlab check` re-judges.
     pub record: RunRecord,
 }
@@ -105,6 +109,9 @@ pub struct Exploration {
 pub struct Sampled {
     pub wrong: u32,
     pub runs: u32,
+    /// Runs in which an event reached a consumer and was never applied.
+    #[serde(default)]
+    pub dropped: u32,
     pub time_scale: f64,
 }
 
@@ -112,7 +119,7 @@ impl Sampled {
     /// The variant's outcome in a lab report (a results record).
     pub fn of(report: &crate::report::LabReport, variant: &str) -> Option<Sampled> {
         let v = report.variants.iter().find(|v| v.id == variant && v.runs > 0)?;
-        Some(Sampled { wrong: v.wrong, runs: v.runs, time_scale: report.environment.time_scale })
+        Some(Sampled { wrong: v.wrong, runs: v.runs, dropped: v.dropped, time_scale: report.environment.time_scale })
     }
 }
 
@@ -198,7 +205,12 @@ fn strategy_of(opts: &ExploreOptions) -> (Box<dyn Strategy>, String) {
 }
 
 /// Count one run: a complete run in a class not seen before adds the class.
-fn count_run(x: &mut Exploration, stepped: crate::explore::control::Stepped, record: RunRecord) {
+fn count_run(
+    x: &mut Exploration,
+    stepped: crate::explore::control::Stepped,
+    record: RunRecord,
+    intended: Option<&[crate::checker::fates::Intended]>,
+) {
     match stepped.end {
         Some(Choice::Done) => {
             let key = search::class_key(&stepped.taken);
@@ -213,12 +225,14 @@ fn count_run(x: &mut Exploration, stepped: crate::explore::control::Stepped, rec
                     .verdict
                     .add(Verdict::Unknown, format!("{s} retries forever: no process left can change what it waits on"));
             }
+            let fates = intended.map(|i| crate::checker::fates::fates(i, &record.events).counts());
             x.classes.push(ExploredClass {
                 schedule: Schedule(stepped.turns.clone()).to_string(),
                 key,
                 verdict: record.verdict.verdict,
                 reasons: record.verdict.reasons.clone(),
                 steps: stepped.lines,
+                fates,
                 record,
             });
         }
@@ -263,6 +277,7 @@ pub async fn explore(
         contrast: v.explored.clone(),
     };
     let mut pct_steps = 0;
+    let intended = v.procedure.intended();
     loop {
         let control = Control::new(&services.redis_url, &services.pg_config);
         let lab_side = async {
@@ -282,7 +297,7 @@ pub async fn explore(
         x.processes = x.processes.max(control.processes());
         pct_steps = pct_steps.max(stepped.turns.len());
         let steps = stepped.turns.len();
-        count_run(&mut x, stepped, record);
+        count_run(&mut x, stepped, record, intended.as_deref());
         if !strategy.advance(steps) {
             break;
         }
@@ -347,27 +362,33 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
     );
     if let Some(s) = &x.sampled {
         let (w, n, scale) = (s.wrong, s.runs, s.time_scale);
+        let dropped = match (s.dropped, lang) {
+            (0, _) => String::new(),
+            (d, Lang::En) => format!(", an event never applied in {d}"),
+            (d, Lang::Vi) => format!(", một sự kiện không được áp dụng trong {d}"),
+        };
         let _ = writeln!(
             out,
             "{}",
             crate::tr!(
                 lang,
-                "sampled (ordlab run, time scale {scale}): {w} of {n} runs wrong (there handler work and the OS scheduler pick the order; here every order of the steps is run once)",
-                "lấy mẫu (ordlab run, time scale {scale}): {w} trên {n} lần chạy SAI (ở đó công việc của handler và bộ lập lịch của OS chọn thứ tự; ở đây mỗi thứ tự các bước được chạy một lần)"
+                "sampled (ordlab run, time scale {scale}): {w} of {n} runs wrong{dropped} (there handler work and the OS scheduler pick the order; here every order of the steps is run once)",
+                "lấy mẫu (ordlab run, time scale {scale}): {w} trên {n} lần chạy SAI{dropped} (ở đó công việc của handler và bộ lập lịch của OS chọn thứ tự; ở đây mỗi thứ tự các bước được chạy một lần)"
             )
         );
     }
     if let Some(why) = &x.contrast {
         let _ = writeln!(out, "  {}", why.get(lang));
     }
+    fates_line(&mut out, x, lang);
     if x.classes.iter().any(|c| c.steps.iter().any(|s| s.starts_with("N "))) {
         let _ = writeln!(
             out,
             "{}",
             pick(
                 lang,
-                "N: a server timer runs out, as a step of its own at every point it could (a key's TTL: PEXPIRE key 0; an entry idle for the claimer's min-idle: XCLAIM … IDLE, same owner); the clock never decides it here",
-                "N: một bộ hẹn giờ của server hết hạn, là một bước riêng ở mọi thời điểm có thể (TTL của khoá: PEXPIRE key 0; entry rảnh đủ min-idle của claimer: XCLAIM … IDLE, cùng chủ); ở đây đồng hồ không quyết định"
+                "N: a server timer runs out, as a step of its own at every point it could (a key's TTL: PEXPIRE key 0; an entry idle for the claimer's min-idle: XCLAIM … IDLE, same owner; a read's block time, a reorder buffer's gap timeout: CLIENT UNBLOCK … TIMEOUT); the clock never decides it here",
+                "N: một bộ hẹn giờ của server hết hạn, là một bước riêng ở mọi thời điểm có thể (TTL của khoá: PEXPIRE key 0; entry rảnh đủ min-idle của claimer: XCLAIM … IDLE, cùng chủ; thời gian chờ của một lệnh đọc, gap timeout của bộ đệm sắp xếp lại: CLIENT UNBLOCK … TIMEOUT); ở đây đồng hồ không quyết định"
             )
         );
     }
@@ -407,6 +428,27 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
     }
     wrong_classes(&mut out, x, lang);
     out
+}
+
+/// In how many classes an event was lost, dropped or applied twice (only what happened).
+fn fates_line(out: &mut String, x: &Exploration, lang: Lang) {
+    let classes = x.classes.len();
+    let with = |f: fn(&crate::checker::fates::FateCounts) -> u32| {
+        x.classes.iter().filter(|c| c.fates.as_ref().is_some_and(|n| f(n) > 0)).count()
+    };
+    let (lost, dropped, twice) = (with(|n| n.lost), with(|n| n.dropped), with(|n| n.applied_twice));
+    if lost + dropped + twice == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        crate::tr!(
+            lang,
+            "events: lost in {lost}, dropped in {dropped}, applied twice in {twice} of {classes} classes",
+            "sự kiện: mất trong {lost}, bị bỏ trong {dropped}, áp dụng hai lần trong {twice} trên {classes} lớp"
+        )
+    );
 }
 
 /// Each checker's reason with its count, the wrong schedules, the shortest one step by step.

@@ -631,12 +631,29 @@ impl Control {
         let ids: HashMap<String, String> = book.ids.iter().map(|(id, ord)| (ord.clone(), id.clone())).collect();
         let id_of = |ord: &str| ids.get(ord).cloned();
         // A server that does not answer here fails the next step's own query, with its reason.
-        let timer = book.timers.next(&timers, redis, id_of, |owner| finished.contains(owner)).await.ok()??;
+        let armed = book.timers.next(&timers, redis, id_of, |owner| finished.contains(owner)).await.ok()?;
+        let timer = armed.or_else(|| self.block_timeout(&timers, book))?;
         let group = timers.idle_group.clone().unwrap_or_default();
         let command = shape(&timer.words(&group).join(" "));
         let footprint = timer.footprint();
         book.timer = Some(timer);
         Some(Candidate { actor: Actor::Runner, command, footprint })
+    }
+
+    /// A process blocked in a read with a timeout (the one of lowest name first), as the timer
+    /// that ends its wait; after every TTL and idle timer (no lab has both kinds).
+    fn block_timeout(&self, timers: &Timers, book: &Book) -> Option<Timer> {
+        if !timers.block_timeout {
+            return None;
+        }
+        let shared = self.shared();
+        let mut blocked: Vec<(&Actor, &Step)> = book.blocked.iter().collect();
+        blocked.sort_by_key(|(a, _)| **a);
+        blocked.into_iter().find_map(|(actor, step)| {
+            let stream = super::timer::blocks_with_timeout(&step.args, &step.keys)?;
+            let client_name = shared.actors.get(actor)?.client_name.clone();
+            Some(Timer::Unblock { actor: super::schedule::code(*actor), client_name, stream })
+        })
     }
 
     /// Take the timer step the strategy chose: the line it shows, what it touched, its reply.

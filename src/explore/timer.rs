@@ -9,6 +9,11 @@
 //! first becomes idle first, the key set first expires first. A timer is armed while what it
 //! acts on is there: a key set with a TTL until it is deleted, an entry a process was handed
 //! until it is acknowledged (or claimed again, which re-arms it behind the others).
+//!
+//! A process's own timer can be a server timer too: a reorder buffer holding an entry waits
+//! for the missing one in `XREADGROUP … BLOCK <gap timeout>`; the step that makes its gap run
+//! out is `CLIENT UNBLOCK <client> TIMEOUT`, after which the read returns nothing, exactly as
+//! when the block's time is up.
 
 use super::footprint::{self, Footprint};
 use redis::aio::MultiplexedConnection;
@@ -29,6 +34,9 @@ pub struct Timers {
     /// An entry can go idle while its consumer still works on it (the min-idle is no longer
     /// than the longest job); otherwise only an entry whose consumer is gone can.
     pub idle_while_working: bool,
+    /// A process blocked in a read with a timeout (`XREADGROUP … BLOCK ms`, ms > 0) can have
+    /// its time run out.
+    pub block_timeout: bool,
     /// The run's key prefix, which the processes' commands carry on the server but not in
     /// what the explorer sees of them.
     pub key_prefix: String,
@@ -36,7 +44,7 @@ pub struct Timers {
 
 impl Timers {
     pub fn any(&self) -> bool {
-        self.ttl || self.idle_group.is_some()
+        self.ttl || self.idle_group.is_some() || self.block_timeout
     }
 }
 
@@ -47,6 +55,9 @@ pub enum Timer {
     Expire { key: String },
     /// Entry `ordinal` (server ID `id`) of `stream`, pending at `owner`, has been idle long enough.
     Idle { stream: String, ordinal: String, id: String, owner: String },
+    /// Process `actor` (connections named `client_name`), blocked reading `stream` with a
+    /// timeout, has waited long enough: its read returns nothing.
+    Unblock { actor: String, client_name: String, stream: String },
 }
 
 impl Timer {
@@ -58,6 +69,7 @@ impl Timer {
                 let idle = IDLE_GIVEN_MS.to_string();
                 ["XCLAIM", stream, group, owner, "0", ordinal, "IDLE", &idle, "JUSTID"].map(String::from).to_vec()
             }
+            Timer::Unblock { actor, .. } => ["CLIENT", "UNBLOCK", actor, "TIMEOUT"].map(String::from).to_vec(),
         }
     }
 
@@ -67,6 +79,10 @@ impl Timer {
             Timer::Expire { key } => (vec![], vec![format!("r:{key}")]),
             Timer::Idle { stream, ordinal, .. } => {
                 (vec![], vec![format!("r:{stream}#pending#{ordinal}"), format!("r:{stream}#idle")])
+            }
+            // It ends a read that an entry appended first would have answered.
+            Timer::Unblock { actor, stream, .. } => {
+                (vec![format!("r:{stream}#entries")], vec![format!("r:{stream}#blocked#{actor}")])
             }
         };
         Footprint::of(reads, writes)
@@ -203,6 +219,9 @@ pub async fn fire(
     timers: &Timers,
     redis: &mut MultiplexedConnection,
 ) -> Result<(Vec<String>, String), redis::RedisError> {
+    if let Timer::Unblock { client_name, .. } = timer {
+        return unblock(timer, client_name, redis).await;
+    }
     let mut words = timer.words(timers.idle_group.as_deref().unwrap_or_default());
     if let Timer::Idle { ordinal, id, .. } = timer {
         for w in words.iter_mut().filter(|w| *w == ordinal) {
@@ -227,12 +246,62 @@ pub async fn fire(
     Ok((words, shown))
 }
 
+/// A blocked read's time runs out: `CLIENT UNBLOCK <id> TIMEOUT` for the client named
+/// `client_name` that is blocked; the line shows the process, not the connection's number.
+async fn unblock(
+    timer: &Timer,
+    client_name: &str,
+    redis: &mut MultiplexedConnection,
+) -> Result<(Vec<String>, String), redis::RedisError> {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(redis).await?;
+    let needle = format!(" name={client_name} ");
+    let blocked = |l: &&str| l.split(' ').any(|kv| kv.strip_prefix("flags=").is_some_and(|f| f.contains('b')));
+    let id = list
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .find(blocked)
+        .and_then(|l| l.split(' ').find_map(|kv| kv.strip_prefix("id=")).map(str::to_string));
+    let reply: i64 = match id {
+        Some(id) => redis::cmd("CLIENT").arg("UNBLOCK").arg(id).arg("TIMEOUT").query_async(redis).await?,
+        None => 0,
+    };
+    Ok((timer.words(""), reply.to_string()))
+}
+
+/// A read that blocks with a timeout (`XREADGROUP … BLOCK ms`, ms > 0), and its stream.
+pub fn blocks_with_timeout(args: &[String], keys: &[String]) -> Option<String> {
+    if !args.first().is_some_and(|a| a.eq_ignore_ascii_case("XREADGROUP")) {
+        return None;
+    }
+    let block = args.iter().position(|a| a.eq_ignore_ascii_case("BLOCK"))?;
+    let ms: u64 = args.get(block + 1)?.parse().ok()?;
+    (ms > 0).then(|| keys.first().cloned()).flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn s(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn a_read_blocked_with_a_timeout_is_a_timer_that_an_append_races() {
+        let read =
+            |block: &str| s(&["XREADGROUP", "GROUP", "g", "C1", "COUNT", "1", "BLOCK", block, "STREAMS", "o", ">"]);
+        assert_eq!(blocks_with_timeout(&read("10000000000"), &s(&["o"])), Some("o".into()));
+        assert_eq!(blocks_with_timeout(&read("0"), &s(&["o"])), None, "BLOCK 0 waits for ever: no timer");
+        assert_eq!(blocks_with_timeout(&s(&["XREADGROUP", "GROUP", "g", "C1", "STREAMS", "o", ">"]), &s(&["o"])), None);
+        let t = Timer::Unblock { actor: "C1".into(), client_name: "ordlab-x-C1".into(), stream: "o".into() };
+        assert_eq!(t.words("g"), s(&["CLIENT", "UNBLOCK", "C1", "TIMEOUT"]));
+        let xadd = footprint::redis(&s(&["XADD", "o", "*", "type", "created"]), &s(&["o"]));
+        let other = footprint::redis(&s(&["XADD", "p", "*", "type", "created"]), &s(&["p"]));
+        let ack = footprint::redis(&s(&["XACK", "o", "g", "e1"]), &s(&["o"]));
+        assert!(t.footprint().conflicts(&xadd), "an entry appended first answers the read instead");
+        assert!(!t.footprint().conflicts(&other) && !t.footprint().conflicts(&ack));
+        let t2 = Timer::Unblock { actor: "C2".into(), client_name: "ordlab-x-C2".into(), stream: "o".into() };
+        assert!(!t.footprint().conflicts(&t2.footprint()), "two processes' timeouts commute");
     }
 
     #[test]

@@ -508,27 +508,25 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
     Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
 }
 
-/// What keeps a stream lab from being stepped by the explorer: a timer the explorer does not
-/// schedule yet (a reorder buffer's gap timeout). A lock's TTL that can run out mid-job and a
-/// claimer's min-idle are steps ([`timers`]); a consumer killed at its planned point (after a
-/// receive, or at a worker's command boundary) is a step of its own program, and then done.
-pub fn explorable(spec: &StreamSpec) -> Result<(), String> {
-    if spec.strategy.gap_timeout_ms().is_some() {
-        return Err("its reorder buffer's gap timeout is a timer the explorer does not schedule yet".into());
-    }
+/// What keeps a stream lab from being stepped by the explorer: nothing now. A lock's TTL that
+/// can run out mid-job, a claimer's min-idle and a reorder buffer's gap timeout are steps
+/// ([`timers`]); a consumer killed at its planned point (after a receive, or at a worker's
+/// command boundary) is a step of its own program, and then done.
+pub fn explorable(_spec: &StreamSpec) -> Result<(), String> {
     Ok(())
 }
 
 /// The server timers that are steps under the explorer: a lock's TTL where it can run out
 /// during the longest job (where it cannot, as in S4a, it never does), and the claimer's
 /// min-idle for an entry whose consumer is gone (or any entry, where the min-idle is no longer
-/// than the longest job).
+/// than the longest job); a reorder buffer's gap timeout, wherever it holds an entry.
 fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timers {
     let longest_job = spec.cost_ms.values().copied().fold(0.0, f64::max);
     let ttl = spec.strategy.lock_ttl_ms().is_some_and(|ttl| (ttl as f64) <= longest_job);
     let idle_group = spec.reaper.as_ref().map(|_| crate::streams::GROUP.to_string());
     let idle_while_working = spec.reaper.as_ref().is_some_and(|r| r.min_idle_ms <= longest_job);
-    crate::explore::timer::Timers { ttl, idle_group, idle_while_working, key_prefix }
+    let block_timeout = spec.strategy.gap_timeout_ms().is_some();
+    crate::explore::timer::Timers { ttl, idle_group, idle_while_working, block_timeout, key_prefix }
 }
 
 /// The verdict of a recorded run: the final state (and documents), the lock's mutual

@@ -97,12 +97,21 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let mut c = Consumer { cfg, applier, buffer: ReorderBuffer::default(), received: 0, history: false };
     // A reorder buffer holds entries across reads; other strategies apply each as it comes.
     let gap_ns = c.cfg.strategy.gap_timeout_ms().map(|ms| c.cfg.env.scale.duration(ms).as_nanos() as u64);
+    // Under the explorer the gap timeout is a server timer it fires as a step: the held
+    // entry's wait is a read that blocks for the timer's length (never run out by the clock).
+    let explored_gap = c.cfg.strategy.gap_timeout_ms().map(|ms| c.cfg.env.scale.timer_ms(ms.ceil() as u64));
+    let explored_gap = explored_gap.filter(|ms| *ms >= crate::fault::NEVER_BY_THE_CLOCK_MS);
     StdoutSink.emit(c.cfg.actor(), EventKind::Ready);
     loop {
         // While something is held, poll (the gap timeout must fire on time, and Redis answers
         // a BLOCK timeout only at its next cron tick, up to 100 ms late); otherwise block.
         let holding = !c.buffer.is_empty();
-        let entries = match read(&mut reader, &c.cfg, holding, c.history).await {
+        let block = match (holding, explored_gap) {
+            (false, _) => Some(0),
+            (true, Some(ms)) => Some(ms),
+            (true, None) => None,
+        };
+        let entries = match read(&mut reader, &c.cfg, block, c.history).await {
             Ok(entries) => entries,
             Err(e) => {
                 reader = c.follow_primary(e).await?;
@@ -113,15 +122,18 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
             c.history = false;
             continue;
         }
-        if holding && entries.is_empty() {
+        if holding && entries.is_empty() && explored_gap.is_none() {
             c.cfg.env.scale.sleep(5.0).await;
         }
         let mut ready = Vec::new();
         for entry in &entries {
             ready.extend(c.take(entry, gap_ns.is_some()).await?);
         }
-        if let Some(gap) = gap_ns {
-            ready.extend(c.expired(gap));
+        match (gap_ns, explored_gap) {
+            // The explorer ended the held entries' wait: their gap ran out.
+            (Some(_), Some(_)) if holding && entries.is_empty() => ready.extend(c.expired(0)),
+            (Some(gap), None) => ready.extend(c.expired(gap)),
+            _ => {}
         }
         for p in ready {
             if let Err(e) = c.apply_and_ack(&p).await {
@@ -133,18 +145,18 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     }
 }
 
-/// One `XREADGROUP … COUNT 1 [BLOCK 0]` of new entries, or of its own pending entries
-/// (`history`: ID 0, the restart pattern of the Redis docs).
+/// One `XREADGROUP … COUNT 1 [BLOCK ms]` of new entries (no BLOCK: a poll), or of its own
+/// pending entries (`history`: ID 0, the restart pattern of the Redis docs).
 async fn read(
     reader: &mut MultiplexedConnection,
     cfg: &ConsumerConfig,
-    poll: bool,
+    block: Option<u64>,
     history: bool,
 ) -> Result<Vec<StreamId>, Error> {
     let mut read = redis::cmd("XREADGROUP");
     read.arg("GROUP").arg(&cfg.group).arg(cfg.actor().to_string()).arg("COUNT").arg(1);
-    if !poll && !history {
-        read.arg("BLOCK").arg(0);
+    if let Some(ms) = block.filter(|_| !history) {
+        read.arg("BLOCK").arg(ms);
     }
     let from = if history { "0" } else { ">" };
     let reply: Option<StreamReadReply> =

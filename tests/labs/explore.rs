@@ -119,6 +119,36 @@ async fn redelivery_is_explored_with_the_claimer_s_min_idle_as_a_step() {
     services.stop().await;
 }
 
+/// A reorder buffer's gap timeout is a step (`N CLIENT UNBLOCK C1 TIMEOUT`): the consumer holds
+/// paid in a read that blocks for the timeout, and the step ends that wait. 9 classes, none
+/// wrong; created is dropped exactly in the classes where the timeout runs out (4), and a
+/// dropped schedule replays dropped 5 times out of 5. With the timeout left to the clock the
+/// explorer never ends the wait: no class drops anything.
+#[tokio::test]
+async fn a_reorder_buffer_s_gap_timeout_is_a_step() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, "reorder-buffer", Some("gap-timeout"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (9, 0, 0), "{text}");
+    let dropped = |c: &ordlab::exploration::ExploredClass| c.fates.as_ref().is_some_and(|f| f.dropped > 0);
+    let timed_out =
+        |c: &ordlab::exploration::ExploredClass| c.steps.iter().any(|s| s.starts_with("N CLIENT UNBLOCK C1 TIMEOUT"));
+    assert_eq!(x.classes.iter().filter(|c| dropped(c)).count(), 4, "{text}");
+    for c in &x.classes {
+        assert_eq!(dropped(c), timed_out(c), "dropped exactly where the timeout ran out: {:?}", c.steps);
+    }
+    assert!(text.contains("events: lost in 0, dropped in 4, applied twice in 0 of 9 classes"), "{text}");
+    let c = x.classes.iter().find(|c| dropped(c)).unwrap();
+    let schedule = Schedule::parse(&c.schedule).unwrap();
+    for _ in 0..5 {
+        let again =
+            explore_on(&services, "reorder-buffer", Some("gap-timeout"), Search::Replay(schedule.clone())).await;
+        assert_eq!(&again.classes[0].key, &c.key, "{}", c.schedule);
+        assert!(dropped(&again.classes[0]), "{}: {:?}", c.schedule, again.classes[0].steps);
+    }
+    services.stop().await;
+}
+
 /// S4c's TTL (500 ms) is shorter than the created job (800 ms): its expiry is a step. Replayed:
 /// C1 locks for `created`, the TTL runs out (N), C2 locks and writes `paid`, C1 writes
 /// `created` over it and its release finds the lock gone — the seed's S4c story, counted as an

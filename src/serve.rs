@@ -463,8 +463,13 @@ mod tests {
     #[test]
     fn only_a_saved_class_is_replayed() {
         use crate::report::html::explored::{ClassView, ExploredFile};
-        let class =
-            |schedule: &str, verdict| ClassView { schedule: schedule.into(), verdict, reasons: vec![], steps: vec![] };
+        let class = |schedule: &str, verdict| ClassView {
+            schedule: schedule.into(),
+            verdict,
+            reasons: vec![],
+            steps: vec![],
+            fates: None,
+        };
         let saved = [ExploredFile {
             explore_version: 1,
             lab: "s1".into(),

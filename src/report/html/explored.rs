@@ -33,6 +33,41 @@ pub struct ClassView {
     pub verdict: Verdict,
     pub reasons: Vec<String>,
     pub steps: Vec<String>,
+    /// What became of the lab's events in this class (absent in older files).
+    #[serde(default)]
+    pub fates: Option<FatesView>,
+}
+
+/// The counts of events that did not take effect once, in one class.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct FatesView {
+    #[serde(default)]
+    pub lost: u32,
+    #[serde(default)]
+    pub dropped: u32,
+    #[serde(default)]
+    pub applied_twice: u32,
+}
+
+impl FatesView {
+    /// `1 dropped, 1 applied twice` in both languages; None when every event took effect once.
+    fn words(&self) -> Option<Words> {
+        let parts = [
+            (self.lost, "lost", "mất"),
+            (self.dropped, "dropped", "bị bỏ"),
+            (self.applied_twice, "applied twice", "áp dụng hai lần"),
+        ];
+        let said = |vi: bool| {
+            let p: Vec<String> = parts
+                .iter()
+                .filter(|(n, ..)| *n > 0)
+                .map(|(n, en, v)| format!("{n} {}", if vi { v } else { en }))
+                .collect();
+            p.join(", ")
+        };
+        let en = said(false);
+        (!en.is_empty()).then(|| Words::new(format!("events: {en}"), format!("sự kiện: {}", said(true))))
+    }
 }
 
 /// Every exploration in `dir/explore/`, by lab and variant; a file that does not parse is
@@ -70,8 +105,8 @@ pub fn render(out: &mut String, explored: &[ExploredFile]) {
         r#"<section class="explored" id="explored"><h2>{}</h2><p>{}</p>"#,
         both(&Words::new("Explored: every order of the steps", "Đã duyệt: mọi thứ tự của các bước")),
         both(&Words::new(
-            "Each square is one class of schedules (runs that differ only in the order of commuting steps); red ends wrong. Open one for its steps and its replay command.",
-            "Mỗi ô là một lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán); đỏ là kết thúc SAI. Mở một ô để xem các bước và lệnh chạy lại.",
+            "Each square is one class of schedules (runs that differ only in the order of commuting steps); red ends wrong; an amber frame: an event was lost, dropped or applied twice in it. Open one for its steps and its replay command.",
+            "Mỗi ô là một lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán); đỏ là kết thúc SAI; viền vàng: có một sự kiện bị mất, bị bỏ hoặc áp dụng hai lần. Mở một ô để xem các bước và lệnh chạy lại.",
         ))
     );
     for x in explored {
@@ -102,9 +137,11 @@ fn class(out: &mut String, x: &ExploredFile, i: usize, c: &ClassView) {
         Verdict::Right => "right",
         Verdict::Unknown => "unknown",
     };
+    let fates = c.fates.as_ref().and_then(FatesView::words);
+    let marked = if fates.is_some() { " fates" } else { "" };
     let _ = write!(
         out,
-        r#"<details class="class {kind}"><summary title="{}" aria-label="{kind} {}"></summary><div class="steps"><p translate="no"><code>ordlab run {} --variant {} --schedule {}</code></p><ol>"#,
+        r#"<details class="class {kind}{marked}"><summary title="{}" aria-label="{kind} {}"></summary><div class="steps"><p translate="no"><code>ordlab run {} --variant {} --schedule {}</code></p><ol>"#,
         esc(&c.schedule),
         i + 1,
         esc(&x.lab),
@@ -117,6 +154,9 @@ fn class(out: &mut String, x: &ExploredFile, i: usize, c: &ClassView) {
     out.push_str("</ol>");
     if let Some(r) = c.reasons.first() {
         let _ = write!(out, "<p class=\"verdict\">{}</p>", esc(r));
+    }
+    if let Some(w) = &fates {
+        let _ = write!(out, "<p class=\"fates\">{}</p>", both(w));
     }
     out.push_str("</div></details>");
 }
@@ -135,6 +175,7 @@ mod tests {
                 vec![]
             },
             steps: vec!["P XADD orders * → e1".into(), "C1 XREADGROUP … → 1 entry e1".into()],
+            fates: None,
         };
         ExploredFile {
             explore_version: 1,
@@ -158,6 +199,19 @@ mod tests {
         assert!(out.contains("ordlab run baseline --variant baseline --schedule C1.P"));
         assert!(out.contains("<li translate=\"no\">C1 XREADGROUP … → 1 entry e1</li>"));
         assert!(out.contains("expected paid"));
+        assert!(!out.contains("fates"), "every event took effect once: no mark");
+    }
+
+    #[test]
+    fn a_class_that_drops_an_event_is_marked_and_says_so() {
+        let mut x = file();
+        x.classes[0].fates = Some(FatesView { dropped: 1, ..FatesView::default() });
+        x.classes[1].fates = Some(FatesView::default());
+        let mut out = String::new();
+        render(&mut out, &[x]);
+        assert_eq!(out.matches(r#"<details class="class right fates">"#).count(), 1, "{out}");
+        assert_eq!(out.matches(r#"<details class="class wrong">"#).count(), 1, "{out}");
+        assert!(out.contains("events: 1 dropped") && out.contains("sự kiện: 1 bị bỏ"), "{out}");
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct WorkerTap {
     /// Under exploration: every command is announced here and waits until released.
     gate: Option<mpsc::UnboundedSender<Held>>,
     steps: std::sync::Mutex<Steps>,
+    /// Woken when an exchange is recorded (the explorer waits on it for a step's reply).
+    recorded: tokio::sync::Notify,
 }
 
 /// What a gated tap counts: steps released, exchanges (of released steps) recorded, the
@@ -125,6 +127,7 @@ impl WorkerTap {
             postgres_connections: AtomicU32::new(0),
             gate,
             steps: Default::default(),
+            recorded: tokio::sync::Notify::new(),
         })
     }
 
@@ -158,6 +161,12 @@ impl WorkerTap {
         self.steps.lock().expect("not poisoned").clone()
     }
 
+    /// Wait until the next exchange is recorded, or one recorded since the last wait (a
+    /// permit is kept): the caller looks at [`WorkerTap::steps`] again either way.
+    pub async fn recorded(&self) {
+        self.recorded.notified().await
+    }
+
     pub fn is_gated(&self) -> bool {
         self.gate.is_some()
     }
@@ -187,6 +196,7 @@ impl WorkerTap {
             let mut steps = self.steps.lock().expect("not poisoned");
             steps.recorded += 1;
             steps.last_reply = Some(if x.error { format!("error {}", x.reply) } else { x.reply.clone() });
+            self.recorded.notify_one();
         }
         let kind = EventKind::ServerCommand {
             server: x.server,

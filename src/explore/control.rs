@@ -25,6 +25,10 @@ use tokio::sync::{mpsc, watch};
 /// before the run is called stuck: generous, since it bounds only a fault, never a verdict.
 const STUCK_AFTER: Duration = Duration::from_secs(15);
 
+/// How long a released step's reply is waited for before the servers are asked whether the
+/// command waits inside them (a blocking read, a lock wait): most replies come sooner.
+const REPLY_FIRST: Duration = Duration::from_millis(3);
+
 /// How long a process that exited with a released command unanswered may still have its
 /// reply recorded by the interposer (it was written to the process, which read it and died).
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -252,8 +256,10 @@ struct Book {
     blocked: HashMap<Actor, Step>,
     /// Each held command as the explorer sees it (entry IDs numbered), by process.
     seen: HashMap<Actor, Step>,
-    /// Entry IDs numbered in the order the run first showed them: `e1`, `e2`, …
-    ids: HashMap<String, String>,
+    /// Entry IDs numbered in the order the run first showed them: `e1`, `e2`, …, by (stream,
+    /// ID): two streams can hand out the same ID (both appended in the same millisecond), and
+    /// whether they do is the clock's, so an ID is numbered within its stream.
+    ids: HashMap<(String, String), String>,
     /// Released steps not answered yet, per process (the count the tap had before the step).
     recorded_before: HashMap<Actor, u64>,
     /// Inside MULTI: what the queued commands may touch (EXEC does it all).
@@ -283,14 +289,27 @@ struct Step {
 }
 
 impl Book {
-    /// `text` with every entry ID (`1796139224957-0`) replaced by its number in this run.
-    fn numbered(&mut self, text: &str) -> String {
+    /// `text` with every entry ID (`1796139224957-0`) replaced by its number in this run; the
+    /// IDs of a command on one stream key (or of its reply) are that stream's. An ID seen with
+    /// no stream (an SQL parameter) takes the number it has in the first stream that has it.
+    fn numbered(&mut self, text: &str, keys: &[String]) -> String {
+        let stream = if keys.len() == 1 { keys[0].as_str() } else { "" };
         let mut out = String::with_capacity(text.len());
         let mut word = String::new();
-        let flush = |word: &mut String, out: &mut String, ids: &mut HashMap<String, String>| {
+        let flush = |word: &mut String, out: &mut String, ids: &mut HashMap<(String, String), String>| {
             if is_entry_id(word) && word != "0-0" {
                 let n = ids.len() + 1;
-                out.push_str(ids.entry(word.clone()).or_insert_with(|| format!("e{n}")));
+                let known = || {
+                    let mut same: Vec<&String> = ids.iter().filter(|((_, id), _)| id == word).map(|(_, o)| o).collect();
+                    same.sort_by_key(|o| o[1..].parse::<usize>().unwrap_or(usize::MAX));
+                    same.first().map(|o| o.to_string())
+                };
+                let found = if stream.is_empty() { known() } else { None };
+                let ordinal = match found {
+                    Some(o) => o,
+                    None => ids.entry((stream.to_string(), word.clone())).or_insert_with(|| format!("e{n}")).clone(),
+                };
+                out.push_str(&ordinal);
             } else {
                 out.push_str(word);
             }
@@ -432,18 +451,25 @@ impl Control {
         pg: &tokio_postgres::Client,
     ) -> Result<(Footprint, String, bool), Error> {
         let before = book.recorded_before.remove(&actor).unwrap_or(0);
-        let deadline = tokio::time::Instant::now() + STUCK_AFTER;
+        let started = tokio::time::Instant::now();
+        let deadline = started + STUCK_AFTER;
         loop {
-            let (steps, name) = {
+            let (steps, name, tap) = {
                 let shared = self.shared();
                 let slot = &shared.actors[&actor];
-                (slot.tap.steps(), slot.client_name.clone())
+                (slot.tap.steps(), slot.client_name.clone(), slot.tap.clone())
             };
             if steps.recorded > before {
-                let reply = book.numbered(&steps.last_reply.unwrap_or_default());
+                let reply = book.numbered(&steps.last_reply.unwrap_or_default(), &step.keys);
                 book.timers.observe(&step.args, &step.keys, &reply);
                 let nothing = footprint::changed_nothing(step.server, &step.args, &reply);
                 return Ok((footprint::effect(step.server, &step.args, &step.keys, &reply), reply, nothing));
+            }
+            // Most replies come within a millisecond or two: wait for one before asking the
+            // servers whether the command waits inside them.
+            if started.elapsed() < REPLY_FIRST {
+                let _ = tokio::time::timeout(REPLY_FIRST, tap.recorded()).await;
+                continue;
             }
             if steps.released > steps.recorded && waits_in_server(redis, pg, &name).await? {
                 let fp = footprint::effect(step.server, &step.args, &step.keys, "(nil)");
@@ -457,7 +483,7 @@ impl Control {
                     STUCK_AFTER.as_secs()
                 )));
             }
-            tokio::time::sleep(Duration::from_micros(200)).await;
+            let _ = tokio::time::timeout(Duration::from_millis(1), tap.recorded()).await;
         }
     }
 
@@ -533,7 +559,7 @@ impl Control {
             if book.blocked.contains_key(actor) {
                 if steps.recorded >= steps.released {
                     let step = book.blocked.remove(actor).expect("just seen");
-                    let reply = book.numbered(&steps.last_reply.clone().unwrap_or_default());
+                    let reply = book.numbered(&steps.last_reply.clone().unwrap_or_default(), &step.keys);
                     book.timers.observe(&step.args, &step.keys, &reply);
                     woken.push((*actor, footprint::effect(step.server, &step.args, &step.keys, &reply)));
                 } else if !exited.contains(actor) {
@@ -576,11 +602,11 @@ impl Control {
             self.shared().held.iter().map(|(a, h)| (*a, h.server, h.args.clone())).collect();
         let mut out = Vec::new();
         for (actor, server, args) in held {
-            let numbered: Vec<String> = args.iter().map(|a| book.numbered(a)).collect();
             let keys = match server {
-                ServerKind::Redis => keys_of(book, redis, &args, &numbered).await,
+                ServerKind::Redis => keys_of(book, redis, &args).await,
                 ServerKind::Postgres => Vec::new(),
             };
+            let numbered: Vec<String> = args.iter().map(|a| book.numbered(a, &keys)).collect();
             let mut fp = match server {
                 ServerKind::Postgres => footprint::postgres(&numbered),
                 ServerKind::Redis => footprint::redis(&numbered, &keys),
@@ -628,7 +654,7 @@ impl Control {
         if !timers.any() {
             return None;
         }
-        let ids: HashMap<String, String> = book.ids.iter().map(|(id, ord)| (ord.clone(), id.clone())).collect();
+        let ids: HashMap<String, String> = book.ids.iter().map(|((_, id), ord)| (ord.clone(), id.clone())).collect();
         let id_of = |ord: &str| ids.get(ord).cloned();
         // A server that does not answer here fails the next step's own query, with its reason.
         let armed = book.timers.next(&timers, redis, id_of, |owner| finished.contains(owner)).await.ok()?;
@@ -705,13 +731,8 @@ fn in_transaction(book: &mut Book, actor: Actor, args: &[String], fp: Footprint)
 
 /// The keys of a Redis command, as the server names them (`COMMAND GETKEYS`; none for a
 /// command without keys).
-async fn keys_of(
-    book: &mut Book,
-    redis: &mut MultiplexedConnection,
-    args: &[String],
-    numbered: &[String],
-) -> Vec<String> {
-    let k = numbered.join(" ");
+async fn keys_of(book: &mut Book, redis: &mut MultiplexedConnection, args: &[String]) -> Vec<String> {
+    let k = args.join(" ");
     if let Some(keys) = book.keys.get(&k) {
         return keys.clone();
     }
@@ -754,10 +775,24 @@ mod tests {
     #[test]
     fn entry_ids_are_numbered_in_the_order_first_seen() {
         let mut book = super::Book::default();
-        assert_eq!(book.numbered("1733059200123-0"), "e1");
-        assert_eq!(book.numbered("1 entry 1733059200124-0 order=42, 1733059200123-0 x"), "1 entry e2 order=42, e1 x");
-        assert_eq!(book.numbered("XACK orders g 1733059200124-0 42 a-b 7-"), "XACK orders g e2 42 a-b 7-");
-        assert_eq!(book.numbered("C1-3a2db1 1-3x [1-5]"), "C1-3a2db1 1-3x [e3]", "only whole words");
+        assert_eq!(book.numbered("1733059200123-0", &[]), "e1");
+        assert_eq!(
+            book.numbered("1 entry 1733059200124-0 order=42, 1733059200123-0 x", &[]),
+            "1 entry e2 order=42, e1 x"
+        );
+        assert_eq!(book.numbered("XACK orders g 1733059200124-0 42 a-b 7-", &[]), "XACK orders g e2 42 a-b 7-");
+        assert_eq!(book.numbered("C1-3a2db1 1-3x [1-5]", &[]), "C1-3a2db1 1-3x [e3]", "only whole words");
+    }
+
+    #[test]
+    fn the_same_id_on_two_streams_is_two_entries() {
+        let mut book = super::Book::default();
+        let (a, b) = (["orders:0".to_string()], ["orders:1".to_string()]);
+        assert_eq!(book.numbered("1733059200123-0", &a), "e1");
+        assert_eq!(book.numbered("1733059200123-0", &b), "e2", "appended in the same millisecond");
+        assert_eq!(book.numbered("1 entry 1733059200123-0 order=2", &b), "1 entry e2 order=2");
+        assert_eq!(book.numbered("XACK orders:0 g 1733059200123-0", &a), "XACK orders:0 g e1");
+        assert_eq!(book.numbered("$1 1733059200123-0", &[]), "$1 e1", "no stream: the first that has it");
     }
 
     #[test]

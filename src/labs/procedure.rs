@@ -44,7 +44,7 @@ pub trait LabProcedure: Judge + Present {
     /// Can `explore` step this lab's processes one command at a time? Err: one line saying
     /// why not (default: the kind does not route its processes through the interposer yet).
     fn explorable(&self) -> Result<(), String> {
-        Err("this kind's processes are not stepped by the explorer yet (only the stream kind's are)".into())
+        Err("this kind's processes are not stepped by the explorer yet (they do not talk to the servers through the interposer)".into())
     }
 }
 

@@ -199,8 +199,8 @@ fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 4] = [
         (
-            &["explore", "reorder-buffer", "--variant", "buffered"],
-            "cannot be explored: its reorder buffer's gap timeout",
+            &["explore", "priority-zset", "--variant", "ties"],
+            "cannot be explored: this kind's processes are not stepped",
         ),
         (&["explore", "lock"], "choose one with --variant"),
         (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),

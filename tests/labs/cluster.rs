@@ -1,5 +1,6 @@
 //! `cluster`: a list queue on a Redis Cluster of three masters of the run's own, and the same
-//! lab pointed at a cluster given by URLs (`--backend external --redis-cluster-url`).
+//! lab pointed at a cluster given by URLs (`--backend external --redis-cluster-url`), where it
+//! keeps to the run's namespace on every master and reaps what dead runs left there.
 //!
 //! Asserted only what cannot fail by chance: where a key lives is CRC16 of its hash tag (the
 //! spread of one key, of `{shard-0..2}` and of tags picked by slot is fixed), a queue with one

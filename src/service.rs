@@ -205,22 +205,15 @@ impl Services {
         let ((redis_version, redis), postgres_version) =
             tokio::try_join!(probe_redis(&redis_url), probe_postgres(&pg_config))?;
         let nonce = format!("{:08x}", rand::random::<u32>());
+        let redis_cluster_urls =
+            if backend == Backend::External { opts.redis_cluster_urls.clone() } else { Vec::new() };
         let guard = match guard {
             Guard::External(_) => {
-                let (claim, leftovers) = namespace::Claim::take(&redis_url, &pg_config, &nonce, opts.keep).await?;
-                if leftovers != namespace::Leftovers::default() {
-                    eprintln!("ordlab: {leftovers}");
-                }
+                let claim = claim_external(&redis_url, &pg_config, &redis_cluster_urls, &nonce, opts.keep).await?;
                 Guard::External(Some(Box::new(claim)))
             }
             other => other,
         };
-        let redis_cluster_urls =
-            if backend == Backend::External { opts.redis_cluster_urls.clone() } else { Vec::new() };
-        if !redis_cluster_urls.is_empty() {
-            // A cluster that is not one, or not ok, is reported now, before any lab runs.
-            cluster::RedisCluster::external(&redis_cluster_urls).await?;
-        }
         Ok(Services {
             backend,
             redis_url,
@@ -290,6 +283,28 @@ impl Services {
             Guard::Docker(_) | Guard::External(_) => None,
         }
     }
+}
+
+/// The run's claim on the user's servers (and cluster, if given), after saying in one line what
+/// it removed of earlier runs. A cluster that is not one, or not ok, is reported now, before
+/// any lab runs.
+async fn claim_external(
+    redis_url: &str,
+    pg_config: &str,
+    cluster_urls: &[String],
+    nonce: &str,
+    keep: bool,
+) -> Result<namespace::Claim, ServiceError> {
+    let (mut claim, mut leftovers) = namespace::Claim::take(redis_url, pg_config, nonce, keep).await?;
+    if !cluster_urls.is_empty() {
+        let masters = cluster::RedisCluster::external(cluster_urls).await?.masters().await?;
+        let urls: Vec<String> = masters.into_iter().map(|m| m.url).collect();
+        leftovers.cluster_keys = claim.claim_cluster(&urls).await?;
+    }
+    if leftovers != namespace::Leftovers::default() {
+        eprintln!("ordlab: {leftovers}");
+    }
+    Ok(claim)
 }
 
 /// Runs the reaper once per process, before the first servers start, and prints one line

@@ -5,9 +5,11 @@
 //!
 //! Redis is measured with the real `redis-benchmark` found beside the `redis-server` the bench
 //! runs (`-c 1 -n 20000 -P 1 --csv`, direct and through alternating, median of 3 rounds): its
-//! requests/s and p50 columns. A command the binary cannot run (an older one has no `XADD`
-//! test, or none is installed) is measured instead with redis-rs on one connection, 5000
-//! sequential round trips each way. PostgreSQL: 2000 sequential `SELECT 1` with tokio-postgres
+//! requests/s and p50 columns. Its XADD is given as a command on the run's own stream key
+//! (`ordlab:<nonce>:bench:stream`, removed with the run's namespace), not as its `-t xadd`
+//! test, which writes a key `mystream` of its own. A command the binary does not measure (an
+//! older one prints no p50 column, or none is installed) is measured instead with redis-rs on
+//! one connection, 5000 sequential round trips each way. PostgreSQL: 2000 sequential `SELECT 1` with tokio-postgres
 //! extended query (`client.query`), direct against through `Endpoint::postgres`. The tap is the
 //! workers' own (connections named, the run's key prefix left out of recorded arguments) and
 //! its events go to a channel that a task drains, so recording is part of the cost.
@@ -117,27 +119,44 @@ fn find_benchmark(backend: Backend) -> Option<PathBuf> {
     })
 }
 
-/// One redis-benchmark run against `url`: its rows by test name.
-async fn benchmark(bin: &Path, url: &str) -> Result<Vec<CsvRow>, Error> {
-    let out = tokio::process::Command::new(bin)
-        .args([
-            "-u",
-            url,
-            "-c",
-            "1",
-            "-P",
-            "1",
-            "-n",
-            &BENCHMARK_REQUESTS.to_string(),
-            "-t",
-            "ping_mbulk,xadd",
-            "--csv",
-        ])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|source| Error::Io { context: format!("run {}", bin.display()), source })?;
-    Ok(parse_csv(&String::from_utf8_lossy(&out.stdout)))
+/// The stream the XADDs of the bench append to: under the run's namespace `ordlab:<nonce>:`.
+pub fn stream_key(nonce: &str) -> String {
+    format!("ordlab:{nonce}:bench:stream")
+}
+
+/// The XADD measured, on `key`, trimmed so 20000 of them stay small.
+fn xadd_args(key: &str) -> [String; 8] {
+    ["XADD", key, "MAXLEN", "~", "10000", "*", "field", "value"].map(String::from)
+}
+
+/// The redis-benchmark runs of one round against `url`: its PING test, then the XADD on `key`
+/// (a command given after the options, which redis-benchmark runs instead of its tests).
+pub fn benchmark_args(url: &str, key: &str) -> [Vec<String>; 2] {
+    let common = ["-u", url, "-c", "1", "-P", "1", "-n", &BENCHMARK_REQUESTS.to_string(), "--csv"].map(String::from);
+    let ping = [&common[..], &["-t".into(), "ping_mbulk".into()]].concat();
+    let xadd = [&common[..], &xadd_args(key)[..]].concat();
+    [ping, xadd]
+}
+
+/// One round of redis-benchmark against `url`: its rows by test name (the XADD command's row
+/// is named `XADD`, as redis-benchmark's own test).
+async fn benchmark(bin: &Path, url: &str, key: &str) -> Result<Vec<CsvRow>, Error> {
+    let mut rows = Vec::new();
+    for args in benchmark_args(url, key) {
+        let out = tokio::process::Command::new(bin)
+            .args(&args)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|source| Error::Io { context: format!("run {}", bin.display()), source })?;
+        rows.extend(parse_csv(&String::from_utf8_lossy(&out.stdout)).into_iter().map(|mut row| {
+            if row.test.starts_with("XADD ") {
+                row.test = "XADD".into();
+            }
+            row
+        }));
+    }
+    Ok(rows)
 }
 
 /// `n` sequential round trips of `cmd` on one redis-rs connection to `url`, in µs.
@@ -226,8 +245,12 @@ async fn measure(services: &Services) -> Result<Measurement, Error> {
     let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
     let upstream = upstream_of(&services.redis_url).await.map_err(io)?;
     // The benchmark's own client authenticates (its URL keeps the password).
-    let setup =
-        RedisSetup { client_name: Some("ordlab-bench-C1".into()), key_prefix: "ordlab:bench:".into(), auth: None };
+    let key = stream_key(&services.nonce);
+    let setup = RedisSetup {
+        client_name: Some("ordlab-bench-C1".into()),
+        key_prefix: format!("ordlab:{}:bench:", services.nonce),
+        auth: None,
+    };
     let redis_endpoint = Endpoint::redis(upstream, tap.clone(), setup).await.map_err(io)?;
     let (pg_through, pg_endpoint) = crate::interposer::postgres_endpoint(&services.pg_config, &tap).await?;
     drop(tap);
@@ -243,7 +266,7 @@ async fn measure(services: &Services) -> Result<Measurement, Error> {
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for side in order {
                 let url = if side == 0 { &direct_url } else { &through_url };
-                for row in benchmark(bin, url).await? {
+                for row in benchmark(bin, url, &key).await? {
                     let r = rounds.entry(row.test).or_default();
                     r[side].push(row.rps);
                     if let Some(p) = row.p50_ms {
@@ -256,7 +279,9 @@ async fn measure(services: &Services) -> Result<Measurement, Error> {
     let mut rows = Vec::new();
     let ping = redis::cmd("PING");
     let mut xadd = redis::cmd("XADD");
-    xadd.arg("ordlab:bench:stream").arg("MAXLEN").arg("~").arg(10_000).arg("*").arg("field").arg("value");
+    for a in &xadd_args(&key)[1..] {
+        xadd.arg(a);
+    }
     for (test, label, cmd) in [("PING_MBULK", "PING (redis)", &ping), ("XADD", "XADD (redis)", &xadd)] {
         let r = rounds.get(test);
         let rps = r.filter(|r| !r[0].is_empty() && !r[1].is_empty()).map(|r| (p50(&r[0]), p50(&r[1])));
@@ -310,6 +335,18 @@ mod tests {
         let old = "WARNING: something\n\"PING_MBULK\",\"19047.62\"\n";
         assert_eq!(parse_csv(old), vec![CsvRow { test: "PING_MBULK".into(), rps: 19047.62, p50_ms: None }]);
         assert!(parse_csv("").is_empty());
+    }
+
+    /// Every key the bench writes is under the run's namespace: the redis-rs XADD's and
+    /// redis-benchmark's (never its `-t xadd` test, whose key is `mystream`).
+    #[test]
+    fn the_bench_writes_only_under_the_runs_namespace() {
+        let key = stream_key("1a2b3c4d");
+        assert_eq!(crate::service::namespace::nonce_of(key.as_bytes()), Some(&b"1a2b3c4d"[..]));
+        let [ping, xadd] = benchmark_args("redis://127.0.0.1:6379/", &key);
+        assert_eq!(ping[ping.len() - 2..], ["-t", "ping_mbulk"]);
+        assert_eq!(xadd[xadd.len() - 8..], ["XADD", key.as_str(), "MAXLEN", "~", "10000", "*", "field", "value"]);
+        assert!(!xadd.contains(&"-t".to_string()), "{xadd:?}");
     }
 
     #[test]

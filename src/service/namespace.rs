@@ -9,7 +9,13 @@
 //! died), held by one run at a time per database — a second run on the same database is
 //! refused in one line, as the two would share the schemas' rows; on Redis a connection named
 //! `ordlab-<nonce>-owner`, which `CLIENT LIST` shows for as long as the run is alive. Keys
-//! under `ordlab:` whose nonce no such connection names are a dead run's.
+//! under `ordlab:` whose nonce no such connection names are a dead run's. A run on the user's
+//! Redis Cluster too claims, reaps and removes the same keys there, on every master
+//! ([`cluster`]).
+
+mod cluster;
+
+pub use cluster::ClusterClaim;
 
 use super::error::ServiceError;
 use redis::aio::MultiplexedConnection;
@@ -62,14 +68,25 @@ pub fn dead_keys<'k>(keys: &'k [Vec<u8>], live: &BTreeSet<String>) -> Vec<&'k [u
 /// What the claim found and removed of dead (or `--keep`) runs.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Leftovers {
+    /// On the Redis of `--redis-url`.
     pub keys: usize,
+    /// On the masters of the user's Redis Cluster (`--redis-cluster-url`).
+    pub cluster_keys: usize,
     pub schemas: Vec<String>,
 }
 
 impl std::fmt::Display for Leftovers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let schemas = if self.schemas.is_empty() { "no schema".to_string() } else { self.schemas.join(", ") };
-        write!(f, "removed what an earlier run left on your servers: {} keys under ordlab:, {schemas}", self.keys)
+        let cluster = match self.cluster_keys {
+            0 => String::new(),
+            n => format!(", {n} keys under ordlab: on your cluster"),
+        };
+        write!(
+            f,
+            "removed what an earlier run left on your servers: {} keys under ordlab:{cluster}, {schemas}",
+            self.keys
+        )
     }
 }
 
@@ -77,6 +94,8 @@ impl std::fmt::Display for Leftovers {
 pub struct Claim {
     pg: tokio_postgres::Client,
     redis: MultiplexedConnection,
+    /// The claim on the user's Redis Cluster, once [`Claim::claim_cluster`] took it.
+    cluster: Option<ClusterClaim>,
     nonce: String,
     keep: bool,
 }
@@ -125,7 +144,7 @@ impl Claim {
             .query_async::<()>(&mut redis)
             .await
             .map_err(redis_err("CLIENT SETNAME"))?;
-        let claim = Claim { pg, redis, nonce: nonce.to_string(), keep };
+        let claim = Claim { pg, redis, cluster: None, nonce: nonce.to_string(), keep };
         let leftovers = claim.remove_leftovers().await?;
         Ok((claim, leftovers))
     }
@@ -139,7 +158,15 @@ impl Claim {
         unlink(&mut redis, &dead).await?;
         // Holding the lock, no live run uses the schemas: whatever is there is left over.
         let schemas = self.drop_schemas().await?;
-        Ok(Leftovers { keys: dead.len(), schemas })
+        Ok(Leftovers { keys: dead.len(), cluster_keys: 0, schemas })
+    }
+
+    /// Claim the run's keys on the user's Redis Cluster too, whose masters' URLs are `masters`,
+    /// and remove what no live run claims there (see [`cluster`]). Returns how many keys went.
+    pub async fn claim_cluster(&mut self, masters: &[String]) -> Result<usize, ServiceError> {
+        let (claim, removed) = ClusterClaim::take(masters, &self.nonce).await?;
+        self.cluster = Some(claim);
+        Ok(removed)
     }
 
     /// The schemas of [`SCHEMAS`] that existed, dropped with everything in them.
@@ -169,6 +196,9 @@ impl Claim {
             let mut redis = self.redis.clone();
             let pattern = format!("ordlab:{}:*", self.nonce);
             async {
+                if let Some(cluster) = &self.cluster {
+                    cluster.remove_own().await?;
+                }
                 let keys = scan(&mut redis, &pattern).await?;
                 let all: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 unlink(&mut redis, &all).await?;
@@ -254,10 +284,15 @@ mod tests {
 
     #[test]
     fn leftovers_say_what_was_removed_in_one_line() {
-        let l = Leftovers { keys: 3, schemas: vec!["ordlab".into(), "ordlab_sink".into()] };
+        let l = Leftovers { keys: 3, cluster_keys: 0, schemas: vec!["ordlab".into(), "ordlab_sink".into()] };
         assert_eq!(
             l.to_string(),
             "removed what an earlier run left on your servers: 3 keys under ordlab:, ordlab, ordlab_sink"
+        );
+        let l = Leftovers { keys: 0, cluster_keys: 4, schemas: Vec::new() };
+        assert_eq!(
+            l.to_string(),
+            "removed what an earlier run left on your servers: 0 keys under ordlab:, 4 keys under ordlab: on your cluster, no schema"
         );
     }
 }

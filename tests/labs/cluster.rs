@@ -1,5 +1,6 @@
 //! `cluster`: a list queue on a Redis Cluster of three masters of the run's own, and the same
-//! lab pointed at a cluster given by URLs (`--backend external --redis-cluster-url`).
+//! lab pointed at a cluster given by URLs (`--backend external --redis-cluster-url`), where it
+//! keeps to the run's namespace on every master and reaps what dead runs left there.
 //!
 //! Asserted only what cannot fail by chance: where a key lives is CRC16 of its hash tag (the
 //! spread of one key, of `{shard-0..2}` and of tags picked by slot is fixed), a queue with one
@@ -13,8 +14,10 @@ use super::support;
 use ordlab::checker::{Outcome, Verdict};
 use ordlab::labs::cluster::cluster::{ClusterFacts, ClusterSpec, ReshardFacts};
 use ordlab::report::{LabReport, VariantReport};
-use ordlab::service::cluster::RedisCluster;
+use ordlab::service::cluster::{tag_on, RedisCluster};
+use ordlab::service::namespace::nonce_of;
 use ordlab::service::Services;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn facts(report: &LabReport, variant: &str) -> (ClusterFacts, Verdict) {
     let v: &VariantReport = support::variant(report, variant);
@@ -141,6 +144,100 @@ async fn the_lab_runs_on_a_cluster_given_by_urls() {
         let keys: i64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
         assert_eq!(keys, 0, "master {} keeps {keys} keys", m.name);
     }
+    cluster.stop().await;
+    services.stop().await;
+}
+
+/// Every key on every master of `cluster`, with its DUMP, by (master, key).
+async fn cluster_keys(cluster: &RedisCluster) -> BTreeMap<(String, Vec<u8>), Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for m in cluster.masters().await.unwrap() {
+        let mut conn = ordlab::connect::redis(&m.url).await.unwrap();
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.unwrap();
+        for k in keys {
+            let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query_async(&mut conn).await.unwrap();
+            out.insert((m.name.clone(), k), dump);
+        }
+    }
+    out
+}
+
+/// The keys of `after` that `before` has not, or has with another DUMP: (master, key).
+fn new_keys(
+    before: &BTreeMap<(String, Vec<u8>), Vec<u8>>,
+    after: &BTreeMap<(String, Vec<u8>), Vec<u8>>,
+) -> Vec<(String, String)> {
+    let changed = after.iter().filter(|(k, v)| before.get(*k) != Some(*v));
+    changed.map(|((m, k), _)| (m.clone(), String::from_utf8_lossy(k).into_owned())).collect()
+}
+
+/// The namespace on a user's cluster: a run of `cluster` keeps to `ordlab:<nonce>:` on every
+/// master (its hash-tagged keys too), removes them when it ends (`--keep` keeps them, until the
+/// next run),
+/// and the next run removes what a dead run left on any master, but not the keys of a run
+/// whose owner connection is open on some master (here A; its key is on C). The user's keys,
+/// on every master, stay byte for byte.
+#[tokio::test]
+async fn on_a_users_cluster_a_run_keeps_to_its_namespace_and_reaps_dead_runs() {
+    let services = Services::start(&support::local()).await.unwrap();
+    let cluster = RedisCluster::start_own(&services, 3).await.unwrap();
+    let masters = cluster.masters().await.unwrap();
+    let mut conn = cluster.client().unwrap().get_async_connection().await.unwrap();
+    let mut tags = Vec::new();
+    for m in &masters {
+        let (tag, _) = tag_on(&mut conn, &format!("app-{}", m.name), m, &[]).await.unwrap().unwrap();
+        let mut pipe = redis::pipe();
+        pipe.set(format!("app:{tag}:config"), "v1")
+            .hset_multiple(format!("{tag}:user:1"), &[("name", "An"), ("plan", "pro")])
+            .rpush(format!("{tag}:queue"), &["j1", "j2"]);
+        pipe.query_async::<()>(&mut conn).await.unwrap();
+        tags.push(tag);
+    }
+    for (key, value) in [("ordlab", "a user's key named like the tool"), ("ordlab_notes", "not under ordlab:")] {
+        redis::cmd("SET").arg(key).arg(value).query_async::<()>(&mut conn).await.unwrap();
+    }
+    // A live run: its owner connection on master A, its key on master C.
+    let mut live = ordlab::connect::redis(&masters[0].url).await.unwrap();
+    redis::cmd("CLIENT").arg("SETNAME").arg("ordlab-a11ce000-owner").query_async::<()>(&mut live).await.unwrap();
+    let live_key = format!("ordlab:a11ce000:cluster:-:1:{}:queue", tags[2]);
+    redis::cmd("RPUSH").arg(&live_key).arg("job").query_async::<()>(&mut conn).await.unwrap();
+    let before = cluster_keys(&cluster).await;
+    // A dead run's keys on every master (no connection names its owner).
+    for tag in &tags {
+        let key = format!("ordlab:deadbeef:cluster:-:1:{tag}:queue");
+        redis::cmd("RPUSH").arg(key).arg("job").query_async::<()>(&mut conn).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("cluster-small.toml");
+    std::fs::write(&lab, SMALL_LAB).unwrap();
+    let (redis, pg, nodes) = (services.redis_url.clone(), services.pg_config.clone(), cluster.urls.join(","));
+    let run = |lab: &str, keep: bool| {
+        let mut args = vec!["run", lab, "--runs", "1", "--backend", "external", "--redis-url", &redis];
+        args.extend(["--pg-url", &pg, "--redis-cluster-url", &nodes, "--quiet"]);
+        args.extend(keep.then_some("--keep"));
+        let (code, stdout, stderr) = ordlab(&args);
+        assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        stderr
+    };
+    // The built-in lab, every variant but those that move a slot, its keys kept to look at.
+    let stderr = run("cluster", true);
+    let kept = cluster_keys(&cluster).await;
+    let made = new_keys(&before, &kept);
+    assert!(made.iter().all(|(_, k)| !k.starts_with("ordlab:deadbeef:")), "the dead run's keys are left: {made:?}");
+    assert!(before.keys().all(|k| kept.get(k) == before.get(k)), "the user's keys and the live run's stay");
+    assert!(stderr.contains("3 keys under ordlab: on your cluster"), "{stderr}");
+    let nonces: BTreeSet<&[u8]> = made.iter().filter_map(|(_, k)| nonce_of(k.as_bytes())).collect();
+    assert_eq!(nonces.len(), 1, "every key made is under ordlab:<the run's nonce>: {made:?}");
+    assert!(made.iter().all(|(_, k)| nonce_of(k.as_bytes()).is_some()), "{made:?}");
+    let on: BTreeSet<&String> = made.iter().map(|(m, _)| m).collect();
+    assert_eq!(on.len(), 3, "balanced-tags' queue per master, each under the prefix: {made:?}");
+    assert!(made.iter().any(|(_, k)| k.contains(":{shard-0}:")), "the hash-tagged keys too: {made:?}");
+    // The next run removes what the kept run left, and leaves nothing of its own.
+    let stderr = run(lab.to_str().unwrap(), false);
+    assert!(stderr.contains(&format!("{} keys under ordlab: on your cluster", made.len())), "{stderr}");
+    let after = cluster_keys(&cluster).await;
+    assert!(after == before, "left on the cluster: {:?}", new_keys(&before, &after));
+    drop(live);
     cluster.stop().await;
     services.stop().await;
 }

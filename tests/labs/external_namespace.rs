@@ -8,7 +8,7 @@
 //! Labs that start Redis servers of their own (`failover`, `persistence`, `eviction`) are
 //! refused by the external backend in one line before anything starts; they are asked for
 //! here too and must refuse with that line and leave nothing. `cluster` needs a Redis
-//! Cluster: tests/labs/cluster.rs runs it on one given by URLs.
+//! Cluster: tests/labs/cluster.rs runs it on one given by URLs, and checks its namespace there.
 
 use super::support;
 use ordlab::service::Services;

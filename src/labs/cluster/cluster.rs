@@ -13,7 +13,7 @@
 //!
 //! One run: the cluster (three masters of the run's own, or the user's with
 //! `--redis-cluster-url`); per queue, its list, processing list and applied list under one
-//! hash tag; worker processes blocked in BLMOVE; the producer pushes every job (at once, or
+//! hash tag, after the run's prefix (`ordlab:<nonce>:cluster:…:{tag}:queue`); worker processes blocked in BLMOVE; the producer pushes every job (at once, or
 //! one every `publish_every_ms`), then a stop marker per worker; optionally a queue's slot
 //! moves to the next master after `after_jobs` pushes. A throughput run repeats the burst for
 //! each worker count of `workers_per_queue = [1, 3, 6]` (fresh keys and workers each time).
@@ -334,7 +334,11 @@ impl ClusterSpec {
             let prefix = format!("{}p{}:", ctx.key_prefix(), p + 1);
             let queues = place(&mut s.conn, self.keys_of(&prefix, &tags), &s.masters).await?;
             let out = self.run_point(ctx, &mut s, &queues, per_queue, first).await;
-            delete_keys(&mut s.conn, &queues).await?;
+            // On the user's cluster they stay until the run ends: its namespace removes them
+            // then, or `--keep` keeps them to look at (service::namespace).
+            if cluster.is_own() {
+                delete_keys(&mut s.conn, &queues).await?;
+            }
             let out = out?;
             if let Some(r) = &out.reshard {
                 move_back(r, &s.masters, ctx.scale).await?;

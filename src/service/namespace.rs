@@ -98,6 +98,11 @@ pub struct Claim {
     cluster: Option<ClusterClaim>,
     nonce: String,
     keep: bool,
+    /// Where the claim's servers are, for the clean-up of a run interrupted (Ctrl-C, SIGTERM)
+    /// before [`Claim::release`]: the claim's own connections are then of a runtime that no
+    /// longer runs.
+    urls: (String, String, Vec<String>),
+    released: bool,
 }
 
 impl Claim {
@@ -144,7 +149,8 @@ impl Claim {
             .query_async::<()>(&mut redis)
             .await
             .map_err(redis_err("CLIENT SETNAME"))?;
-        let claim = Claim { pg, redis, cluster: None, nonce: nonce.to_string(), keep };
+        let urls = (redis_url.to_string(), pg_config.to_string(), Vec::new());
+        let claim = Claim { pg, redis, cluster: None, nonce: nonce.to_string(), keep, urls, released: false };
         let leftovers = claim.remove_leftovers().await?;
         Ok((claim, leftovers))
     }
@@ -166,6 +172,7 @@ impl Claim {
     pub async fn claim_cluster(&mut self, masters: &[String]) -> Result<usize, ServiceError> {
         let (claim, removed) = ClusterClaim::take(masters, &self.nonce).await?;
         self.cluster = Some(claim);
+        self.urls.2 = masters.to_vec();
         Ok(removed)
     }
 
@@ -189,7 +196,8 @@ impl Claim {
 
     /// End of the run: remove its keys and the schemas (unless `--keep`), then give up both
     /// claims.
-    pub async fn release(self) -> Result<(), ServiceError> {
+    pub async fn release(mut self) -> Result<(), ServiceError> {
+        self.released = true;
         let result = if self.keep {
             Ok(())
         } else {
@@ -210,6 +218,56 @@ impl Claim {
         let _ = self.pg.execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY]).await;
         result
     }
+}
+
+/// A run dropped before its release (Ctrl-C, SIGTERM drop the command's future) removes its
+/// keys and the schemas all the same, over connections of its own on a thread of its own (the
+/// run's runtime is the one being dropped), within [`INTERRUPTED_CLEANUP`]; what it cannot
+/// remove in time is left to the next run's start.
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.released || self.keep {
+            return;
+        }
+        let (redis_url, pg_config, masters) = self.urls.clone();
+        let nonce = self.nonce.clone();
+        let cleanup = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            let removal = remove_run(redis_url, pg_config, masters, nonce);
+            let _ = rt.block_on(async { tokio::time::timeout(INTERRUPTED_CLEANUP, removal).await });
+        });
+        let _ = cleanup.join();
+    }
+}
+
+/// How long an interrupted run may take to remove what it made on the user's servers.
+const INTERRUPTED_CLEANUP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Remove run `nonce`'s keys (on the Redis at `redis_url` and on each cluster master) and the
+/// schemas, over new connections.
+async fn remove_run(
+    redis_url: String,
+    pg_config: String,
+    masters: Vec<String>,
+    nonce: String,
+) -> Result<(), ServiceError> {
+    let pattern = format!("ordlab:{nonce}:*");
+    for url in &masters {
+        let mut conn = crate::connect::redis(url).await.map_err(redis_err("connect"))?;
+        let keys = scan(&mut conn, &pattern).await?;
+        for key in &keys {
+            redis::cmd("UNLINK").arg(key).query_async::<()>(&mut conn).await.map_err(redis_err("UNLINK"))?;
+        }
+    }
+    let mut redis = crate::connect::redis(&redis_url).await.map_err(redis_err("connect"))?;
+    let keys = scan(&mut redis, &pattern).await?;
+    let all: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    unlink(&mut redis, &all).await?;
+    let pg = crate::connect::postgres(&pg_config).await.map_err(pg_err("connect"))?;
+    for schema in SCHEMAS {
+        pg.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await.map_err(pg_err("drop schema"))?;
+    }
+    Ok(())
 }
 
 async fn scan(redis: &mut MultiplexedConnection, pattern: &str) -> Result<Vec<Vec<u8>>, ServiceError> {

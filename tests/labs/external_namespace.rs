@@ -269,3 +269,40 @@ async fn keep_leaves_the_runs_namespace_until_the_next_run_and_a_live_run_is_not
     assert_eq!(changes(&before, &foreign.fingerprint().await), "");
     foreign.services.stop().await;
 }
+
+/// A run interrupted (Ctrl-C) on the user's servers removes its keys and schemas on the way
+/// out, as a finished one does: no next run is needed to clean up after it.
+#[tokio::test]
+async fn an_interrupted_run_removes_its_namespace_on_the_way_out() {
+    let foreign = Foreign::start().await;
+    let before = foreign.fingerprint().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let run = support::ordlab(tmp.path())
+        .args(["run", "idempotency", "--runs", "3", "--backend", "external", "--quiet"])
+        .args(["--redis-url", &foreign.services.redis_url, "--pg-url", &foreign.lab_pg_url("lab")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let admin = ordlab::connect::postgres(&foreign.admin_config("postgres")).await.unwrap();
+    let sink_made = || async {
+        let n: i64 = admin
+            .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'ordlab_sink'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        n > 0
+    };
+    let t = Instant::now();
+    while !sink_made().await && t.elapsed().as_secs() < 60 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(sink_made().await, "the run never made its sink");
+    let pid = nix::unistd::Pid::from_raw(run.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(changes(&before, &foreign.fingerprint().await), "", "{stderr}");
+    foreign.services.stop().await;
+}

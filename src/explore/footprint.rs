@@ -3,7 +3,8 @@
 //! the same state and the same replies in either order, and count as one schedule.
 //!
 //! A resource is a Redis key or a part of a stream key (its entries, a group's cursor, a
-//! group's pending list), or a PostgreSQL table or one row of it (`WHERE id = $n`). Before a
+//! group's pending list) or of a sorted set (one member: a lease), or a PostgreSQL table or
+//! one row of it (`WHERE id = $n`); a list is one resource (its order is its state). Before a
 //! step runs its footprint is what the command may do (conservative: a write command writes);
 //! after it ran, a reply that says nothing changed (`(nil)`, `0`, `UPDATE 0`) makes it a read.
 
@@ -101,11 +102,30 @@ pub fn redis(args: &[String], keys: &[String]) -> Footprint {
                 _ => fp.read(format!("{key}#pending")),
             },
             "XRANGE" | "XREVRANGE" | "XLEN" => fp.read(format!("{key}#entries")),
+            // A list's pushes, pops, moves and LREM write the whole list: its order is its
+            // state (LREM 1 removes the first equal entry from the head, so even a push of
+            // another value changes which one goes), and a pop of either end can reach any
+            // entry. A move writes both of its lists (they are both among `keys`).
+            "LPUSH" | "RPUSH" | "LPUSHX" | "RPUSHX" | "LPOP" | "RPOP" | "BLPOP" | "BRPOP" | "LMOVE" | "BLMOVE"
+            | "RPOPLPUSH" | "BRPOPLPUSH" | "LREM" => fp.write(key),
+            // A sorted set's member (a lease: the entry it is for, scored by its deadline):
+            // adding, re-scoring or removing one member touches that member only; ranges and
+            // counts read the whole set, so they meet every member.
+            "ZADD" => zadd_members(args).fold(fp, |fp, m| fp.write(format!("{key}#m:{m}"))),
+            "ZREM" => args.iter().skip(2).fold(fp, |fp, m| fp.write(format!("{key}#m:{m}"))),
+            "ZSCORE" if args.len() == 3 => fp.read(format!("{key}#m:{}", args[2])),
             n if READ_ONLY.contains(&n) => fp.read(key),
             _ => fp.write(key),
         };
     }
     fp
+}
+
+/// The members of `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`.
+fn zadd_members(args: &[String]) -> impl Iterator<Item = &String> {
+    const OPTIONS: &[&str] = &["NX", "XX", "GT", "LT", "CH", "INCR"];
+    let pairs = args.iter().skip(2).skip_while(|a| OPTIONS.contains(&a.to_ascii_uppercase().as_str()));
+    pairs.skip(1).step_by(2)
 }
 
 /// What a step did, once its reply is in: a stream read that got nothing read the entries and
@@ -357,6 +377,36 @@ mod tests {
         let set_nx = s(&["SET", "lock", "C1", "NX", "PX", "5000"]);
         assert!(effect(r, &set_nx, &s(&["lock"]), "(nil)").writes.is_empty());
         assert!(!effect(r, &set_nx, &s(&["lock"]), "OK").writes.is_empty());
+    }
+
+    #[test]
+    fn list_steps_write_their_lists_and_a_lease_touches_its_member_only() {
+        let r = ServerKind::Redis;
+        let push = redis(&s(&["LPUSH", "queue", "job"]), &s(&["queue"]));
+        let pop = redis(&s(&["BRPOP", "queue", "0"]), &s(&["queue"]));
+        let take = redis(&s(&["BLMOVE", "queue", "processing", "RIGHT", "LEFT", "0"]), &s(&["queue", "processing"]));
+        let lmove = redis(&s(&["LMOVE", "queue", "processing", "RIGHT", "LEFT"]), &s(&["queue", "processing"]));
+        let lrem = redis(&s(&["LREM", "processing", "1", "job"]), &s(&["processing"]));
+        let rpush_retry = redis(&s(&["RPUSH", "queue:retry", "job"]), &s(&["queue:retry"]));
+        assert!(push.conflicts(&pop) && push.conflicts(&take), "a push changes what a take gets");
+        assert!(take.conflicts(&lrem) && lmove.conflicts(&lrem), "a move into processing meets an LREM of it");
+        assert!(!pop.conflicts(&lrem), "BRPOP never touches processing");
+        assert!(!rpush_retry.conflicts(&lrem) && !rpush_retry.conflicts(&push), "other lists commute");
+        let got_nothing = effect(r, &s(&["BRPOP", "queue", "0"]), &s(&["queue"]), "(nil)");
+        assert!(got_nothing.writes.is_empty() && got_nothing.conflicts(&push));
+        assert!(effect(r, &s(&["LREM", "processing", "1", "job"]), &s(&["processing"]), "0").writes.is_empty());
+        let lease = |m: &str| redis(&s(&["ZADD", "leases", "XX", "0", m]), &s(&["leases"]));
+        let zrem = |m: &str| redis(&s(&["ZREM", "leases", m]), &s(&["leases"]));
+        let due = redis(&s(&["ZRANGEBYSCORE", "leases", "-inf", "42"]), &s(&["leases"]));
+        assert!(lease("a").conflicts(&zrem("a")), "the same lease");
+        assert!(!lease("a").conflicts(&zrem("b")), "another entry's lease commutes");
+        assert!(lease("b").conflicts(&due) && zrem("a").conflicts(&due), "a range reads every member");
+        assert!(!due.conflicts(&due.clone()), "two looks commute");
+        let score = redis(&s(&["ZSCORE", "leases", "a"]), &s(&["leases"]));
+        assert!(score.writes.is_empty() && score.conflicts(&lease("a")) && !score.conflicts(&lease("b")));
+        let two = redis(&s(&["ZADD", "leases", "NX", "CH", "1", "a", "2", "b"]), &s(&["leases"]));
+        assert_eq!(two.writes, lease("a").writes.union(&lease("b").writes).cloned().collect());
+        assert!(effect(r, &s(&["ZREM", "leases", "a"]), &s(&["leases"]), "0").writes.is_empty());
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! One run: fresh keys and ledger; workers started (a blocking worker is blocked before the
 //! next starts, so W1 takes the first job); the supervisor; t=0; the producer pushes the jobs
 //! (a job marked `after_taken` once the one before it was taken); the run ends when every job
-//! is settled and every worker idle, or nothing happened for `observe_ms`, or at `max_ms`.
+//! is settled and every worker idle, or when it is at rest (read off the server at one instant:
+//! the queue empty, no lease a reaper could put back, no retry due, every live worker back in
+//! its take with nothing in hand: a job lost or stuck stays so), or nothing happened for
+//! `observe_ms` (where that cannot be told), or at `max_ms`.
 
 use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, ExpectedFate, JobExpectation};
 use crate::checker::{health::health, RunVerdict, Verdict};
@@ -81,7 +84,8 @@ pub struct ListQueueSpec {
     /// which copy is fixed by the lab, not by the OS scheduler.
     #[serde(default)]
     pub stagger: bool,
-    /// The run ends after this long with nothing happening (ms).
+    /// The run ends after this long with nothing happening (ms), where it cannot tell that it
+    /// is at rest sooner (see `run.rs`).
     #[serde(default = "ListQueueSpec::default_observe")]
     pub observe_ms: f64,
     /// The run ends at this time whatever happens (a loop that never settles), ms.

@@ -16,9 +16,9 @@ use crate::labs::list_queue::list_queue::{JobPlan, ListQueueObserved, ListQueueS
 use crate::labs::list_queue::supervisor::ListSupervisorConfig;
 use crate::labs::list_queue::worker::ListWorkerConfig;
 use crate::labs::{RunContext, RunOutcome};
-use crate::list_queue::events::ListEvent;
-use crate::list_queue::{payload_label, ListJob, ListKeys, Take};
-use crate::roles::client_list::{wait_for_client, ClientState};
+use crate::list_queue::events::{DeadLetterReason, ListEvent};
+use crate::list_queue::{payload_label, ListJob, ListKeys, OnFailure, Take};
+use crate::roles::client_list::{is_blocked, wait_for_client, ClientState};
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerEnv};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::side_effect::http::HttpSink;
@@ -211,6 +211,9 @@ async fn start_supervisor(
     Ok(Some(child))
 }
 
+/// How often the run loop looks whether the run is at rest, once it may be.
+const LOOK: Duration = Duration::from_millis(5);
+
 /// What the run loop knows: jobs pushed, who is busy, what each job came to.
 #[derive(Default)]
 struct Progress {
@@ -222,6 +225,11 @@ struct Progress {
     settled: HashMap<String, u32>,
     /// Workers the plan killed (not restarted, unlike a planned crash).
     killed_by_plan: HashSet<Actor>,
+    /// Workers whose crash was seen: gone, whatever their slot in the crew says.
+    dead: HashSet<Actor>,
+    /// Lease workers (which poll, so `CLIENT LIST` cannot show them waiting) whose last event
+    /// came after their job's last write: nothing in hand until their next take.
+    done_writing: HashMap<Actor, bool>,
     last_event: Option<tokio::time::Instant>,
 }
 
@@ -241,12 +249,16 @@ async fn drive(
     let quiet = ctx.scale.duration(spec.observe_ms);
     let mut p = Progress { last_event: Some(start), ..Progress::default() };
     push_ready(spec, &mut producer, crew, &mut p).await?;
+    let mut next_look = start;
     loop {
         if p.next == spec.jobs.len() && all_settled(spec, &p) && p.busy.values().all(|b| !b) {
             return Ok(false);
         }
         let quiet_end = p.last_event.unwrap_or(start) + quiet;
-        let wake = [Some(deadline), Some(quiet_end), max_end].into_iter().flatten().min().expect("deadline");
+        // While the run could be at rest, look at the server every LOOK (a few ms); when it is
+        // at rest the run is over now rather than after `observe_ms` of quiet.
+        let look = may_rest(spec, &p).then_some(next_look);
+        let wake = [Some(deadline), Some(quiet_end), max_end, look].into_iter().flatten().min().expect("deadline");
         tokio::select! {
             ev = rx.recv() => {
                 let Some(ev) = ev else { return Ok(true) };
@@ -272,6 +284,15 @@ async fn drive(
                 let now = tokio::time::Instant::now();
                 if now >= deadline {
                     return Ok(true);
+                }
+                if look.is_some_and(|l| now >= l) {
+                    let names: Vec<String> =
+                        (1..=crew.workers.len() as u32).map(|i| ctx.client_name(Actor::Worker(i))).collect();
+                    if at_rest(spec, &p, crew, &names, &mut producer).await? {
+                        return Ok(false);
+                    }
+                    next_look = now + LOOK;
+                    continue;
                 }
                 // Quiet (every job pushed, nothing happening) or the lab's end: over.
                 if p.next == spec.jobs.len() || max_end.is_some_and(|m| now >= m) {
@@ -324,6 +345,12 @@ enum Step {
 /// One event (`list`: its list event, its own or read off the wire): who is busy, what is
 /// settled, and what the run loop does next.
 fn observe(spec: &ListQueueSpec, ev: &RawEvent, list: Option<&ListEvent>, p: &mut Progress) -> Step {
+    if let Some(done) = done_writing(spec, list) {
+        p.done_writing.insert(ev.actor, done);
+    }
+    if matches!(ev.kind, EventKind::Crashed { .. }) {
+        p.dead.insert(ev.actor);
+    }
     match (&ev.kind, list) {
         (_, Some(ListEvent::Taken { job, .. })) => {
             p.busy.insert(ev.actor, true);
@@ -366,6 +393,81 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, list: Option<&ListEvent>, p: &mu
     Step::Nothing
 }
 
+/// Has ordlab's own worker written the last of its job once it emits this event (Some(true)),
+/// or does it hold a job (Some(false))? Each event is emitted after the write it reports, but
+/// the seed's failure and max-attempts paths push first and LREM after their event, and the
+/// seed's poison is slept over with the job in hand: those are not the end of a job's writes.
+fn done_writing(spec: &ListQueueSpec, list: Option<&ListEvent>) -> Option<bool> {
+    let atomic_failure = !matches!(spec.on_failure, OnFailure::SeedRetryList);
+    match list? {
+        ListEvent::Taken { .. } => Some(false),
+        ListEvent::ListJobDone { .. } => Some(true),
+        ListEvent::RetryScheduled { .. } => Some(atomic_failure),
+        ListEvent::ListDeadLettered { reason: DeadLetterReason::Poison, .. } => Some(true),
+        ListEvent::ListDeadLettered { .. } => Some(atomic_failure),
+        ListEvent::Poison { .. } => Some(false),
+        _ => None,
+    }
+}
+
+/// Could the run be at rest, as far as its events tell? Every job pushed, the run of no fixed
+/// length, no worker between a take and its job's end, and every lease worker of ordlab's own
+/// past its job's last write (the server is asked only then, [`at_rest`]).
+fn may_rest(spec: &ListQueueSpec, p: &Progress) -> bool {
+    let lease_workers_idle = spec.take != Take::Lease
+        || spec.worker.is_some()
+        || p.done_writing.iter().all(|(a, done)| *done || p.dead.contains(a) || p.killed_by_plan.contains(a));
+    p.next == spec.jobs.len()
+        && p.gate.is_none()
+        && spec.max_ms.is_none()
+        && p.busy.values().all(|b| !b)
+        && lease_workers_idle
+}
+
+/// Is the run at rest, so that nothing can happen any more (every job where it will stay)?
+/// Read at one instant (MULTI): the queue is empty, no lease is left that a reaper could put
+/// back (or a lease worker holds), no retry waits for the scheduler, and every live worker
+/// holds nothing: a blocking one has every connection of its name blocked in its take (the
+/// commands of its last job all ran before it), a lease worker of ordlab's own polls (its
+/// events say so, [`may_rest`]). A job lost, stuck in processing or in `queue:retry` stays so.
+async fn at_rest(
+    spec: &ListQueueSpec,
+    p: &Progress,
+    crew: &Crew,
+    names: &[String],
+    conn: &mut MultiplexedConnection,
+) -> Result<bool, Error> {
+    let keys = &crew.keys;
+    let (clients, queued, leases, delayed): (String, i64, i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("CLIENT")
+        .arg("LIST")
+        .cmd("LLEN")
+        .arg(&keys.queue)
+        .cmd("ZCARD")
+        .arg(&keys.leases)
+        .cmd("ZCARD")
+        .arg(&keys.delayed)
+        .query_async(conn)
+        .await
+        .context("MULTI CLIENT LIST LLEN ZCARD")?;
+    if queued + leases + delayed > 0 {
+        return Ok(false);
+    }
+    let polls = spec.take == Take::Lease && spec.worker.is_none();
+    let live = crew.workers.iter().enumerate().filter(|(i, w)| {
+        w.is_some() && !p.dead.contains(&Actor::Worker(*i as u32 + 1))
+    });
+    Ok(polls || live.map(|(i, _)| &names[i]).all(|name| all_blocked(&clients, name)))
+}
+
+/// Does `CLIENT LIST` show at least one connection named `name`, and every one of them blocked?
+fn all_blocked(client_list: &str, name: &str) -> bool {
+    let needle = format!(" name={name} ");
+    let mut lines = client_list.lines().filter(|l| l.contains(&needle)).peekable();
+    lines.peek().is_some() && lines.all(is_blocked)
+}
+
 /// A worker from a command line's list step, read off one of its recorded Redis commands (its
 /// arguments and replies are shown without the run's key prefix): a take into the processing
 /// list (`BRPOPLPUSH`/`BLMOVE`/`RPOPLPUSH`/`LMOVE queue processing …`) whose reply is a job is
@@ -374,7 +476,8 @@ fn observe(spec: &ListQueueSpec, ev: &RawEvent, list: Option<&ListEvent>, p: &mu
 /// a job it pushed to `queue:retry`, so that job counts as settled, which changes nothing,
 /// since nothing reads `queue:retry` again); the timeline shows the commands themselves, and
 /// the checker judges the ledger and the lists as for ordlab's own workers. A take that leaves
-/// no copy (`BRPOP`) has no done step: such a run ends when it has been quiet for `observe_ms`.
+/// no copy (`BRPOP`) has no done step: such a run ends once at rest ([`at_rest`]: the worker
+/// blocked in its take again, the queue empty), or when it has been quiet for `observe_ms`.
 fn wire_list_event(keys: &ListKeys, prefix: &str, ev: &RawEvent) -> Option<ListEvent> {
     let EventKind::ServerCommand { args, reply, error: false, .. } = &ev.kind else { return None };
     let short = |key: &str| key.strip_prefix(prefix).unwrap_or(key).to_string();
@@ -489,4 +592,41 @@ fn doc_fields(reply: &redis::Value) -> Option<HashMap<String, String>> {
         _ => None,
     };
     Some(pairs(&body)?.iter().filter_map(|(k, v)| Some((text(k)?, text(v)?))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_is_blocked_when_every_connection_of_its_name_is() {
+        let one = "id=3 addr=x name=ordlab-n-W1 age=0 flags=b db=0 cmd=brpoplpush\n\
+                   id=4 addr=x name=ordlab-n-W10 age=0 flags=N db=0 cmd=lrem\n";
+        assert!(all_blocked(one, "ordlab-n-W1"), "W10's line is not W1's");
+        assert!(!all_blocked(one, "ordlab-n-W10"));
+        assert!(!all_blocked(one, "ordlab-n-W2"), "no connection: not known to wait");
+        let two = format!("{one}id=5 addr=x name=ordlab-n-W1 age=0 flags=N db=0 cmd=lrem\n");
+        assert!(!all_blocked(&two, "ordlab-n-W1"), "its other connection may still work");
+    }
+
+    #[test]
+    fn the_seed_s_failure_paths_still_hold_the_job_after_their_event() {
+        let spec = |on_failure: &str| -> ListQueueSpec {
+            toml::from_str(&format!("take = \"lease\"\non_failure = {on_failure}\njobs = []\n")).expect("a spec")
+        };
+        let (seed, backoff) = (spec("\"seed-retry-list\""), spec("{ backoff = { base_ms = 1, factor = 2, max_attempts = 2 } }"));
+        let retry = ListEvent::RetryScheduled { job: "j".into(), attempt: 2, to: "queue:retry".into(), delay_ms: None };
+        let dead = |reason| ListEvent::ListDeadLettered { job: "j".into(), reason };
+        assert_eq!(done_writing(&seed, Some(&retry)), Some(false), "RPUSH queue:retry, event, then LREM");
+        assert_eq!(done_writing(&backoff, Some(&retry)), Some(true), "one script");
+        assert_eq!(done_writing(&seed, Some(&dead(DeadLetterReason::MaxAttempts))), Some(false));
+        assert_eq!(done_writing(&seed, Some(&dead(DeadLetterReason::Poison))), Some(true));
+        let done = ListEvent::ListJobDone { job: "j".into(), removed: Some(1) };
+        assert_eq!(done_writing(&seed, Some(&done)), Some(true));
+        let taken = ListEvent::Taken { job: "j".into(), via: "lease script".into(), lease_ms: Some(5.0) };
+        assert_eq!(done_writing(&seed, Some(&taken)), Some(false));
+        let poison = ListEvent::Poison { payload: "{".into(), slept_ms: 1000.0 };
+        assert_eq!(done_writing(&seed, Some(&poison)), Some(false), "slept over with the job in hand");
+        assert_eq!(done_writing(&seed, None), None);
+    }
 }

@@ -528,7 +528,14 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
     let ttl = spec.strategy.lock_ttl_ms().is_some_and(|ttl| (ttl as f64) <= longest_job);
     let idle_group = spec.reaper.as_ref().map(|_| crate::streams::GROUP.to_string());
     let idle_while_working = spec.reaper.as_ref().is_some_and(|r| r.min_idle_ms <= longest_job);
-    crate::explore::timer::Timers { ttl, idle_group, idle_while_working, key_prefix }
+    crate::explore::timer::Timers {
+        ttl,
+        idle_group,
+        idle_while_working,
+        idle_once_left: false,
+        idle_when_all_wait: false,
+        key_prefix,
+    }
 }
 
 /// The verdict of a recorded run: the final state (and documents), the lock's mutual

@@ -261,3 +261,29 @@ async fn a_set_nx_claim_is_right_in_every_order_of_the_same_race() {
         assert_eq!((claims.len(), won), (2, 1), "one claim sets the key, the other finds it: {:?}", c.steps);
     }
 }
+
+/// idempotency incr: a worker SIGKILLed at each of three points, each replaced by the next
+/// reader (C2, C3, C4) once the explorer sees it gone; the three entries it left go idle for
+/// the claimer only as timer steps (N), once every process waits, and the claimer takes each
+/// after its step: 5 classes (the ballot orders of three timers and three claims), every one
+/// wrong as sampled (job-2 and job-3 counted twice).
+#[tokio::test]
+async fn a_killed_job_worker_is_replaced_and_its_entry_claimed_after_a_timer_step() {
+    let x = explored("idempotency", Some("incr"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (5, 5, 0), "{text}");
+    for c in &x.classes {
+        for reader in ["C2", "C3", "C4"] {
+            assert!(c.steps.iter().any(|s| s.starts_with(&format!("{reader} XREADGROUP"))), "{reader}: {:?}", c.steps);
+        }
+        let at = |f: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            c.steps.iter().enumerate().filter(|(_, s)| f(s)).map(|(i, _)| i).collect()
+        };
+        let timers = at(&|s| s.starts_with("N XCLAIM"));
+        let claims = at(&|s| s.starts_with("R XAUTOCLAIM") && s.contains(" 1 entry "));
+        assert_eq!((timers.len(), claims.len()), (3, 3), "{:?}", c.steps);
+        assert!(timers.iter().zip(&claims).all(|(t, c)| t < c), "each claim follows its timer step: {:?}", c.steps);
+        let last_read = c.steps.iter().rposition(|s| s.starts_with("C4 XREADGROUP")).unwrap();
+        assert!(timers[0] > last_read, "no entry goes idle before every reader waits: {:?}", c.steps);
+    }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Explore the stream labs' variants that `ordlab explore` can step, into results/explore/.
+# Explore the stream and jobs labs' variants that `ordlab explore` can step, into results/explore/.
 # Usage: scripts/explore-all.sh ORDLAB [LAB…]   (default: every lab below)
 set -euo pipefail
 ordlab=$1; shift
@@ -11,6 +11,9 @@ pairs=(
   baseline:baseline s1:s1 cas:s5 lock:s4a lock:s4b lock:s4c upsert:update-then-insert upsert:conditional-upsert
   p2:business-version p2:entry-id-version reorder:reorder redelivery:plain redelivery:cas
   reorder-buffer:plain reorder-buffer:buffered reorder-buffer:gap-timeout foreign-ordering:python-plain
+  idempotency:none idempotency:set-nx idempotency:db-unique idempotency:wrapper idempotency:check-state
+  idempotency:incr idempotency:absolute-set idempotency:incr-guarded idempotency:check-state-race
+  idempotency:producer-retry idempotency:idmp idempotency:idmp-forgets
 )
 mkdir -p results/explore
 for p in "${pairs[@]}"; do

@@ -61,9 +61,17 @@ struct Shared {
     finished: BTreeSet<Actor>,
     /// How to tell that a process has exited.
     exits: BTreeMap<Actor, ExitCheck>,
+    /// Processes registered but not started yet, each with the process after which the lab
+    /// starts it (a supervisor's replacement for a killed worker; readers that start once the
+    /// producer has published): until then it is neither busy nor done.
+    dormant: BTreeMap<Actor, Actor>,
     /// Processes that poll by design (a claimer, a dispatcher): parked at the end of a
     /// schedule, they wait for work, they do not retry forever.
     pollers: BTreeSet<Actor>,
+    /// Pollers whose poll (`XAUTOCLAIM`) is a step only when a timer step has made an entry
+    /// idle for it: a poll that can take nothing changes nothing, and where it comes among
+    /// the timer steps would only multiply the classes.
+    idle_pollers: BTreeSet<Actor>,
     /// The lab's server timers that are steps.
     timers: Timers,
     /// The timer steps taken, as events of the run's timeline (actor `N`).
@@ -195,9 +203,23 @@ impl Control {
         self.shared().exits.insert(actor, exited);
     }
 
+    /// `actor` (registered, not started) is started by the lab once `after` is done (exited or
+    /// finished); until then the explorer waits for neither.
+    pub fn dormant(&self, actor: Actor, after: Actor) {
+        self.shared().dormant.insert(actor, after);
+    }
+
     /// `actor` polls by design: parked when a schedule ends, it is waiting for work.
     pub fn poller(&self, actor: Actor) {
         self.shared().pollers.insert(actor);
+    }
+
+    /// `actor` polls by design and its polls are steps only when there is something to take
+    /// (see [`Shared::idle_pollers`]).
+    pub fn idle_poller(&self, actor: Actor) {
+        let mut shared = self.shared();
+        shared.pollers.insert(actor);
+        shared.idle_pollers.insert(actor);
     }
 
     /// Make these server timers of the lab steps (before [`Control::begin`]).
@@ -232,9 +254,10 @@ impl Control {
         self.over.send_replace(true);
     }
 
-    /// How many processes are under control.
+    /// How many processes are under control (those never started left out).
     pub fn processes(&self) -> usize {
-        self.shared().actors.len()
+        let shared = self.shared();
+        shared.actors.keys().filter(|a| !shared.dormant.contains_key(a)).count()
     }
 
     fn lab_is_done(&self) -> bool {
@@ -552,7 +575,7 @@ impl Control {
         let mut busy = None;
         let mut waiting = Vec::new();
         for (actor, slot) in &shared.actors {
-            if shared.finished.contains(actor) {
+            if shared.finished.contains(actor) || shared.dormant.contains_key(actor) {
                 continue;
             }
             let steps = slot.tap.steps();
@@ -579,6 +602,14 @@ impl Control {
             book.blocked.remove(&a);
             book.parked.remove(&a);
         }
+        // A dormant process whose predecessor is done is started by the lab now: busy until
+        // it holds its first command.
+        let started: Vec<Actor> =
+            shared.dormant.iter().filter(|(_, after)| shared.finished.contains(after)).map(|(a, _)| *a).collect();
+        for a in started {
+            shared.dormant.remove(&a);
+            busy = busy.or(Some(a));
+        }
         (busy, waiting)
     }
 
@@ -600,6 +631,7 @@ impl Control {
     async fn candidates(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Vec<Candidate> {
         let held: Vec<(Actor, ServerKind, Vec<String>)> =
             self.shared().held.iter().map(|(a, h)| (*a, h.server, h.args.clone())).collect();
+        let idle_pollers = self.shared().idle_pollers.clone();
         let mut out = Vec::new();
         for (actor, server, args) in held {
             let keys = match server {
@@ -634,7 +666,12 @@ impl Control {
                 };
                 book.parked.entry(actor).or_insert(waits_on);
             }
+            book.timers.asks_for_work(&numbered);
             book.seen.insert(actor, Step { server, args: numbered.clone(), keys: keys.clone() });
+            let claim = server == ServerKind::Redis && numbered[0].eq_ignore_ascii_case("XAUTOCLAIM");
+            if claim && idle_pollers.contains(&actor) && fp.writes.is_empty() {
+                continue; // nothing idle to take: it waits for a timer step
+            }
             if book.parked.contains_key(&actor) {
                 continue;
             }
@@ -651,7 +688,7 @@ impl Control {
             (shared.timers.clone(), shared.finished.iter().map(|a| a.to_string()).collect::<BTreeSet<String>>())
         };
         book.timer = None;
-        if !timers.any() {
+        if !timers.any() || timers.idle_when_all_wait && !self.all_wait(book) {
             return None;
         }
         let ids: HashMap<String, String> = book.ids.iter().map(|((_, id), ord)| (ord.clone(), id.clone())).collect();
@@ -679,6 +716,19 @@ impl Control {
             let stream = super::timer::blocks_with_timeout(&step.args, &step.keys)?;
             let client_name = shared.actors.get(actor)?.client_name.clone();
             Some(Timer::Unblock { actor: super::schedule::code(*actor), client_name, stream })
+        })
+    }
+
+    /// Does every process wait for work: done, not started, blocked in a server, or a poller
+    /// holding its poll?
+    fn all_wait(&self, book: &Book) -> bool {
+        let shared = self.shared();
+        shared.actors.keys().all(|a| {
+            let polls = || {
+                shared.pollers.contains(a)
+                    && book.seen.get(a).is_some_and(|s| s.args[0].eq_ignore_ascii_case("XAUTOCLAIM"))
+            };
+            shared.finished.contains(a) || shared.dormant.contains_key(a) || book.blocked.contains_key(a) || polls()
         })
     }
 

@@ -26,8 +26,18 @@ impl Resource {
         }
         let whole = |w: &str, part: &str| part.strip_prefix(w).is_some_and(|rest| rest.starts_with('#'));
         let everything = |w: &str, x: &str| w == "pg:*" && x.starts_with("pg:");
-        whole(a, b) || whole(b, a) || everything(a, b) || everything(b, a)
+        whole(a, b) || whole(b, a) || everything(a, b) || everything(b, a) || rows_by_other_keys(a, b)
     }
+}
+
+/// Two rows of one table named by different key columns (`pg:t#42`, its `id`, and
+/// `pg:t#order_id=job-1`) may be the same row.
+fn rows_by_other_keys(a: &str, b: &str) -> bool {
+    let row = |r: &str| {
+        let (table, key) = r.strip_prefix("pg:")?.split_once('#')?;
+        Some((table.to_string(), key.split_once('=').map_or("id", |(column, _)| column).to_string()))
+    };
+    matches!((row(a), row(b)), (Some((ta, ca)), Some((tb, cb))) if ta == tb && ca != cb)
 }
 
 /// What a step reads and what it writes.
@@ -232,7 +242,7 @@ pub fn postgres(args: &[String]) -> Footprint {
     if first != "SELECT" && (!writes || tables.is_empty()) {
         return Footprint::default().write("pg:*".into());
     }
-    let row = row_of(sql, &args[1..]);
+    let row = row_of(sql, &args[1..]).or_else(|| inserted_row(sql, &args[1..]));
     let mut fp = Footprint::default();
     for t in tables {
         let r = match &row {
@@ -283,6 +293,70 @@ fn row_of(sql: &str, params: &[String]) -> Option<String> {
         None if !value.is_empty() && value.chars().all(|c| c.is_ascii_digit()) => Some(value),
         None => None,
     }
+}
+
+/// The row a one-row `INSERT INTO t (c1, c2) VALUES ($1, …) ON CONFLICT (c1) …` is about: the
+/// value of its conflict key, which decides whether it inserts, updates or does nothing
+/// (`42` for the column `id`, as [`row_of`] names rows, else `order_id=job-1`).
+fn inserted_row(sql: &str, params: &[String]) -> Option<String> {
+    let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = flat.to_ascii_lowercase();
+    let rest = lower.strip_prefix("insert into ")?;
+    let columns = inside_parens(&rest[rest.find('(')?..])?;
+    let columns: Vec<&str> = columns.split(',').map(str::trim).collect();
+    let values_at = lower.find(" values ")? + " values ".len();
+    let values = inside_parens(&flat[values_at..])?;
+    let after_values = flat[values_at..].trim_start()[values.len() + 2..].trim_start();
+    if after_values.starts_with(',') {
+        return None; // several rows
+    }
+    let target = inside_parens(&lower[lower.find(" on conflict ")? + " on conflict ".len()..])?.trim();
+    if target.contains(',') {
+        return None;
+    }
+    let value = split_top_level(values).get(columns.iter().position(|c| *c == target)?)?.trim().to_string();
+    let value = match value.strip_prefix('$') {
+        Some(n) => params.get(n.parse::<usize>().ok()?.checked_sub(1)?)?.clone(),
+        None if value.len() >= 2 && value.starts_with('\'') && value.ends_with('\'') => {
+            value[1..value.len() - 1].to_string()
+        }
+        None if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => value,
+        None => return None,
+    };
+    Some(if target == "id" { value } else { format!("{target}={value}") })
+}
+
+/// What is inside the parentheses `text` starts with (after spaces), nested ones kept.
+fn inside_parens(text: &str) -> Option<&str> {
+    let text = text.trim_start().strip_prefix('(')?;
+    let mut depth = 1;
+    for (i, ch) in text.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' if depth == 1 => return Some(&text[..i]),
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `$1, NOW(), 'a'` → its items, commas inside parentheses kept.
+fn split_top_level(list: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, ch) in list.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&list[start..]);
+    out
 }
 
 /// Did the step change nothing, by its reply? A read that got nothing, a conditional write
@@ -425,6 +499,78 @@ mod tests {
         assert!(!other.conflicts(&upd("42")));
         let customer = postgres(&s(&["UPDATE t SET a = 1 WHERE customer_id = $1", "42"]));
         assert_eq!(customer.writes.iter().next().unwrap().0, "pg:t", "customer_id is not the row's id");
+    }
+
+    /// The statements of the jobs kind's database techniques: a one-row INSERT … ON CONFLICT
+    /// is about the row of its conflict key, as a `WHERE id = $1` statement is about its row.
+    #[test]
+    fn an_insert_on_conflict_touches_the_row_of_its_key() {
+        let processed = |job: &str| {
+            postgres(&s(&[
+                "INSERT INTO ordlab.processed_orders (order_id, processed_at) VALUES ($1, NOW())\n                 ON CONFLICT (order_id) DO NOTHING RETURNING order_id",
+                job,
+            ]))
+        };
+        assert_eq!(processed("job-1").writes.iter().next().unwrap().0, "pg:ordlab.processed_orders#order_id=job-1");
+        assert!(processed("job-1").conflicts(&processed("job-1")), "the second insert of a job finds the first");
+        assert!(!processed("job-1").conflicts(&processed("job-2")), "two jobs' rows commute");
+        let reset = |id: &str| {
+            postgres(&s(&[
+                "INSERT INTO ordlab.notifications (id, status) VALUES ($1, 'pending') ON CONFLICT (id) DO UPDATE SET status = 'pending'",
+                id,
+            ]))
+        };
+        let check = |id: &str| postgres(&s(&["SELECT status FROM ordlab.notifications WHERE id = $1", id]));
+        let mark = |id: &str| {
+            postgres(&s(&["UPDATE ordlab.notifications SET status = 'sent', sent_at = NOW() WHERE id = $1", id]))
+        };
+        assert!(reset("job-7").conflicts(&check("job-7")) && reset("job-7").conflicts(&mark("job-7")));
+        assert!(!reset("job-7").conflicts(&check("job-1")));
+        assert!(check("job-7").conflicts(&mark("job-7")) && mark("job-7").conflicts(&mark("job-7")));
+        assert!(!check("job-7").conflicts(&check("job-7")) && !check("job-7").conflicts(&mark("job-1")));
+        // A row named by another key column may be the same row: it conflicts.
+        let by_id = postgres(&s(&["UPDATE ordlab.processed_orders SET processed_at = NOW() WHERE id = $1", "job-2"]));
+        assert!(by_id.conflicts(&processed("job-1")));
+        // Several rows, no conflict target, or a key not given as a value: the whole table.
+        let two =
+            postgres(&s(&["INSERT INTO t (id, v) VALUES ($1, 1), ($2, 2) ON CONFLICT (id) DO NOTHING", "1", "2"]));
+        let plain = postgres(&s(&["INSERT INTO t (id, v) VALUES ($1, 1)", "1"]));
+        let computed = postgres(&s(&["INSERT INTO t (id, v) VALUES (nextval('s'), 1) ON CONFLICT (id) DO NOTHING"]));
+        for whole in [two, plain, computed] {
+            assert_eq!(whole.writes.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["pg:t"]);
+        }
+        let literal = postgres(&s(&["INSERT INTO t (id, v) VALUES (42, 'x') ON CONFLICT (id) DO NOTHING"]));
+        assert_eq!(literal.writes.iter().next().unwrap().0, "pg:t#42");
+        // It inserted nothing (its key was there): a read.
+        let nothing = effect(
+            ServerKind::Postgres,
+            &s(&["INSERT INTO t (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", "1"]),
+            &[],
+            "INSERT 0 0",
+        );
+        assert!(nothing.writes.is_empty() && !nothing.reads.is_empty());
+    }
+
+    /// The Redis commands of the jobs kind's key techniques, on one job's key or another's.
+    #[test]
+    fn a_job_s_key_commands_conflict_on_that_job_s_key_only() {
+        let r = ServerKind::Redis;
+        let cmd = |words: &[&str]| s(words);
+        let set_nx = |job: &str| cmd(&["SET", &format!("idem:{job}"), "1", "NX", "EX", "86400"]);
+        let key = |job: &str| s(&[&format!("idem:{job}")]);
+        let claimed = effect(r, &set_nx("job-1"), &key("job-1"), "OK");
+        let refused = effect(r, &set_nx("job-1"), &key("job-1"), "(nil)");
+        assert!(claimed.conflicts(&redis(&set_nx("job-1"), &key("job-1"))), "two claims of one job");
+        assert!(!claimed.conflicts(&redis(&set_nx("job-2"), &key("job-2"))), "another job's key commutes");
+        assert!(refused.writes.is_empty() && refused.conflicts(&claimed), "a refused claim read the key");
+        let get = redis(&cmd(&["GET", "idem:job-1"]), &key("job-1"));
+        let exists = redis(&cmd(&["EXISTS", "idem:job-1"]), &key("job-1"));
+        assert!(get.writes.is_empty() && exists.writes.is_empty() && !get.conflicts(&exists));
+        let del = redis(&cmd(&["DEL", "idem:job-1"]), &key("job-1"));
+        assert!(del.conflicts(&get) && del.conflicts(&claimed));
+        assert!(effect(r, &cmd(&["DEL", "idem:job-1"]), &key("job-1"), "0").writes.is_empty(), "nothing deleted");
+        let incr = redis(&cmd(&["INCR", "views:job-1"]), &s(&["views:job-1"]));
+        assert!(incr.conflicts(&incr.clone()) && !incr.conflicts(&get));
     }
 
     #[test]

@@ -37,6 +37,16 @@ pub struct Timers {
     /// A process blocked in a read with a timeout (`XREADGROUP … BLOCK ms`, ms > 0) can have
     /// its time run out.
     pub block_timeout: bool,
+    /// An entry can go idle once its consumer has left it (it asked for more work since it
+    /// was handed the entry, without acknowledging it: a job that failed and stays pending),
+    /// not while the consumer still works on it. Timers keep their order: the first armed
+    /// waits until its consumer leaves it or acknowledges it.
+    pub idle_once_left: bool,
+    /// Entries go idle only while every process waits for work (blocked in a read, or a
+    /// poller holding its poll): the lab retries only once every job was handled once, and a
+    /// timer that ran out while the claimer handled another entry is the same as one that ran
+    /// out just before its next poll.
+    pub idle_when_all_wait: bool,
     /// The run's key prefix, which the processes' commands carry on the server but not in
     /// what the explorer sees of them.
     pub key_prefix: String,
@@ -101,6 +111,9 @@ pub struct TimerQueue {
     /// Entries appended, and those ever handed to a process (a `>` read never takes them again).
     appended: Vec<(String, String)>,
     handed: std::collections::BTreeSet<(String, String)>,
+    /// Who each delivered entry was handed to (the consumer named in the read), and whether
+    /// that consumer has asked for more work since.
+    owners: std::collections::BTreeMap<(String, String), (String, bool)>,
 }
 
 impl TimerQueue {
@@ -116,8 +129,10 @@ impl TimerQueue {
             }
             "XREADGROUP" | "XAUTOCLAIM" | "XCLAIM" => {
                 let Some(stream) = keys.first() else { return };
+                let consumer = args.get(3).cloned().unwrap_or_default();
                 for ord in footprint::ordinals(reply) {
                     self.handed.insert((stream.clone(), ord.to_string()));
+                    self.owners.insert((stream.clone(), ord.to_string()), (consumer.clone(), false));
                     let other = |(s, o): &(String, String)| !(s == stream && o == ord);
                     self.delivered.retain(other);
                     self.idle.retain(other);
@@ -134,6 +149,25 @@ impl TimerQueue {
             }
             _ => {}
         }
+    }
+
+    /// A process holds (or waits in) `args`, numbered: a read of more work (`XREADGROUP`,
+    /// `XAUTOCLAIM`) says its consumer has left every entry it was handed before.
+    pub fn asks_for_work(&mut self, args: &[String]) {
+        let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+        if !matches!(name.as_str(), "XREADGROUP" | "XAUTOCLAIM") {
+            return;
+        }
+        let Some(consumer) = args.get(3) else { return };
+        for (owner, left) in self.owners.values_mut() {
+            if owner == consumer {
+                *left = true;
+            }
+        }
+    }
+
+    fn left(&self, stream: &str, ordinal: &str) -> bool {
+        self.owners.get(&(stream.to_string(), ordinal.to_string())).is_some_and(|(_, left)| *left)
     }
 
     /// `timer` ran: an entry it made idle waits for a claim.
@@ -198,12 +232,16 @@ impl TimerQueue {
                     .arg(1)
                     .query_async(redis)
                     .await?;
-                let not_yet_idle = pending.ids.first().filter(|p| {
-                    (p.last_delivered_ms as u64) < NEVER_BY_THE_CLOCK_MS
-                        && (timers.idle_while_working || gone(&p.consumer))
-                });
+                let not_yet_idle = pending.ids.first().filter(|p| (p.last_delivered_ms as u64) < NEVER_BY_THE_CLOCK_MS);
                 if let Some(p) = not_yet_idle {
-                    return Ok(Some(Timer::Idle { stream, ordinal, id, owner: p.consumer.clone() }));
+                    let left = timers.idle_once_left && self.left(&stream, &ordinal);
+                    if timers.idle_while_working || gone(&p.consumer) || left {
+                        return Ok(Some(Timer::Idle { stream, ordinal, id, owner: p.consumer.clone() }));
+                    }
+                    if timers.idle_once_left {
+                        // Its consumer still works on it: no later entry goes idle first.
+                        return Ok(None);
+                    }
                 }
             }
             self.delivered.remove(0);
@@ -333,6 +371,28 @@ mod tests {
         q.observe(&s(&["SET", "lock:43", "t1", "NX", "PX", "500"]), &s(&["lock:43"]), "(nil)");
         q.observe(&s(&["SET", "plain", "v"]), &s(&["plain"]), "OK");
         assert_eq!(q.expiring, vec!["lock:42".to_string()]);
+    }
+
+    /// A consumer that asks for more work has left what it was handed before (a failed job
+    /// stays pending at it): only those entries, and only its own.
+    #[test]
+    fn a_consumer_asking_for_work_has_left_the_entries_it_held() {
+        let mut q = TimerQueue::default();
+        let read = |c: &str| s(&["XREADGROUP", "GROUP", "g", c, "COUNT", "1", "BLOCK", "0", "STREAMS", "jobs", ">"]);
+        q.observe(&read("C4"), &s(&["jobs"]), "1 entry e4 job=job-4");
+        q.observe(&read("C5"), &s(&["jobs"]), "1 entry e7 job=job-7");
+        assert!(!q.left("jobs", "e4"), "C4 still handles e4");
+        q.asks_for_work(&s(&["SET", "job:done:job-4", "1", "NX", "EX", "86400"]));
+        assert!(!q.left("jobs", "e4"), "a command of the handler is no read");
+        q.asks_for_work(&read("C4"));
+        assert!(q.left("jobs", "e4") && !q.left("jobs", "e7"), "C4 left e4; C5 still holds e7");
+        q.observe(&read("C4"), &s(&["jobs"]), "1 entry e5 job=job-5");
+        assert!(!q.left("jobs", "e5"), "handed after the read: held");
+        // The claimer takes e4: held again, by the claimer, until it polls again.
+        q.observe(&s(&["XAUTOCLAIM", "jobs", "g", "reaper", "1", "0-0", "COUNT", "1"]), &s(&["jobs"]), "1 entry e4 x");
+        assert!(!q.left("jobs", "e4"));
+        q.asks_for_work(&s(&["XAUTOCLAIM", "jobs", "g", "reaper", "1", "0-0", "COUNT", "1"]));
+        assert!(q.left("jobs", "e4") && !q.left("jobs", "e5"));
     }
 
     #[test]

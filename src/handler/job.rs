@@ -61,6 +61,13 @@ pub trait TechniqueKind: Described + Clone + fmt::Debug + PartialEq + Serialize 
     fn uses_database(&self) -> bool {
         false
     }
+
+    /// The TTL of the key it sets, as its option names it (`("ttl_ms", 86400000.0)`); None
+    /// when it sets none. Whether the key can run out during a run decides whether the
+    /// explorer can step it.
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        None
+    }
 }
 
 macro_rules! techniques {
@@ -94,6 +101,11 @@ macro_rules! techniques {
             /// See [`TechniqueKind::uses_database`].
             pub fn uses_database(&self) -> bool {
                 match self { $( Technique::$variant(t) => t.uses_database(), )* }
+            }
+
+            /// See [`TechniqueKind::key_ttl`].
+            pub fn key_ttl(&self) -> Option<(&'static str, f64)> {
+                match self { $( Technique::$variant(t) => t.key_ttl(), )* }
             }
 
             /// The technique in one phrase of the set-up line.

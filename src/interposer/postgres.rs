@@ -754,10 +754,9 @@ impl ClientSide<'_> {
         if let Some(args) = args {
             let view = CommandView { server: ServerKind::Postgres, connection: self.connection, args: &args };
             if self.tap.is_gated() {
-                // Parse and Bind before it have passed (they execute nothing); the statement
-                // itself waits for the explorer.
-                to.write_all(out).await?;
-                out.clear();
+                // The statement waits for the explorer, and so does the Bind sent with it: a
+                // SELECT takes its snapshot at Bind, so a Bind let through early would read
+                // the rows as they were before steps the explorer orders before it.
                 if !self.tap.hold(&view).await {
                     return Ok(Flow::Stop);
                 }

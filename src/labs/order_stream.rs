@@ -526,7 +526,15 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
     let idle_group = spec.reaper.as_ref().map(|_| crate::streams::GROUP.to_string());
     let idle_while_working = spec.reaper.as_ref().is_some_and(|r| r.min_idle_ms <= longest_job);
     let block_timeout = spec.strategy.gap_timeout_ms().is_some();
-    crate::explore::timer::Timers { ttl, idle_group, idle_while_working, block_timeout, key_prefix }
+    crate::explore::timer::Timers {
+        ttl,
+        idle_group,
+        idle_while_working,
+        idle_once_left: false,
+        idle_when_all_wait: false,
+        block_timeout,
+        key_prefix,
+    }
 }
 
 /// The verdict of a recorded run: the final state (and documents), the lock's mutual

@@ -197,10 +197,14 @@ async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
 #[test]
 fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["explore", "priority-zset", "--variant", "ties"],
             "cannot be explored: this kind's processes are not stepped",
+        ),
+        (
+            &["explore", "idempotency", "--variant", "lease"],
+            "cannot be explored: setup.technique.lease_ms = 400: the key's TTL runs out by the clock",
         ),
         (&["explore", "lock"], "choose one with --variant"),
         (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),
@@ -243,4 +247,73 @@ fn an_exploration_is_saved_and_re_judged_without_servers() {
     std::fs::rename(&saved, tmp.path().join("explore/explore-s1-s1.json.gz")).unwrap();
     let explored = ordlab::report::html::explored::load(tmp.path());
     assert_eq!((explored.len(), explored[0].classes.len()), (1, 5));
+}
+
+/// idempotency check-state-race: two workers, one copy of job-7 each (SELECT status, push,
+/// UPDATE … 'sent'). 10 classes: the two reads in either order, times the SELECT/UPDATE orders
+/// (both SELECTs before both UPDATEs, in either UPDATE order, or one UPDATE before the other's
+/// SELECT), or one worker takes both copies. Wrong exactly where both SELECTs come before
+/// either UPDATE: 2 × 2 = 4. The shortest wrong schedule replays to the same class and verdict
+/// 5 times.
+#[tokio::test]
+async fn check_state_race_is_wrong_where_both_checks_come_before_either_mark() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, "idempotency", Some("check-state-race"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (10, 4, 0), "{text}");
+    for c in x.wrong() {
+        assert!(c.reasons.iter().any(|r| r.contains("job-7 push (2 copies): applied 2 times")), "{:?}", c.reasons);
+        let last_check = c.steps.iter().rposition(|s| s.contains(" SELECT status FROM ordlab.notifications"));
+        let first_mark = c.steps.iter().position(|s| s.contains(" UPDATE ordlab.notifications"));
+        assert!(last_check < first_mark, "both check before either marks: {:?}", c.steps);
+    }
+    let c = x.shortest_wrong().expect("a wrong class");
+    let schedule = Schedule::parse(&c.schedule).unwrap();
+    for _ in 0..5 {
+        let again =
+            explore_on(&services, "idempotency", Some("check-state-race"), Search::Replay(schedule.clone())).await;
+        assert_eq!((again.classes[0].verdict, &again.classes[0].key), (c.verdict, &c.key), "{}", c.schedule);
+    }
+    services.stop().await;
+}
+
+/// The same race with the seed's SET NX claim: 6 classes (the two reads in either order,
+/// times which claim comes first, or one worker takes both copies), none wrong: one claim sets
+/// the key, the other finds it, in every order.
+#[tokio::test]
+async fn a_set_nx_claim_is_right_in_every_order_of_the_same_race() {
+    let x = explored("tests/scenarios/explore-set-nx-race.toml", None, exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (6, 0, 0), "{text}");
+    for c in &x.classes {
+        let claims: Vec<&String> = c.steps.iter().filter(|s| s.contains(" SET job:done:job-7 1 NX EX ")).collect();
+        let won = claims.iter().filter(|s| s.ends_with("→ OK")).count();
+        assert_eq!((claims.len(), won), (2, 1), "one claim sets the key, the other finds it: {:?}", c.steps);
+    }
+}
+
+/// idempotency incr: a worker SIGKILLed at each of three points, each replaced by the next
+/// reader (C2, C3, C4) once the explorer sees it gone; the three entries it left go idle for
+/// the claimer only as timer steps (N), once every process waits, and the claimer takes each
+/// after its step: 5 classes (the ballot orders of three timers and three claims), every one
+/// wrong as sampled (job-2 and job-3 counted twice).
+#[tokio::test]
+async fn a_killed_job_worker_is_replaced_and_its_entry_claimed_after_a_timer_step() {
+    let x = explored("idempotency", Some("incr"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (5, 5, 0), "{text}");
+    for c in &x.classes {
+        for reader in ["C2", "C3", "C4"] {
+            assert!(c.steps.iter().any(|s| s.starts_with(&format!("{reader} XREADGROUP"))), "{reader}: {:?}", c.steps);
+        }
+        let at = |f: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            c.steps.iter().enumerate().filter(|(_, s)| f(s)).map(|(i, _)| i).collect()
+        };
+        let timers = at(&|s| s.starts_with("N XCLAIM"));
+        let claims = at(&|s| s.starts_with("R XAUTOCLAIM") && s.contains(" 1 entry "));
+        assert_eq!((timers.len(), claims.len()), (3, 3), "{:?}", c.steps);
+        assert!(timers.iter().zip(&claims).all(|(t, c)| t < c), "each claim follows its timer step: {:?}", c.steps);
+        let last_read = c.steps.iter().rposition(|s| s.starts_with("C4 XREADGROUP")).unwrap();
+        assert!(timers[0] > last_read, "no entry goes idle before every reader waits: {:?}", c.steps);
+    }
 }

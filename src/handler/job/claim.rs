@@ -57,6 +57,10 @@ impl TechniqueKind for SetNx {
     async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
         set_nx(run, self.ttl_ms).await
     }
+
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("ttl_ms", self.ttl_ms))
+    }
 }
 
 /// `technique = { kind = "set-nx-after-effect", ttl_ms = 86400000 }`.
@@ -84,6 +88,10 @@ impl Described for SetNxAfterEffect {
 impl TechniqueKind for SetNxAfterEffect {
     async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
         set_nx_after_effect(run, self.ttl_ms).await
+    }
+
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("ttl_ms", self.ttl_ms))
     }
 }
 
@@ -130,6 +138,10 @@ impl TechniqueKind for Wrapper {
     async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
         wrapper(run, self.ttl_ms, self.delete_on_failure).await
     }
+
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("ttl_ms", self.ttl_ms))
+    }
 }
 
 /// `technique = { kind = "one-key-multistep", ttl_ms = 86400000 }`.
@@ -156,6 +168,10 @@ impl Described for OneKeyMultistep {
 impl TechniqueKind for OneKeyMultistep {
     async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
         one_key_multistep(run, self.ttl_ms).await
+    }
+
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("ttl_ms", self.ttl_ms))
     }
 
     fn effects(&self, _effect: &str) -> Vec<String> {

@@ -92,6 +92,10 @@ impl TechniqueKind for IncrGuarded {
         incr_guarded(run, self.ttl_ms).await
     }
 
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("ttl_ms", self.ttl_ms))
+    }
+
     fn effects(&self, _effect: &str) -> Vec<String> {
         vec!["views".into()]
     }

@@ -50,6 +50,10 @@ impl TechniqueKind for Lease {
     async fn handle(&self, run: &mut JobRun<'_>) -> Result<Handled, Error> {
         lease(run, self.lease_ms, self.sink_key).await
     }
+
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("lease_ms", self.lease_ms))
+    }
 }
 
 /// Delete the key only if it still holds our token.

@@ -64,6 +64,10 @@ impl TechniqueKind for Multistep {
         complete_order(run, self.form, self.ttl_ms).await
     }
 
+    fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        Some(("ttl_ms", self.ttl_ms))
+    }
+
     fn effects(&self, _effect: &str) -> Vec<String> {
         vec!["email".into(), "partner_api".into()]
     }

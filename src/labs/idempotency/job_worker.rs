@@ -184,7 +184,12 @@ async fn claim_idle(
     cfg: &JobWorkerConfig,
     spec: &ReaperSpec,
 ) -> Result<Vec<Delivered>, Error> {
-    let min_idle = cfg.env.scale.duration(spec.min_idle_ms).as_millis().max(1) as u64;
+    // Under the explorer (time scale 0) no entry goes idle by the clock: a timer step makes it so.
+    let min_idle = if cfg.env.scale.0 == 0.0 {
+        cfg.env.scale.timer_ms(spec.min_idle_ms.round() as u64)
+    } else {
+        cfg.env.scale.duration(spec.min_idle_ms).as_millis().max(1) as u64
+    };
     let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
         .arg(&cfg.stream)
         .arg(&cfg.group)

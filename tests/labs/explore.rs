@@ -214,10 +214,14 @@ async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
 #[test]
 fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["explore", "reorder-buffer", "--variant", "buffered"],
             "cannot be explored: its reorder buffer's gap timeout",
+        ),
+        (
+            &["explore", "outbox", "--variant", "per-key"],
+            "cannot be explored: its failing row 1 is published at a later poll",
         ),
         (&["explore", "lock"], "choose one with --variant"),
         (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),

@@ -165,11 +165,19 @@ impl LabProcedure for OutboxSpec {
         Ok(())
     }
 
-    /// Poll rounds and publish latency take no time under the explorer (each poll is a step,
-    /// a failed row's retry the next poll); a lock's TTL that can run out mid-job is a step.
-    /// A planned dispatcher crash is not: a new dispatcher process takes over at the next
-    /// polling round, a timer the explorer does not schedule.
+    /// Poll rounds and publish latency take no time under the explorer (each poll is a step;
+    /// a poll that found nothing new is parked until another step changes the outbox); a
+    /// lock's TTL that can run out mid-job is a step. An injected publish failure is not: its
+    /// row succeeds at a later poll by itself (the dispatcher counts its attempts), which a
+    /// parked poll would never reach. Nor is a planned dispatcher crash: a new dispatcher
+    /// process takes over at the next polling round.
     fn explorable(&self) -> Result<(), String> {
+        if let Some(f) = self.outbox.failing_rows.first() {
+            return Err(format!(
+                "its failing row {} is published at a later poll (poll_ms) by itself, a timer the explorer does not schedule yet",
+                f.row
+            ));
+        }
         if self.outbox.crash_after_xadd_of_row.is_some() {
             return Err("its crashed dispatcher is replaced at the next polling round (poll_ms), a timer the explorer does not schedule yet".into());
         }

@@ -14,7 +14,7 @@ pairs=(
 )
 # Explored with at most one preemption (every schedule that switches away from a dispatcher
 # that could go on at most once): two dispatchers' ~20 statements each over 7 rows have far
-# too many classes to enumerate (one row alone has 48 without exclusion; ~7 min each here).
+# too many classes to enumerate (one row alone has 48 without exclusion; 1–2 min each here).
 bounded=(outbox-multi:no-exclusion outbox-multi:skip-locked outbox-multi:advisory-lock)
 mkdir -p results/explore
 explore() {

@@ -287,6 +287,8 @@ struct Book {
     recorded_before: HashMap<Actor, u64>,
     /// Inside MULTI: what the queued commands may touch (EXEC does it all).
     multi: HashMap<Actor, Footprint>,
+    /// Each process's open PostgreSQL transaction: what its COMMIT or ROLLBACK touches.
+    tx: footprint::Transactions<Actor>,
     keys: HashMap<String, Vec<String>>,
     /// Each process's last step, and whether its reply said nothing changed (a failed SET NX).
     last: HashMap<Actor, (String, bool)>,
@@ -432,7 +434,9 @@ impl Control {
             } else {
                 let (line, step) = self.release(actor, &mut book);
                 let command = step.args.join(" ");
+                let tx_end = transaction_end(&mut book, actor, &step);
                 let (fp, reply, nothing) = self.settle(actor, step, &mut book, redis, pg).await?;
+                let fp = tx_end.unwrap_or(fp);
                 book.last.insert(actor, (command, nothing));
                 (line, fp, reply)
             };
@@ -640,6 +644,9 @@ impl Control {
             };
             let numbered: Vec<String> = args.iter().map(|a| book.numbered(a, &keys)).collect();
             let mut fp = match server {
+                ServerKind::Postgres if is_tx_end(&numbered) => {
+                    book.tx.end_of(&actor).unwrap_or_else(|| footprint::postgres(&numbered))
+                }
                 ServerKind::Postgres => footprint::postgres(&numbered),
                 ServerKind::Redis => footprint::redis(&numbered, &keys),
             };
@@ -758,6 +765,20 @@ impl Control {
         let line = format!("{} {}", super::schedule::code(Actor::Runner), words.join(" "));
         Ok((line, timer.footprint(), reply))
     }
+}
+
+fn is_tx_end(args: &[String]) -> bool {
+    footprint::transaction_word(args.first().map(String::as_str).unwrap_or("")) == Some(footprint::TxWord::End)
+}
+
+/// Follow `actor`'s PostgreSQL transaction through a step it takes; at its end (COMMIT,
+/// ROLLBACK) what the end touched: what the transaction's statements wrote.
+fn transaction_end(book: &mut Book, actor: Actor, step: &Step) -> Option<Footprint> {
+    if step.server != ServerKind::Postgres {
+        return None;
+    }
+    let fp = book.tx.step(actor, &step.args, footprint::postgres(&step.args));
+    is_tx_end(&step.args).then_some(fp)
 }
 
 /// Inside MULTI a command only queues; EXEC does what they all do.

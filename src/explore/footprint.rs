@@ -224,9 +224,24 @@ const READ_ONLY: &[&str] = &[
 ];
 
 /// The footprint of a PostgreSQL statement (`[sql, params…]`) before it runs: the tables it
-/// names, or one row where it says `WHERE id = $n`; transaction control touches everything.
+/// names, or one row where it says `WHERE id = $n`; an advisory lock function its key
+/// (`pg:advisory#42`); a bare `BEGIN` nothing; other transaction control (and a batch of
+/// several statements) everything. A transaction's COMMIT or ROLLBACK is what the
+/// transaction touched ([`Transactions`]).
 pub fn postgres(args: &[String]) -> Footprint {
     let sql = args.first().map(String::as_str).unwrap_or("");
+    if transaction_word(sql) == Some(TxWord::Begin) {
+        return Footprint::default();
+    }
+    let fp = statement(sql, args);
+    match advisory_keys(sql, &args[1.min(args.len())..]) {
+        Some(keys) => keys.into_iter().fold(fp, |fp, k| fp.write(k)),
+        None => fp,
+    }
+}
+
+/// The tables (or the row) one statement reads or writes.
+fn statement(sql: &str, args: &[String]) -> Footprint {
     let words: Vec<String> = sql
         .split(|c: char| c.is_whitespace() || c == '(' || c == ',' || c == ';')
         .filter(|w| !w.is_empty())
@@ -242,7 +257,8 @@ pub fn postgres(args: &[String]) -> Footprint {
     if first != "SELECT" && (!writes || tables.is_empty()) {
         return Footprint::default().write("pg:*".into());
     }
-    let row = row_of(sql, &args[1..]).or_else(|| inserted_row(sql, &args[1..]));
+    let params = args.get(1..).unwrap_or_default();
+    let row = row_of(sql, params).or_else(|| inserted_row(sql, params));
     let mut fp = Footprint::default();
     for t in tables {
         let r = match &row {
@@ -254,11 +270,137 @@ pub fn postgres(args: &[String]) -> Footprint {
     fp
 }
 
-/// Names after FROM, UPDATE, INTO, JOIN (lower-cased, quotes dropped).
+/// What a bare transaction-control statement does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxWord {
+    /// `BEGIN`, `START TRANSACTION` (READ COMMITTED, the server's default).
+    Begin,
+    /// `COMMIT`, `END`, `ROLLBACK`, `ABORT`.
+    End,
+}
+
+/// `sql` as one transaction-control statement (a trailing `;` allowed), or None: a batch of
+/// several statements, or a BEGIN at another isolation level, is not one.
+pub fn transaction_word(sql: &str) -> Option<TxWord> {
+    let one = sql.trim().trim_end_matches(';').trim().to_ascii_uppercase();
+    if one.contains(';') {
+        return None;
+    }
+    let words: Vec<&str> = one.split_whitespace().collect();
+    match words.as_slice() {
+        ["BEGIN"] | ["BEGIN", "TRANSACTION" | "WORK"] | ["START", "TRANSACTION"] => Some(TxWord::Begin),
+        ["BEGIN" | "START", .., "READ", "COMMITTED"] => Some(TxWord::Begin),
+        ["COMMIT" | "END" | "ROLLBACK" | "ABORT"]
+        | ["COMMIT" | "END" | "ROLLBACK" | "ABORT", "TRANSACTION" | "WORK"] => Some(TxWord::End),
+        _ => None,
+    }
+}
+
+/// Each session's open transaction, as the explorer follows it. Under READ COMMITTED a
+/// `BEGIN` changes nothing another session can see and depends on nothing: it commutes with
+/// every step. What a statement inside the transaction writes it also writes at COMMIT or
+/// ROLLBACK (the new row versions become visible, its row and advisory locks are released),
+/// so the transaction's end is the union of what its statements wrote: it conflicts with
+/// every step that touches those, and with nothing else. (Reads need not be in it: under
+/// READ COMMITTED a COMMIT cannot fail on what others wrote since.) A transaction's end the
+/// explorer did not see begin touches everything, as any statement it cannot read.
+#[derive(Debug)]
+pub struct Transactions<K> {
+    open: std::collections::HashMap<K, BTreeSet<Resource>>,
+}
+
+impl<K> Default for Transactions<K> {
+    fn default() -> Self {
+        Transactions { open: std::collections::HashMap::new() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Transactions<K> {
+    /// The footprint of `args`, about to run in session `who`, whose footprint on its own is
+    /// `fp` ([`postgres`]); a statement inside a transaction adds what it writes to the
+    /// transaction's end.
+    pub fn step(&mut self, who: K, args: &[String], fp: Footprint) -> Footprint {
+        match transaction_word(args.first().map(String::as_str).unwrap_or("")) {
+            Some(TxWord::Begin) => {
+                self.open.insert(who, BTreeSet::new());
+                fp
+            }
+            Some(TxWord::End) => match self.open.remove(&who) {
+                Some(writes) => Footprint { reads: BTreeSet::new(), writes },
+                None => Footprint::default().write("pg:*".into()),
+            },
+            None => {
+                if let Some(acc) = self.open.get_mut(&who) {
+                    acc.extend(fp.writes.iter().cloned());
+                }
+                fp
+            }
+        }
+    }
+
+    /// What the end of `who`'s open transaction would touch now (for a step not taken yet).
+    pub fn end_of(&self, who: &K) -> Option<Footprint> {
+        self.open.get(who).map(|w| Footprint { reads: BTreeSet::new(), writes: w.clone() })
+    }
+}
+
+/// The keys an advisory lock function takes or releases (`pg:advisory#42`, `pg:advisory#1,2`
+/// for the two-key form; `pg_advisory_unlock_all` every key, `pg:advisory`); None when the
+/// statement calls none. A key that is not a literal or a parameter is every key.
+fn advisory_keys(sql: &str, params: &[String]) -> Option<Vec<String>> {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("pg_advisory") && !lower.contains("pg_try_advisory") {
+        return None;
+    }
+    let mut keys = Vec::new();
+    let mut rest = lower.as_str();
+    while let Some(at) = rest.find("advisory_") {
+        rest = &rest[at..];
+        let name_end = rest.find('(').unwrap_or(rest.len());
+        let name = &rest[..name_end];
+        let after = &rest[name_end..];
+        let close = after.find(')').unwrap_or(after.len());
+        let inside = after.get(1..close).unwrap_or("");
+        rest = &after[close.min(after.len())..];
+        if name.ends_with("unlock_all") {
+            keys.push("pg:advisory".to_string());
+            continue;
+        }
+        let mut parts = Vec::new();
+        for arg in inside.split(',').map(str::trim) {
+            let value = match arg.strip_prefix('$') {
+                Some(n) => n.parse::<usize>().ok().and_then(|n| params.get(n.checked_sub(1)?)).cloned(),
+                None if !arg.is_empty() && arg.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) => {
+                    Some(arg.to_string())
+                }
+                None => None,
+            };
+            match value {
+                Some(v) => parts.push(v),
+                None => {
+                    parts.clear();
+                    keys.push("pg:advisory".to_string());
+                    break;
+                }
+            }
+        }
+        if !parts.is_empty() {
+            keys.push(format!("pg:advisory#{}", parts.join(",")));
+        }
+    }
+    if keys.is_empty() {
+        keys.push("pg:advisory".to_string());
+    }
+    Some(keys)
+}
+
+/// Names after FROM, UPDATE (not `FOR UPDATE`), INTO, JOIN (lower-cased, quotes dropped).
 fn tables_of(words: &[String]) -> Vec<String> {
     let mut tables = Vec::new();
-    for pair in words.windows(2) {
-        if matches!(pair[0].to_ascii_uppercase().as_str(), "FROM" | "UPDATE" | "INTO" | "JOIN") {
+    for (i, pair) in words.windows(2).enumerate() {
+        // `FOR UPDATE OF o` is a row lock, not a table named `of`.
+        let row_lock = i > 0 && words[i - 1].eq_ignore_ascii_case("FOR");
+        if !row_lock && matches!(pair[0].to_ascii_uppercase().as_str(), "FROM" | "UPDATE" | "INTO" | "JOIN") {
             let t = pair[1].trim_matches('"').to_ascii_lowercase();
             if !t.is_empty() && !t.starts_with('$') && !tables.contains(&t) {
                 tables.push(t);
@@ -376,6 +518,11 @@ pub fn changed_nothing(server: ServerKind, args: &[String], reply: &str) -> bool
             }
         }
         ServerKind::Postgres => {
+            let sql = args.first().map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+            // `SELECT 1` says nothing of whether an advisory lock was taken.
+            if sql.contains("advisory_") {
+                return false;
+            }
             matches!(reply, "UPDATE 0" | "DELETE 0" | "INSERT 0 0" | "SELECT 0")
                 || reply.starts_with("SELECT ")
                     && !args.first().is_some_and(|s| s.to_ascii_uppercase().contains("FOR "))
@@ -494,7 +641,9 @@ mod tests {
         let whole = postgres(&s(&["UPDATE ordlab.orders SET status = 'x'"]));
         assert!(whole.conflicts(&upd("43")), "a whole-table write meets every row");
         let begin = postgres(&s(&["BEGIN"]));
-        assert!(begin.conflicts(&select), "transaction control is taken to touch everything");
+        assert!(!begin.conflicts(&select), "a bare BEGIN touches nothing");
+        let savepoint = postgres(&s(&["SAVEPOINT a"]));
+        assert!(savepoint.conflicts(&select), "other transaction control is taken to touch everything");
         let other = postgres(&s(&["INSERT INTO ordlab.ledger (job) VALUES ($1)", "7"]));
         assert!(!other.conflicts(&upd("42")));
         let customer = postgres(&s(&["UPDATE t SET a = 1 WHERE customer_id = $1", "42"]));
@@ -571,6 +720,97 @@ mod tests {
         assert!(effect(r, &cmd(&["DEL", "idem:job-1"]), &key("job-1"), "0").writes.is_empty(), "nothing deleted");
         let incr = redis(&cmd(&["INCR", "views:job-1"]), &s(&["views:job-1"]));
         assert!(incr.conflicts(&incr.clone()) && !incr.conflicts(&get));
+    }
+
+    /// The outbox dispatchers' statements (scenarios/outbox-multi.toml).
+    #[test]
+    fn skip_locked_and_advisory_locks_conflict_on_their_key_only() {
+        let head = postgres(&s(&[
+            "SELECT aggregate_id FROM ordlab.outbox o WHERE published_at IS NULL AND NOT EXISTS (SELECT 1 FROM ordlab.outbox e WHERE e.aggregate_id = o.aggregate_id AND e.published_at IS NULL AND e.id < o.id) ORDER BY aggregate_id LIMIT 1 FOR UPDATE OF o SKIP LOCKED",
+        ]));
+        assert_eq!(head, Footprint::of(vec![], vec!["pg:ordlab.outbox".into()]), "it may lock any row");
+        let key_rows = postgres(&s(&[
+            "SELECT id FROM ordlab.outbox WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY id FOR UPDATE",
+            "42",
+        ]));
+        assert_eq!(key_rows.writes.iter().next().unwrap().0, "pg:ordlab.outbox", "aggregate_id is not the row's id");
+        let mark = postgres(&s(&["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "3"]));
+        assert!(head.conflicts(&mark) && key_rows.conflicts(&mark));
+        let try_lock = |k: &str| postgres(&s(&["SELECT pg_try_advisory_xact_lock($1)", k]));
+        assert_eq!(try_lock("42"), Footprint::of(vec![], vec!["pg:advisory#42".into()]));
+        assert!(try_lock("42").conflicts(&try_lock("42")), "who takes the key first matters");
+        assert!(!try_lock("42").conflicts(&try_lock("43")), "other keys commute");
+        assert!(!try_lock("42").conflicts(&mark), "a lock function touches no table");
+        let two = postgres(&s(&["SELECT pg_advisory_lock(7, $1)", "42"]));
+        assert_eq!(two.writes.iter().next().unwrap().0, "pg:advisory#7,42");
+        let all = postgres(&s(&["SELECT pg_advisory_unlock_all()"]));
+        assert!(all.conflicts(&try_lock("42")) && all.conflicts(&two), "unlock_all releases every key");
+        let unknown = postgres(&s(&["SELECT pg_advisory_lock(hashtext($1))", "x"]));
+        assert!(unknown.conflicts(&try_lock("42")), "a key it cannot read is every key");
+        let in_query = postgres(&s(&["SELECT id FROM ordlab.outbox WHERE pg_try_advisory_xact_lock(aggregate_id)"]));
+        assert!(in_query.conflicts(&try_lock("1")) && in_query.conflicts(&mark), "its table and every key");
+        // The tag says one row came back, not whether the lock was taken: never a read.
+        let p = ServerKind::Postgres;
+        assert!(!changed_nothing(p, &s(&["SELECT pg_try_advisory_xact_lock($1)", "42"]), "SELECT 1"));
+        assert!(!effect(p, &s(&["SELECT pg_try_advisory_xact_lock($1)", "42"]), &[], "SELECT 1").writes.is_empty());
+        // A SKIP LOCKED that got no row locked none: it read which rows were free.
+        let skipped = effect(p, &s(&["SELECT id FROM ordlab.outbox FOR UPDATE SKIP LOCKED"]), &[], "SELECT 0");
+        assert!(skipped.writes.is_empty() && skipped.conflicts(&mark));
+        let delete = postgres(&s(&["DELETE FROM ordlab.outbox WHERE id = $1", "3"]));
+        assert!(
+            delete.conflicts(&mark) && !delete.conflicts(&postgres(&s(&["DELETE FROM ordlab.outbox WHERE id = 4"])))
+        );
+        let any = postgres(&s(&["UPDATE ordlab.outbox SET published_at = now() WHERE id = ANY($1)", "{1,3}"]));
+        assert_eq!(any.writes.iter().next().unwrap().0, "pg:ordlab.outbox", "ANY($1) may reach any row");
+    }
+
+    #[test]
+    fn transaction_control_is_read_as_one_statement() {
+        assert_eq!(transaction_word("BEGIN"), Some(TxWord::Begin));
+        assert_eq!(transaction_word(" begin; "), Some(TxWord::Begin));
+        assert_eq!(transaction_word("START TRANSACTION"), Some(TxWord::Begin));
+        assert_eq!(transaction_word("BEGIN ISOLATION LEVEL READ COMMITTED"), Some(TxWord::Begin));
+        assert_eq!(transaction_word("BEGIN ISOLATION LEVEL SERIALIZABLE"), None, "another isolation level");
+        assert_eq!(transaction_word("COMMIT"), Some(TxWord::End));
+        assert_eq!(transaction_word("rollback"), Some(TxWord::End));
+        assert_eq!(transaction_word("BEGIN; SELECT 1; COMMIT"), None, "a batch");
+        assert_eq!(transaction_word("COMMIT PREPARED 'x'"), None);
+        assert!(postgres(&s(&["BEGIN"])).writes.is_empty() && postgres(&s(&["BEGIN"])).reads.is_empty());
+        let serializable = postgres(&s(&["BEGIN ISOLATION LEVEL SERIALIZABLE"]));
+        assert_eq!(serializable.writes.iter().next().unwrap().0, "pg:*");
+        assert_eq!(postgres(&s(&["BEGIN; UPDATE t SET a = 1; COMMIT"])).writes.iter().next().unwrap().0, "pg:*");
+    }
+
+    #[test]
+    fn a_transaction_s_end_touches_what_its_statements_wrote() {
+        let mut tx = Transactions::default();
+        let step = |tx: &mut Transactions<u32>, who: u32, args: &[&str]| tx.step(who, &s(args), postgres(&s(args)));
+        let mark = |id: &str| postgres(&s(&["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", id]));
+        let poll = postgres(&s(&["SELECT id FROM ordlab.outbox WHERE published_at IS NULL ORDER BY id"]));
+        let other = postgres(&s(&["UPDATE ordlab.orders SET status = $1 WHERE id = $2", "paid", "42"]));
+        assert_eq!(step(&mut tx, 1, &["BEGIN"]), Footprint::default(), "BEGIN commutes with every step");
+        assert_eq!(step(&mut tx, 1, &["SELECT pg_try_advisory_xact_lock($1)", "42"]).writes.len(), 1);
+        assert_eq!(step(&mut tx, 1, &["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "1"]), mark("1"));
+        step(&mut tx, 1, &["SELECT id FROM ordlab.outbox WHERE aggregate_id = $1 AND published_at IS NULL", "42"]);
+        // Another session's transaction is its own.
+        step(&mut tx, 2, &["BEGIN"]);
+        step(&mut tx, 2, &["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "2"]);
+        assert_eq!(
+            tx.end_of(&1),
+            Some(Footprint::of(vec![], vec!["pg:advisory#42".into(), "pg:ordlab.outbox#1".into()]))
+        );
+        let commit = step(&mut tx, 1, &["COMMIT"]);
+        assert_eq!(commit, Footprint::of(vec![], vec!["pg:advisory#42".into(), "pg:ordlab.outbox#1".into()]));
+        assert!(commit.conflicts(&poll), "the mark becomes visible to a poll");
+        assert!(commit.conflicts(&mark("1")) && !commit.conflicts(&mark("2")), "row 1's lock is released");
+        assert!(!commit.conflicts(&other), "a table it did not write commutes");
+        assert_eq!(tx.end_of(&1), None, "closed");
+        let rollback = step(&mut tx, 2, &["ROLLBACK"]);
+        assert_eq!(rollback, Footprint::of(vec![], vec!["pg:ordlab.outbox#2".into()]));
+        assert!(step(&mut tx, 3, &["COMMIT"]).conflicts(&other), "an end it did not see begin touches everything");
+        // Outside a transaction nothing is kept.
+        step(&mut tx, 4, &["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "5"]);
+        assert_eq!(tx.end_of(&4), None);
     }
 
     #[test]

@@ -665,7 +665,15 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
     let session = Mutex::new(Session::new(connection));
     let (client_read, client_write) = client.split();
     let (server_read, server_write) = server.split();
-    let mut upward = ClientSide { tap: &tap, connection, session: &session, frontend, broken, dropping_batch: false };
+    let mut upward = ClientSide {
+        tap: &tap,
+        connection,
+        session: &session,
+        frontend,
+        broken,
+        dropping_batch: false,
+        deferred: Vec::new(),
+    };
     let mut downward = ServerSide { tap: &tap, connection, session: &session, broken: false, dropping_batch: false };
     let up = upward.run(client_read, server_write, pending);
     let down = downward.run(server_read, client_write);
@@ -701,6 +709,10 @@ struct ClientSide<'a> {
     broken: bool,
     /// A Send rule dropped an Execute: drop the rest of its batch, up to its Sync.
     dropping_batch: bool,
+    /// Under a gate: a Bind (and what follows it) not forwarded yet. A SELECT's portal takes
+    /// its snapshot at Bind, so a Bind that passed while its Execute is held would read the
+    /// rows as they were then, not as they are when the explorer lets the statement go.
+    deferred: Vec<u8>,
 }
 
 impl ClientSide<'_> {
@@ -751,15 +763,28 @@ impl ClientSide<'_> {
             return Ok(Flow::Continue);
         }
         let args = lock(self.session).statement_of(&message);
+        if args.is_none() && self.tap.is_gated() {
+            // A Bind waits with its Execute; a Sync or Flush, on which the client waits for
+            // answers, lets what waits go first.
+            let waits = matches!(message, FrontendMessage::Bind { .. }) || !self.deferred.is_empty();
+            if waits && !matches!(message, FrontendMessage::Sync | FrontendMessage::Flush) {
+                lock(self.session).client_sent(&message);
+                self.deferred.extend_from_slice(&frame);
+                return Ok(Flow::Continue);
+            }
+            out.append(&mut self.deferred);
+        }
         if let Some(args) = args {
             let view = CommandView { server: ServerKind::Postgres, connection: self.connection, args: &args };
             if self.tap.is_gated() {
-                // The statement waits for the explorer, and so does the Bind sent with it: a
-                // SELECT takes its snapshot at Bind, so a Bind let through early would read
-                // the rows as they were before steps the explorer orders before it.
+                // Parse before it has passed (it executes nothing); the statement itself, with
+                // its Bind, waits for the explorer.
+                to.write_all(out).await?;
+                out.clear();
                 if !self.tap.hold(&view).await {
                     return Ok(Flow::Stop);
                 }
+                out.append(&mut self.deferred);
             }
             match self.tap.decide(&view, Moment::Send) {
                 Action::Forward => {}
@@ -1375,6 +1400,56 @@ mod tests {
             }
             other => panic!("unexpected event {other:?}"),
         }
+    }
+
+    /// Under the explorer's gate a SELECT's Bind (where its portal takes its snapshot) waits
+    /// with its Execute: the statement sees the rows as they are when it is let go.
+    #[tokio::test]
+    async fn under_a_gate_a_bind_waits_with_its_execute() {
+        let server_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let upstream = server_listener.local_addr().expect("addr");
+        let proxy_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let proxy_addr = proxy_listener.local_addr().expect("addr");
+        let (sink, _events) = mpsc::unbounded_channel();
+        let (gate, mut held) = mpsc::unbounded_channel();
+        let tap = WorkerTap::gated(Actor::Worker(1), Vec::new(), sink, Box::new(|| {}), Some(gate));
+        tokio::spawn(async move {
+            let (socket, _) = proxy_listener.accept().await.expect("accept");
+            let _ = serve(socket, upstream, tap).await;
+        });
+        let (p, b) = (parse("", "SELECT 1", &[]), bind("", "", &[], &[]));
+        let (after_parse, rest) = (p.len(), [b.clone(), execute(""), sync()].concat());
+        let rest_len = rest.len();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = server_listener.accept().await.expect("accept");
+            let mut buf = vec![0u8; startup("ordlab").len()];
+            socket.read_exact(&mut buf).await.unwrap();
+            socket.write_all(&[auth_ok(), ready(b'I')].concat()).await.unwrap();
+            let mut parsed = vec![0u8; after_parse];
+            socket.read_exact(&mut parsed).await.unwrap();
+            let mut early = vec![0u8; 64];
+            let more = tokio::time::timeout(Duration::from_millis(300), socket.read(&mut early)).await;
+            let early = more.map(|n| n.unwrap_or(0)).unwrap_or(0);
+            let mut after = vec![0u8; rest_len - early];
+            if early == 0 {
+                socket.read_exact(&mut after).await.unwrap();
+            }
+            (parsed, early, after)
+        });
+        let mut client = TcpStream::connect(proxy_addr).await.expect("connect");
+        client.write_all(&startup("ordlab")).await.unwrap();
+        let mut answer = vec![0u8; [auth_ok(), ready(b'I')].concat().len()];
+        client.read_exact(&mut answer).await.unwrap();
+        client.write_all(&[p.clone(), rest.clone()].concat()).await.unwrap();
+        let h = tokio::time::timeout(Duration::from_secs(10), held.recv()).await.expect("held").expect("held");
+        assert_eq!(h.args, vec!["SELECT 1".to_string()]);
+        // Give the server side its look at what passed before the release.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let _ = h.release.send(());
+        let (parsed, early, after) = server.await.unwrap();
+        assert_eq!(parsed, p, "the Parse passes at once (it executes nothing)");
+        assert_eq!(early, 0, "nothing of the Bind reached the server before the release");
+        assert_eq!(after, rest, "Bind, Execute and Sync pass together once released");
     }
 
     #[tokio::test]

@@ -168,6 +168,53 @@ fn s4c_s_lock_expiry_is_a_step_a_schedule_can_place() {
     assert!(stdout.contains("order 42 ended created (v=1), expected paid"), "{stdout}");
 }
 
+const OUTBOX_ONE: &str = "tests/scenarios/explore-outbox-one.toml";
+
+fn one_preemption() -> Search {
+    Search::Exhaustive { preemptions: Some(1) }
+}
+
+/// Two outbox dispatchers and one row, no exclusion, at most one preemption: every statement
+/// of both dispatchers (poll, re-check, XADD, mark) is a step. 12 classes, 6 wrong: where
+/// each re-checks the row before the other marks it, both publish it and it is applied
+/// twice. The shortest wrong schedule replays to the same class and verdict 5 times.
+#[tokio::test]
+async fn two_outbox_dispatchers_without_exclusion_send_the_same_row_twice() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, OUTBOX_ONE, Some("no-exclusion"), one_preemption()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (12, 6, 0), "{text}");
+    for c in x.wrong() {
+        assert!(c.reasons.iter().any(|r| r.contains("applied 2 times")), "{:?}", c.reasons);
+        assert_eq!(c.steps.iter().filter(|s| s.starts_with('D') && s.contains(" XADD ")).count(), 2, "{:?}", c.steps);
+    }
+    let c = x.shortest_wrong().expect("a wrong class");
+    let schedule = Schedule::parse(&c.schedule).unwrap();
+    for _ in 0..5 {
+        let again = explore_on(&services, OUTBOX_ONE, Some("no-exclusion"), Search::Replay(schedule.clone())).await;
+        assert_eq!((again.classes[0].verdict, &again.classes[0].key), (c.verdict, &c.key), "{}", c.schedule);
+    }
+    services.stop().await;
+}
+
+/// The same with `FOR UPDATE SKIP LOCKED` on the key's earliest pending row: the other
+/// dispatcher skips the row while it is held (its empty polls parked), so none of the 22
+/// classes publishes it twice.
+#[tokio::test]
+async fn two_outbox_dispatchers_with_skip_locked_never_send_a_row_twice() {
+    let x = explored(OUTBOX_ONE, Some("skip-locked"), one_preemption()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (22, 0, 0), "{text}");
+    let skipped_while_held = |steps: &[String]| {
+        let at = |who: &str, what: &str| steps.iter().position(|s| s.starts_with(who) && s.contains(what));
+        let held = at("D1", "SKIP LOCKED → SELECT 1");
+        let skipped = at("D2", "SKIP LOCKED → SELECT 0");
+        let committed = at("D1", "COMMIT");
+        held.is_some() && held < skipped && skipped < committed
+    };
+    assert!(x.classes.iter().any(|c| skipped_while_held(&c.steps)), "D2 skips the row D1 holds: {text}");
+}
+
 /// The example Python consumer (redis-py, psycopg 3), stepped at the wire, has s1's 5 classes.
 #[tokio::test]
 async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
@@ -205,6 +252,10 @@ fn bad_explorations_are_one_line_and_exit_2() {
         (
             &["explore", "idempotency", "--variant", "lease"],
             "cannot be explored: setup.technique.lease_ms = 400: the key's TTL runs out by the clock",
+        ),
+        (
+            &["explore", "outbox", "--variant", "per-key"],
+            "cannot be explored: its failing row 1 is published at a later poll",
         ),
         (&["explore", "lock"], "choose one with --variant"),
         (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),

@@ -20,7 +20,7 @@ use crate::lang::{pick, Lang};
 use crate::orders::{self, EventSpec, OrderRow};
 use crate::roles::RoleConfig;
 use crate::streams::StreamEntry;
-use crate::timeline::RawEvent;
+use crate::timeline::{Actor, RawEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -70,6 +70,14 @@ impl OutboxSpec {
         scale.duration((total_work + dispatch) * 3.0) + Duration::from_secs(10)
     }
 
+    /// The server timers that are steps under the explorer: a consumer's lock TTL where it can
+    /// run out during the longest job (as in the stream kind).
+    fn timers(&self, key_prefix: String) -> crate::explore::timer::Timers {
+        let longest_job = self.cost_ms.values().copied().fold(0.0, f64::max);
+        let ttl = self.strategy.lock_ttl_ms().is_some_and(|ttl| (ttl as f64) <= longest_job);
+        crate::explore::timer::Timers { ttl, key_prefix, ..Default::default() }
+    }
+
     /// Dispatchers as tasks of the orchestrator, each with its own connections.
     async fn dispatcher_tasks(
         &self,
@@ -79,9 +87,20 @@ impl OutboxSpec {
     ) -> Result<Vec<Dispatcher>, Error> {
         let mut out = Vec::new();
         for index in 1..=self.outbox.dispatchers {
+            let actor = Actor::Dispatcher(index);
+            let (pg_url, redis_url) = match ctx.control {
+                // Under the explorer: through its gated endpoints. It polls by design: parked
+                // on a poll that found nothing new, it waits for work.
+                Some(c) => {
+                    let urls = c.endpoints(actor, &ctx.client_name(actor), &ctx.key_prefix()).await?;
+                    c.poller(actor);
+                    (urls.pg_url, urls.redis_url)
+                }
+                None => (ctx.services.pg_config.clone(), ctx.services.redis_url.clone()),
+            };
             out.push(Dispatcher {
-                pg: connect::postgres(&ctx.services.pg_config).await.context("dispatcher connect")?,
-                redis: connect::redis(&ctx.services.redis_url).await.context("dispatcher connect")?,
+                pg: connect::postgres(&pg_url).await.context("dispatcher connect")?,
+                redis: connect::redis(&redis_url).await.context("dispatcher connect")?,
                 stream: stream.to_string(),
                 spec: self.outbox.clone(),
                 scale: ctx.scale,
@@ -114,6 +133,9 @@ impl OutboxSpec {
             };
             return dispatcher_processes(ctx, cfg, sink, t0_ns).await;
         }
+        if let Some(c) = ctx.control {
+            return dispatch_controlled(c, tasks, t0_ns, self.timers(ctx.key_prefix())).await;
+        }
         // Dropped with the future (deadline): every dispatcher task is aborted.
         let mut set = tokio::task::JoinSet::new();
         for mut d in tasks {
@@ -143,6 +165,28 @@ impl LabProcedure for OutboxSpec {
         Ok(())
     }
 
+    /// Poll rounds and publish latency take no time under the explorer (each poll is a step;
+    /// a poll that found nothing new is parked until another step changes the outbox); a
+    /// lock's TTL that can run out mid-job is a step. An injected publish failure is not: its
+    /// row succeeds at a later poll by itself (the dispatcher counts its attempts), which a
+    /// parked poll would never reach. Nor is a planned dispatcher crash: a new dispatcher
+    /// process takes over at the next polling round.
+    fn explorable(&self) -> Result<(), String> {
+        if let Some(f) = self.outbox.failing_rows.first() {
+            return Err(format!(
+                "its failing row {} is published at a later poll (poll_ms) by itself, a timer the explorer does not schedule yet",
+                f.row
+            ));
+        }
+        if self.outbox.crash_after_xadd_of_row.is_some() {
+            return Err("its crashed dispatcher is replaced at the next polling round (poll_ms), a timer the explorer does not schedule yet".into());
+        }
+        if self.strategy.gap_timeout_ms().is_some() {
+            return Err("its reorder buffer's gap timeout is a timer the explorer does not schedule yet".into());
+        }
+        Ok(())
+    }
+
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<OutboxObserved>, Error> {
         orders::reset(ctx.pg, &self.initial()).await?;
         self.strategy.prepare(ctx.pg).await?;
@@ -165,20 +209,27 @@ impl LabProcedure for OutboxSpec {
             Some(_) => Vec::new(),
             None => self.dispatcher_tasks(ctx, &stream, &tx).await?,
         };
-        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
+        // Under the explorer the run takes as long as its schedule: the deadline only catches a fault.
+        let bound = if ctx.control.is_some() { Duration::from_secs(120) } else { self.bound(ctx.scale) };
+        let deadline = tokio::time::Instant::now() + bound;
         let t0_ns = crate::clock::now_ns();
         let (mut raw, mut progress) = (Vec::new(), Progress::default());
         let publish = self.dispatch(ctx, tasks, stream.clone(), tx.clone(), t0_ns);
+        let controlled = ctx.control.is_some();
         let finished = drive(publish, &mut rx, &mut raw, deadline, |ev, done| {
             if let Some(ev) = ev {
                 progress.observe(ev, |_| 0, |_| 0);
             }
-            progress.over(done, self.events.len(), self.consumers, false)
+            // Under the explorer, the schedule's end is the run's (the dispatch waits for it).
+            done && (controlled || progress.over(done, self.events.len(), self.consumers, false))
         })
         .await?;
         group.stop().await;
         drop(tx);
         drain(rx, &mut raw);
+        if let Some(c) = ctx.control {
+            raw.extend(c.take_events());
+        }
         let stream = read_streams(&mut ctx.redis, &[stream]).await?;
         ctx.delete_run_keys().await?;
         let observed = OutboxObserved {
@@ -356,4 +407,28 @@ async fn dispatcher_processes(
         cfg.index += 1;
         cfg.may_crash = false;
     }
+}
+
+/// Under the explorer: every dispatcher steps when the explorer says; one that found nothing
+/// left to publish is finished, and the run lasts until the schedule is over (a schedule may
+/// end while a dispatcher's statement is still held: then it is over too).
+async fn dispatch_controlled(
+    c: &crate::explore::Control,
+    tasks: Vec<Dispatcher>,
+    t0_ns: u64,
+    timers: crate::explore::timer::Timers,
+) -> Result<(), Error> {
+    c.set_timers(timers);
+    c.begin();
+    let runs = tasks.into_iter().map(|mut d| async move {
+        let done = d.run(t0_ns).await;
+        c.finished(Actor::Dispatcher(d.index));
+        done
+    });
+    tokio::select! {
+        all = futures::future::join_all(runs) => all.into_iter().collect::<Result<Vec<()>, Error>>()?,
+        _ = c.over() => return Ok(()),
+    };
+    c.over().await;
+    Ok(())
 }

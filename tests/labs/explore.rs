@@ -244,7 +244,7 @@ async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
 #[test]
 fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["explore", "priority-zset", "--variant", "ties"],
             "cannot be explored: this kind's processes are not stepped",

@@ -120,6 +120,23 @@ impl Foreign {
     }
 }
 
+/// Wait (up to 60 s) until a run made its sink schema; whether it did.
+async fn wait_for_sink(admin: &tokio_postgres::Client) -> bool {
+    let sink_made = || async {
+        let n: i64 = admin
+            .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'ordlab_sink'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        n > 0
+    };
+    let t = Instant::now();
+    while !sink_made().await && t.elapsed().as_secs() < 60 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    sink_made().await
+}
+
 fn pg_port(config: &str) -> u16 {
     config.split_whitespace().find_map(|kv| kv.strip_prefix("port=")).and_then(|p| p.parse().ok()).unwrap()
 }
@@ -233,19 +250,7 @@ async fn keep_leaves_the_runs_namespace_until_the_next_run_and_a_live_run_is_not
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let sink_made = || async {
-        let n: i64 = holder
-            .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'ordlab_sink'", &[])
-            .await
-            .unwrap()
-            .get(0);
-        n > 0
-    };
-    let t = Instant::now();
-    while !sink_made().await && t.elapsed().as_secs() < 60 {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(sink_made().await, "the killed run never made its sink");
+    assert!(wait_for_sink(&holder).await, "the killed run never made its sink");
     killed.kill().unwrap();
     killed.wait().unwrap();
     // A dead run's key, and a key of a live run (its owner connection is open) on the Redis.
@@ -285,19 +290,7 @@ async fn an_interrupted_run_removes_its_namespace_on_the_way_out() {
         .spawn()
         .unwrap();
     let admin = ordlab::connect::postgres(&foreign.admin_config("postgres")).await.unwrap();
-    let sink_made = || async {
-        let n: i64 = admin
-            .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'ordlab_sink'", &[])
-            .await
-            .unwrap()
-            .get(0);
-        n > 0
-    };
-    let t = Instant::now();
-    while !sink_made().await && t.elapsed().as_secs() < 60 {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(sink_made().await, "the run never made its sink");
+    assert!(wait_for_sink(&admin).await, "the run never made its sink");
     let pid = nix::unistd::Pid::from_raw(run.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let out = run.wait_with_output().unwrap();

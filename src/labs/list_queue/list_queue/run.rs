@@ -455,9 +455,8 @@ async fn at_rest(
         return Ok(false);
     }
     let polls = spec.take == Take::Lease && spec.worker.is_none();
-    let live = crew.workers.iter().enumerate().filter(|(i, w)| {
-        w.is_some() && !p.dead.contains(&Actor::Worker(*i as u32 + 1))
-    });
+    let live =
+        crew.workers.iter().enumerate().filter(|(i, w)| w.is_some() && !p.dead.contains(&Actor::Worker(*i as u32 + 1)));
     Ok(polls || live.map(|(i, _)| &names[i]).all(|name| all_blocked(&clients, name)))
 }
 
@@ -614,7 +613,8 @@ mod tests {
         let spec = |on_failure: &str| -> ListQueueSpec {
             toml::from_str(&format!("take = \"lease\"\non_failure = {on_failure}\njobs = []\n")).expect("a spec")
         };
-        let (seed, backoff) = (spec("\"seed-retry-list\""), spec("{ backoff = { base_ms = 1, factor = 2, max_attempts = 2 } }"));
+        let (seed, backoff) =
+            (spec("\"seed-retry-list\""), spec("{ backoff = { base_ms = 1, factor = 2, max_attempts = 2 } }"));
         let retry = ListEvent::RetryScheduled { job: "j".into(), attempt: 2, to: "queue:retry".into(), delay_ms: None };
         let dead = |reason| ListEvent::ListDeadLettered { job: "j".into(), reason };
         assert_eq!(done_writing(&seed, Some(&retry)), Some(false), "RPUSH queue:retry, event, then LREM");

@@ -494,8 +494,8 @@ impl Control {
             }
             // Most replies come within a millisecond or two: wait for one before asking the
             // servers whether the command waits inside them.
-            if started.elapsed() < REPLY_FIRST {
-                let _ = tokio::time::timeout(REPLY_FIRST, tap.recorded()).await;
+            if let Some(left) = REPLY_FIRST.checked_sub(started.elapsed()) {
+                let _ = tokio::time::timeout(left, tap.recorded()).await;
                 continue;
             }
             if steps.released > steps.recorded && waits_in_server(redis, pg, &name).await? {

@@ -673,11 +673,26 @@ async fn run_labs(ids: &[String], run: &RunArgs, services: &ServiceArgs, output:
         }
     };
     let exe = std::env::current_exe()?;
-    let reports = ordlab::schedule::run_labs(&labs, &opts, &services.options(), jobs, exe, &mut on_lab).await;
+    let started = std::time::Instant::now();
+    let reports = ordlab::schedule::run_labs_timed(&labs, &opts, &services.options(), jobs, exe, &mut on_lab).await;
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    let reports = reports?;
+    let (reports, spans) = reports?;
+    if labs.len() > 1 {
+        let wall_ms = ordlab::timing::ms_since(started);
+        let breakdown = ordlab::timing::Breakdown::of(&spans);
+        let line = breakdown.summary_line(wall_ms, jobs);
+        if let Some(dir) = &output.dir {
+            // Where the wall time went, per lab, beside the results it made.
+            let path = dir.join("timing.txt");
+            let text = format!("# {}\n{line}\n{}", opts.command_line, breakdown.render(wall_ms));
+            std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+            eprintln!("ordlab: {line} (per lab: {})", path.display());
+        } else {
+            eprintln!("ordlab: {line}");
+        }
+    }
     let pictures: Vec<PathBuf> = written.into_iter().collect::<anyhow::Result<Vec<_>>>()?.concat();
     if let Some(dir) = &output.dir {
         write_summary(dir)?;

@@ -106,6 +106,18 @@ impl Breakdown {
         self.labs.values().map(|l| l.own_ms).sum()
     }
 
+    /// One line for the end of a batch: its wall time against the sum of its runs' own spans.
+    pub fn summary_line(&self, wall_ms: f64, jobs: usize) -> String {
+        let own = self.own_ms();
+        format!(
+            "{} labs in {:.1} s (--jobs {jobs}) · Σ runs' own spans {:.1} s · wall/spans {:.2}",
+            self.labs.len(),
+            wall_ms / 1000.0,
+            own / 1000.0,
+            wall_ms / own.max(1.0)
+        )
+    }
+
     /// The breakdown as text: one line per lab, then the servers, then the batch's wall
     /// time against the sum of its runs' own spans.
     pub fn render(&self, wall_ms: f64) -> String {
@@ -186,5 +198,6 @@ mod tests {
         assert_eq!(b.own_ms(), 1750.0);
         let text = b.render(5000.0);
         assert!(text.contains("wall 5.0 s · Σ runs' own spans 1.8 s · Σ per-run set-up/teardown 0.7 s"), "{text}");
+        assert_eq!(b.summary_line(3500.0, 2), "2 labs in 3.5 s (--jobs 2) · Σ runs' own spans 1.8 s · wall/spans 2.00");
     }
 }

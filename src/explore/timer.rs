@@ -47,6 +47,9 @@ pub struct Timers {
     /// timer that ran out while the claimer handled another entry is the same as one that ran
     /// out just before its next poll.
     pub idle_when_all_wait: bool,
+    /// Leases in this sorted set (member: the taken entry, score: its deadline on the
+    /// server's clock) can run out.
+    pub leases: Option<String>,
     /// The run's key prefix, which the processes' commands carry on the server but not in
     /// what the explorer sees of them.
     pub key_prefix: String,
@@ -54,7 +57,7 @@ pub struct Timers {
 
 impl Timers {
     pub fn any(&self) -> bool {
-        self.ttl || self.idle_group.is_some() || self.block_timeout
+        self.ttl || self.idle_group.is_some() || self.block_timeout || self.leases.is_some()
     }
 }
 
@@ -68,6 +71,9 @@ pub enum Timer {
     /// Process `actor` (connections named `client_name`), blocked reading `stream` with a
     /// timeout, has waited long enough: its read returns nothing.
     Unblock { actor: String, client_name: String, stream: String },
+    /// The lease of `member` in sorted set `key` runs out: its deadline becomes 0, so a
+    /// reaper's `ZRANGEBYSCORE key -inf <now>` finds it.
+    Lease { key: String, member: String },
 }
 
 impl Timer {
@@ -80,6 +86,7 @@ impl Timer {
                 ["XCLAIM", stream, group, owner, "0", ordinal, "IDLE", &idle, "JUSTID"].map(String::from).to_vec()
             }
             Timer::Unblock { actor, .. } => ["CLIENT", "UNBLOCK", actor, "TIMEOUT"].map(String::from).to_vec(),
+            Timer::Lease { key, member } => ["ZADD", key, "XX", "CH", "0", member].map(String::from).to_vec(),
         }
     }
 
@@ -94,6 +101,7 @@ impl Timer {
             Timer::Unblock { actor, stream, .. } => {
                 (vec![format!("r:{stream}#entries")], vec![format!("r:{stream}#blocked#{actor}")])
             }
+            Timer::Lease { key, member } => (vec![], vec![format!("r:{key}#m:{member}")]),
         };
         Footprint::of(reads, writes)
     }
@@ -219,6 +227,16 @@ impl TimerQueue {
                     return Ok(Some(Timer::Expire { key }));
                 }
                 self.expiring.remove(0);
+            }
+        }
+        if let Some(key) = &timers.leases {
+            // Every lease the explorer's lease script set ends far in the future; one a timer
+            // step ran out is at 0. The first by deadline (the first taken) runs out first.
+            let leases: Vec<(String, f64)> =
+                redis::cmd("ZRANGE").arg(on_server(key)).arg(0).arg(-1).arg("WITHSCORES").query_async(redis).await?;
+            let armed = leases.into_iter().find(|(_, deadline)| *deadline >= NEVER_BY_THE_CLOCK_MS as f64);
+            if let Some((member, _)) = armed {
+                return Ok(Some(Timer::Lease { key: key.clone(), member }));
             }
         }
         let Some(group) = &timers.idle_group else { return Ok(None) };

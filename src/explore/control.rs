@@ -1032,6 +1032,23 @@ mod tests {
     }
 
     #[test]
+    fn a_planned_kill_is_a_write_its_victim_s_steps_read() {
+        use super::{lives, starts_with, Actor, Footprint, PlannedKill};
+        let s = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let ack = s(&["EVALSHA", "9388"]);
+        assert!(starts_with(&s(&["evalsha", "9388", "2", "processing"]), &ack), "the name in any case");
+        assert!(!starts_with(&s(&["EVALSHA", "a6d3", "4"]), &ack) && !starts_with(&s(&["EVALSHA"]), &ack));
+        let kills = [PlannedKill { victim: Actor::Worker(1), by: Actor::Worker(2), after: ack }];
+        let none = Footprint::default();
+        let w1_mail = lives(&kills, Actor::Worker(1), &s(&["SELECT 1"]), none.clone());
+        let w2_ack = lives(&kills, Actor::Worker(2), &s(&["EVALSHA", "9388", "2"]), none.clone());
+        let w2_take = lives(&kills, Actor::Worker(2), &s(&["EVALSHA", "a6d3", "4"]), none.clone());
+        assert!(w1_mail.conflicts(&w2_ack), "W1's e-mail comes before the kill or never");
+        assert!(!w1_mail.conflicts(&w2_take), "W2's take kills no one");
+        assert_eq!(lives(&kills, Actor::Producer, &s(&["LPUSH", "q", "j"]), none.clone()), none);
+    }
+
+    #[test]
     fn a_command_s_shape_leaves_out_long_numbers_only() {
         assert_eq!(super::shape("UPDATE t SET v = $1 paid 179614212585800000 42"), "UPDATE t SET v = $1 paid # 42");
     }

@@ -414,6 +414,20 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_runs_out_at_its_member_only() {
+        let lease = |m: &str| Timer::Lease { key: "leases:default".into(), member: m.into() };
+        assert_eq!(lease("1|job").words(""), s(&["ZADD", "leases:default", "XX", "CH", "0", "1|job"]));
+        let keys = s(&["processing:default", "leases:default"]);
+        let ack = footprint::redis(&s(&["EVALSHA", "9388", "2", "processing:default", "leases:default", "2|job"]), &keys);
+        assert!(lease("1|job").footprint().conflicts(&ack), "a script that declares the lease set may touch any lease");
+        let zrem = |m: &str| footprint::redis(&s(&["ZREM", "leases:default", m]), &s(&["leases:default"]));
+        assert!(lease("1|job").footprint().conflicts(&zrem("1|job")));
+        assert!(!lease("1|job").footprint().conflicts(&zrem("2|job")), "another delivery's lease commutes with it");
+        assert!(!lease("1|job").footprint().conflicts(&lease("2|job").footprint()));
+        assert!(Timers { leases: Some("leases:default".into()), ..Timers::default() }.any());
+    }
+
+    #[test]
     fn a_timer_step_touches_what_it_ends() {
         let expire = Timer::Expire { key: "lock:42".into() };
         assert_eq!(expire.words("g"), s(&["PEXPIRE", "lock:42", "0"]));

@@ -418,7 +418,8 @@ mod tests {
         let lease = |m: &str| Timer::Lease { key: "leases:default".into(), member: m.into() };
         assert_eq!(lease("1|job").words(""), s(&["ZADD", "leases:default", "XX", "CH", "0", "1|job"]));
         let keys = s(&["processing:default", "leases:default"]);
-        let ack = footprint::redis(&s(&["EVALSHA", "9388", "2", "processing:default", "leases:default", "2|job"]), &keys);
+        let ack =
+            footprint::redis(&s(&["EVALSHA", "9388", "2", "processing:default", "leases:default", "2|job"]), &keys);
         assert!(lease("1|job").footprint().conflicts(&ack), "a script that declares the lease set may touch any lease");
         let zrem = |m: &str| footprint::redis(&s(&["ZREM", "leases:default", m]), &s(&["leases:default"]));
         assert!(lease("1|job").footprint().conflicts(&zrem("1|job")));

@@ -7,6 +7,11 @@
 //! command already released (`CLIENT LIST` flag `b`; a PostgreSQL lock wait in
 //! `pg_stat_activity`), or is done. Only then is the next step chosen. A command held when the
 //! schedule ends is never forwarded: its connection is closed.
+//!
+//! The lab tells the control what its processes' steps mean where the wire alone cannot: a
+//! process that waits for another's step before it starts ([`Wake`]), a poll that can take
+//! something only when the server has it ([`Probe`]), a kill planned at another process's
+//! step ([`PlannedKill`]).
 
 use super::footprint::{self, Footprint};
 use super::search::{Candidate, Choice, Strategy, Taken};

@@ -10,6 +10,11 @@
 //! acts on is there: a key set with a TTL until it is deleted, an entry a process was handed
 //! until it is acknowledged (or claimed again, which re-arms it behind the others).
 //!
+//! A lease in a sorted set (member: the taken entry, score: its deadline, as the list queue's
+//! lease script keeps them) runs out as a step that sets its deadline to 0
+//! (`ZADD leases XX CH 0 <entry>`), so the reaper's `ZRANGEBYSCORE … -inf <now>` finds it; the
+//! first taken runs out first, and a lease is armed while its member is there.
+//!
 //! A process's own timer can be a server timer too: a reorder buffer holding an entry waits
 //! for the missing one in `XREADGROUP … BLOCK <gap timeout>`; the step that makes its gap run
 //! out is `CLIENT UNBLOCK <client> TIMEOUT`, after which the read returns nothing, exactly as

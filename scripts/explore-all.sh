@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Explore the stream and jobs labs' variants that `ordlab explore` can step, into results/explore/.
+# Explore the stream, jobs and list labs' variants that `ordlab explore` can step, into results/explore/.
 # Usage: scripts/explore-all.sh ORDLAB [LAB…]   (default: every lab below)
 set -euo pipefail
 ordlab=$1; shift
@@ -14,6 +14,7 @@ pairs=(
   idempotency:none idempotency:set-nx idempotency:db-unique idempotency:wrapper idempotency:check-state
   idempotency:incr idempotency:absolute-set idempotency:incr-guarded idempotency:check-state-race
   idempotency:producer-retry idempotency:idmp idempotency:idmp-forgets
+  list-crash:lease-reaper list-crash:lease-after-effect list-crash:lrem-identical list-crash:lrem-token
 )
 # Explored with at most one preemption (every schedule that switches away from a dispatcher
 # that could go on at most once): two dispatchers' ~20 statements each over 7 rows have far

@@ -7,6 +7,11 @@
 //! command already released (`CLIENT LIST` flag `b`; a PostgreSQL lock wait in
 //! `pg_stat_activity`), or is done. Only then is the next step chosen. A command held when the
 //! schedule ends is never forwarded: its connection is closed.
+//!
+//! The lab tells the control what its processes' steps mean where the wire alone cannot: a
+//! process that waits for another's step before it starts ([`Wake`]), a poll that can take
+//! something only when the server has it ([`Probe`]), a kill planned at another process's
+//! step ([`PlannedKill`]).
 
 use super::footprint::{self, Footprint};
 use super::search::{Candidate, Choice, Strategy, Taken};
@@ -51,6 +56,48 @@ struct Slot {
 /// Whether a process has exited (its output drained).
 pub type ExitCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// What makes the lab start a dormant process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// That process is done (exited, or will send nothing more).
+    Done(Actor),
+    /// A step starting with these words took something (its reply is not `(nil)`), by that
+    /// process (None: by any).
+    Took(Option<Actor>, Vec<String>),
+}
+
+/// What a poll can take, asked of the server (keys as the processes name them, without the
+/// run's prefix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// A list that is not empty (a take from it).
+    NonEmptyList(String),
+    /// A sorted set with a member scored 0 or less: a lease a timer step made due.
+    DueMember(String),
+}
+
+/// A kill the lab plans at another process's step (`kill = { worker = 1, after_done_by = 2 }`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedKill {
+    pub victim: Actor,
+    pub by: Actor,
+    /// The first words of `by`'s step after which `victim` dies.
+    pub after: Vec<String>,
+}
+
+impl PlannedKill {
+    /// The resource a kill writes and every step of its victim reads: whether it still lives.
+    fn life(&self) -> String {
+        format!("proc:{}", self.victim)
+    }
+}
+
+/// Does `args` start with `words` (the command's name in any case, the rest exactly)?
+fn starts_with(args: &[String], words: &[String]) -> bool {
+    words.len() <= args.len()
+        && words.iter().zip(args).enumerate().all(|(i, (w, a))| if i == 0 { w.eq_ignore_ascii_case(a) } else { w == a })
+}
+
 /// What the lab side and the stepping side share.
 #[derive(Default)]
 struct Shared {
@@ -61,10 +108,21 @@ struct Shared {
     finished: BTreeSet<Actor>,
     /// How to tell that a process has exited.
     exits: BTreeMap<Actor, ExitCheck>,
-    /// Processes registered but not started yet, each with the process after which the lab
-    /// starts it (a supervisor's replacement for a killed worker; readers that start once the
-    /// producer has published): until then it is neither busy nor done.
-    dormant: BTreeMap<Actor, Actor>,
+    /// Processes registered but not started yet (or paused between two of their steps), each
+    /// with what makes the lab start it (a supervisor's replacement for a killed worker;
+    /// readers that start once the producer has published; a worker that starts once the one
+    /// before it took a job): until then it is neither busy nor done.
+    dormant: BTreeMap<Actor, Wake>,
+    /// Polls that can take something only when the server has it, by their first words: held
+    /// while there is nothing to take, such a poll is no step (it would change nothing) and
+    /// its process waits for work.
+    polls: Vec<(Vec<String>, Probe)>,
+    /// Planned kills not done yet: the lab kills `victim` once `by`'s step starting with
+    /// these words is answered, before any other step.
+    kills: Vec<PlannedKill>,
+    /// The held commands of processes killed by a planned kill: never released, kept until
+    /// the schedule is over so that their connections stay open until the lab kills them.
+    doomed: Vec<Held>,
     /// Processes that poll by design (a claimer, a dispatcher): parked at the end of a
     /// schedule, they wait for work, they do not retry forever.
     pollers: BTreeSet<Actor>,
@@ -206,7 +264,27 @@ impl Control {
     /// `actor` (registered, not started) is started by the lab once `after` is done (exited or
     /// finished); until then the explorer waits for neither.
     pub fn dormant(&self, actor: Actor, after: Actor) {
-        self.shared().dormant.insert(actor, after);
+        self.shared().dormant.insert(actor, Wake::Done(after));
+    }
+
+    /// `actor` (not started, or between two of its steps: the lab holds it back) is started or
+    /// let go by the lab once `wake` happens; until then the explorer waits for it no more than
+    /// for a process not started. The lab must call this before what wakes it can happen.
+    pub fn dormant_until(&self, actor: Actor, wake: Wake) {
+        self.shared().dormant.insert(actor, wake);
+    }
+
+    /// Polls starting with `words` are steps only when `probe` finds something to take.
+    pub fn poll_when(&self, words: Vec<String>, probe: Probe) {
+        self.shared().polls.push((words, probe));
+    }
+
+    /// Plan a kill the explorer orders: once `kill.by`'s step starting with `kill.after` is
+    /// answered, `kill.victim` takes no further step (its held command is never released)
+    /// and the lab kills it. The step that triggers the kill conflicts with every step of the
+    /// victim, so the search tries the victim's steps on both sides of it.
+    pub fn kill_after(&self, kill: PlannedKill) {
+        self.shared().kills.push(kill);
     }
 
     /// `actor` polls by design: parked when a schedule ends, it is waiting for work.
@@ -301,6 +379,8 @@ struct Book {
     timers: TimerQueue,
     /// The timer the explorer may fire next (actor `N`), as the last candidates offered it.
     timer: Option<Timer>,
+    /// Processes holding a poll that has nothing to take (see [`Shared::polls`]).
+    idle: BTreeSet<Actor>,
 }
 
 /// A command as the explorer reasons about it.
@@ -388,7 +468,10 @@ impl Control {
         // command runs after the schedule; dropped, it never reaches the servers.
         let mut done = self.lab_done.subscribe();
         let _ = done.wait_for(|v| *v).await;
-        self.shared().held.clear();
+        let mut shared = self.shared();
+        shared.held.clear();
+        shared.doomed.clear();
+        drop(shared);
         result
     }
 
@@ -435,8 +518,9 @@ impl Control {
                 let (line, step) = self.release(actor, &mut book);
                 let command = step.args.join(" ");
                 let tx_end = transaction_end(&mut book, actor, &step);
+                let args = step.args.clone();
                 let (fp, reply, nothing) = self.settle(actor, step, &mut book, redis, pg).await?;
-                let fp = tx_end.unwrap_or(fp);
+                let fp = self.after_step(actor, &args, &reply, tx_end.unwrap_or(fp), &mut book);
                 book.last.insert(actor, (command, nothing));
                 (line, fp, reply)
             };
@@ -454,6 +538,40 @@ impl Control {
             out.turns.push(actor);
             out.taken.push(Taken { actor, footprint: fp, woken: Vec::new() });
         }
+    }
+
+    /// What follows `actor`'s answered step `args` (reply `reply`, footprint `fp`): dormant
+    /// processes it wakes go, a planned kill it triggers is done (its victim's held command
+    /// kept, never released). Returns the footprint with the kills' lives in it.
+    fn after_step(&self, actor: Actor, args: &[String], reply: &str, fp: Footprint, book: &mut Book) -> Footprint {
+        let mut shared = self.shared();
+        let took = reply != "(nil)";
+        let woken: Vec<Actor> = shared
+            .dormant
+            .iter()
+            .filter(|(_, w)| match w {
+                Wake::Took(by, words) => took && by.is_none_or(|b| b == actor) && starts_with(args, words),
+                Wake::Done(_) => false,
+            })
+            .map(|(a, _)| *a)
+            .collect();
+        for a in woken {
+            shared.dormant.remove(&a);
+        }
+        let fp = lives(&shared.kills, actor, args, fp);
+        let (done, left): (Vec<PlannedKill>, Vec<PlannedKill>) =
+            std::mem::take(&mut shared.kills).into_iter().partition(|k| k.by == actor && starts_with(args, &k.after));
+        shared.kills = left;
+        for k in done {
+            if let Some(h) = shared.held.remove(&k.victim) {
+                shared.doomed.push(h);
+            }
+            shared.finished.insert(k.victim);
+            book.seen.remove(&k.victim);
+            book.parked.remove(&k.victim);
+            book.idle.remove(&k.victim);
+        }
+        fp
     }
 
     /// Let `actor`'s held command go: the line it shows in the report, and the command.
@@ -608,8 +726,12 @@ impl Control {
         }
         // A dormant process whose predecessor is done is started by the lab now: busy until
         // it holds its first command.
-        let started: Vec<Actor> =
-            shared.dormant.iter().filter(|(_, after)| shared.finished.contains(after)).map(|(a, _)| *a).collect();
+        let started: Vec<Actor> = shared
+            .dormant
+            .iter()
+            .filter(|(_, w)| matches!(w, Wake::Done(after) if shared.finished.contains(after)))
+            .map(|(a, _)| *a)
+            .collect();
         for a in started {
             shared.dormant.remove(&a);
             busy = busy.or(Some(a));
@@ -635,7 +757,10 @@ impl Control {
     async fn candidates(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Vec<Candidate> {
         let held: Vec<(Actor, ServerKind, Vec<String>)> =
             self.shared().held.iter().map(|(a, h)| (*a, h.server, h.args.clone())).collect();
-        let idle_pollers = self.shared().idle_pollers.clone();
+        let (idle_pollers, polls, kills, key_prefix) = {
+            let shared = self.shared();
+            (shared.idle_pollers.clone(), shared.polls.clone(), shared.kills.clone(), shared.timers.key_prefix.clone())
+        };
         let mut out = Vec::new();
         for (actor, server, args) in held {
             let keys = match server {
@@ -682,6 +807,14 @@ impl Control {
             if book.parked.contains_key(&actor) {
                 continue;
             }
+            if let Some((_, probe)) = polls.iter().find(|(words, _)| starts_with(&numbered, words)) {
+                if !something_to_take(probe, &key_prefix, redis).await {
+                    book.idle.insert(actor);
+                    continue; // nothing to take: it waits for work
+                }
+            }
+            book.idle.remove(&actor);
+            let fp = lives(&kills, actor, &numbered, fp);
             out.push(Candidate { actor, command: shape(&command), footprint: fp });
         }
         out.extend(self.timer_candidate(book, redis).await);
@@ -735,7 +868,11 @@ impl Control {
                 shared.pollers.contains(a)
                     && book.seen.get(a).is_some_and(|s| s.args[0].eq_ignore_ascii_case("XAUTOCLAIM"))
             };
-            shared.finished.contains(a) || shared.dormant.contains_key(a) || book.blocked.contains_key(a) || polls()
+            shared.finished.contains(a)
+                || shared.dormant.contains_key(a)
+                || book.blocked.contains_key(a)
+                || polls()
+                || book.idle.contains(a)
         })
     }
 
@@ -765,6 +902,21 @@ impl Control {
         let line = format!("{} {}", super::schedule::code(Actor::Runner), words.join(" "));
         Ok((line, timer.footprint(), reply))
     }
+}
+
+/// `fp` of `actor`'s step `args` with what the planned kills make of it: a victim's step reads
+/// its life, the step that kills it writes it.
+fn lives(kills: &[PlannedKill], actor: Actor, args: &[String], fp: Footprint) -> Footprint {
+    let mut fp = fp;
+    for k in kills {
+        if k.victim == actor {
+            fp.reads.insert(footprint::Resource(k.life()));
+        }
+        if k.by == actor && starts_with(args, &k.after) {
+            fp.writes.insert(footprint::Resource(k.life()));
+        }
+    }
+    fp
 }
 
 fn is_tx_end(args: &[String]) -> bool {
@@ -798,6 +950,24 @@ fn in_transaction(book: &mut Book, actor: Actor, args: &[String], fp: Footprint)
             None => fp,
         },
     }
+}
+
+/// Can a poll find something now, by `probe` (keys under the run's `prefix`)? A server that
+/// does not answer here fails the next step's own query, with its reason.
+async fn something_to_take(probe: &Probe, prefix: &str, redis: &mut MultiplexedConnection) -> bool {
+    let found: redis::RedisResult<bool> = match probe {
+        Probe::NonEmptyList(key) => {
+            redis::cmd("LLEN").arg(format!("{prefix}{key}")).query_async::<i64>(redis).await.map(|n| n > 0)
+        }
+        Probe::DueMember(key) => redis::cmd("ZCOUNT")
+            .arg(format!("{prefix}{key}"))
+            .arg("-inf")
+            .arg(0)
+            .query_async::<i64>(redis)
+            .await
+            .map(|n| n > 0),
+    };
+    found.unwrap_or(true)
 }
 
 /// The keys of a Redis command, as the server names them (`COMMAND GETKEYS`; none for a
@@ -864,6 +1034,23 @@ mod tests {
         assert_eq!(book.numbered("1 entry 1733059200123-0 order=2", &b), "1 entry e2 order=2");
         assert_eq!(book.numbered("XACK orders:0 g 1733059200123-0", &a), "XACK orders:0 g e1");
         assert_eq!(book.numbered("$1 1733059200123-0", &[]), "$1 e1", "no stream: the first that has it");
+    }
+
+    #[test]
+    fn a_planned_kill_is_a_write_its_victim_s_steps_read() {
+        use super::{lives, starts_with, Actor, Footprint, PlannedKill};
+        let s = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let ack = s(&["EVALSHA", "9388"]);
+        assert!(starts_with(&s(&["evalsha", "9388", "2", "processing"]), &ack), "the name in any case");
+        assert!(!starts_with(&s(&["EVALSHA", "a6d3", "4"]), &ack) && !starts_with(&s(&["EVALSHA"]), &ack));
+        let kills = [PlannedKill { victim: Actor::Worker(1), by: Actor::Worker(2), after: ack }];
+        let none = Footprint::default();
+        let w1_mail = lives(&kills, Actor::Worker(1), &s(&["SELECT 1"]), none.clone());
+        let w2_ack = lives(&kills, Actor::Worker(2), &s(&["EVALSHA", "9388", "2"]), none.clone());
+        let w2_take = lives(&kills, Actor::Worker(2), &s(&["EVALSHA", "a6d3", "4"]), none.clone());
+        assert!(w1_mail.conflicts(&w2_ack), "W1's e-mail comes before the kill or never");
+        assert!(!w1_mail.conflicts(&w2_take), "W2's take kills no one");
+        assert_eq!(lives(&kills, Actor::Producer, &s(&["LPUSH", "q", "j"]), none.clone()), none);
     }
 
     #[test]

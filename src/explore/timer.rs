@@ -10,6 +10,11 @@
 //! acts on is there: a key set with a TTL until it is deleted, an entry a process was handed
 //! until it is acknowledged (or claimed again, which re-arms it behind the others).
 //!
+//! A lease in a sorted set (member: the taken entry, score: its deadline, as the list queue's
+//! lease script keeps them) runs out as a step that sets its deadline to 0
+//! (`ZADD leases XX CH 0 <entry>`), so the reaper's `ZRANGEBYSCORE … -inf <now>` finds it; the
+//! first taken runs out first, and a lease is armed while its member is there.
+//!
 //! A process's own timer can be a server timer too: a reorder buffer holding an entry waits
 //! for the missing one in `XREADGROUP … BLOCK <gap timeout>`; the step that makes its gap run
 //! out is `CLIENT UNBLOCK <client> TIMEOUT`, after which the read returns nothing, exactly as
@@ -47,6 +52,9 @@ pub struct Timers {
     /// timer that ran out while the claimer handled another entry is the same as one that ran
     /// out just before its next poll.
     pub idle_when_all_wait: bool,
+    /// Leases in this sorted set (member: the taken entry, score: its deadline on the
+    /// server's clock) can run out.
+    pub leases: Option<String>,
     /// The run's key prefix, which the processes' commands carry on the server but not in
     /// what the explorer sees of them.
     pub key_prefix: String,
@@ -54,7 +62,7 @@ pub struct Timers {
 
 impl Timers {
     pub fn any(&self) -> bool {
-        self.ttl || self.idle_group.is_some() || self.block_timeout
+        self.ttl || self.idle_group.is_some() || self.block_timeout || self.leases.is_some()
     }
 }
 
@@ -68,6 +76,9 @@ pub enum Timer {
     /// Process `actor` (connections named `client_name`), blocked reading `stream` with a
     /// timeout, has waited long enough: its read returns nothing.
     Unblock { actor: String, client_name: String, stream: String },
+    /// The lease of `member` in sorted set `key` runs out: its deadline becomes 0, so a
+    /// reaper's `ZRANGEBYSCORE key -inf <now>` finds it.
+    Lease { key: String, member: String },
 }
 
 impl Timer {
@@ -80,6 +91,7 @@ impl Timer {
                 ["XCLAIM", stream, group, owner, "0", ordinal, "IDLE", &idle, "JUSTID"].map(String::from).to_vec()
             }
             Timer::Unblock { actor, .. } => ["CLIENT", "UNBLOCK", actor, "TIMEOUT"].map(String::from).to_vec(),
+            Timer::Lease { key, member } => ["ZADD", key, "XX", "CH", "0", member].map(String::from).to_vec(),
         }
     }
 
@@ -94,6 +106,7 @@ impl Timer {
             Timer::Unblock { actor, stream, .. } => {
                 (vec![format!("r:{stream}#entries")], vec![format!("r:{stream}#blocked#{actor}")])
             }
+            Timer::Lease { key, member } => (vec![], vec![format!("r:{key}#m:{member}")]),
         };
         Footprint::of(reads, writes)
     }
@@ -219,6 +232,16 @@ impl TimerQueue {
                     return Ok(Some(Timer::Expire { key }));
                 }
                 self.expiring.remove(0);
+            }
+        }
+        if let Some(key) = &timers.leases {
+            // Every lease the explorer's lease script set ends far in the future; one a timer
+            // step ran out is at 0. The first by deadline (the first taken) runs out first.
+            let leases: Vec<(String, f64)> =
+                redis::cmd("ZRANGE").arg(on_server(key)).arg(0).arg(-1).arg("WITHSCORES").query_async(redis).await?;
+            let armed = leases.into_iter().find(|(_, deadline)| *deadline >= NEVER_BY_THE_CLOCK_MS as f64);
+            if let Some((member, _)) = armed {
+                return Ok(Some(Timer::Lease { key: key.clone(), member }));
             }
         }
         let Some(group) = &timers.idle_group else { return Ok(None) };
@@ -393,6 +416,21 @@ mod tests {
         assert!(!q.left("jobs", "e4"));
         q.asks_for_work(&s(&["XAUTOCLAIM", "jobs", "g", "reaper", "1", "0-0", "COUNT", "1"]));
         assert!(q.left("jobs", "e4") && !q.left("jobs", "e5"));
+    }
+
+    #[test]
+    fn a_lease_runs_out_at_its_member_only() {
+        let lease = |m: &str| Timer::Lease { key: "leases:default".into(), member: m.into() };
+        assert_eq!(lease("1|job").words(""), s(&["ZADD", "leases:default", "XX", "CH", "0", "1|job"]));
+        let keys = s(&["processing:default", "leases:default"]);
+        let ack =
+            footprint::redis(&s(&["EVALSHA", "9388", "2", "processing:default", "leases:default", "2|job"]), &keys);
+        assert!(lease("1|job").footprint().conflicts(&ack), "a script that declares the lease set may touch any lease");
+        let zrem = |m: &str| footprint::redis(&s(&["ZREM", "leases:default", m]), &s(&["leases:default"]));
+        assert!(lease("1|job").footprint().conflicts(&zrem("1|job")));
+        assert!(!lease("1|job").footprint().conflicts(&zrem("2|job")), "another delivery's lease commutes with it");
+        assert!(!lease("1|job").footprint().conflicts(&lease("2|job").footprint()));
+        assert!(Timers { leases: Some("leases:default".into()), ..Timers::default() }.any());
     }
 
     #[test]

@@ -533,6 +533,7 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
         idle_once_left: false,
         idle_when_all_wait: false,
         block_timeout,
+        leases: None,
         key_prefix,
     }
 }

@@ -244,7 +244,7 @@ async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
 #[test]
 fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["explore", "priority-zset", "--variant", "ties"],
             "cannot be explored: this kind's processes are not stepped",
@@ -256,6 +256,10 @@ fn bad_explorations_are_one_line_and_exit_2() {
         (
             &["explore", "outbox", "--variant", "per-key"],
             "cannot be explored: its failing row 1 is published at a later poll",
+        ),
+        (
+            &["explore", "list-crash", "--variant", "lease-slow-handler"],
+            "cannot be explored: W1's job takes 1500 ms, not less than the 500 ms lease",
         ),
         (&["explore", "lock"], "choose one with --variant"),
         (&["run", "baseline", "--schedule", "P.Q1"], "names no process"),
@@ -366,5 +370,66 @@ async fn a_killed_job_worker_is_replaced_and_its_entry_claimed_after_a_timer_ste
         assert!(timers.iter().zip(&claims).all(|(t, c)| t < c), "each claim follows its timer step: {:?}", c.steps);
         let last_read = c.steps.iter().rposition(|s| s.starts_with("C4 XREADGROUP")).unwrap();
         assert!(timers[0] > last_read, "no entry goes idle before every reader waits: {:?}", c.steps);
+    }
+}
+
+/// list-crash lrem-identical: W1 takes the first copy, the second is pushed and W2 takes it,
+/// W1 is killed once W2's LREM + ZREM is answered. By hand, the orders of W1's e-mail and LREM
+/// (its take, the push, W2's take can go only one way round; W1's poll takes the second copy
+/// if it comes before W2's): W1 done before W2's take, then W1 takes the second copy (1) or W2
+/// does (2); W1's LREM after W2's take and before its LREM (3); W1 killed holding its LREM,
+/// its e-mail sent (4); W1 killed holding its e-mail (5), the only one wrong: W2's LREM took
+/// the shared lease, so nothing puts the copy back. lrem-token: the same 5 orders, the copy
+/// put back by the reaper after a timer step, never lost; the one wrong is W1 killed between
+/// its e-mail and its LREM, whose copy is then sent again. The wrong schedule replays wrong
+/// 10 times out of 10.
+#[tokio::test]
+async fn lrem_identical_loses_the_killed_worker_s_copy_in_one_order_of_five() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, "list-crash", Some("lrem-identical"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (5, 1, 0), "{text}");
+    let wrong: Vec<_> = x.wrong().collect();
+    assert_eq!(wrong[0].schedule, "P.W1.P.W2x3", "{text}");
+    assert!(wrong[0].reasons.iter().any(|r| r.contains("lost")), "{:?}", wrong[0].reasons);
+    assert!(!wrong[0].steps.iter().any(|s| s.starts_with("W1 SELECT")), "killed before its e-mail: {text}");
+    let schedule = Schedule::parse(&wrong[0].schedule).unwrap();
+    for _ in 0..10 {
+        let again = explore_on(&services, "list-crash", Some("lrem-identical"), Search::Replay(schedule.clone())).await;
+        assert_eq!((again.classes[0].verdict, &again.classes[0].key), (Verdict::Wrong, &wrong[0].key));
+    }
+    let t = explore_on(&services, "list-crash", Some("lrem-token"), exhaustive()).await;
+    let text = ordlab::exploration::render(&t, ordlab::lang::Lang::En);
+    assert_eq!(counts(&t), (5, 1, 0), "{text}");
+    for c in &t.classes {
+        assert!(!c.reasons.iter().any(|r| r.contains("lost")), "a token's copy is never lost: {text}");
+        let step = |who: &str, keys: &str| c.steps.iter().any(|s| s.starts_with(who) && s.contains(keys));
+        // W1 is killed with its copy in hand when W2 took the other and W1 never ran its LREM.
+        let w1_lrem = step("W1 EVALSHA", " 2 processing:default leases:default ");
+        if step("W2 EVALSHA", " 4 queue:default ") && !w1_lrem {
+            let at = |p: &str| c.steps.iter().position(|s| s.starts_with(p));
+            let (timer, reap) = (at("N ZADD leases:default XX CH 0 1|"), at("R EVALSHA"));
+            assert!(timer.is_some() && timer < reap, "W1's lease runs out, then the reaper puts it back: {c:?}");
+        }
+    }
+    let twice: Vec<_> = t.wrong().collect();
+    assert!(twice[0].reasons.iter().any(|r| r.contains("duplicated")), "{:?}", twice[0].reasons);
+    assert!(twice[0].steps.iter().any(|s| s.starts_with("W1 SELECT")), "killed after its e-mail: {text}");
+    services.stop().await;
+}
+
+/// list-crash lease-reaper: W1 dies after its take and W2 replaces it; the 5 classes are the
+/// places of the two later pushes among the takes (both before W1's take; one before and the
+/// other before or after W2's first take; both after W1's, the last before or after W2's
+/// first take); in each the lease runs out as a timer step once W2 waits for work, and the job
+/// comes back once.
+#[tokio::test]
+async fn a_killed_list_worker_s_lease_runs_out_as_a_step_and_its_job_comes_back() {
+    let x = explored("list-crash", Some("lease-reaper"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (5, 0, 0), "{text}");
+    for c in &x.classes {
+        let timers = c.steps.iter().filter(|s| s.starts_with("N ZADD leases:default")).count();
+        assert_eq!(timers, 1, "{:?}", c.steps);
     }
 }

@@ -321,6 +321,49 @@ impl LabProcedure for ListQueueSpec {
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<ListQueueObserved>, Error> {
         run::run(self, ctx).await
     }
+
+    /// Stepped by the explorer (`run/explored.rs`) where every timer that can change a run is
+    /// a step: ordlab's own workers taking with the lease script, a lease that runs out only
+    /// once its worker is gone (a worker slower than its lease is refused), no delayed retry.
+    fn explorable(&self) -> Result<(), String> {
+        if self.worker.is_some() {
+            return Err("its workers come from a command line (setup.worker): the list kind steps only ordlab's own workers yet".into());
+        }
+        if self.take != Take::Lease {
+            return Err(format!("take = \"{}\": the list kind steps only the lease script's take yet (a blocking take waits in the server for a push)", take_name(self.take)));
+        }
+        if self.scheduler.is_some() {
+            return Err("setup.scheduler: a retry's delay runs out by the server's clock, and the explorer does not make that a step yet".into());
+        }
+        if self.jobs.iter().any(|j| j.refused > 0 || j.poison) {
+            return Err("setup.jobs[]: a refused or poison job's retry paths are not stepped yet (the stepped run covers crashes and kills)".into());
+        }
+        if self.stagger && self.restart {
+            return Err("setup.stagger with restart = true: the stepped run numbers staggered workers and replacements apart only one way yet".into());
+        }
+        let lease = self.lease_ms;
+        let killed_in_time =
+            |w: u32| self.kill.is_some_and(|k| k.worker == w && self.worker_cost(k.after_done_by) < lease);
+        let started = self.workers + if self.restart { self.crash.len() as u32 } else { 0 };
+        for w in 1..=started {
+            let costs = self.jobs.iter().flat_map(|j| [j.cost_ms, j.first_cost_ms]).flatten();
+            let longest = costs.chain([self.worker_cost(w)]).fold(0.0, f64::max);
+            if longest >= lease && !killed_in_time(w) {
+                return Err(format!("W{w}'s job takes {longest} ms, not less than the {lease} ms lease: the lease runs out while it works, and the explorer runs a lease out only once every worker waits for work"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The take as a scenario names it.
+fn take_name(take: Take) -> &'static str {
+    match take {
+        Take::Brpop => "brpop",
+        Take::Brpoplpush => "brpoplpush",
+        Take::Blmove => "blmove",
+        Take::Lease => "lease",
+    }
 }
 
 impl Judge for ListQueueSpec {

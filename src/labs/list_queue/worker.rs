@@ -84,7 +84,8 @@ pub async fn run_loop<C: ConnectionLike + Send>(
     events: &dyn Sink,
 ) -> Result<(), Error> {
     let (actor, scale) = (cfg.actor(), cfg.env.scale);
-    let lease_ms = scale.ms_ceil(cfg.lease_ms.round() as u64);
+    // A server timer: under the explorer so long that only a timer step runs it out.
+    let lease_ms = scale.timer_ms(cfg.lease_ms.round() as u64);
     events.emit(actor, EventKind::Ready);
     loop {
         let taken = list_queue::take(conn, &cfg.keys, cfg.take, lease_ms, cfg.identity).await.context("take a job")?;
@@ -93,7 +94,8 @@ pub async fn run_loop<C: ConnectionLike + Send>(
             continue;
         };
         let label = payload_label(&taken.payload);
-        let lease = taken.lease_until_ms.map(|_| lease_ms as f64);
+        // The lab's lease, as the timeline shows it (under the explorer a timer step ends it).
+        let lease = taken.lease_until_ms.map(|_| scale.ms_ceil(cfg.lease_ms.round() as u64) as f64);
         events.emit(actor, ListEvent::Taken { job: label.clone(), via: cfg.via().into(), lease_ms: lease }.event());
         maybe_crash(conn, cfg, &label, ListCrashPoint::AfterTake, events).await?;
         match ListJob::parse(&taken.payload) {

@@ -148,6 +148,7 @@ pub(super) async fn run(
         idle_once_left: true,
         idle_when_all_wait: true,
         block_timeout: false,
+        leases: None,
         key_prefix: ctx.key_prefix(),
     });
     control.begin();

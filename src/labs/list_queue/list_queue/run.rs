@@ -30,6 +30,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+mod explored;
+
 pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOutcome<ListQueueObserved>, Error> {
     let keys = ListKeys::new(&ctx.key_prefix());
     let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config)
@@ -57,24 +59,20 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
         None => None,
     };
     let mut crew = Crew { keys: keys.clone(), sink: sink_cfg.clone(), tx: tx.clone(), workers: Vec::new(), http };
-    let first = if spec.stagger { 1 } else { spec.workers };
-    for _ in 0..first {
-        crew.start_worker(spec, ctx).await?;
-    }
-    let supervisor = start_supervisor(spec, ctx, &keys, &tx).await?;
-    let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
-    let t0_ns = crate::clock::now_ns();
-    let mut raw = Vec::new();
-    let timed_out = drive(spec, ctx, producer, &mut crew, &mut rx, &mut raw).await?;
-    for w in crew.workers.into_iter().flatten() {
-        w.stop().await;
-    }
-    drop(crew.http);
-    if let Some(s) = supervisor {
-        s.stop().await;
-    }
+    let (t0_ns, mut raw, timed_out) = match ctx.control {
+        Some(control) => {
+            let t0_ns = crate::clock::now_ns();
+            let (raw, finished) = explored::run(spec, ctx, control, &mut crew, &mut rx).await?;
+            (t0_ns, raw, !finished)
+        }
+        None => sampled(spec, ctx, &mut crew, &mut rx).await?,
+    };
+    drop(crew);
     drop(tx);
     crate::labs::consumer_group::drain(rx, &mut raw);
+    if let Some(control) = ctx.control {
+        raw.extend(control.take_events());
+    }
     let records = ledger.records().await?;
     raw.extend(timeline_events(&records));
     let mut observed = leftovers(&mut ctx.redis, &keys, spec.take).await?;
@@ -83,6 +81,34 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
     observed.scale = ctx.scale.0;
     ctx.delete_run_keys().await?;
     Ok(RunOutcome { t0_ns, raw, timed_out, observed })
+}
+
+/// A sampled run: the first workers (one, staggered), the supervisor, the producer, until the
+/// run ends; t=0, the events, whether it hit its deadline.
+async fn sampled(
+    spec: &ListQueueSpec,
+    ctx: &mut RunContext<'_>,
+    crew: &mut Crew,
+    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
+) -> Result<(u64, Vec<RawEvent>, bool), Error> {
+    let first = if spec.stagger { 1 } else { spec.workers };
+    for _ in 0..first {
+        crew.start_worker(spec, ctx).await?;
+    }
+    let keys = crew.keys.clone();
+    let supervisor = start_supervisor(spec, ctx, &keys, &crew.tx).await?;
+    let producer = crate::connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
+    let t0_ns = crate::clock::now_ns();
+    let mut raw = Vec::new();
+    let timed_out = drive(spec, ctx, producer, crew, rx, &mut raw).await?;
+    for w in std::mem::take(&mut crew.workers).into_iter().flatten() {
+        w.stop().await;
+    }
+    crew.http.take();
+    if let Some(s) = supervisor {
+        s.stop().await;
+    }
+    Ok((t0_ns, raw, timed_out))
 }
 
 /// The worker processes of a run and what starting one more needs.
@@ -119,7 +145,17 @@ impl Crew {
         if spec.worker.is_some() {
             return self.start_foreign(spec, ctx, index).await;
         }
-        let cfg = ListWorkerConfig {
+        let cfg = self.worker_config(spec, ctx, index);
+        let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), self.tx.clone())?;
+        let want = if spec.take == Take::Lease { ClientState::Connected } else { ClientState::Blocked };
+        wait_for_client(&mut ctx.redis, &cfg.client_name, want, &child).await?;
+        self.workers.push(Some(CrewMember::Own(child)));
+        Ok(())
+    }
+
+    /// The config of ordlab's own worker `W<index>`.
+    fn worker_config(&self, spec: &ListQueueSpec, ctx: &RunContext<'_>, index: u32) -> ListWorkerConfig {
+        ListWorkerConfig {
             env: ctx.role_env(index),
             index,
             client_name: ctx.client_name(Actor::Worker(index)),
@@ -136,12 +172,7 @@ impl Crew {
             crash: spec.crash.clone(),
             sink: self.sink.clone(),
             effect: EFFECT.into(),
-        };
-        let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), self.tx.clone())?;
-        let want = if spec.take == Take::Lease { ClientState::Connected } else { ClientState::Blocked };
-        wait_for_client(&mut ctx.redis, &cfg.client_name, want, &child).await?;
-        self.workers.push(Some(CrewMember::Own(child)));
-        Ok(())
+        }
     }
 
     /// Start worker `index` from the scenario's command line, through its interposer, and wait
@@ -190,22 +221,27 @@ impl Crew {
     }
 }
 
+/// The supervisor's config: the reaper, the scheduler, or both (None: the lab has neither).
+fn supervisor_config(spec: &ListQueueSpec, ctx: &RunContext<'_>, keys: &ListKeys) -> Option<ListSupervisorConfig> {
+    if spec.reaper.is_none() && spec.scheduler.is_none() {
+        return None;
+    }
+    Some(ListSupervisorConfig {
+        env: ctx.role_env(spec.workers + 1),
+        client_name: ctx.client_name(Actor::Reaper),
+        keys: keys.clone(),
+        reaper_poll_ms: spec.reaper.map(|r| r.poll_ms),
+        scheduler_poll_ms: spec.scheduler.map(|r| r.poll_ms),
+    })
+}
+
 async fn start_supervisor(
     spec: &ListQueueSpec,
     ctx: &mut RunContext<'_>,
     keys: &ListKeys,
     tx: &mpsc::UnboundedSender<RawEvent>,
 ) -> Result<Option<RoleProcess>, Error> {
-    if spec.reaper.is_none() && spec.scheduler.is_none() {
-        return Ok(None);
-    }
-    let cfg = ListSupervisorConfig {
-        env: ctx.role_env(spec.workers + 1),
-        client_name: ctx.client_name(Actor::Reaper),
-        keys: keys.clone(),
-        reaper_poll_ms: spec.reaper.map(|r| r.poll_ms),
-        scheduler_poll_ms: spec.scheduler.map(|r| r.poll_ms),
-    };
+    let Some(cfg) = supervisor_config(spec, ctx, keys) else { return Ok(None) };
     let child = ctx.spawn(&RoleConfig::of(&cfg.clone()), tx.clone())?;
     wait_for_client(&mut ctx.redis, &cfg.client_name, ClientState::Connected, &child).await?;
     Ok(Some(child))

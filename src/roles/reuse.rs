@@ -27,8 +27,8 @@ pub const PARKED: &str = "{\"ordlab\":\"parked\"}";
 /// await, which is at once: it waits on a server or at the interposer).
 pub const PARK_WITHIN: Duration = Duration::from_secs(5);
 
-/// The body of `ordlab __role --reusable`: run each config read from stdin until [`PARK`] (or
-/// the role's own end), then say [`PARKED`]; stdin closed ends the process (status 0).
+/// The body of `ordlab __role --reusable`: run each config read from stdin until [`PARK`], then
+/// say [`PARKED`]; stdin closed, or the role's own end, ends the process.
 pub async fn serve(registry: &RoleRegistry) -> Result<(), Error> {
     let (tx, mut lines) = mpsc::unbounded_channel::<String>();
     // std's stdin on a thread of its own: the role's single-threaded runtime is never blocked.
@@ -42,22 +42,14 @@ pub async fn serve(registry: &RoleRegistry) -> Result<(), Error> {
     });
     while let Some(config) = lines.recv().await {
         if config != PARK {
-            let order = tokio::select! {
-                done = registry.run(&config) => {
-                    done?;
-                    // The role ended on its own: it parks when told to.
-                    None
-                }
-                order = lines.recv() => Some(order),
-            };
-            let order = match order {
-                Some(order) => order,
-                None => lines.recv().await,
-            };
-            match order {
-                Some(line) if line == PARK => {}
-                Some(_) => return Err(Error::RoleConfig("a config came before the order to park".into())),
-                None => return Ok(()),
+            tokio::select! {
+                // A role that ends on its own (status 0) ends its process, as an unparked one does.
+                done = registry.run(&config) => return done,
+                order = lines.recv() => match order {
+                    Some(line) if line == PARK => {}
+                    Some(_) => return Err(Error::RoleConfig("a config came before the order to park".into())),
+                    None => return Ok(()),
+                },
             }
         }
         parked();

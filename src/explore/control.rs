@@ -895,6 +895,21 @@ mod tests {
     }
 
     #[test]
+    fn only_a_blocking_redis_command_or_sql_can_wait_in_its_server() {
+        let step = |server, words: &str| super::Step {
+            server,
+            args: words.split(' ').map(str::to_string).collect(),
+            keys: Vec::new(),
+        };
+        let (redis, pg) = (super::ServerKind::Redis, super::ServerKind::Postgres);
+        assert!(super::can_block(&step(redis, "XREADGROUP GROUP g C1 COUNT 1 BLOCK 0 STREAMS orders >")));
+        assert!(super::can_block(&step(redis, "blpop jobs 0")));
+        assert!(!super::can_block(&step(redis, "XREADGROUP GROUP g C1 COUNT 1 STREAMS orders >")), "a poll");
+        assert!(!super::can_block(&step(redis, "SET lock C1 NX PX 1000")));
+        assert!(super::can_block(&step(pg, "UPDATE ordlab.orders SET status = $1")), "a lock wait");
+    }
+
+    #[test]
     fn application_name_is_added_to_a_url() {
         assert_eq!(super::with_application_name("postgresql://u@h/db", "x"), "postgresql://u@h/db?application_name=x");
         assert_eq!(

@@ -168,7 +168,8 @@ enum Command {
         /// direct against through an endpoint), not the labs.
         #[arg(long, conflicts_with_all = ["labs", "lab_all"])]
         interposer: bool,
-        /// Measure only the explorer: schedules per second for baseline and a Python worker.
+        /// Measure only the explorer: schedules per second for baseline (its processes reused,
+        /// and started afresh every run), s1 and s1 with the Python example consumer.
         #[arg(long, conflicts_with_all = ["labs", "lab_all", "interposer"])]
         explore: bool,
         #[command(flatten)]

@@ -43,6 +43,9 @@ pub struct ExploreOptions {
     pub max_steps: usize,
     /// The lab's own random choices (a consumer's seed); the schedule is the explorer's.
     pub seed: u64,
+    /// Keep ordlab's own role processes from one run to the next, parked between them
+    /// ([`crate::roles::reuse`]); false: every run starts its own, as `ordlab run` does.
+    pub reuse_processes: bool,
 }
 
 impl Default for ExploreOptions {
@@ -52,6 +55,7 @@ impl Default for ExploreOptions {
             max_schedules: 2000,
             max_steps: 400,
             seed: 1,
+            reuse_processes: true,
         }
     }
 }
@@ -95,6 +99,10 @@ pub struct Exploration {
     /// PCT: the per-run lower bound on finding a bug of its depth, `1/(n·k^(d−1))`.
     pub pct_bound: Option<f64>,
     pub processes: usize,
+    /// Role processes of ordlab's own started over all the runs (reused ones count once);
+    /// workers from a command line are not counted. Not saved.
+    #[serde(skip)]
+    pub role_processes_started: usize,
     pub seconds: f64,
     /// What sampling the same variant showed, from the lab's record in results/, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,40 +280,54 @@ pub async fn explore(
         bounded: false,
         pct_bound: None,
         processes: 0,
+        role_processes_started: 0,
         seconds: 0.0,
         sampled: None,
         contrast: v.explored.clone(),
     };
     let mut pct_steps = 0;
     let intended = v.procedure.intended();
-    loop {
-        let control = Control::new(&services.redis_url, &services.pg_config);
-        let lab_side = async {
-            let r = runner.run_controlled(lab, v, opts.seed, &control).await;
-            control.lab_finished();
-            r
-        };
-        let step_side = control.drive(strategy.as_mut(), opts.max_steps, &mut redis, &pg);
-        let run_started = std::time::Instant::now();
-        let (record, stepped) = tokio::join!(lab_side, step_side);
-        let (record, stepped) = (record?, stepped?);
-        if std::env::var_os("ORDLAB_EXPLORE_TRACE").is_some() {
-            let s = Schedule(stepped.turns.clone());
-            eprintln!("explore: run {} {s} {:?} {:.3} s", x.runs + 1, stepped.end, run_started.elapsed().as_secs_f64());
+    let pool = crate::roles::reuse::RolePool::new(opts.reuse_processes);
+    let searched = async {
+        loop {
+            let control = Control::new(&services.redis_url, &services.pg_config);
+            let lab_side = async {
+                let r = runner.run_controlled(lab, v, opts.seed, &control, &pool).await;
+                control.lab_finished();
+                r
+            };
+            let step_side = control.drive(strategy.as_mut(), opts.max_steps, &mut redis, &pg);
+            let run_started = std::time::Instant::now();
+            let (record, stepped) = tokio::join!(lab_side, step_side);
+            let (record, stepped) = (record?, stepped?);
+            if std::env::var_os("ORDLAB_EXPLORE_TRACE").is_some() {
+                let s = Schedule(stepped.turns.clone());
+                eprintln!(
+                    "explore: run {} {s} {:?} {:.3} s",
+                    x.runs + 1,
+                    stepped.end,
+                    run_started.elapsed().as_secs_f64()
+                );
+            }
+            x.runs += 1;
+            x.processes = x.processes.max(control.processes());
+            pct_steps = pct_steps.max(stepped.turns.len());
+            let steps = stepped.turns.len();
+            count_run(&mut x, stepped, record, intended.as_deref());
+            if !strategy.advance(steps) {
+                break;
+            }
+            if x.runs >= opts.max_schedules {
+                x.hit_max_schedules = true;
+                break;
+            }
         }
-        x.runs += 1;
-        x.processes = x.processes.max(control.processes());
-        pct_steps = pct_steps.max(stepped.turns.len());
-        let steps = stepped.turns.len();
-        count_run(&mut x, stepped, record, intended.as_deref());
-        if !strategy.advance(steps) {
-            break;
-        }
-        if x.runs >= opts.max_schedules {
-            x.hit_max_schedules = true;
-            break;
-        }
+        Ok::<_, Error>(())
     }
+    .await;
+    pool.stop().await;
+    searched?;
+    x.role_processes_started = pool.started().len();
     if let Search::Pct { depth, schedules, seed } = &opts.search {
         let pct = Pct::new(*depth, *schedules, *seed, pct_steps);
         x.pct_bound = Some(pct.bound(x.processes));

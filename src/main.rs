@@ -168,7 +168,8 @@ enum Command {
         /// direct against through an endpoint), not the labs.
         #[arg(long, conflicts_with_all = ["labs", "lab_all"])]
         interposer: bool,
-        /// Measure only the explorer: schedules per second for baseline and a Python worker.
+        /// Measure only the explorer: schedules per second for baseline (its processes reused,
+        /// and started afresh every run), s1 and s1 with the Python example consumer.
         #[arg(long, conflicts_with_all = ["labs", "lab_all", "interposer"])]
         explore: bool,
         #[command(flatten)]
@@ -195,7 +196,11 @@ enum Command {
     /// Internal: a role process (consumer, claimer, dispatcher) a lab starts; its JSON config
     /// comes on stdin.
     #[command(name = "__role", hide = true)]
-    Role,
+    Role {
+        /// Run one config per stdin line, parking between them (`roles::reuse`).
+        #[arg(long)]
+        reusable: bool,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -302,8 +307,8 @@ impl ServiceArgs {
 
 fn main() {
     let cli = parse_cli();
-    if let Command::Role = cli.command {
-        let code = run_role_process();
+    if let Command::Role { reusable } = cli.command {
+        let code = run_role_process(reusable);
         ordlab::service::process::reap_children();
         std::process::exit(code);
     }
@@ -397,11 +402,16 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// `ordlab __role`: read the config from stdin and run the role until killed or done.
-fn run_role_process() -> i32 {
-    let mut config = String::new();
-    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut config);
+fn run_role_process(reusable: bool) -> i32 {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
-    match rt.block_on(ordlab::labs::ROLES.run(&config)) {
+    let done = if reusable {
+        rt.block_on(ordlab::roles::reuse::serve(&ordlab::labs::ROLES))
+    } else {
+        let mut config = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut config);
+        rt.block_on(ordlab::labs::ROLES.run(&config))
+    };
+    match done {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ordlab __role: {e}");
@@ -497,7 +507,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             Ok(EXIT_MATCHED)
         }
         Command::Grade { worker, set, runs, lang, services } => grade(&worker, &set, runs, lang, &services).await,
-        Command::Role => unreachable!("handled before the runtime starts"),
+        Command::Role { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 

@@ -22,6 +22,7 @@ mod keyed_queues;
 pub mod primary;
 pub mod priority_loop;
 pub mod producer;
+pub mod reuse;
 mod role_process;
 
 pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};

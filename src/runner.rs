@@ -157,6 +157,7 @@ impl<'a> Runner<'a> {
                 seed: opts.seed,
                 nonce: &self.services.nonce,
                 control: None,
+                roles: None,
             };
             let tapped = opts.on_event.clone().map(live::tap);
             let started = Instant::now();
@@ -184,6 +185,7 @@ impl<'a> Runner<'a> {
         v: &Variant,
         seed: u64,
         control: &crate::explore::Control,
+        roles: &crate::roles::reuse::RolePool,
     ) -> Result<crate::labs::RunRecord, Error> {
         let run = 1;
         let mut ctx = RunContext {
@@ -198,6 +200,7 @@ impl<'a> Runner<'a> {
             seed,
             nonce: &self.services.nonce,
             control: Some(control),
+            roles: Some(roles),
         };
         v.procedure.run_once(&mut ctx).await
     }

@@ -34,6 +34,11 @@ const STUCK_AFTER: Duration = Duration::from_secs(15);
 /// command waits inside them (a blocking read, a lock wait): most replies come sooner.
 const REPLY_FIRST: Duration = Duration::from_millis(3);
 
+/// The same for a Redis command that can block (`XREADGROUP … BLOCK`, `BLPOP`): it often does
+/// (a read of an empty stream), and then no reply comes however long one waits, so the server
+/// is asked sooner; asked too soon, it is asked again, which costs a round trip, never a verdict.
+const REPLY_FIRST_BLOCKING: Duration = Duration::from_micros(500);
+
 /// How long a process that exited with a released command unanswered may still have its
 /// reply recorded by the interposer (it was written to the process, which read it and died).
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -596,6 +601,7 @@ impl Control {
         pg: &tokio_postgres::Client,
     ) -> Result<(Footprint, String, bool), Error> {
         let before = book.recorded_before.remove(&actor).unwrap_or(0);
+        let first_wait = if can_block(&step) { REPLY_FIRST_BLOCKING } else { REPLY_FIRST };
         let started = tokio::time::Instant::now();
         let deadline = started + STUCK_AFTER;
         loop {
@@ -612,11 +618,11 @@ impl Control {
             }
             // Most replies come within a millisecond or two: wait for one before asking the
             // servers whether the command waits inside them.
-            if let Some(left) = REPLY_FIRST.checked_sub(started.elapsed()) {
+            if let Some(left) = first_wait.checked_sub(started.elapsed()) {
                 let _ = tokio::time::timeout(left, tap.recorded()).await;
                 continue;
             }
-            if steps.released > steps.recorded && waits_in_server(redis, pg, &name).await? {
+            if steps.released > steps.recorded && waits_in_server(redis, pg, &name, step.server).await? {
                 let fp = footprint::effect(step.server, &step.args, &step.keys, "(nil)");
                 book.blocked.insert(actor, step);
                 return Ok((fp, "waits in the server".into(), false));
@@ -676,7 +682,7 @@ impl Control {
         &self,
         book: &mut Book,
         woken: &mut Vec<(Actor, Footprint)>,
-    ) -> (Option<Actor>, Vec<(Actor, String)>) {
+    ) -> (Option<Actor>, Vec<(Actor, String, ServerKind)>) {
         let mut shared = self.shared();
         // Asked before the replies are looked at: a process that got its answer and then died
         // (killed after a receive) is both woken and gone.
@@ -701,14 +707,14 @@ impl Control {
                 continue;
             }
             let steps = slot.tap.steps();
-            if book.blocked.contains_key(actor) {
+            if let Some(server) = book.blocked.get(actor).map(|s| s.server) {
                 if steps.recorded >= steps.released {
                     let step = book.blocked.remove(actor).expect("just seen");
                     let reply = book.numbered(&steps.last_reply.clone().unwrap_or_default(), &step.keys);
                     book.timers.observe(&step.args, &step.keys, &reply);
                     woken.push((*actor, footprint::effect(step.server, &step.args, &step.keys, &reply)));
                 } else if !exited.contains(actor) {
-                    waiting.push((*actor, slot.client_name.clone()));
+                    waiting.push((*actor, slot.client_name.clone(), server));
                     continue;
                 }
             }
@@ -741,12 +747,12 @@ impl Control {
 
     async fn first_not_waiting(
         &self,
-        waiting: &[(Actor, String)],
+        waiting: &[(Actor, String, ServerKind)],
         redis: &mut MultiplexedConnection,
         pg: &tokio_postgres::Client,
     ) -> Result<Option<Actor>, Error> {
-        for (actor, name) in waiting {
-            if !waits_in_server(redis, pg, name).await? {
+        for (actor, name, server) in waiting {
+            if !waits_in_server(redis, pg, name, *server).await? {
                 return Ok(Some(*actor));
             }
         }
@@ -987,22 +993,39 @@ async fn keys_of(book: &mut Book, redis: &mut MultiplexedConnection, args: &[Str
     keys
 }
 
-/// Does the process named `name` wait inside a server: blocked in Redis (`CLIENT LIST`
-/// flag `b`), or waiting for a lock in PostgreSQL?
+/// Can this step wait inside its server? Any SQL statement can wait for a lock; a Redis
+/// command only if it is a blocking one (`BLPOP`, `XREADGROUP … BLOCK`, `WAIT`).
+fn can_block(step: &Step) -> bool {
+    if step.server == ServerKind::Postgres {
+        return true;
+    }
+    let name = step.args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    match name.as_str() {
+        "XREAD" | "XREADGROUP" => step.args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK")),
+        "BLPOP" | "BRPOP" | "BRPOPLPUSH" | "BLMOVE" | "BLMPOP" | "BZPOPMIN" | "BZPOPMAX" | "BZMPOP" | "WAIT"
+        | "WAITAOF" => true,
+        _ => false,
+    }
+}
+
+/// Does the process named `name` wait inside `server` on its released step: blocked in Redis
+/// (`CLIENT LIST` flag `b`), or waiting for a lock in PostgreSQL? (A step waits only in the
+/// server it was sent to: the other is not asked.)
 async fn waits_in_server(
     redis: &mut MultiplexedConnection,
     pg: &tokio_postgres::Client,
     name: &str,
+    server: ServerKind,
 ) -> Result<bool, Error> {
-    let list: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .query_async(redis)
-        .await
-        .map_err(|e| Error::Explore(format!("CLIENT LIST: {e}")))?;
-    let needle = format!(" name={name} ");
-    let blocked = |l: &str| l.split(' ').any(|kv| kv.strip_prefix("flags=").is_some_and(|f| f.contains('b')));
-    if list.lines().any(|l| l.contains(&needle) && blocked(l)) {
-        return Ok(true);
+    if server == ServerKind::Redis {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(redis)
+            .await
+            .map_err(|e| Error::Explore(format!("CLIENT LIST: {e}")))?;
+        let needle = format!(" name={name} ");
+        let blocked = |l: &str| l.split(' ').any(|kv| kv.strip_prefix("flags=").is_some_and(|f| f.contains('b')));
+        return Ok(list.lines().any(|l| l.contains(&needle) && blocked(l)));
     }
     let rows = pg
         .query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", &[&name])
@@ -1056,6 +1079,21 @@ mod tests {
     #[test]
     fn a_command_s_shape_leaves_out_long_numbers_only() {
         assert_eq!(super::shape("UPDATE t SET v = $1 paid 179614212585800000 42"), "UPDATE t SET v = $1 paid # 42");
+    }
+
+    #[test]
+    fn only_a_blocking_redis_command_or_sql_can_wait_in_its_server() {
+        let step = |server, words: &str| super::Step {
+            server,
+            args: words.split(' ').map(str::to_string).collect(),
+            keys: Vec::new(),
+        };
+        let (redis, pg) = (super::ServerKind::Redis, super::ServerKind::Postgres);
+        assert!(super::can_block(&step(redis, "XREADGROUP GROUP g C1 COUNT 1 BLOCK 0 STREAMS orders >")));
+        assert!(super::can_block(&step(redis, "blpop jobs 0")));
+        assert!(!super::can_block(&step(redis, "XREADGROUP GROUP g C1 COUNT 1 STREAMS orders >")), "a poll");
+        assert!(!super::can_block(&step(redis, "SET lock C1 NX PX 1000")));
+        assert!(super::can_block(&step(pg, "UPDATE ordlab.orders SET status = $1")), "a lock wait");
     }
 
     #[test]

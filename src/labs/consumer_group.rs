@@ -11,6 +11,7 @@ use crate::roles::claimer::{ClaimerConfig, ReaperSpec};
 use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};
 use crate::roles::consumer::ConsumerConfig;
+use crate::roles::reuse::RolePool;
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::streams::{self, StreamEntry, GROUP};
 use crate::timeline::{Actor, EventKind, RawEvent};
@@ -37,11 +38,13 @@ pub struct GroupSpec<'a> {
 }
 
 /// The consumer processes of one run (and its claimer), reading the run's streams.
-pub struct ConsumerGroup {
+pub struct ConsumerGroup<'p> {
     pub streams: Vec<String>,
     /// Consumer indices in the order they started waiting in XREADGROUP (longest first).
     pub waiting_order: Vec<u32>,
     processes: Vec<RoleProcess>,
+    /// Under the explorer: where its processes are parked at the end of the run, for the next.
+    roles: Option<&'p RolePool>,
     /// Workers from a command line, with their interposers.
     foreign: Vec<CommandWorker>,
 }
@@ -53,7 +56,7 @@ pub struct Server<'a> {
     pub conn: &'a mut MultiplexedConnection,
 }
 
-impl ConsumerGroup {
+impl<'p> ConsumerGroup<'p> {
     /// The run's stream names for `shards` shards.
     pub fn stream_names(ctx: &RunContext<'_>, shards: u32) -> Vec<String> {
         let prefix = ctx.key_prefix();
@@ -66,10 +69,10 @@ impl ConsumerGroup {
 
     /// On the shared server: create the streams and their group, then start the consumers.
     pub async fn start(
-        ctx: &mut RunContext<'_>,
+        ctx: &mut RunContext<'p>,
         spec: &GroupSpec<'_>,
         tx: &mpsc::UnboundedSender<RawEvent>,
-    ) -> Result<ConsumerGroup, Error> {
+    ) -> Result<ConsumerGroup<'p>, Error> {
         let streams = Self::stream_names(ctx, spec.shards);
         let mut conn = ctx.redis.clone();
         for s in &streams {
@@ -84,19 +87,28 @@ impl ConsumerGroup {
     /// serves blocked readers first come, first served: the first to wait gets the first
     /// entry), then the claimer if there is one, once it is connected.
     pub async fn start_on(
-        ctx: &RunContext<'_>,
+        ctx: &RunContext<'p>,
         server: Server<'_>,
         streams: Vec<String>,
         spec: &GroupSpec<'_>,
         first: u32,
         tx: &mpsc::UnboundedSender<RawEvent>,
-    ) -> Result<ConsumerGroup, Error> {
+    ) -> Result<ConsumerGroup<'p>, Error> {
         let waiting_order = ctx.waiting_order(first, spec.consumers);
-        let mut group =
-            ConsumerGroup { streams, waiting_order: waiting_order.clone(), processes: Vec::new(), foreign: Vec::new() };
+        let mut group = ConsumerGroup {
+            streams,
+            waiting_order: waiting_order.clone(),
+            processes: Vec::new(),
+            roles: ctx.control.and(ctx.roles),
+            foreign: Vec::new(),
+        };
+        // Under the explorer every process is started at once and then waited for: the order in
+        // which they first wait is the explorer's, not their start's.
+        let mut starting: Vec<(Actor, Option<&WorkerCommand>)> = Vec::new();
         for index in waiting_order {
             if let Some(worker) = spec.worker {
                 group.start_foreign(ctx, server.url, server.conn, spec, worker, index, tx).await?;
+                starting.push((Actor::Consumer(index), Some(worker)));
                 continue;
             }
             let mut cfg = group.consumer_config(ctx, server.url, spec, index, Actor::Consumer(index));
@@ -105,10 +117,10 @@ impl ConsumerGroup {
                 // Under the explorer: through its gated endpoints, ready once its first command waits there.
                 let urls = control.endpoints(cfg.actor(), &name, &ctx.key_prefix()).await?;
                 (cfg.env.redis_url, cfg.env.pg_config) = (urls.redis_url, urls.pg_url);
-                let process = ctx.spawn(&RoleConfig::of(&cfg), tx.clone())?;
+                let process = group.spawn(ctx, &RoleConfig::of(&cfg), tx).await?;
                 control.watch_exit(cfg.actor(), process.exit_check());
                 group.processes.push(process);
-                control.ready(cfg.actor()).await?;
+                starting.push((cfg.actor(), None));
                 continue;
             }
             group
@@ -123,16 +135,24 @@ impl ConsumerGroup {
                 // claim it is parked, waiting for work.
                 let urls = control.endpoints(Actor::Reaper, &name, &ctx.key_prefix()).await?;
                 (consumer.env.redis_url, consumer.env.pg_config) = (urls.redis_url, urls.pg_url);
-                let process =
-                    ctx.spawn(&RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() }), tx.clone())?;
+                let cfg = RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() });
+                let process = group.spawn(ctx, &cfg, tx).await?;
                 control.watch_exit(Actor::Reaper, process.exit_check());
                 control.poller(Actor::Reaper);
                 group.processes.push(process);
-                control.ready(Actor::Reaper).await?;
-                return Ok(group);
+                starting.push((Actor::Reaper, None));
+            } else {
+                let cfg = RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() });
+                group.start_role(ctx, server.conn, cfg, &name, ClientState::Connected, tx).await?;
             }
-            let cfg = RoleConfig::of(&ClaimerConfig { consumer, reaper: reaper.clone() });
-            group.start_role(ctx, server.conn, cfg, &name, ClientState::Connected, tx).await?;
+        }
+        if let Some(control) = ctx.control {
+            for (actor, worker) in starting {
+                control.ready(actor).await.map_err(|e| match worker {
+                    Some(w) => Error::WorkerCommand { command: w.shown(), detail: e.to_string() },
+                    None => e,
+                })?;
+            }
         }
         Ok(group)
     }
@@ -168,14 +188,12 @@ impl ConsumerGroup {
         };
         let upstreams = Upstreams { redis_url: url, pg_config: &ctx.services.pg_config, control: ctx.control };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, tx.clone()).await?;
-        if let Some(control) = ctx.control {
-            control.watch_exit(actor, w.process.exit_check());
-        }
         let ready = match ctx.control {
-            Some(control) => control
-                .ready(actor)
-                .await
-                .map_err(|e| Error::WorkerCommand { command: worker.shown(), detail: e.to_string() }),
+            // Under the explorer the group waits for every process once all are started.
+            Some(control) => {
+                control.watch_exit(actor, w.process.exit_check());
+                Ok(())
+            }
             None => w.ready(conn, &client_name, ClientState::BlockedInXreadgroup, worker).await,
         };
         self.foreign.push(w);
@@ -220,10 +238,31 @@ impl ConsumerGroup {
         wait_for_client(conn, client_name, want, self.processes.last().expect("just pushed")).await
     }
 
-    /// Kill every process and wait until its output is drained.
+    /// A role process under the explorer: one parked by the last run if there is one.
+    async fn spawn(
+        &self,
+        ctx: &RunContext<'_>,
+        cfg: &RoleConfig,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<RoleProcess, Error> {
+        match self.roles {
+            Some(pool) => pool.start(ctx.exe, cfg, tx.clone()).await,
+            None => ctx.spawn(cfg, tx.clone()),
+        }
+    }
+
+    /// Kill every process (or park it for the next run, under the explorer) and wait until
+    /// its output is drained.
     pub async fn stop(self) {
-        for p in self.processes {
-            p.stop().await;
+        match self.roles {
+            Some(pool) => {
+                futures::future::join_all(self.processes.into_iter().map(|p| pool.park(p))).await;
+            }
+            None => {
+                for p in self.processes {
+                    p.stop().await;
+                }
+            }
         }
         for w in self.foreign {
             w.stop().await;

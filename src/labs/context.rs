@@ -32,6 +32,9 @@ pub struct RunContext<'a> {
     /// Under `explore`: every process connects through the explorer's gated interposer, and
     /// the run ends when the explorer's schedule does.
     pub control: Option<&'a crate::explore::Control>,
+    /// Under `explore`: role processes parked by the last run, reused by this one
+    /// ([`crate::roles::reuse`]); None: every run starts its own.
+    pub roles: Option<&'a crate::roles::reuse::RolePool>,
 }
 
 impl RunContext<'_> {

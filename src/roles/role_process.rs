@@ -59,6 +59,28 @@ pub struct RoleProcess {
     stop: Option<oneshot::Sender<()>>,
     watcher: tokio::task::JoinHandle<()>,
     exit: Arc<Mutex<Option<Exit>>>,
+    /// Where its events go now (a reused process's next run gives it another channel).
+    route: EventRoute,
+    /// A reusable process: its stdin (each run's config, the order to park) and the news
+    /// that it parked ([`super::reuse`]).
+    reuse: Option<Reuse>,
+}
+
+/// What the orchestrator holds of a reusable process beyond any role process.
+struct Reuse {
+    stdin: tokio::process::ChildStdin,
+    parked: mpsc::UnboundedReceiver<()>,
+}
+
+/// Where a process's events go: one run's channel, replaced when a reused process starts its
+/// next run.
+#[derive(Clone)]
+struct EventRoute(Arc<Mutex<mpsc::UnboundedSender<RawEvent>>>);
+
+impl Sink for EventRoute {
+    fn record(&self, event: RawEvent) {
+        self.0.lock().unwrap().record(event);
+    }
 }
 
 impl RoleProcess {
@@ -71,6 +93,55 @@ impl RoleProcess {
         cmd.arg("__role");
         let child = Self::start(cmd, Some(json)).context(&format!("start role {actor} ({})", exe.display()))?;
         Ok(Self::watch(child, actor, sink, Arc::new(AtomicBool::new(false)), false))
+    }
+
+    /// Start `exe __role --reusable` running `config`: at the end of a run it can be parked
+    /// ([`RoleProcess::park`]) and given the next run ([`RoleProcess::rerun`]) instead of being
+    /// killed and started again.
+    pub async fn spawn_reusable(
+        exe: &Path,
+        config: &RoleConfig,
+        sink: mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<RoleProcess, Error> {
+        let actor = config.actor();
+        let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(exe));
+        cmd.arg("__role").arg("--reusable");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = cmd.spawn().context(&format!("start role {actor} ({})", exe.display()))?;
+        let stdin = child.stdin.take().expect("piped");
+        let (parked_tx, parked) = mpsc::unbounded_channel();
+        let mut process =
+            Self::watch_with(child, actor, sink, Arc::new(AtomicBool::new(false)), false, Some(parked_tx));
+        process.reuse = Some(Reuse { stdin, parked });
+        process.send_line(&config.to_json()).await?;
+        Ok(process)
+    }
+
+    /// Write one line to a reusable process's stdin.
+    async fn send_line(&mut self, line: &str) -> Result<(), Error> {
+        let reuse = self.reuse.as_mut().expect("a reusable process");
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        reuse.stdin.write_all(&bytes).await.context("write a role's config")?;
+        reuse.stdin.flush().await.context("write a role's config")
+    }
+
+    /// Park a reusable process at the end of a run: its role stops where it is (its
+    /// connections closed) and it waits for the next run; its events up to then have gone to
+    /// the run's channel. False if it could not be parked (it exited, or did not answer).
+    pub async fn park(&mut self) -> bool {
+        if self.reuse.is_none() || self.exited().is_some() || self.send_line(super::reuse::PARK).await.is_err() {
+            return false;
+        }
+        let parked = self.reuse.as_mut().expect("checked").parked.recv();
+        let answered = tokio::time::timeout(super::reuse::PARK_WITHIN, parked).await;
+        matches!(answered, Ok(Some(()))) && self.exited().is_none()
+    }
+
+    /// Start the next run in a parked process: `config`, its events to `sink`.
+    pub async fn rerun(&mut self, config: &RoleConfig, sink: mpsc::UnboundedSender<RawEvent>) -> Result<(), Error> {
+        *self.route.0.lock().unwrap() = sink;
+        self.send_line(&config.to_json()).await
     }
 
     /// Start `cmd` with piped stdio (`stdin` written to it, if any), killed when dropped.
@@ -93,17 +164,31 @@ impl RoleProcess {
     /// not with status 0 (any status, with `any_exit_crashes`: a worker that should run until
     /// it is stopped), a `crashed` event says so with its last output line.
     pub fn watch(
-        mut child: Child,
+        child: Child,
         actor: Actor,
         sink: mpsc::UnboundedSender<RawEvent>,
         planned: Arc<AtomicBool>,
         any_exit_crashes: bool,
     ) -> RoleProcess {
+        Self::watch_with(child, actor, sink, planned, any_exit_crashes, None)
+    }
+
+    /// [`RoleProcess::watch`], with the line that says a reusable process parked told to `parked`.
+    fn watch_with(
+        mut child: Child,
+        actor: Actor,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        planned: Arc<AtomicBool>,
+        any_exit_crashes: bool,
+        parked: Option<mpsc::UnboundedSender<()>>,
+    ) -> RoleProcess {
+        let sink = EventRoute(Arc::new(Mutex::new(sink)));
+        let route = sink.clone();
         let pid = child.id();
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         let out_tail = Arc::new(Mutex::new(Tail::default()));
-        let reader = tokio::spawn(forward_events(stdout, sink.clone(), out_tail.clone()));
+        let reader = tokio::spawn(forward_events(stdout, sink.clone(), out_tail.clone(), parked));
         let err_tail = tokio::spawn(async move {
             let mut tail = Tail::default();
             let mut lines = BufReader::new(stderr).lines();
@@ -146,7 +231,7 @@ impl RoleProcess {
                 }
             }
         });
-        RoleProcess { actor, pid, stop: Some(stop_tx), watcher, exit }
+        RoleProcess { actor, pid, stop: Some(stop_tx), watcher, exit, route, reuse: None }
     }
 
     pub fn actor(&self) -> Actor {
@@ -197,12 +282,17 @@ pub use crate::explore::control::ExitCheck;
 /// planned crash. Lines that are not events (a foreign worker's own output) are kept in `tail`.
 async fn forward_events(
     stdout: tokio::process::ChildStdout,
-    sink: mpsc::UnboundedSender<RawEvent>,
+    sink: EventRoute,
     tail: Arc<Mutex<Tail>>,
+    parked: Option<mpsc::UnboundedSender<()>>,
 ) -> bool {
     let mut announced = false;
     let mut lines = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(parked) = parked.as_ref().filter(|_| line == super::reuse::PARKED) {
+            let _ = parked.send(());
+            continue;
+        }
         match serde_json::from_str::<RawEvent>(&line) {
             Ok(ev) => {
                 announced = matches!(ev.kind, EventKind::Crashed { planned: true, .. });

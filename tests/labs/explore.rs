@@ -76,6 +76,36 @@ async fn baseline_s_wrong_schedules_replay_wrong_ten_times_out_of_ten() {
     services.stop().await;
 }
 
+/// Explored, ordlab's own role processes are kept from one schedule to the next (parked
+/// between runs, never started again): baseline's two consumers are started once for all its
+/// runs, and the exploration finds exactly what one that starts every run's processes afresh
+/// finds (the same runs, classes, schedules, verdicts and steps).
+#[tokio::test]
+async fn role_processes_are_reused_across_schedules_and_find_the_same_classes() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let lab = ordlab::catalog::find("baseline").expect("lab");
+    let mut explored = Vec::new();
+    for reuse_processes in [true, false] {
+        let opts = ExploreOptions { search: exhaustive(), reuse_processes, ..Default::default() };
+        let x = explore(&services, support::ordlab_exe(), &lab, &lab.variants[0], &opts).await.expect("explores").0;
+        explored.push(x);
+    }
+    services.stop().await;
+    let (reused, fresh) = (&explored[0], &explored[1]);
+    assert_eq!(reused.role_processes_started, 2, "C1 and C2, each started once for {} runs", reused.runs);
+    assert_eq!(fresh.role_processes_started, 2 * fresh.runs, "without reuse, two per run");
+    let found = |x: &Exploration| {
+        let classes: Vec<_> = x
+            .classes
+            .iter()
+            .map(|c| (c.schedule.clone(), c.key.clone(), c.verdict, c.reasons.clone(), c.steps.clone()))
+            .collect();
+        (x.runs, x.cut_as_repeats, x.cut_at_bound, classes)
+    };
+    assert_eq!(found(reused), found(fresh));
+    assert_eq!(counts(reused), (44, 12, 0));
+}
+
 /// CAS by business version (S5): the same 44 orders of steps as baseline, none wrong.
 #[tokio::test]
 async fn cas_is_right_in_every_class() {

@@ -212,7 +212,7 @@ async fn the_reapers_put_back_is_stamped_when_its_script_is_sent() {
     let events = Recorded::default();
     // The first look finds the expired lease; the next is a minute away.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), run_loop(&mut late, &cfg, &events)).await;
-    let recorded = events.0.lock().unwrap();
+    let recorded = std::mem::take(&mut *events.0.lock().unwrap());
     let put_back: Vec<u64> = recorded
         .iter()
         .filter(|e| matches!(e.kind.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))

@@ -43,6 +43,26 @@ async fn list_crash_loses_with_brpop_sticks_with_the_seed_and_a_lease_reaper_tra
         assert_eq!((f.jobs_lost, f.left_in_processing), (1, 0), "BRPOP: the job was in W1's memory only");
         assert!(o.processing.is_empty());
     }
+    // The three jobs go in one pipeline: W1, blocked in its take, takes job-000001 after every
+    // push was sent, whatever the runner's scheduling (so the snapshot's order is the true one).
+    for id in ["brpop", "seed-brpoplpush"] {
+        for r in &variant(&report, id).run_records {
+            let at = |pick: &dyn Fn(&ListEvent) -> bool| -> Vec<i64> {
+                r.events
+                    .iter()
+                    .filter(|e| e.kind.family::<ListEvent>().as_ref().is_some_and(pick))
+                    .map(|e| e.t_us)
+                    .collect()
+            };
+            let pushes = at(&|e| matches!(e, ListEvent::Pushed { .. }));
+            let first_take = at(&|e| matches!(e, ListEvent::Taken { .. }))[0];
+            assert!(
+                pushes.len() == 3 && pushes.iter().all(|t| *t < first_take),
+                "{id} run {}: pushes {pushes:?}, take {first_take}",
+                r.run
+            );
+        }
+    }
     for (f, o) in runs(&report, "seed-brpoplpush") {
         assert_eq!((f.jobs_lost, f.left_in_processing), (1, 1));
         assert_eq!(o.processing, ["job-000001"]);

@@ -133,3 +133,94 @@ async fn the_seeds_commands_move_the_newest_job_first() {
     assert_eq!(lrange(&mut conn, &keys.processing).await, ["job-1", "job-2"]);
     server.stop().await;
 }
+
+/// A connection whose replies come back 50 ms late (a supervisor stalled on a loaded machine),
+/// noting when each command was sent.
+struct LateReplies {
+    inner: MultiplexedConnection,
+    sent_ns: std::sync::Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl redis::aio::ConnectionLike for LateReplies {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        Box::pin(async move {
+            self.sent_ns.lock().unwrap().push(ordlab::clock::now_ns());
+            let reply = self.inner.req_packed_command(cmd).await;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            reply
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        Box::pin(async move {
+            self.sent_ns.lock().unwrap().push(ordlab::clock::now_ns());
+            let replies = self.inner.req_packed_commands(pipeline, offset, count).await;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            replies
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+}
+
+/// The events a supervisor emitted, as they came.
+#[derive(Default)]
+struct Recorded(std::sync::Mutex<Vec<ordlab::timeline::RawEvent>>);
+
+impl ordlab::timeline::Sink for Recorded {
+    fn record(&self, event: ordlab::timeline::RawEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+/// A worker polling the queue can take a job the reaper put back before the reaper reads its
+/// script's reply: the put-back is stamped when the script is sent, so on the timeline it comes
+/// before any take of the job, however late the reply (list-crash's lease-reaper under load).
+#[tokio::test]
+async fn the_reapers_put_back_is_stamped_when_its_script_is_sent() {
+    use ordlab::labs::list_queue::supervisor::{run_loop, ListSupervisorConfig};
+    use ordlab::list_queue::events::ListEvent;
+    let (server, mut conn) = server().await;
+    let keys = ListKeys::new("stamp:");
+    push(&mut conn, &keys, &["a"]).await;
+    let got = list_queue::take(&mut conn, &keys, Take::Lease, 1, Identity::Payload).await.unwrap().unwrap();
+    server_time_past(&mut conn, got.lease_until_ms.unwrap()).await;
+    let env = ordlab::roles::RoleEnv {
+        redis_url: server.url.clone(),
+        pg_config: String::new(),
+        key_prefix: "stamp:".into(),
+        scale: ordlab::fault::TimeScale(1.0),
+        seed: 1,
+        has_delex: false,
+    };
+    let cfg = ListSupervisorConfig {
+        env,
+        client_name: "stamp-reaper".into(),
+        keys: keys.clone(),
+        reaper_poll_ms: Some(60_000.0),
+        scheduler_poll_ms: None,
+    };
+    let sent_ns = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut late = LateReplies { inner: conn.clone(), sent_ns: sent_ns.clone() };
+    let events = Recorded::default();
+    // The first look finds the expired lease; the next is a minute away.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), run_loop(&mut late, &cfg, &events)).await;
+    let recorded = std::mem::take(&mut *events.0.lock().unwrap());
+    let put_back: Vec<u64> = recorded
+        .iter()
+        .filter(|e| matches!(e.kind.family::<ListEvent>(), Some(ListEvent::Requeued { .. })))
+        .map(|e| e.mono_ns)
+        .collect();
+    assert_eq!(put_back.len(), 1, "one put-back: {recorded:?}");
+    let first_sent = sent_ns.lock().unwrap()[0];
+    assert!(put_back[0] <= first_sent, "stamped {} µs after the script was sent", (put_back[0] - first_sent) / 1000);
+    assert_eq!(lrange(&mut conn, &keys.queue).await, ["a"]);
+    server.stop().await;
+}

@@ -7,7 +7,8 @@
 //!
 //! One run: fresh keys and ledger; workers started (a blocking worker is blocked before the
 //! next starts, so W1 takes the first job); the supervisor; t=0; the producer pushes the jobs
-//! (a job marked `after_taken` once the one before it was taken); the run ends when every job
+//! in one pipeline (a job marked `after_taken`, and those after it, once the one before it was
+//! taken); the run ends when every job
 //! is settled and every worker idle, or when it is at rest (read off the server at one instant:
 //! the queue empty, no lease a reaper could put back, no retry due, every live worker back in
 //! its take with nothing in hand: a job lost or stuck stays so), or nothing happened for

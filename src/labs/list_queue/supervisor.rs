@@ -1,14 +1,15 @@
 //! The supervising process seed 003 says "can easily scan" the processing list and that it
 //! never writes: a reaper (actor `reaper`) that puts back every job whose lease ran out, and a
 //! scheduler (actor `scheduler`) that moves due retries from the delayed set back to the
-//! queue. Both are one script call per look, on the server's clock; one process does both.
+//! queue. Both are one script call per look, on the server's clock, stamped when sent; one
+//! process does both.
 
 use crate::error::{Context, Error};
 use crate::list_queue::events::ListEvent;
 use crate::list_queue::{self, payload_label, ListKeys};
 use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
-use crate::timeline::{Actor, EventKind, Sink, StdoutSink};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink, StdoutSink};
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 
@@ -60,18 +61,23 @@ pub async fn run_loop<C: ConnectionLike + Send>(
     let (mut next_reap, mut next_move) = (start, start);
     loop {
         let now = tokio::time::Instant::now();
+        // A put-back is stamped when its script is sent: a worker polling the queue can take
+        // the job as soon as the script has run, before this process (stalled on a loaded
+        // machine) reads the reply, and its take must not come first on the timeline.
         if let Some(every) = reap_every.filter(|_| now >= next_reap) {
+            let sent = crate::clock::now_ns();
             for r in list_queue::requeue_expired(conn, &cfg.keys).await.context("requeue expired leases")? {
-                events.emit(
-                    Actor::Reaper,
-                    ListEvent::Requeued { job: payload_label(&r.payload), expired_ms_ago: r.expired_ms_ago }.event(),
-                );
+                let kind =
+                    ListEvent::Requeued { job: payload_label(&r.payload), expired_ms_ago: r.expired_ms_ago }.event();
+                events.record(RawEvent { mono_ns: sent, actor: Actor::Reaper, kind });
             }
             next_reap = now + every;
         }
         if let Some(every) = move_every.filter(|_| now >= next_move) {
+            let sent = crate::clock::now_ns();
             for (payload, late_ms) in list_queue::move_due(conn, &cfg.keys).await.context("move due retries")? {
-                events.emit(Actor::Scheduler, ListEvent::MovedDue { job: payload_label(&payload), late_ms }.event());
+                let kind = ListEvent::MovedDue { job: payload_label(&payload), late_ms }.event();
+                events.record(RawEvent { mono_ns: sent, actor: Actor::Scheduler, kind });
             }
             next_move = now + every;
         }

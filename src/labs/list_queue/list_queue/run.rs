@@ -340,7 +340,10 @@ async fn drive(
 }
 
 /// Push every job from `p.next` up to the next gated one (a gated job goes once the job before
-/// it was taken: `observe` opens the gate). A push is stamped when it is sent.
+/// it was taken: `observe` opens the gate), in one pipeline: the jobs of a batch reach the
+/// server together, so a worker takes its first job after every push of the batch was sent,
+/// however long the runner waited between two of them on a loaded machine. A push is stamped
+/// when it is queued for sending, just before the pipeline goes.
 async fn push_ready(
     spec: &ListQueueSpec,
     producer: &mut MultiplexedConnection,
@@ -351,18 +354,25 @@ async fn push_ready(
         PushEnd::Rpush => "RPUSH",
         PushEnd::Lpush => "LPUSH",
     };
+    let mut pipe = redis::pipe();
+    let mut batch: Vec<(&JobPlan, u64)> = Vec::new();
     while p.next < spec.jobs.len() && p.gate.is_none() {
         let job: &JobPlan = &spec.jobs[p.next];
-        let sent = crate::clock::now_ns();
-        let len: i64 =
-            redis::cmd(cmd).arg(&crew.keys.queue).arg(job.payload()).query_async(producer).await.context(cmd)?;
-        let kind =
-            ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len, gated: job.after_taken }.event();
-        crew.tx.record(RawEvent { mono_ns: sent, actor: Actor::Producer, kind });
+        pipe.cmd(cmd).arg(&crew.keys.queue).arg(job.payload());
+        batch.push((job, crate::clock::now_ns()));
         p.next += 1;
         if spec.jobs.get(p.next).is_some_and(|j| j.after_taken) {
             p.gate = Some(job.label());
         }
+    }
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let lens: Vec<i64> = pipe.query_async(producer).await.context(cmd)?;
+    for ((job, sent), len) in batch.into_iter().zip(lens) {
+        let kind =
+            ListEvent::Pushed { job: job.label(), list: "queue:default".into(), len, gated: job.after_taken }.event();
+        crew.tx.record(RawEvent { mono_ns: sent, actor: Actor::Producer, kind });
     }
     Ok(())
 }

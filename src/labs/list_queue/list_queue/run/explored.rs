@@ -3,7 +3,7 @@
 //! worker's call to the side-effect sink, a statement on its gated PostgreSQL endpoint) is a
 //! step the explorer orders; the run ends when its schedule does.
 //!
-//! Handler work takes no time: the lab's costs (W1's 2000 ms, W2's 300 ms) are not waits, so
+//! Handler work takes no time: the lab's costs (W1's 5000 ms, W2's 300 ms) are not waits, so
 //! the explorer tries every order of the workers' steps, a fast W1 as well as a slow one. The
 //! e-mail is a step of its own, the sink's `perform_effect` statement on the worker's
 //! PostgreSQL endpoint: a worker killed mid-job is one whose held step is the e-mail, one
@@ -32,7 +32,7 @@
 //! [`crate::fault::NEVER_BY_THE_CLOCK_MS`] long. Leases run out in the order they were taken,
 //! and only while every process waits for work (workers with nothing to fetch, the reaper with
 //! nothing to reap, a killed worker gone): in the sampled lab a lease outlasts every job but
-//! the killed worker's (W2's 300 ms job in a 500 ms lease; W1 is killed before its lease
+//! the killed worker's (W2's 300 ms job in a 3000 ms lease; W1 is killed before its lease
 //! could run out), and a lease that runs out while the reaper puts back another is the same
 //! as one that runs out just before its next look. Variants where a lease runs out while its
 //! worker still works are refused (see [`ListQueueSpec::explorable`]).

@@ -1,6 +1,6 @@
 use crate::support::{local, ordlab_exe};
 use ordlab::runner::RunOptions;
-use ordlab::timing::{Breakdown, Step};
+use ordlab::timing::{Breakdown, Span, Step};
 
 /// A batch of two runs of baseline records a span for each: both runs, with their own spans
 /// (the race: the slow created's 200 ms at time scale 0.25) inside their wall time, the
@@ -20,13 +20,7 @@ async fn a_batch_records_where_its_time_goes() {
     assert_eq!(count(|s| matches!(s, Step::ServerStop)), 1);
     assert_eq!(count(|s| matches!(s, Step::Connect)), 1);
     assert_eq!(count(|s| matches!(s, Step::Variant)), 1);
-    let runs: Vec<(f64, f64)> = spans
-        .iter()
-        .filter_map(|s| match s.step {
-            Step::Run { own_ms } => Some((own_ms, s.ms)),
-            _ => None,
-        })
-        .collect();
+    let runs = own_and_wall_of_runs(&spans);
     assert_eq!(runs.len(), 2, "{spans:?}");
     for (own, wall) in &runs {
         // created's work alone is 800 ms × 0.25 on the race's own span.
@@ -53,16 +47,21 @@ async fn a_list_run_at_rest_ends_without_waiting_for_quiet() {
             .await
             .expect("lab runs");
     assert!(reports[0].variants.iter().all(|v| v.wrong == 1), "the job is lost, or stuck without a lease");
-    let runs: Vec<(f64, f64)> = spans
-        .iter()
-        .filter_map(|s| match s.step {
-            Step::Run { own_ms } => Some((own_ms, s.ms)),
-            _ => None,
-        })
-        .collect();
+    let runs = own_and_wall_of_runs(&spans);
     assert_eq!(runs.len(), 2, "{spans:?}");
     // Set-up (workers, reaper) and teardown take ~0.2 s; the quiet window 3 s.
     for (own, wall) in runs {
         assert!(wall - own < 1500.0, "{:.0} ms beyond the run's own {own:.0} ms", wall - own);
     }
+}
+
+/// Each run's (own span, wall time) in ms, in the order run.
+fn own_and_wall_of_runs(spans: &[Span]) -> Vec<(f64, f64)> {
+    spans
+        .iter()
+        .filter_map(|s| match s.step {
+            Step::Run { own_ms } => Some((own_ms, s.ms)),
+            _ => None,
+        })
+        .collect()
 }

@@ -5,6 +5,7 @@
 pub mod live;
 pub mod vocabulary;
 
+use crate::lang::Words;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -130,9 +131,13 @@ pub enum EventKind {
     /// a planned SIGKILL the runner sent when it saw another event (so it follows that event).
     Crashed {
         planned: bool,
+        /// Where or why, in English (an unplanned crash's error text is only in English).
         detail: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         by_runner: bool,
+        /// The same in Vietnamese, for a crash point ordlab names itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail_vi: Option<String>,
     },
     /// A SQL session sent a statement (it may then wait for a row lock).
     SqlSent { case: u32, order: i64, statement: String },
@@ -311,8 +316,8 @@ impl EventKind {
     }
 
     /// A crash the runner caused: a planned SIGKILL it sent when it saw another event.
-    pub fn killed_by_runner(detail: impl Into<String>) -> EventKind {
-        EventKind::Crashed { planned: true, detail: detail.into(), by_runner: true }
+    pub fn killed_by_runner(detail: Words) -> EventKind {
+        EventKind::Crashed { planned: true, detail: detail.en, by_runner: true, detail_vi: Some(detail.vi) }
     }
 
     /// The order-event entries this event says a process was handed: its own consumer's
@@ -329,7 +334,21 @@ impl EventKind {
 
     /// A crash: planned (injected) or not.
     pub fn crashed(planned: bool, detail: impl Into<String>) -> EventKind {
-        EventKind::Crashed { planned, detail: detail.into(), by_runner: false }
+        EventKind::Crashed { planned, detail: detail.into(), by_runner: false, detail_vi: None }
+    }
+
+    /// A planned crash at a point ordlab names, in both languages.
+    pub fn crashed_at(detail: Words) -> EventKind {
+        EventKind::Crashed { planned: true, detail: detail.en, by_runner: false, detail_vi: Some(detail.vi) }
+    }
+
+    /// A crash's detail in `lang`: the Vietnamese one where the crash has it.
+    pub fn crash_detail(&self, lang: crate::lang::Lang) -> Option<&str> {
+        match self {
+            EventKind::Crashed { detail_vi: Some(vi), .. } if lang == crate::lang::Lang::Vi => Some(vi),
+            EventKind::Crashed { detail, .. } => Some(detail),
+            _ => None,
+        }
     }
 }
 
@@ -367,7 +386,9 @@ pub const PRIMARY_GONE: &str = "the primary is gone";
 
 /// The `crashed` detail of a worker the runner SIGKILLs when it sees another event (a list
 /// lab's planned kill): the kill follows what the runner saw, and a snapshot lists it so.
-pub const KILLED_BY_RUNNER: &str = "SIGKILL from the runner, mid-job";
+pub fn killed_by_runner_mid_job() -> Words {
+    Words::new("SIGKILL from the runner, mid-job", "SIGKILL từ runner, giữa job")
+}
 
 /// A timeline line as it travels from a process: stamped with raw monotonic nanoseconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -469,6 +490,21 @@ impl Sink for tokio::sync::mpsc::UnboundedSender<RawEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_crash_point_reads_in_both_languages_and_an_old_record_in_english() {
+        use crate::lang::Lang;
+        let named = EventKind::crashed_at(Words::new("after taking job-1", "sau khi lấy job-1"));
+        assert_eq!(named.crash_detail(Lang::En), Some("after taking job-1"));
+        assert_eq!(named.crash_detail(Lang::Vi), Some("sau khi lấy job-1"));
+        let json = serde_json::to_string(&named).unwrap();
+        assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap().crash_detail(Lang::Vi), Some("sau khi lấy job-1"));
+        // A record written before crashes had a Vietnamese detail, and an error's text.
+        let old: EventKind = serde_json::from_str(r#"{"kind":"crashed","planned":true,"detail":"x y"}"#).unwrap();
+        assert_eq!(old.crash_detail(Lang::Vi), Some("x y"));
+        assert!(!serde_json::to_string(&EventKind::crashed(false, "boom")).unwrap().contains("detail_vi"));
+        assert_eq!(EventKind::Ready.crash_detail(Lang::En), None);
+    }
 
     #[test]
     fn core_kinds_are_the_core_tags() {

@@ -2,6 +2,7 @@
 //! SIGKILL at a named point (no ack, no cleanup, no rollback message), so the run is not judged
 //! unknown. The orchestrator tracks who crashed to know when nothing more can happen.
 
+use crate::lang::Words;
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -40,8 +41,8 @@ impl CrashSpec {
 }
 
 /// Announce a planned crash of `actor` and kill this process with SIGKILL. Never returns.
-pub fn crash_now(sink: &dyn Sink, actor: Actor, detail: String) -> ! {
-    sink.emit(actor, EventKind::crashed(true, detail));
+pub fn crash_now(sink: &dyn Sink, actor: Actor, detail: Words) -> ! {
+    sink.emit(actor, EventKind::crashed_at(detail));
     let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
     loop {
         std::thread::park();

@@ -3,6 +3,7 @@
 //! claim or check is done, the effect not yet asked for), after the effect (the partner's
 //! receipt in hand, nothing marked), before the ack (everything done but XACK).
 
+use crate::lang::Words;
 use serde::{Deserialize, Serialize};
 
 /// Where in a job handler a worker can be killed.
@@ -27,11 +28,17 @@ impl HandlerPoint {
     }
 
     /// What the crash announcement says.
-    pub fn detail(self) -> &'static str {
+    pub fn detail(self) -> Words {
         match self {
-            HandlerPoint::AfterClaim => "after the claim or check, before the effect",
-            HandlerPoint::AfterEffect => "after the effect, before marking it done and XACK",
-            HandlerPoint::BeforeAck => "everything done, before XACK",
+            HandlerPoint::AfterClaim => Words::new(
+                "after the claim or check, before the effect",
+                "sau bước claim hoặc kiểm tra, trước hiệu ứng",
+            ),
+            HandlerPoint::AfterEffect => Words::new(
+                "after the effect, before marking it done and XACK",
+                "sau hiệu ứng, trước khi đánh dấu xong và XACK",
+            ),
+            HandlerPoint::BeforeAck => Words::new("everything done, before XACK", "mọi thứ đã xong, trước XACK"),
         }
     }
 }

@@ -240,7 +240,7 @@ impl JobRun<'_> {
     /// A planned SIGKILL, if the plan says this job dies here.
     pub fn crash_point(&self, point: HandlerPoint) {
         if crash_due(self.crashes, self.job, self.deliveries, point) {
-            crash_now(&StdoutSink, self.actor, point.detail().to_string());
+            crash_now(&StdoutSink, self.actor, point.detail());
         }
     }
 

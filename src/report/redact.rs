@@ -286,7 +286,7 @@ mod tests {
         let kill = Event {
             t_us: 3_000,
             actor: Actor::Worker(1),
-            kind: EventKind::killed_by_runner(crate::timeline::KILLED_BY_RUNNER),
+            kind: EventKind::killed_by_runner(crate::timeline::killed_by_runner_mid_job()),
         };
         let events = [ev(0, Actor::Worker(2)), ev(1_000, Actor::Worker(2)), kill];
         let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();

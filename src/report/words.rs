@@ -230,11 +230,11 @@ fn session_line(e: &Event, w: &Wording) -> String {
                 "{a}: primary mất; chuyển sang {server}, primary mới, đọc lại các entry đang chờ của mình trước"
             ),
         },
-        EventKind::Crashed { planned, detail, .. } => match (planned, vi) {
-            (true, false) => format!("{a} CRASHED (injected: {detail})"),
-            (true, true) => format!("{a} CRASH (chủ động: {detail})"),
-            (false, false) => format!("{a} DIED unexpectedly: {detail}"),
-            (false, true) => format!("{a} chết bất ngờ: {detail}"),
+        EventKind::Crashed { planned, .. } => match (planned, vi, e.kind.crash_detail(w.lang).unwrap_or_default()) {
+            (true, false, detail) => format!("{a} CRASHED (injected: {detail})"),
+            (true, true, detail) => format!("{a} CRASH (chủ động: {detail})"),
+            (false, false, detail) => format!("{a} DIED unexpectedly: {detail}"),
+            (false, true, detail) => format!("{a} chết bất ngờ: {detail}"),
         },
         _ => String::new(),
     }

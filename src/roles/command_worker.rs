@@ -13,6 +13,7 @@ use super::RoleProcess;
 use crate::error::Error;
 use crate::interposer::redis::RedisSetup;
 use crate::interposer::{upstream_of, Action, Endpoint, Moment, Rule, WorkerTap};
+use crate::lang::Words;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink as _};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -200,7 +201,10 @@ impl CommandWorker {
             let (pid, planned, sink) = (pid.clone(), planned.clone(), sink.clone());
             Box::new(move || {
                 planned.store(true, Ordering::SeqCst);
-                let detail = "SIGKILL from the interposer, at a command boundary";
+                let detail = Words::new(
+                    "SIGKILL from the interposer, at a command boundary",
+                    "SIGKILL từ interposer, giữa hai lệnh",
+                );
                 sink.record(RawEvent::now(actor, EventKind::killed_by_runner(detail)));
                 let pid = pid.load(Ordering::SeqCst);
                 if pid != 0 {

@@ -13,6 +13,7 @@ use crate::fault::{crash_now, CrashSpec, HandlerWork};
 use crate::handler::order::events::HandlerEvent;
 use crate::handler::order::reorder_buffer::{Offer, ReorderBuffer};
 use crate::handler::order::{Delivery, Handler, Payload, Strategy};
+use crate::lang::Words;
 use crate::streams::job_of;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
@@ -243,7 +244,12 @@ impl Consumer {
 pub fn maybe_crash(cfg: &ConsumerConfig, received: u32, job: &Job) {
     let Some(crash) = &cfg.crash else { return };
     if crash.fires(cfg.index, received, job) {
-        crash_now(&StdoutSink, cfg.actor(), format!("after receiving {}, before XACK", job.event_type));
+        let t = &job.event_type;
+        crash_now(
+            &StdoutSink,
+            cfg.actor(),
+            Words::new(format!("after receiving {t}, before XACK"), format!("sau khi nhận {t}, trước XACK")),
+        );
     }
 }
 

@@ -19,6 +19,7 @@ use crate::fault::{crash_now, HandlerPoint};
 use crate::handler::job::events::{FailReason, SkipReason};
 use crate::handler::Described;
 use crate::lang::Lang;
+use crate::lang::Words;
 use crate::timeline::StdoutSink;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -111,8 +112,11 @@ impl PipelineHandler {
 /// The seed's `handle_message`.
 async fn seed(run: &mut JobRun<'_>, payload: &str, work: Duration) -> Result<Disposition, Error> {
     let Ok(p) = serde_json::from_str::<Payload>(payload) else {
-        let detail = "uncaught JSONDecodeError: json.loads(payload) runs before the try (seed's handle_message)";
-        crash_now(&StdoutSink, run.actor, detail.to_string());
+        let detail = Words::new(
+            "uncaught JSONDecodeError: json.loads(payload) runs before the try (seed's handle_message)",
+            "JSONDecodeError không được bắt: json.loads(payload) chạy trước try (handle_message của seed)",
+        );
+        crash_now(&StdoutSink, run.actor, detail);
     };
     let key = format!("idem:{}", run.job);
     if !run.set_nx(&key, "1", 86_400_000.0).await? {

@@ -11,6 +11,7 @@
 
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, ListCrash, ListCrashPoint};
+use crate::lang::Words;
 use crate::list_queue::events::{DeadLetterReason, ListEvent};
 use crate::list_queue::{self, payload_label, Identity, ListJob, ListKeys, OnFailure, OnPoison, Take, Taken};
 use crate::roles::RoleEnv;
@@ -242,12 +243,21 @@ async fn maybe_crash<C: ConnectionLike + Send>(
     if !cfg.crash.iter().any(|c| c.fires(cfg.index, label, at)) {
         return Ok(());
     }
-    let point = match at {
-        ListCrashPoint::AfterTake => "after taking",
-        ListCrashPoint::AfterEffect => "after the side effect, before LREM",
+    let (point, detail) = match at {
+        ListCrashPoint::AfterTake => (
+            "after taking",
+            Words::new(format!("SIGKILL after taking {label}"), format!("SIGKILL sau khi lấy {label}")),
+        ),
+        ListCrashPoint::AfterEffect => (
+            "after the side effect, before LREM",
+            Words::new(
+                format!("SIGKILL after the side effect, before LREM {label}"),
+                format!("SIGKILL sau hiệu ứng, trước LREM {label}"),
+            ),
+        ),
     };
     if first_time(conn, cfg, &format!("crash:{label}:{point}")).await? {
-        crash_now(events, cfg.actor(), format!("SIGKILL {point} {label}"));
+        crash_now(events, cfg.actor(), detail);
     }
     Ok(())
 }

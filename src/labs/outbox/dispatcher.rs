@@ -42,6 +42,7 @@ use crate::connect::SCHEMA;
 use crate::error::{Context, Error};
 use crate::fault::{crash_now, TimeScale};
 use crate::labs::outbox::table::OutboxEvent;
+use crate::lang::Words;
 use crate::roles::RoleEnv;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
@@ -184,7 +185,14 @@ impl Dispatcher {
                 kind: EventKind::Published { entry_id: entry_id.clone(), job: job.clone(), attempt },
             });
             // A real kill: no destructor, no flush, no rollback message to PostgreSQL.
-            crash_now(self.sink.as_ref(), self.actor(), format!("after XADD, before marking row {id} published"));
+            crash_now(
+                self.sink.as_ref(),
+                self.actor(),
+                Words::new(
+                    format!("after XADD, before marking row {id} published"),
+                    format!("sau XADD, trước khi đánh dấu dòng {id} đã publish"),
+                ),
+            );
         }
         self.pg
             .execute(&format!("UPDATE {SCHEMA}.outbox SET published_at = now() WHERE id = $1"), &[&id])

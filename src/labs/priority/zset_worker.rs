@@ -9,6 +9,7 @@
 
 use crate::error::{Context, Error};
 use crate::fault::crash_now;
+use crate::lang::Words;
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{Phase, Priority};
 use crate::roles::consumer::named_connection;
@@ -251,7 +252,14 @@ async fn handle(
     let (job, priority, phase, traced) = (m.job.clone(), m.priority, m.phase, m.traced);
     StdoutSink.emit(actor, PriorityEvent::PriorityJobTaken { job, priority, phase, traced, waited_ms }.event());
     if crash {
-        crash_now(&StdoutSink, actor, format!("right after popping {}, before handling it", m.job));
+        crash_now(
+            &StdoutSink,
+            actor,
+            Words::new(
+                format!("right after popping {}, before handling it", m.job),
+                format!("ngay sau khi pop {}, trước khi xử lý", m.job),
+            ),
+        );
     }
     cfg.env.scale.sleep(cfg.cost_ms[m.priority.index()]).await;
     let mut done = redis::pipe();

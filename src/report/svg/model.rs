@@ -208,8 +208,9 @@ impl Builder {
             EventKind::Wrote { entry_id, order, status, version, rows } => {
                 self.wrote(e.actor, at, entry_id, *order, status, *version, *rows)
             }
-            EventKind::Crashed { planned, detail, .. } => {
+            EventKind::Crashed { planned, .. } => {
                 // The crash point's whole name: a long label is wrapped, never shortened.
+                let detail = e.kind.crash_detail(lang).unwrap_or_default();
                 let label = match (planned, lang) {
                     (true, Lang::En) => format!("CRASHED (injected: {detail})"),
                     (true, Lang::Vi) => format!("CRASH (chủ động: {detail})"),

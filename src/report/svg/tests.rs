@@ -184,7 +184,7 @@ fn long_labels_are_wrapped_whole() {
                 round_trip_us: None,
             },
         ),
-        ev(20, Actor::Consumer(2), EventKind::Crashed { planned: true, detail: crash.into(), by_runner: false }),
+        ev(20, Actor::Consumer(2), EventKind::crashed(true, crash)),
     ];
     let svg = render(&r, &r.variants[0], 1, Lang::En);
     assert!(!svg.contains('…'), "nothing shortened");
@@ -220,4 +220,17 @@ fn a_reply_cut_on_the_wire_keeps_its_whole_tokens() {
     assert_eq!(whole_tokens("[a, b, … 9 items]"), "[a, b, … 9 items]");
     assert_eq!(whole_tokens("xxxxxxxx…"), "…");
     assert_eq!(whole_tokens("OK"), "OK");
+}
+
+#[test]
+fn a_named_crash_point_is_drawn_in_the_page_s_language() {
+    let mut r = report(Verdict::Right);
+    let words = crate::lang::Words::new("SIGKILL after taking job-1", "SIGKILL sau khi lấy job-1");
+    r.variants[0].run_records[0].events = vec![ev(20, Actor::Consumer(2), EventKind::crashed_at(words))];
+    let texts = |lang| -> String {
+        let svg = render(&r, &r.variants[0], 1, lang);
+        super::page_check::text_boxes(&svg).into_iter().map(|b| b.text).collect::<Vec<_>>().join(" ")
+    };
+    assert!(texts(Lang::Vi).contains("CRASH (chủ động: SIGKILL sau khi lấy job-1)"), "{}", texts(Lang::Vi));
+    assert!(texts(Lang::En).contains("CRASHED (injected: SIGKILL after taking job-1)"), "{}", texts(Lang::En));
 }

@@ -24,7 +24,7 @@ use crate::roles::{RoleConfig, RoleProcess};
 use crate::side_effect::http::HttpSink;
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
 use crate::timeline::vocabulary::Vocabulary as _;
-use crate::timeline::{Actor, CrashCause, EventKind, RawEvent, Sink, KILLED_BY_RUNNER};
+use crate::timeline::{Actor, CrashCause, EventKind, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
@@ -215,7 +215,8 @@ impl Crew {
     async fn kill(&mut self, index: u32) {
         let Some(slot) = self.workers.get_mut(index as usize - 1) else { return };
         if let Some(w) = slot.take() {
-            self.tx.emit(Actor::Worker(index), EventKind::killed_by_runner(KILLED_BY_RUNNER));
+            self.tx
+                .emit(Actor::Worker(index), EventKind::killed_by_runner(crate::timeline::killed_by_runner_mid_job()));
             w.stop().await;
         }
     }

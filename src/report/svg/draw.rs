@@ -13,6 +13,8 @@ const FONT: &str =
     "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, 'Noto Sans', 'DejaVu Sans', sans-serif";
 /// Vertical distance between stacked label rows.
 const ROW_H: f64 = 19.0;
+/// A leader starts this far above (or below) the lane line: at its glyph's edge.
+const LEADER_FROM: f64 = 8.0;
 
 fn document(height: f64, title: &str, body: &str, pattern: &str) -> String {
     let mut out = String::new();
@@ -244,15 +246,27 @@ fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis, f
             lay.y + WORK_H / 2.0 + LOCK_H + 6.0 + LABEL_PX + row as f64 * ROW_H
         }
     };
-    for p in lay.labels.iter().filter(|p| p.row > 0 || !p.above) {
+    for p in lay.labels.iter().filter(|p| p.has_leader(axis.x(marks[p.mark].t))) {
         let m = &marks[p.mark];
         let (mx, ly) = (axis.x(m.t), line_y(p.above, p.row));
-        let (y1, y2) = if p.above { (ly - LABEL_PX + 2.0, lay.y) } else { (lay.y, ly - LABEL_PX + 2.0) };
+        let end = ly - LABEL_PX + 2.0;
+        // From the glyph's edge, clear of a work bar's duration text.
+        let start = if p.above { lay.y - LEADER_FROM } else { lay.y + LEADER_FROM };
+        let (attr, color) = (flavour.step_attr(m.step, false), m.glyph.color());
+        if p.bent(mx) {
+            // Sideways in the gap between the bars and row 0, then up (or down) its column.
+            let foot = if p.above { lay.y - WORK_H / 2.0 - 2.5 } else { lay.y + WORK_H / 2.0 + LOCK_H + 3.5 };
+            let _ = writeln!(
+                out,
+                r#"<polyline{attr} class="leader" points="{mx:.1},{start:.1} {mx:.1},{foot:.1} {c:.1},{foot:.1} {c:.1},{end:.1}" fill="none" stroke="{color}" stroke-width="1" stroke-opacity="0.5"/>"#,
+                c = p.column
+            );
+            continue;
+        }
+        let (y1, y2) = if p.above { (end, start) } else { (start, end) };
         let _ = writeln!(
             out,
-            r#"<line{} class="leader" x1="{mx:.1}" y1="{y1:.1}" x2="{mx:.1}" y2="{y2:.1}" stroke="{}" stroke-width="1" stroke-opacity="0.5"/>"#,
-            flavour.step_attr(m.step, false),
-            m.glyph.color()
+            r#"<line{attr} class="leader" x1="{mx:.1}" y1="{y1:.1}" x2="{mx:.1}" y2="{y2:.1}" stroke="{color}" stroke-width="1" stroke-opacity="0.5"/>"#
         );
     }
     // Acks under everything else: they often share a millisecond with the write.
@@ -266,8 +280,7 @@ fn draw_marks(out: &mut String, marks: &[Mark], lay: &LaneLayout, axis: &Axis, f
     }
     for p in &lay.labels {
         let m = &marks[p.mark];
-        let mx = axis.x(m.t);
-        let (lx, anchor) = if p.start_anchor { (mx + 4.0, "start") } else { (mx - 4.0, "end") };
+        let (lx, anchor) = if p.start_anchor { (p.column + 4.0, "start") } else { (p.column - 4.0, "end") };
         for (i, line) in p.lines.iter().enumerate() {
             let _ = writeln!(
                 out,

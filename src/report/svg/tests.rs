@@ -206,10 +206,101 @@ fn a_wrapped_label_takes_a_row_per_line_on_one_side() {
     let placed = place_labels(&marks, &|t| t);
     assert_eq!(placed[0].lines.len(), 2, "{:?}", placed[0].lines);
     assert_eq!(placed[0].lines.join(" "), long);
-    assert!(placed[0].above && placed[0].row == 0 && placed[0].row_of_line(0) == 1 && placed[0].row_of_line(1) == 0);
-    let at = |p: &super::layout::Placed| (p.above, p.row);
-    // The others at the same instant: below, below, then above beyond both lines.
-    assert_eq!([at(&placed[1]), at(&placed[2]), at(&placed[3])], [(false, 0), (false, 1), (true, 2)]);
+    let p = &placed[0];
+    // Its first line is the one further from the lane above, nearer below.
+    let (first, second) = if p.above { (p.row + 1, p.row) } else { (p.row, p.row + 1) };
+    assert_eq!((p.row_of_line(0), p.row_of_line(1)), (first, second));
+    // Four labels at one instant: each row of each side holds one of them.
+    let mut taken: Vec<(bool, usize)> = placed.iter().flat_map(|p| p.rows().map(|r| (p.above, r))).collect();
+    taken.sort();
+    let n = taken.len();
+    taken.dedup();
+    assert_eq!((n, taken.len()), (5, 5), "{taken:?}");
+    assert_eq!(leaders_through_labels(&marks, &placed), Vec::<(usize, usize)>::new());
+}
+
+/// Where the text of a placed label runs, left to right.
+fn text_x(marks: &[Mark], q: &super::layout::Placed) -> (f64, f64) {
+    let bold = marks[q.mark].glyph.strong();
+    let w = q.lines.iter().map(|l| super::layout::label_width(l, bold)).fold(0.0, f64::max);
+    if q.start_anchor {
+        (q.column + 4.0, q.column + 4.0 + w)
+    } else {
+        (q.column - 4.0 - w, q.column - 4.0)
+    }
+}
+
+/// Pairs (a, b): the leader of mark a's label runs through the text of mark b's label, as
+/// `place_labels` put them (x = t).
+fn leaders_through_labels(marks: &[Mark], placed: &[super::layout::Placed]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for p in placed.iter().filter(|p| p.has_leader(marks[p.mark].t)) {
+        for q in placed.iter().filter(|q| q.above == p.above && q.row < p.row) {
+            let (a, b) = text_x(marks, q);
+            if a < p.column && p.column < b {
+                out.push((p.mark, q.mark));
+            }
+        }
+    }
+    out
+}
+
+/// Three marks 10 px apart, each label wider than the gaps. Taken in time order, the third
+/// would go to row 1 above and its leader through the first label's text; stacked latest
+/// first, the first label goes highest and each leader rises left of the texts below it.
+#[test]
+fn a_leader_rises_beside_the_labels_below_it() {
+    let mark = |t: f64, label: &str| Mark { t, glyph: Glyph::Received, label: Some(label.into()), step: 0 };
+    let marks =
+        vec![mark(100.0, "first of three labels"), mark(110.0, "second of three"), mark(120.0, "third of three")];
+    let placed = place_labels(&marks, &|t| t);
+    assert_eq!(leaders_through_labels(&marks, &placed), Vec::<(usize, usize)>::new());
+    let at = |p: &super::layout::Placed| (p.above, p.row, p.bent(marks[p.mark].t));
+    assert_eq!(
+        [at(&placed[0]), at(&placed[1]), at(&placed[2])],
+        [(true, 1, false), (false, 0, false), (true, 0, false)]
+    );
+}
+
+/// Two labels a little too close for one row: rather than go a slot further out (below the
+/// lane), the earlier one moves a few px left and its leader bends under row 0 to reach it.
+#[test]
+fn a_label_moves_aside_rather_than_a_slot_out() {
+    let mark = |t: f64| Mark { t, glyph: Glyph::Received, label: Some("took lock".into()), step: 0 };
+    let marks = vec![mark(100.0), mark(175.0)];
+    let placed = place_labels(&marks, &|t| t);
+    assert_eq!(leaders_through_labels(&marks, &placed), Vec::<(usize, usize)>::new());
+    assert!(placed.iter().all(|p| p.above && p.row == 0), "both in row 0 above");
+    let (a, b) = (&placed[0], &placed[1]);
+    assert!(a.bent(100.0) && a.has_leader(100.0) && !b.has_leader(175.0));
+    assert!((-8.0..0.0).contains(&(a.column - 100.0)), "a short move left: {}", a.column);
+    let ((_, a1), (b0, _)) = (text_x(&marks, a), text_x(&marks, b));
+    assert!(a1 < b0, "{a1} < {b0}");
+}
+
+/// A long burst of marks 5 px apart, every label wider than 30 of them: the leaders cannot all
+/// be kept clear, and the search still ends, overlaps no text and keeps to a bounded height.
+#[test]
+fn a_dense_burst_is_placed_in_bounded_rows() {
+    let marks: Vec<Mark> = (0..60)
+        .map(|i| Mark {
+            t: 150.0 + 5.0 * i as f64,
+            glyph: Glyph::Received,
+            label: Some(format!("a label of burst mark {i}")),
+            step: 0,
+        })
+        .collect();
+    let placed = place_labels(&marks, &|t| t);
+    assert_eq!(placed.len(), 60);
+    let rows = |above: bool| placed.iter().filter(|p| p.above == above).map(|p| p.rows().end).max().unwrap_or(0);
+    assert!(rows(true) + rows(false) <= 80, "{} + {}", rows(true), rows(false));
+    for (i, p) in placed.iter().enumerate() {
+        for q in &placed[i + 1..] {
+            let shared = p.above == q.above && p.rows().any(|r| q.rows().contains(&r));
+            let ((a0, a1), (b0, b1)) = (text_x(&marks, p), text_x(&marks, q));
+            assert!(!shared || a1 <= b0 || b1 <= a0, "{} and {} overlap", p.mark, q.mark);
+        }
+    }
 }
 
 #[test]

@@ -207,8 +207,33 @@ fn a_leader_through_another_label_is_a_problem() {
     assert!(with(r#"<line x1="20" y1="100" x2="20" y2="10"/>"#).is_empty());
 }
 
+/// Leaders on a page, and how many of them run through a text.
+pub fn leaders_through_texts(svg: &str) -> (usize, usize) {
+    let boxes = text_boxes(svg);
+    let leaders: Vec<&str> = svg.split('<').skip(1).filter(|p| p.contains(r#" class="leader""#)).collect();
+    let through = leaders
+        .iter()
+        .filter(|piece| {
+            let tag = format!("<{}>", piece.split('>').next().unwrap_or_default());
+            leader_segments(&tag).iter().any(|s| boxes.iter().any(|b| s.crosses(b)))
+        })
+        .count();
+    (leaders.len(), through)
+}
+
+/// At most one leader in this many of a page runs through a text: where marks a few px
+/// apart each carry a label wider than many of them (the cluster's LPUSH bursts, a pipeline's
+/// publishes), a label covers the marks after it and a bend of at most 60 px cannot reach a
+/// free column. Measured at stop 27: 16 of 145 at worst (cluster/resharding-backlog), 1 of
+/// 54 in a lock lab's retries; the old straight-leader layout let 7277 crossings through.
+const PAGE_SHARE: usize = 5;
+/// And over every page, at most one leader in this many.
+const ALL_SHARE: usize = 25;
+
 /// Every variant of every lab in `results/records/`, run 1, in both languages: the pictures
-/// `ordlab book` draws for results/ and the lab book.
+/// `ordlab book` draws for results/ and the lab book. The bounds are shares, not counts, so a
+/// regeneration of results/ (other runs, other bursts) keeps them while a layout that lets
+/// leaders through labels fails.
 #[test]
 fn every_built_in_lab_timeline_has_whole_labels_that_do_not_overlap() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
@@ -216,6 +241,7 @@ fn every_built_in_lab_timeline_has_whole_labels_that_do_not_overlap() {
     let mut failures = Vec::new();
     let mut pages = 0;
     let (mut heights, mut feet) = (Vec::new(), Vec::new());
+    let (mut leaders, mut through, mut crowded) = (0, 0, Vec::new());
     for report in records {
         let report = report.expect("every record reads");
         for v in &report.variants {
@@ -225,14 +251,22 @@ fn every_built_in_lab_timeline_has_whole_labels_that_do_not_overlap() {
             for lang in [Lang::En, Lang::Vi] {
                 pages += 1;
                 let svg = render(&report, v, 1, lang);
+                let page = format!("{}/{} ({lang:?})", report.lab.id, v.id);
                 let height = svg.split(" height=\"").nth(1).and_then(|h| h.split('"').next()?.parse::<f64>().ok());
-                let height = height.expect("the page has a height");
-                heights.push((height, format!("{}/{} ({lang:?})", report.lab.id, v.id)));
+                heights.push((height.expect("the page has a height"), page.clone()));
                 for s in leader_segments(&svg).iter().filter(|s| s.y1 == s.y2) {
                     feet.push((s.x2 - s.x1).abs());
                 }
-                for p in problems(&svg) {
-                    failures.push(format!("{}/{} ({lang:?}): {p}", report.lab.id, v.id));
+                let (n, crossing) = leaders_through_texts(&svg);
+                (leaders, through) = (leaders + n, through + crossing);
+                if crossing > 0 {
+                    crowded.push(format!("{page}: {crossing} of {n}"));
+                }
+                if crossing * PAGE_SHARE > n {
+                    failures.push(format!("{page}: {crossing} of its {n} leaders run through a text"));
+                }
+                for p in problems(&svg).into_iter().filter(|p| !p.starts_with("leader (")) {
+                    failures.push(format!("{page}: {p}"));
                 }
             }
         }
@@ -251,34 +285,7 @@ fn every_built_in_lab_timeline_has_whole_labels_that_do_not_overlap() {
         at(0.9),
         at(1.0)
     );
-    let (crossings, others): (Vec<String>, Vec<String>) = failures.into_iter().partition(|f| f.contains(": leader ("));
-    assert!(others.is_empty(), "{} problems on {pages} timelines:\n{}", others.len(), others.join("\n"));
-    let mut by_variant: std::collections::BTreeMap<&str, usize> = Default::default();
-    for c in &crossings {
-        *by_variant.entry(c.split(" (").next().unwrap_or_default()).or_default() += 1;
-    }
-    eprintln!("{} leader crossings: {by_variant:?}", crossings.len());
-    let over: Vec<String> = by_variant
-        .iter()
-        .filter(|(v, n)| **n > DENSE.iter().find(|d| d.0 == **v).map_or(0, |d| d.1))
-        .map(|(v, n)| format!("{v}: {n}"))
-        .collect();
-    let lines: Vec<&String> =
-        crossings.iter().filter(|c| over.iter().any(|o| c.starts_with(o.split(':').next().unwrap()))).collect();
-    assert!(over.is_empty(), "more leaders through labels than {DENSE:?}: {over:?}\n{lines:#?}");
+    eprintln!("{through} of {leaders} leaders run through a text: {crowded:?}");
+    assert!(failures.is_empty(), "{} problems on {pages} timelines:\n{}", failures.len(), failures.join("\n"));
+    assert!(through * ALL_SHARE <= leaders, "{through} of {leaders} leaders run through a text: {crowded:?}");
 }
-
-/// The lanes whose leaders cannot all be kept clear, with the crossings they keep (both
-/// languages): long bursts of marks a few px apart whose labels are each wider than many of
-/// them (the producer's LPUSHes of the cluster resharding runs: all but 4 of their 630, the
-/// rest in a Vietnamese worker lane; a pipeline's publishes). A label there covers the marks
-/// after it, so a leader rising straight past
-/// it crosses it, and a bend of at most 60 px cannot reach a free column; the lane takes at
-/// most twice the rows of the text alone, and a few more, and lets these through.
-const DENSE: [(&str, usize); 5] = [
-    ("cluster/resharding", 138),
-    ("cluster/resharding-backlog", 242),
-    ("cluster/resharding-backlog-short-retry", 250),
-    ("pipeline/corrected", 12),
-    ("pipeline/seed", 14),
-];

@@ -1,5 +1,5 @@
 //! `pipeline`: the seed's production worker (weighted polling, idempotent wrapper, retry by
-//! XAUTOCLAIM, DLQ) against the corrected one, three workers and a claimer, 1100 jobs with
+//! XAUTOCLAIM, DLQ) against the corrected one, three workers and a claimer, 2200 jobs with
 //! poison, partner failures and planned SIGKILLs; the total-queue check over the sink's
 //! ledger and the DLQ.
 //!

@@ -204,7 +204,6 @@ fn tries_unit(n: u32, w: &Wording) -> &'static str {
 /// Lines of SQL sessions, outbox rounds, servers and crashes.
 fn session_line(e: &Event, w: &Wording) -> String {
     let a = e.actor;
-    let vi = w.lang == Lang::Vi;
     match &e.kind {
         EventKind::SqlSent { statement, .. } => format!("{a} {statement}"),
         EventKind::SqlDone { outcome, waited_ms, .. } => {
@@ -230,14 +229,22 @@ fn session_line(e: &Event, w: &Wording) -> String {
                 "{a}: primary mất; chuyển sang {server}, primary mới, đọc lại các entry đang chờ của mình trước"
             ),
         },
-        EventKind::Crashed { planned, .. } => match (planned, vi, e.kind.crash_detail(w.lang).unwrap_or_default()) {
-            (true, false, detail) => format!("{a} CRASHED (injected: {detail})"),
-            (true, true, detail) => format!("{a} CRASH (chủ động: {detail})"),
-            (false, false, detail) => format!("{a} DIED unexpectedly: {detail}"),
-            (false, true, detail) => format!("{a} chết bất ngờ: {detail}"),
-        },
+        EventKind::Crashed { .. } => format!("{a} {}", crash_words(&e.kind, w.lang).unwrap_or_default()),
         _ => String::new(),
     }
+}
+
+/// What a `crashed` event says, in `lang`, without its actor (`CRASHED (injected: …)`):
+/// the text report's line and the timeline's label.
+pub fn crash_words(kind: &EventKind, lang: Lang) -> Option<String> {
+    let EventKind::Crashed { planned, .. } = kind else { return None };
+    let detail = kind.crash_detail(lang).unwrap_or_default();
+    Some(match (planned, lang) {
+        (true, Lang::En) => format!("CRASHED (injected: {detail})"),
+        (true, Lang::Vi) => format!("CRASH (chủ động: {detail})"),
+        (false, Lang::En) => format!("DIED unexpectedly: {detail}"),
+        (false, Lang::Vi) => format!("chết bất ngờ: {detail}"),
+    })
 }
 
 /// `publish created (v=1)` for a first attempt, `retry #1 created` for a later one.

@@ -4,7 +4,7 @@
 use crate::fault::TimeScale;
 use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
-use crate::report::words::{timeline_lines, Wording};
+use crate::report::words::{crash_words, timeline_lines, Wording};
 use crate::report::Redactor;
 pub use crate::timeline::vocabulary::Glyph;
 use crate::timeline::vocabulary::{job_mark_label as job_label, Drawing};
@@ -208,15 +208,9 @@ impl Builder {
             EventKind::Wrote { entry_id, order, status, version, rows } => {
                 self.wrote(e.actor, at, entry_id, *order, status, *version, *rows)
             }
-            EventKind::Crashed { planned, .. } => {
+            EventKind::Crashed { .. } => {
                 // The crash point's whole name: a long label is wrapped, never shortened.
-                let detail = e.kind.crash_detail(lang).unwrap_or_default();
-                let label = match (planned, lang) {
-                    (true, Lang::En) => format!("CRASHED (injected: {detail})"),
-                    (true, Lang::Vi) => format!("CRASH (chủ động: {detail})"),
-                    (false, Lang::En) => format!("DIED unexpectedly: {detail}"),
-                    (false, Lang::Vi) => format!("chết bất ngờ: {detail}"),
-                };
+                let label = crash_words(&e.kind, lang).unwrap_or_default();
                 self.mark(e.actor, at, Glyph::Crash, Some(label));
                 if let Some((from, ttl)) = self.open_locks.remove(&e.actor) {
                     // Nobody releases a dead process's lock: it lasts until its TTL.

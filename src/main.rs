@@ -312,6 +312,9 @@ fn main() {
         ordlab::service::process::reap_children();
         std::process::exit(code);
     }
+    // A run interrupted on the user's servers removes what it made there only once its
+    // processes are gone (below), so none of them can set a key after the last scan.
+    ordlab::service::namespace::defer_interrupted_removals();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
         // Ctrl-C or SIGTERM drops the command's future, whose guards stop every server and
@@ -333,6 +336,7 @@ fn main() {
     // A child whose handle went with the runtime (Ctrl-C drops the command's future) is
     // still ours until it is waited for.
     ordlab::service::process::reap_children();
+    ordlab::service::namespace::finish_interrupted_removals();
     std::process::exit(code);
 }
 

@@ -299,7 +299,7 @@ async fn claim_external(
     if !cluster_urls.is_empty() {
         let masters = cluster::RedisCluster::external(cluster_urls).await?.masters().await?;
         let urls: Vec<String> = masters.into_iter().map(|m| m.url).collect();
-        leftovers.cluster_keys = claim.claim_cluster(&urls).await?;
+        claim.claim_cluster(&urls, &mut leftovers).await?;
     }
     if leftovers != namespace::Leftovers::default() {
         eprintln!("ordlab: {leftovers}");

@@ -45,6 +45,10 @@ pub enum ServiceError {
     MissingCreate { user: String, database: String },
     #[error("another ordlab run holds database {database} (its schemas ordlab and ordlab_sink are in use): wait until it ends, or give this run another database with --pg-url")]
     ExternalInUse { database: String },
+    #[error("schema {schema} exists in database {database} and was not made by ordlab (its comment carries no ordlab mark): drop it or rename it if it is not yours to keep, or give ordlab another database with --pg-url")]
+    ForeignSchema { schema: String, database: String },
+    #[error("key {key} exists on your Redis and was not made by this run (its random nonce is taken): run again, which draws another")]
+    NonceTaken { key: String },
     #[error("ordlab's namespace on your {server}: {what}: {reason}")]
     Namespace { what: &'static str, server: &'static str, reason: String },
     #[error("{what}: {source}")]

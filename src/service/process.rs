@@ -154,7 +154,7 @@ pub fn reap_children() {
 }
 
 /// This process's children, from `/proc`.
-fn children() -> Vec<i32> {
+pub(crate) fn children() -> Vec<i32> {
     let me = std::process::id();
     std::fs::read_dir("/proc")
         .into_iter()
@@ -181,6 +181,21 @@ fn kill_and_reap(children: Vec<i32>) {
         if !waiting.is_empty() {
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+}
+
+/// Wait until every process of `pids` has ended (gone, or a zombie: its sockets are closed
+/// either way), at most `patience`.
+pub(crate) fn wait_gone(pids: &[i32], patience: Duration) {
+    let deadline = Instant::now() + patience;
+    let running = |pid: &i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+            .unwrap_or(false)
+    };
+    while pids.iter().any(running) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

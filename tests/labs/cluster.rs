@@ -175,8 +175,8 @@ fn new_keys(
 /// master (its hash-tagged keys too), removes them when it ends (`--keep` keeps them, until the
 /// next run),
 /// and the next run removes what a dead run left on any master, but not the keys of a run
-/// whose owner connection is open on some master (here A; its key is on C). The user's keys,
-/// on every master, stay byte for byte.
+/// whose owner connection is open on some master (here A; its key is on C), nor keys under
+/// `ordlab:` that no mark covers. The user's keys, on every master, stay byte for byte.
 #[tokio::test]
 async fn on_a_users_cluster_a_run_keeps_to_its_namespace_and_reaps_dead_runs() {
     let services = Services::start(&support::local()).await.unwrap();
@@ -201,8 +201,15 @@ async fn on_a_users_cluster_a_run_keeps_to_its_namespace_and_reaps_dead_runs() {
     redis::cmd("CLIENT").arg("SETNAME").arg("ordlab-a11ce000-owner").query_async::<()>(&mut live).await.unwrap();
     let live_key = format!("ordlab:a11ce000:cluster:-:1:{}:queue", tags[2]);
     redis::cmd("RPUSH").arg(&live_key).arg("job").query_async::<()>(&mut conn).await.unwrap();
+    // Look-alikes on every master that no mark covers: the user's, whatever their names.
+    for tag in &tags {
+        let key = format!("ordlab:cafe0007:cluster:-:1:{tag}:queue");
+        redis::cmd("RPUSH").arg(key).arg("user's job").query_async::<()>(&mut conn).await.unwrap();
+    }
     let before = cluster_keys(&cluster).await;
-    // A dead run's keys on every master (no connection names its owner).
+    // A dead run's keys on every master (no connection names its owner), and its mark.
+    let mark = ordlab::service::namespace::Mark::now("deadbeef");
+    redis::cmd("SET").arg("ordlab:deadbeef:owner").arg(mark.text()).query_async::<()>(&mut conn).await.unwrap();
     for tag in &tags {
         let key = format!("ordlab:deadbeef:cluster:-:1:{tag}:queue");
         redis::cmd("RPUSH").arg(key).arg("job").query_async::<()>(&mut conn).await.unwrap();
@@ -225,7 +232,8 @@ async fn on_a_users_cluster_a_run_keeps_to_its_namespace_and_reaps_dead_runs() {
     let made = new_keys(&before, &kept);
     assert!(made.iter().all(|(_, k)| !k.starts_with("ordlab:deadbeef:")), "the dead run's keys are left: {made:?}");
     assert!(before.keys().all(|k| kept.get(k) == before.get(k)), "the user's keys and the live run's stay");
-    assert!(stderr.contains("3 keys under ordlab: on your cluster"), "{stderr}");
+    assert!(stderr.contains("4 keys under ordlab: on your cluster"), "its 3 keys and its mark: {stderr}");
+    assert!(stderr.contains("(made by run deadbeef (pid "), "{stderr}");
     let nonces: BTreeSet<&[u8]> = made.iter().filter_map(|(_, k)| nonce_of(k.as_bytes())).collect();
     assert_eq!(nonces.len(), 1, "every key made is under ordlab:<the run's nonce>: {made:?}");
     assert!(made.iter().all(|(_, k)| nonce_of(k.as_bytes()).is_some()), "{made:?}");

@@ -101,19 +101,39 @@ pub enum Outcome {
     Inconclusive,
     /// Not run: the server lacks what the variant needs (the report says what).
     Skipped,
+    /// An at-least-one expectation (`some`) not shown, by fewer runs than the lab's: the odds
+    /// that make a miss negligible are the lab's run count's, so a short run cannot refute it.
+    TooFewRuns,
 }
 
 /// Both counts against their expectations: `verdicts` of every run, and `dropped`, the runs
 /// in which some intended event never took effect. A drop does not make a run wrong (a CAS
 /// consumer drops a stale event by design), but one the scenario does not declare makes the
 /// variant mismatch: nothing is dropped silently.
-pub fn outcome(expect: &Expectation, verdicts: &[Verdict], expect_dropped: &Expectation, dropped: u32) -> Outcome {
+///
+/// `planned` is the lab's own run count, for which a `some` is written (a race that happens
+/// often enough never to miss in that many runs; 0: unknown, as in older records). With fewer
+/// runs, a `some` not shown is [`Outcome::TooFewRuns`], not a mismatch: two runs of a race
+/// wrong in half of them show nothing one time in four.
+pub fn outcome(
+    expect: &Expectation,
+    verdicts: &[Verdict],
+    expect_dropped: &Expectation,
+    dropped: u32,
+    planned: u32,
+) -> Outcome {
     let wrong = verdicts.iter().filter(|v| **v == Verdict::Wrong).count() as u32;
     let runs = verdicts.len() as u32;
+    let short = runs < planned;
+    let unshown = |e: &Expectation, n: u32| *e == Expectation::Some && n == 0 && short;
     if verdicts.contains(&Verdict::Unknown) {
         Outcome::Inconclusive
     } else if expect.holds(wrong, runs) && expect_dropped.holds(dropped, runs) {
         Outcome::Matched
+    } else if (expect.holds(wrong, runs) || unshown(expect, wrong))
+        && (expect_dropped.holds(dropped, runs) || unshown(expect_dropped, dropped))
+    {
+        Outcome::TooFewRuns
     } else {
         Outcome::Mismatched
     }
@@ -135,11 +155,26 @@ mod tests {
     fn outcome_compares_counts_with_the_expectation() {
         use Verdict::*;
         let none = Expectation::None;
-        assert_eq!(outcome(&Expectation::All, &[Wrong, Wrong], &none, 0), Outcome::Matched);
-        assert_eq!(outcome(&Expectation::All, &[Wrong, Right], &none, 0), Outcome::Mismatched);
-        assert_eq!(outcome(&Expectation::None, &[Right, Unknown], &none, 0), Outcome::Inconclusive);
+        assert_eq!(outcome(&Expectation::All, &[Wrong, Wrong], &none, 0, 0), Outcome::Matched);
+        assert_eq!(outcome(&Expectation::All, &[Wrong, Right], &none, 0, 0), Outcome::Mismatched);
+        assert_eq!(outcome(&Expectation::None, &[Right, Unknown], &none, 0, 0), Outcome::Inconclusive);
         // Right final states with a drop nobody declared: not a match.
-        assert_eq!(outcome(&Expectation::None, &[Right, Right], &none, 2), Outcome::Mismatched);
-        assert_eq!(outcome(&Expectation::None, &[Right, Right], &Expectation::All, 2), Outcome::Matched);
+        assert_eq!(outcome(&Expectation::None, &[Right, Right], &none, 2, 0), Outcome::Mismatched);
+        assert_eq!(outcome(&Expectation::None, &[Right, Right], &Expectation::All, 2, 0), Outcome::Matched);
+    }
+
+    #[test]
+    fn a_some_not_shown_by_fewer_runs_than_the_labs_is_too_few_runs_not_a_mismatch() {
+        use Verdict::*;
+        let (some, none) = (Expectation::Some, Expectation::None);
+        assert_eq!(outcome(&some, &[Right, Right], &none, 0, 20), Outcome::TooFewRuns);
+        assert_eq!(outcome(&some, &[Right, Wrong], &none, 0, 20), Outcome::Matched);
+        // As many runs as the lab's (or an older record without the count): a miss is a miss.
+        assert_eq!(outcome(&some, &[Right, Right], &none, 0, 2), Outcome::Mismatched);
+        assert_eq!(outcome(&some, &[Right, Right], &none, 0, 0), Outcome::Mismatched);
+        // A some of drops likewise; what else the runs show must still hold.
+        assert_eq!(outcome(&some, &[Wrong, Right], &some, 0, 20), Outcome::TooFewRuns);
+        assert_eq!(outcome(&none, &[Wrong, Right], &some, 0, 20), Outcome::Mismatched);
+        assert_eq!(outcome(&Expectation::All, &[Right], &none, 0, 20), Outcome::Mismatched);
     }
 }

@@ -107,6 +107,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             dropped: 0,
             expected_dropped: Expectation::None,
             outcome: Outcome::Matched,
+            planned_runs: 1,
             scheduler_race: false,
             seed: None,
             skipped: None,

@@ -94,6 +94,10 @@ pub struct VariantReport {
     #[serde(default = "Expectation::none")]
     pub expected_dropped: Expectation,
     pub outcome: Outcome,
+    /// The lab's own run count, for which its expectation is written (`--runs` may ask for
+    /// fewer; 0 in older records).
+    #[serde(default)]
+    pub planned_runs: u32,
     /// The interleaving depends on the OS scheduler (see [`Variant::scheduler_race`]).
     #[serde(default)]
     pub scheduler_race: bool,
@@ -124,6 +128,7 @@ impl VariantReport {
             dropped: 0,
             expected_dropped: variant.expect_dropped.clone(),
             outcome: Outcome::Matched,
+            planned_runs: variant.runs,
             scheduler_race: variant.scheduler_race,
             seed: variant.seed.clone(),
             skipped: None,
@@ -157,7 +162,7 @@ impl VariantReport {
         self.outcome = if self.skipped.is_some() {
             Outcome::Skipped
         } else {
-            outcome(&self.expected, &verdicts, &self.expected_dropped, self.dropped)
+            outcome(&self.expected, &verdicts, &self.expected_dropped, self.dropped, self.planned_runs)
         };
     }
 
@@ -178,7 +183,7 @@ impl LabReport {
     /// Every variant that ran matched its expectation (a variant the server cannot run is
     /// skipped, and says so).
     pub fn matched(&self) -> bool {
-        self.variants.iter().all(|v| matches!(v.outcome, Outcome::Matched | Outcome::Skipped))
+        self.variants.iter().all(|v| matches!(v.outcome, Outcome::Matched | Outcome::Skipped | Outcome::TooFewRuns))
     }
 
     /// The SUMMARY row's notes of `v`, one of this report's variants: from the record's

@@ -107,6 +107,7 @@ fn outcome(o: Outcome) -> &'static str {
         Outcome::Mismatched => "DOES NOT MATCH",
         Outcome::Inconclusive => "inconclusive",
         Outcome::Skipped => "skipped (server too old)",
+        Outcome::TooFewRuns => "too few runs to show",
     }
 }
 

@@ -95,8 +95,13 @@ fn row(out: &mut String, r: &LabReport, v: &VariantReport) {
         Outcome::Mismatched => Words::new("DOES NOT MATCH", "KHÔNG KHỚP"),
         Outcome::Inconclusive => Words::new("inconclusive", "chưa kết luận"),
         Outcome::Skipped => Words::new("skipped", "bỏ qua"),
+        Outcome::TooFewRuns => Words::new("too few runs to show", "quá ít lần chạy để thấy"),
     };
-    let class = if matches!(v.outcome, Outcome::Matched | Outcome::Skipped) { "" } else { r#" class="mismatch""# };
+    let class = if matches!(v.outcome, Outcome::Matched | Outcome::Skipped | Outcome::TooFewRuns) {
+        ""
+    } else {
+        r#" class="mismatch""#
+    };
     let id = esc(&r.lab.id);
     let _ = writeln!(
         out,

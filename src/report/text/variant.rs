@@ -170,6 +170,16 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
     }
 }
 
+/// Why a `some` not shown does not fail: the runs made against the lab's own.
+fn too_few_runs(v: &VariantReport, lang: Lang) -> String {
+    let (runs, planned) = (v.runs, v.planned_runs);
+    crate::tr!(
+        lang,
+        "NOT SHOWN in {runs} runs: too few to show it (the expectation is for the lab's {planned}; --runs {planned})",
+        "CHƯA THẤY trong {runs} lần chạy: quá ít để thấy (kỳ vọng dành cho {planned} lần của lab; --runs {planned})"
+    )
+}
+
 /// The expectation and whether the runs meet it.
 fn expectation(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bool) {
     let outcome = match (v.outcome, opts.lang) {
@@ -184,6 +194,7 @@ fn expectation(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable
         (Outcome::Inconclusive, Lang::Vi) => "CHƯA KẾT LUẬN",
         (Outcome::Skipped, Lang::En) => "skipped",
         (Outcome::Skipped, Lang::Vi) => "bỏ qua",
+        (Outcome::TooFewRuns, _) => &too_few_runs(v, opts.lang),
     };
     let expected = pick(opts.lang, "expected wrong", "kỳ vọng số lần sai");
     let dropped = if v.expected_dropped != crate::checker::Expectation::None || v.dropped > 0 {

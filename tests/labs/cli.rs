@@ -198,3 +198,36 @@ fn the_backend_choice_is_said_once_however_many_job_slots_start_servers() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stderr.matches("using local servers (--backend auto)").count(), 1, "{stderr}");
 }
+
+/// A gzip of 256 MiB of spaces (made by the real gzip, 0.25 MB) is refused in one line at
+/// `ordlab check`'s cap, never held whole: ordlab's peak RSS stays far below what it inflates to.
+#[test]
+fn check_caps_what_it_inflates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bomb = tmp.path().join("bomb.json.gz");
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("head -c 268435456 /dev/zero | tr '\\0' ' ' | gzip -1 > {}", bomb.display()))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut child = support::ordlab(tmp.path())
+        .args(["check"])
+        .arg(&bomb)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    // wait4: this child's own exit status and peak RSS.
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    assert_eq!(libc::WEXITSTATUS(status), 2, "{stdout}{stderr}");
+    assert_one_line(&stderr);
+    assert!(stderr.contains("bomb.json.gz: inflates to more than 64 MiB, the most ordlab reads"), "{stderr}");
+    let peak_mb = usage.ru_maxrss / 1024;
+    assert!(peak_mb < 160, "ordlab check peaked at {peak_mb} MB for a 256 MiB inflation: {stderr}");
+}

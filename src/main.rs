@@ -815,13 +815,15 @@ fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
 
 /// What the labs need from an external backend, before any server starts: a lab that needs a
 /// Redis Cluster needs `--redis-cluster-url`; a variant that would change the user's servers is
-/// refused when named with --variant, else left out with one line on stderr saying why.
+/// refused when named with --variant, else left out with one line on stderr per lab saying
+/// why; when that leaves nothing to run, the refusal is the one line.
 fn check_needs(labs: &mut Vec<Scenario>, run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
     if !matches!(services.backend, BackendArg::External) {
         return Ok(());
     }
     let asked = labs.len();
-    let mut first_why = None;
+    // Per lab and reason, the variants left out.
+    let mut left_out: Vec<(String, &'static str, Vec<String>)> = Vec::new();
     for lab in labs.iter_mut() {
         let mut kept = Vec::new();
         for v in std::mem::take(&mut lab.variants) {
@@ -837,20 +839,29 @@ fn check_needs(labs: &mut Vec<Scenario>, run: &RunArgs, services: &ServiceArgs) 
                 Some(why) if run.variant.is_some() && chosen => {
                     anyhow::bail!("{}/{} does not run against your servers: {why}; use --backend local", lab.id, v.id)
                 }
-                Some(why) if chosen => {
-                    first_why.get_or_insert_with(|| format!("{} does not run against your servers: {why}", lab.id));
-                    eprintln!("ordlab: {}/{} left out: {why} (it runs with --backend local)", lab.id, v.id)
-                }
+                Some(why) if chosen => match left_out.iter_mut().find(|(l, w, _)| *l == lab.id && *w == why) {
+                    Some((_, _, variants)) => variants.push(v.id),
+                    None => left_out.push((lab.id.clone(), why, vec![v.id])),
+                },
                 _ => kept.push(v),
             }
         }
         lab.variants = kept;
     }
     labs.retain(|lab| !lab.variants.is_empty());
-    match first_why {
-        Some(why) if labs.is_empty() && asked > 0 => anyhow::bail!("{why}; use --backend local"),
-        _ => Ok(()),
+    if labs.is_empty() && asked > 0 {
+        if let Some((lab, why, _)) = left_out.first() {
+            anyhow::bail!("{lab} does not run against your servers: {why}; use --backend local");
+        }
     }
+    for (lab, why, variants) in &left_out {
+        let which = match variants.as_slice() {
+            [one] => format!("{lab}/{one}"),
+            many => format!("{lab} (variants {})", many.join(", ")),
+        };
+        eprintln!("ordlab: {which} left out: {why} (it runs with --backend local)");
+    }
+    Ok(())
 }
 
 /// Progress on stderr: lab, variant, run i/n, elapsed and ETA.

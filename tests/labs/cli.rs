@@ -231,3 +231,29 @@ fn check_caps_what_it_inflates() {
     let peak_mb = usage.ru_maxrss / 1024;
     assert!(peak_mb < 160, "ordlab check peaked at {peak_mb} MB for a 256 MiB inflation: {stderr}");
 }
+
+/// A lab that starts servers of its own, on the external backend: one line, whether asked for
+/// alone or (persistence, five variants) with nothing else to run.
+#[test]
+fn a_lab_that_cannot_run_on_external_servers_is_refused_in_one_line() {
+    let external = [
+        "--backend",
+        "external",
+        "--redis-url",
+        "redis://127.0.0.1:1",
+        "--pg-url",
+        "postgres://ordlab@127.0.0.1:1/ordlab",
+    ];
+    for lab in ["persistence", "eviction", "failover"] {
+        let mut args = vec!["run", lab];
+        args.extend(external);
+        let (code, _, stderr) = run(&args, &[]);
+        assert_eq!(code, Some(2), "{lab}: {stderr}");
+        assert_one_line(&stderr);
+        assert!(
+            stderr.starts_with(&format!("ordlab: {lab} does not run against your servers: it starts "))
+                && stderr.contains("use --backend local"),
+            "{lab}: {stderr}"
+        );
+    }
+}

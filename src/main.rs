@@ -389,11 +389,15 @@ fn ignored_server_option(sub: &clap::ArgMatches) -> Option<String> {
     })
 }
 
-/// An error chain on one line: `outer: inner: root`.
+/// An error chain on one line: `outer: inner: root`. A PostgreSQL error is what the server
+/// said ([`ordlab::connect::postgres_said`]), not tokio-postgres's bare "db error".
 fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
-        let s = cause.to_string();
+        let s = match cause.downcast_ref::<tokio_postgres::Error>() {
+            Some(pg) => ordlab::connect::postgres_said(pg),
+            None => cause.to_string(),
+        };
         if !parts.iter().any(|p| p.contains(&s)) {
             parts.push(s);
         }

@@ -497,6 +497,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                 return Ok(EXIT_MATCHED);
             }
             let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
+            check_worker_programs(&labs, None)?;
             if !lab_all_only {
                 bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
                 bench::interposer::run(&services.options()).await?;
@@ -760,15 +761,21 @@ impl PrintInOrder {
 /// `ordlab diff`: run the lab as its snapshot test does and compare with the stored snapshots.
 async fn diff(lab: &str, snapshots: &Path, services: &ServiceArgs) -> anyhow::Result<i32> {
     let lab = catalog::find(lab)?;
-    check_services(services)?;
-    let report = ordlab::runner::run_as_snapshot(&lab, &services.options(), std::env::current_exe()?).await?;
-    let mut same_all = true;
+    // Every file it reads is read before a server starts.
+    let mut stored = Vec::new();
     for lang in Lang::ALL {
         let name = snapshot::file_name(&lab.id, lang);
         let path = snapshots.join(&name);
-        let stored = std::fs::read_to_string(&path).with_context(|| {
+        let text = std::fs::read_to_string(&path).with_context(|| {
             format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display())
         })?;
+        stored.push((lang, name, text));
+    }
+    check_worker_programs(std::slice::from_ref(&lab), None)?;
+    check_services(services)?;
+    let report = ordlab::runner::run_as_snapshot(&lab, &services.options(), std::env::current_exe()?).await?;
+    let mut same_all = true;
+    for (lang, name, stored) in stored {
         let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized_marked(&report, lang));
         println!("== {name}: {diff}");
         same_all &= same;

@@ -257,3 +257,31 @@ fn a_lab_that_cannot_run_on_external_servers_is_refused_in_one_line() {
         );
     }
 }
+
+/// A worker's program file that is not there is named before any server starts, for grade
+/// (a file, or a command line after `--`) and for a lab whose worker command names one.
+#[test]
+fn a_missing_worker_file_is_named_before_a_server_starts() {
+    for args in [
+        vec!["grade", "/nonexistent/my_consumer.py"],
+        vec!["grade", "--", "php", "/nonexistent/my_consumer.php"],
+        vec!["grade", "--runs", "1", "--", "node", "-e", "0", "/nonexistent/w.js"],
+    ] {
+        let file = args.last().unwrap().to_string();
+        // The first line a started server would print is the backend's: none may come.
+        let (code, stdout, stderr) = run(&args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_one_line(&stderr);
+        assert!(stderr.contains(&format!("{file} is not a file (from ")), "{args:?}: {stderr}");
+        assert!(!stderr.contains("using local servers") && stdout.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// `ordlab diff` reads the snapshots it compares with before it starts servers and runs.
+#[test]
+fn diff_reads_its_snapshots_before_a_server_starts() {
+    let (code, _, stderr) = run(&["diff", "baseline", "--snapshots", "/nonexistent"], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_one_line(&stderr);
+    assert!(stderr.contains("no snapshot /nonexistent/baseline.en.snap"), "{stderr}");
+}

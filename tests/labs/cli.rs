@@ -199,7 +199,7 @@ fn the_backend_choice_is_said_once_however_many_job_slots_start_servers() {
     assert_eq!(stderr.matches("using local servers (--backend auto)").count(), 1, "{stderr}");
 }
 
-/// A gzip of 256 MiB of spaces (made by the real gzip, 0.25 MB) is refused in one line at
+/// A gzip of 256 MiB of spaces (made by the real gzip, 1.2 MB) is refused in one line at
 /// `ordlab check`'s cap, never held whole: ordlab's peak RSS stays far below what it inflates to.
 #[test]
 fn check_caps_what_it_inflates() {

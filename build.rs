@@ -6,7 +6,10 @@ use std::path::Path;
 use std::process::Command;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    // Read when the script runs, not when it is compiled (`env!`): cargo reuses one compiled
+    // build script for every checkout of the package that shares a target dir.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest_dir).join("scenarios");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("scenarios/ exists")

@@ -28,7 +28,7 @@ pub enum Error {
     Sink(#[from] crate::side_effect::SinkError),
     #[error("redis: {context}: {source}")]
     Redis { context: String, source: redis::RedisError },
-    #[error("postgresql: {context}: {source}")]
+    #[error("postgresql: {context}: {}", crate::connect::postgres_said(source))]
     Postgres { context: String, source: tokio_postgres::Error },
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },

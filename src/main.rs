@@ -393,11 +393,15 @@ fn ignored_server_option(sub: &clap::ArgMatches) -> Option<String> {
     })
 }
 
-/// An error chain on one line: `outer: inner: root`.
+/// An error chain on one line: `outer: inner: root`. A PostgreSQL error is what the server
+/// said ([`ordlab::connect::postgres_said`]), not tokio-postgres's bare "db error".
 fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
-        let s = cause.to_string();
+        let s = match cause.downcast_ref::<tokio_postgres::Error>() {
+            Some(pg) => ordlab::connect::postgres_said(pg),
+            None => cause.to_string(),
+        };
         if !parts.iter().any(|p| p.contains(&s)) {
             parts.push(s);
         }
@@ -497,6 +501,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                 return Ok(EXIT_MATCHED);
             }
             let labs = if labs.is_empty() { catalog::all()? } else { resolve_labs(&labs)? };
+            check_worker_programs(&labs, None)?;
             if !lab_all_only {
                 bench::run(&labs, runs, &services.options(), std::env::current_exe()?).await?;
                 bench::interposer::run(&services.options()).await?;
@@ -760,15 +765,21 @@ impl PrintInOrder {
 /// `ordlab diff`: run the lab as its snapshot test does and compare with the stored snapshots.
 async fn diff(lab: &str, snapshots: &Path, services: &ServiceArgs) -> anyhow::Result<i32> {
     let lab = catalog::find(lab)?;
-    check_services(services)?;
-    let report = ordlab::runner::run_as_snapshot(&lab, &services.options(), std::env::current_exe()?).await?;
-    let mut same_all = true;
+    // Every file it reads is read before a server starts.
+    let mut stored = Vec::new();
     for lang in Lang::ALL {
         let name = snapshot::file_name(&lab.id, lang);
         let path = snapshots.join(&name);
-        let stored = std::fs::read_to_string(&path).with_context(|| {
+        let text = std::fs::read_to_string(&path).with_context(|| {
             format!("no snapshot {}: run `just test` and `cargo insta review` first", path.display())
         })?;
+        stored.push((lang, name, text));
+    }
+    check_worker_programs(std::slice::from_ref(&lab), None)?;
+    check_services(services)?;
+    let report = ordlab::runner::run_as_snapshot(&lab, &services.options(), std::env::current_exe()?).await?;
+    let mut same_all = true;
+    for (lang, name, stored) in stored {
         let (same, diff) = snapshot::diff(snapshot::snap_body(&stored), &snapshot::normalized_marked(&report, lang));
         println!("== {name}: {diff}");
         same_all &= same;
@@ -819,13 +830,15 @@ fn check_services(services: &ServiceArgs) -> anyhow::Result<()> {
 
 /// What the labs need from an external backend, before any server starts: a lab that needs a
 /// Redis Cluster needs `--redis-cluster-url`; a variant that would change the user's servers is
-/// refused when named with --variant, else left out with one line on stderr saying why.
+/// refused when named with --variant, else left out with one line on stderr per lab saying
+/// why; when that leaves nothing to run, the refusal is the one line.
 fn check_needs(labs: &mut Vec<Scenario>, run: &RunArgs, services: &ServiceArgs) -> anyhow::Result<()> {
     if !matches!(services.backend, BackendArg::External) {
         return Ok(());
     }
     let asked = labs.len();
-    let mut first_why = None;
+    // Per lab and reason, the variants left out.
+    let mut left_out: Vec<(String, &'static str, Vec<String>)> = Vec::new();
     for lab in labs.iter_mut() {
         let mut kept = Vec::new();
         for v in std::mem::take(&mut lab.variants) {
@@ -841,20 +854,29 @@ fn check_needs(labs: &mut Vec<Scenario>, run: &RunArgs, services: &ServiceArgs) 
                 Some(why) if run.variant.is_some() && chosen => {
                     anyhow::bail!("{}/{} does not run against your servers: {why}; use --backend local", lab.id, v.id)
                 }
-                Some(why) if chosen => {
-                    first_why.get_or_insert_with(|| format!("{} does not run against your servers: {why}", lab.id));
-                    eprintln!("ordlab: {}/{} left out: {why} (it runs with --backend local)", lab.id, v.id)
-                }
+                Some(why) if chosen => match left_out.iter_mut().find(|(l, w, _)| *l == lab.id && *w == why) {
+                    Some((_, _, variants)) => variants.push(v.id),
+                    None => left_out.push((lab.id.clone(), why, vec![v.id])),
+                },
                 _ => kept.push(v),
             }
         }
         lab.variants = kept;
     }
     labs.retain(|lab| !lab.variants.is_empty());
-    match first_why {
-        Some(why) if labs.is_empty() && asked > 0 => anyhow::bail!("{why}; use --backend local"),
-        _ => Ok(()),
+    if labs.is_empty() && asked > 0 {
+        if let Some((lab, why, _)) = left_out.first() {
+            anyhow::bail!("{lab} does not run against your servers: {why}; use --backend local");
+        }
     }
+    for (lab, why, variants) in &left_out {
+        let which = match variants.as_slice() {
+            [one] => format!("{lab}/{one}"),
+            many => format!("{lab} (variants {})", many.join(", ")),
+        };
+        eprintln!("ordlab: {which} left out: {why} (it runs with --backend local)");
+    }
+    Ok(())
 }
 
 /// Progress on stderr: lab, variant, run i/n, elapsed and ETA.

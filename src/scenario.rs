@@ -29,6 +29,7 @@
 //! Parsing is cheap and needs no server: every check that can be made on the file is made
 //! here, so a mistake is reported before anything starts.
 
+mod durations;
 mod locate;
 mod seed_figure;
 
@@ -286,6 +287,9 @@ fn resolve_setup(base: &toml::Table, over: &toml::Table, at: &locate::SetupAt<'_
             return Err(SetupFailure::At(at.error(&["kind".into()], &message)));
         }
     };
+    if let Some((path, message)) = durations::first_negative(&merged) {
+        return Err(SetupFailure::At(at.error(&path, &format!("setup: {message}"))));
+    }
     let mut procedure = Procedure::from_setup(&kind, toml::Value::Table(merged))
         .map_err(|e| SetupFailure::At(at.error(&e.path, &format!("setup: {}", e.message))))?;
     procedure.validate().map_err(SetupFailure::Message)?;

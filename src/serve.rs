@@ -3,6 +3,10 @@
 //! scheduler as `ordlab run <lab> --variant <v> --runs 1`, and streams the run's events into
 //! the page as they are recorded, then its verdict.
 //!
+//! Only the page's own requests are answered ([`guard`]): the `Host` must be this server's,
+//! and `POST /run` must come from its origin with the token the page was served; anything else
+//! is 403 and one `ordlab serve: refused …` line on stderr.
+//!
 //! The page is the lab book `ordlab book` writes, built once at start from the records in the
 //! results directory, with [`page.js`](serve/page.js) added. `POST /run` with the form body
 //! `lab=<id>&variant=<id>` answers `text/event-stream`: an `event: line` per timeline line as
@@ -46,6 +50,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
+
+pub mod guard;
+
+use guard::Guard;
 
 const PAGE_SCRIPT: &str = include_str!("serve/page.js");
 const PAGE_CSS: &str = include_str!("serve/page.css");
@@ -118,6 +126,7 @@ struct RunRequest {
 /// What every connection shares.
 struct Site {
     page: String,
+    guard: Guard,
     requests: mpsc::UnboundedSender<RunRequest>,
 }
 
@@ -131,10 +140,11 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
     let addr = listener.local_addr().map_err(|source| ServeError::Listen { port, source })?;
     let labs = catalog::all()?;
     let explored = crate::report::html::explored::load(&opts.dir);
-    let (page, left_out) = served_page(&opts, &explored)?;
+    let guard = Guard::new(addr.port(), Guard::new_token());
+    let (page, left_out) = served_page(&opts, &explored, &guard)?;
     left_out.iter().for_each(|line| eprintln!("ordlab: the page leaves out {line}"));
     let (requests_tx, mut requests) = mpsc::unbounded_channel();
-    let site = Arc::new(Site { page, requests: requests_tx });
+    let site = Arc::new(Site { page, guard, requests: requests_tx });
     listening(addr);
     let mut run: Option<Pin<Box<dyn Future<Output = ()> + '_>>> = None;
     let mut running = String::new();
@@ -177,10 +187,11 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
 }
 
 /// The lab book over the records and explorations in `opts.dir`, opening in `opts.lang`, with
-/// the run buttons' script; and the records left out, why.
+/// the run buttons' script and the guard's token; and the records left out, why.
 fn served_page(
     opts: &ServeOptions,
     explored: &[crate::report::html::explored::ExploredFile],
+    guard: &Guard,
 ) -> Result<(String, Vec<String>), ServeError> {
     let mut reports: Vec<LabReport> = Vec::new();
     let mut left_out = Vec::new();
@@ -195,7 +206,7 @@ fn served_page(
     let page = book
         .replacen(r#"<html lang="en" data-lang="en">"#, &format!(r#"<html lang="{code}" data-lang="{code}">"#), 1)
         // No favicon request (its 404 would be a console error).
-        .replacen("<head>\n", "<head>\n<link rel=\"icon\" href=\"data:,\">\n", 1)
+        .replacen("<head>\n", &format!("<head>\n<link rel=\"icon\" href=\"data:,\">\n{}\n", guard.meta_tag()), 1)
         .replacen("</style>\n</head>", &format!("{PAGE_CSS}</style>\n</head>"), 1)
         .replacen("</body>", &format!("<script>\n{PAGE_SCRIPT}</script>\n</body>"), 1);
     Ok((page, left_out))
@@ -379,6 +390,10 @@ fn one_line_reply(status: StatusCode, line: &str) -> Response<Body> {
 }
 
 async fn answer(req: Request<Incoming>, site: &Site) -> Response<Body> {
+    if let Err(guard::Refusal(why)) = site.guard.check(req.method(), req.uri().path(), req.headers()) {
+        eprintln!("ordlab serve: refused {why}");
+        return one_line_reply(StatusCode::FORBIDDEN, &format!("refused {why}"));
+    }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/" | "/index.html") => reply(StatusCode::OK, "text/html; charset=utf-8", site.page.clone()),
         (&Method::POST, "/run") => start_run(req, site).await,

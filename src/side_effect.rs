@@ -29,9 +29,9 @@ pub enum SinkError {
     Refused { job: String, effect: String },
     #[error("the partner's reply to {effect} for {job} was lost (injected; the effect did happen)")]
     ReplyLost { job: String, effect: String },
-    #[error("side-effect sink: cannot create schema {SCHEMA}: {source} (the lab's user needs CREATE on the database: GRANT CREATE ON DATABASE <db> TO <user>)")]
+    #[error("side-effect sink: cannot create schema {SCHEMA}: {} (the lab's user needs CREATE on the database: GRANT CREATE ON DATABASE <db> TO <user>)", crate::connect::postgres_said(source))]
     Create { source: tokio_postgres::Error },
-    #[error("side-effect sink: {context}: {source}")]
+    #[error("side-effect sink: {context}: {}", crate::connect::postgres_said(source))]
     Postgres { context: &'static str, source: tokio_postgres::Error },
     #[error("side-effect sink over HTTP: cannot listen on loopback: {0}")]
     Listen(std::io::Error),

@@ -37,17 +37,47 @@ pub fn is_results_file(path: &Path) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
+/// The most a saved file is read to, inflated: 64 MiB, over 30 times the largest file ordlab
+/// writes (an exploration of lock s4c: 1.9 MB of JSON; the largest lab record, pipeline's, is
+/// 0.45 MB). A gzip bomb (1 GiB of zeros is 4.6 MB) is refused at that size, not held whole.
+pub const MAX_TEXT_BYTES: u64 = 64 << 20;
+
 /// The text of a saved file, gzip-compressed (`.json.gz`) or not; Err says why in a few words.
+/// Nothing over [`MAX_TEXT_BYTES`] is read.
 pub fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
-            .map_err(|e| format!("not gzip-compressed JSON: {e}"))?;
-        Ok(text)
-    } else {
-        String::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
+    read_text_at_most(path, MAX_TEXT_BYTES)
+}
+
+/// [`read_text`] with its own limit.
+pub fn read_text_at_most(path: &Path, limit: u64) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut head = Vec::new();
+    file.take(limit + 1).read_to_end(&mut head).map_err(|e| e.to_string())?;
+    if !head.starts_with(&[0x1f, 0x8b]) {
+        if head.len() as u64 > limit {
+            return Err(over(limit, "is larger than"));
+        }
+        return String::from_utf8(head).map_err(|e| format!("not UTF-8: {e}"));
     }
+    // A gzip file is never larger than what it inflates to, but for a few header bytes.
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::io::BufReader::new(file))
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("not gzip-compressed JSON: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(over(limit, "inflates to more than"));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
+}
+
+fn over(limit: u64, what: &str) -> String {
+    format!(
+        "{what} {} MiB, the most ordlab reads (its own files are a few MB): not an ordlab file, read no further",
+        limit >> 20
+    )
 }
 
 /// Read a saved report (`.json`, or gzip-compressed `.json.gz`), refusing a schema version
@@ -76,6 +106,22 @@ pub fn load(path: &Path) -> Result<LabReport, Error> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn what_a_file_inflates_to_is_capped() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let zeros = dir.path().join("zeros.json.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&vec![b' '; 3 << 20]).unwrap();
+        std::fs::write(&zeros, gz.finish().unwrap()).unwrap();
+        let why = super::read_text_at_most(&zeros, 2 << 20).unwrap_err();
+        assert_eq!(why, "inflates to more than 2 MiB, the most ordlab reads (its own files are a few MB): not an ordlab file, read no further");
+        assert_eq!(super::read_text_at_most(&zeros, 3 << 20).unwrap().len(), 3 << 20, "up to the limit is read");
+        let plain = dir.path().join("big.json");
+        std::fs::write(&plain, vec![b' '; (2 << 20) + 1]).unwrap();
+        assert!(super::read_text_at_most(&plain, 2 << 20).unwrap_err().starts_with("is larger than 2 MiB"));
+    }
+
     #[test]
     fn results_files_are_found_by_their_name() {
         use std::path::Path;

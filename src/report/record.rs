@@ -97,10 +97,7 @@ pub fn write(dir: &Path, full: &LabReport) -> Result<PathBuf, RecordError> {
 /// Read one record, refusing a record or report version this build does not know.
 pub fn load(path: &Path) -> Result<LabReport, RecordError> {
     let malformed = |detail: String| RecordError::Malformed { path: path.display().to_string(), detail };
-    let bytes = std::fs::read(path).map_err(|e| malformed(e.to_string()))?;
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes.as_slice()), &mut text)
-        .map_err(|e| malformed(format!("not gzip-compressed JSON: {e}")))?;
+    let text = super::json::read_text(path).map_err(malformed)?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| malformed(format!("not JSON: {e}")))?;
     let version = |key: &str, v: &serde_json::Value| v.get(key).and_then(serde_json::Value::as_u64);
     match version("record_version", &value) {

@@ -115,9 +115,14 @@ impl WorkerCommand {
     }
 }
 
-/// Can `command`'s program be started? A bare name must be an executable file in a dir of
-/// `PATH`, a path (`./w.sh`, `examples/x`) an executable file from where ordlab runs. Cheap
-/// (nothing is started), so it runs before any server starts.
+/// The file names an interpreter is given a program in: an argument ending so is a file that
+/// must be there (`python3 consumer.py`, `node list_worker.js`, `sh w.sh`).
+const SCRIPT_EXTENSIONS: &[&str] = &["py", "php", "js", "mjs", "cjs", "rb", "pl", "sh"];
+
+/// Can `command`'s program be started, and is every file it is given there? A bare name must be
+/// an executable file in a dir of `PATH`, a path (`./w.sh`, `examples/x`) an executable file
+/// from where ordlab runs; an argument named like a program file ([`SCRIPT_EXTENSIONS`]) a file
+/// from there. Cheap (nothing is started), so it runs before any server starts.
 pub fn check_program(command: &[String]) -> Result<(), Error> {
     let Some(program) = command.first() else { return Ok(()) };
     let executable = |p: &std::path::Path| {
@@ -131,13 +136,24 @@ pub fn check_program(command: &[String]) -> Result<(), Error> {
         let path = std::env::var_os("PATH").unwrap_or_default();
         (std::env::split_paths(&path).any(|d| executable(&d.join(program))), "is not found on PATH")
     };
-    if found {
-        return Ok(());
+    if !found {
+        return Err(Error::WorkerCommand {
+            command: command.join(" "),
+            detail: format!("{program} {where_}: install it, or give a worker command whose program exists"),
+        });
     }
-    Err(Error::WorkerCommand {
-        command: command.join(" "),
-        detail: format!("{program} {where_}: install it, or give a worker command whose program exists"),
-    })
+    let script = |a: &&String| {
+        !a.starts_with('-')
+            && std::path::Path::new(a.as_str()).extension().is_some_and(|x| SCRIPT_EXTENSIONS.iter().any(|e| x == *e))
+    };
+    if let Some(missing) = command[1..].iter().filter(script).find(|a| !std::path::Path::new(a.as_str()).is_file()) {
+        let here = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into());
+        return Err(Error::WorkerCommand {
+            command: command.join(" "),
+            detail: format!("{missing} is not a file (from {here}): give the path of the worker's program file"),
+        });
+    }
+    Ok(())
 }
 
 /// What one worker process is told, as `ORDLAB_*` environment variables.
@@ -312,5 +328,15 @@ mod tests {
         assert!(check_program(&line(&["Cargo.toml"])).is_err());
         let e = check_program(&line(&["./Cargo.toml"])).unwrap_err().to_string();
         assert!(e.contains("./Cargo.toml is not an executable file"), "{e}");
+    }
+
+    #[test]
+    fn a_program_file_that_is_not_there_is_named() {
+        assert!(check_program(&line(&["python3", "examples/python/consumer.py"])).is_ok());
+        let e = check_program(&line(&["python3", "-u", "no/such/consumer.py", "x"])).unwrap_err().to_string();
+        assert!(e.contains("no/such/consumer.py is not a file (from /") && !e.contains('\n'), "{e}");
+        // Not file names: options, and arguments without a program file's extension.
+        assert!(check_program(&line(&["sh", "-c", "exec true"])).is_ok());
+        assert!(check_program(&line(&["python3", "-m", "http.server"])).is_ok());
     }
 }

@@ -107,3 +107,19 @@ fn the_seed_figure_belongs_to_its_variant() {
     let err = Scenario::parse(&with_variants, "x.toml").unwrap_err().to_string();
     assert!(err.contains("gives each variant its own seed"), "{err}");
 }
+
+#[test]
+fn a_negative_duration_is_refused_where_it_is() {
+    let at = MINIMAL.replace("type = \"paid\", version = 2 }", "type = \"paid\", version = 2, at_ms = -5 }");
+    let err = Scenario::parse(&at, "x.toml").unwrap_err().to_string();
+    assert_eq!(err, "x.toml:11:53: setup: at_ms = -5: a duration cannot be negative: use 0 or more milliseconds");
+    let cost = MINIMAL.replace("paid = 50", "paid = -0.5");
+    let err = Scenario::parse(&cost, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:8:") && err.contains("cost_ms = -0.5: a duration cannot be negative"), "{err}");
+    // In a variant's set-up, laid over the file's: the variant's line.
+    let text =
+        format!("{MINIMAL}\n[[variant]]\nid = \"a\"\nsetup = {{ strategy = {{ kind = \"lock\", retry_ms = -20 }} }}\n");
+    let err = Scenario::parse(&text, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:18:") && err.contains("retry_ms = -20"), "{err}");
+    assert!(Scenario::parse(&MINIMAL.replace("paid = 50", "paid = 0"), "x.toml").is_ok(), "zero is a duration");
+}

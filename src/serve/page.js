@@ -2,10 +2,13 @@
 // A click asks the server to run the variant once on this machine's servers, or to replay the
 // class's schedule exactly (POST run); the answer is a stream of Server-Sent Events,
 // one per timeline line as the run records it, then the verdict. Each line and the verdict
-// note when they arrived (data-arrived, ms since the page loaded).
+// note when they arrived (data-arrived, ms since the page loaded). Each request carries the
+// token the server wrote into this page (meta ordlab-token): the server answers no other.
 (function () {
   "use strict";
   var running = false;
+  var tokenMeta = document.querySelector("meta[name=ordlab-token]");
+  var token = tokenMeta ? tokenMeta.getAttribute("content") : "";
   var both = function (el, en, vi) {
     el.textContent = "";
     [["en", en], ["vi", vi]].forEach(function (p) {
@@ -95,7 +98,7 @@
       both(state, "running on this machine's servers…", "đang chạy trên các server của máy này…");
       var body = "lab=" + encodeURIComponent(lab) + "&variant=" + encodeURIComponent(variant);
       if (schedule) body += "&schedule=" + encodeURIComponent(schedule);
-      fetch("run", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body })
+      fetch("run", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-ordlab-token": token }, body: body })
         .then(function (res) {
           if (!res.ok) return res.text().then(function (t) { state.textContent = t.trim(); });
           var reader = res.body.getReader(), decoder = new TextDecoder(), buffer = "";

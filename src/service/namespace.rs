@@ -495,7 +495,7 @@ async fn unlink(redis: &mut MultiplexedConnection, keys: &[&[u8]]) -> Result<(),
 }
 
 fn pg_err(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> ServiceError {
-    move |e| ServiceError::Namespace { what, server: "PostgreSQL", reason: e.to_string() }
+    move |e| ServiceError::Namespace { what, server: "PostgreSQL", reason: crate::connect::postgres_said(&e) }
 }
 
 fn redis_err(what: &'static str) -> impl FnOnce(redis::RedisError) -> ServiceError {

@@ -198,3 +198,92 @@ fn the_backend_choice_is_said_once_however_many_job_slots_start_servers() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stderr.matches("using local servers (--backend auto)").count(), 1, "{stderr}");
 }
+
+/// A gzip of 256 MiB of spaces (made by the real gzip, 1.2 MB) is refused in one line at
+/// `ordlab check`'s cap, never held whole: ordlab's peak RSS stays far below what it inflates to.
+#[test]
+fn check_caps_what_it_inflates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bomb = tmp.path().join("bomb.json.gz");
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("head -c 268435456 /dev/zero | tr '\\0' ' ' | gzip -1 > {}", bomb.display()))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Reaped below by wait4, which also gives its peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let mut child = support::ordlab(tmp.path())
+        .args(["check"])
+        .arg(&bomb)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    // wait4: this child's own exit status and peak RSS.
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    assert_eq!(libc::WEXITSTATUS(status), 2, "{stdout}{stderr}");
+    assert_one_line(&stderr);
+    assert!(stderr.contains("bomb.json.gz: inflates to more than 64 MiB, the most ordlab reads"), "{stderr}");
+    let peak_mb = usage.ru_maxrss / 1024;
+    assert!(peak_mb < 160, "ordlab check peaked at {peak_mb} MB for a 256 MiB inflation: {stderr}");
+}
+
+/// A lab that starts servers of its own, on the external backend: one line, whether asked for
+/// alone or (persistence, five variants) with nothing else to run.
+#[test]
+fn a_lab_that_cannot_run_on_external_servers_is_refused_in_one_line() {
+    let external = [
+        "--backend",
+        "external",
+        "--redis-url",
+        "redis://127.0.0.1:1",
+        "--pg-url",
+        "postgres://ordlab@127.0.0.1:1/ordlab",
+    ];
+    for lab in ["persistence", "eviction", "failover"] {
+        let mut args = vec!["run", lab];
+        args.extend(external);
+        let (code, _, stderr) = run(&args, &[]);
+        assert_eq!(code, Some(2), "{lab}: {stderr}");
+        assert_one_line(&stderr);
+        assert!(
+            stderr.starts_with(&format!("ordlab: {lab} does not run against your servers: it starts "))
+                && stderr.contains("use --backend local"),
+            "{lab}: {stderr}"
+        );
+    }
+}
+
+/// A worker's program file that is not there is named before any server starts, for grade
+/// (a file, or a command line after `--`) and for a lab whose worker command names one.
+#[test]
+fn a_missing_worker_file_is_named_before_a_server_starts() {
+    for args in [
+        vec!["grade", "/nonexistent/my_consumer.py"],
+        vec!["grade", "--", "php", "/nonexistent/my_consumer.php"],
+        vec!["grade", "--runs", "1", "--", "node", "-e", "0", "/nonexistent/w.js"],
+    ] {
+        let file = args.last().unwrap().to_string();
+        // The first line a started server would print is the backend's: none may come.
+        let (code, stdout, stderr) = run(&args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_one_line(&stderr);
+        assert!(stderr.contains(&format!("{file} is not a file (from ")), "{args:?}: {stderr}");
+        assert!(!stderr.contains("using local servers") && stdout.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// `ordlab diff` reads the snapshots it compares with before it starts servers and runs.
+#[test]
+fn diff_reads_its_snapshots_before_a_server_starts() {
+    let (code, _, stderr) = run(&["diff", "baseline", "--snapshots", "/nonexistent"], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_one_line(&stderr);
+    assert!(stderr.contains("no snapshot /nonexistent/baseline.en.snap"), "{stderr}");
+}

@@ -3,6 +3,8 @@
 
 mod support;
 
+/// The build script, compiled once and run for another checkout, reads that checkout.
+mod build_script;
 /// Nothing is left running after a run, a failed run, a server that fails to start, or Ctrl-C
 /// while the servers start or while the lab runs.
 mod cleanup;

@@ -2,6 +2,11 @@
 //! run's timeline lines stream while the run goes on, well before its verdict; one run at a
 //! time (409); an unknown lab or variant is a 404 of one line; a port in use is one `ordlab:`
 //! line and exit 2; Ctrl-C during a run stops the server and everything it started.
+//!
+//! Only the page's own requests are answered (real curl against a real `ordlab serve`): a
+//! foreign `Origin` (a form's or a `text/plain` POST too), a foreign `Host` (DNS rebinding) and
+//! a missing or wrong token are 403 with one line on the console and start nothing; the
+//! page's own request, with the token read from the page, is taken.
 
 use super::support::{self, Served};
 use std::io::{Read, Write};
@@ -13,15 +18,38 @@ use std::time::{Duration, Instant};
 /// lines come more than a second before its verdict, however loaded the machine.
 const SCALE: &str = "3";
 
+/// `POST /run` as the page's script sends it: this server's Host and Origin, the page's token.
 fn send_post(port: u16, form: &str) -> TcpStream {
+    let token = page_token(port);
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let request = format!(
-        "POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        "POST /run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\nX-Ordlab-Token: {token}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
         form.len()
     );
     stream.write_all(request.as_bytes()).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     stream
+}
+
+/// Real curl with `args`: the status code and the body.
+fn curl(args: &[&str]) -> (u16, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "60", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    assert!(out.status.success(), "curl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').expect("curl wrote the status");
+    (code.parse().expect("a status code"), body.to_string())
+}
+
+/// The token the served page holds (in its `<meta name="ordlab-token">`), read with curl.
+fn page_token(port: u16) -> String {
+    let (status, page) = curl(&[&format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(status, 200, "{page}");
+    let rest = page.split(r#"<meta name="ordlab-token" content=""#).nth(1).expect("the page holds a token");
+    rest.split('"').next().unwrap().to_string()
 }
 
 /// `POST /run` with `form`: the status code and the body, whole.
@@ -130,4 +158,119 @@ fn a_port_in_use_is_one_line_and_exit_2() {
     assert!(stderr.starts_with(&format!("ordlab: cannot listen on 127.0.0.1:{port} (")), "{stderr}");
     assert!(stderr.contains("choose another --port"), "{stderr}");
     assert!(support::entries(tmp.path()).is_empty(), "nothing started");
+}
+
+#[test]
+fn only_the_page_s_own_requests_are_answered() {
+    let results = tempfile::tempdir().unwrap();
+    support::write_baseline_record(results.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let served = Served::start(results.path(), tmp.path(), &[]);
+    let port = served.port;
+    let (url, run) = (format!("http://127.0.0.1:{port}/"), format!("http://127.0.0.1:{port}/run"));
+    let own_origin = format!("Origin: http://127.0.0.1:{port}");
+    let token = page_token(port);
+    let own_token = format!("X-Ordlab-Token: {token}");
+    let form = "lab=baseline&variant=baseline";
+    let refused: [(&str, Vec<String>, &str); 7] = [
+        (
+            "a foreign Host (DNS rebinding)",
+            vec!["-H".into(), format!("Host: evil.example:{port}"), url.clone()],
+            "Host \"evil.example:",
+        ),
+        (
+            "a foreign Host on a POST",
+            vec![
+                "-H".into(),
+                "Host: evil.example".into(),
+                "-H".into(),
+                own_origin.clone(),
+                "-H".into(),
+                own_token.clone(),
+                "-d".into(),
+                form.into(),
+                run.clone(),
+            ],
+            "Host \"evil.example\"",
+        ),
+        (
+            "a foreign Origin, with the token",
+            vec![
+                "-H".into(),
+                "Origin: http://evil.example".into(),
+                "-H".into(),
+                own_token.clone(),
+                "-d".into(),
+                form.into(),
+                run.clone(),
+            ],
+            "Origin \"http://evil.example\" is another site's",
+        ),
+        (
+            "a text/plain POST from another site (no preflight)",
+            vec![
+                "-H".into(),
+                "Origin: http://evil.example".into(),
+                "-H".into(),
+                "Content-Type: text/plain".into(),
+                "-d".into(),
+                form.into(),
+                run.clone(),
+            ],
+            "Origin \"http://evil.example\"",
+        ),
+        ("no Origin", vec!["-H".into(), own_token.clone(), "-d".into(), form.into(), run.clone()], "no Origin header"),
+        (
+            "no token",
+            vec!["-H".into(), own_origin.clone(), "-d".into(), form.into(), run.clone()],
+            "no x-ordlab-token header",
+        ),
+        (
+            "a wrong token",
+            vec![
+                "-H".into(),
+                own_origin.clone(),
+                "-H".into(),
+                format!("X-Ordlab-Token: {}0", &token[1..]),
+                "-d".into(),
+                form.into(),
+                run.clone(),
+            ],
+            "wrong x-ordlab-token",
+        ),
+    ];
+    for (case, args, why) in &refused {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, body) = curl(&args);
+        assert_eq!((status, body.trim_end().lines().count()), (403, 1), "{case}: {body}");
+        assert!(body.starts_with("refused ") && body.contains(why), "{case}: {body}");
+    }
+    assert!(!support::is_role_running(served.child.id()), "a refused request started a run");
+
+    // The page's own request (the lab's name misspelt, so that nothing runs) passes the guard,
+    // by either name.
+    let (status, body) = curl(&["-H", &own_origin, "-H", &own_token, "-d", "lab=nope&variant=nope", &run]);
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no built-in lab \"nope\""), "{body}");
+    let local = format!("http://localhost:{port}");
+    let (status, body) = curl(&[
+        "-H",
+        &format!("Origin: {local}"),
+        "-H",
+        &own_token,
+        "-d",
+        "lab=nope&variant=nope",
+        &format!("{local}/run"),
+    ]);
+    assert_eq!(status, 404, "by localhost: {body}");
+    let (status, _) = curl(&[&format!("{local}/")]);
+    assert_eq!(status, 200, "the page by localhost");
+
+    let (code, stderr) = served.interrupt();
+    assert_eq!(code, Some(130), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("ordlab serve: refused ")).collect();
+    assert_eq!(lines.len(), refused.len(), "one console line per refusal: {stderr}");
+    for ((case, _, why), line) in refused.iter().zip(&lines) {
+        assert!(line.contains(why), "{case} on the console: {line}");
+    }
 }

@@ -163,3 +163,30 @@ async fn local_nodes_restart_on_their_data_replicate_and_form_a_cluster() {
     super::redis_nodes::exercise(&services).await;
     services.stop().await;
 }
+
+/// Connections past the server's `max_connections` (ordlab's own PostgreSQL has 100): the
+/// error says what PostgreSQL said, `sorry, too many clients already`, and the fix, not
+/// tokio-postgres's bare "db error".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_clients_is_the_server_s_own_words() {
+    use ordlab::error::Context as _;
+    let s = Services::start(&local()).await.unwrap();
+    let mut open = Vec::new();
+    let refused = loop {
+        match ordlab::connect::postgres(&s.pg_config).await.context("connect") {
+            Ok(client) => open.push(client),
+            Err(e) => break e.to_string(),
+        }
+        assert!(open.len() <= 200, "200 connections taken: max_connections is not 100");
+    };
+    drop(open);
+    s.stop().await;
+    assert!(
+        refused.starts_with("postgresql: connect: FATAL: sorry, too many clients already (SQLSTATE 53300): "),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("max_connections") && !refused.contains("db error") && !refused.contains('\n'),
+        "{refused}"
+    );
+}

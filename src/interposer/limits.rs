@@ -137,6 +137,19 @@ impl Breach {
     }
 }
 
+/// How long a refused connection still reads (and drops) what the client sends, so that the
+/// client reads the error before the socket closes (closed with unread bytes, it would be
+/// reset and the error lost).
+pub const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// After a refusal: read and drop what the client still sends, until it closes its side or
+/// [`LINGER`] has passed.
+pub async fn linger(from: &mut (impl tokio::io::AsyncRead + Unpin)) {
+    use tokio::io::AsyncReadExt as _;
+    let mut sink = vec![0u8; 64 * 1024];
+    let _ = tokio::time::timeout(LINGER, async { while matches!(from.read(&mut sink).await, Ok(n) if n > 0) {} }).await;
+}
+
 /// What the interposer itself did to a worker's connection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

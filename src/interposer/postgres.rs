@@ -764,7 +764,9 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
 async fn refuse(client: &mut TcpStream, tap: &WorkerTap, breach: &Breach, connection: u32) -> std::io::Result<()> {
     tap.refused(breach, connection);
     client.write_all(&breach.reply()).await?;
-    client.shutdown().await
+    client.shutdown().await?;
+    super::limits::linger(client).await;
+    Ok(())
 }
 
 async fn delay(ms: f64) {

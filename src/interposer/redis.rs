@@ -86,11 +86,11 @@ pub async fn serve(
         passthrough: false,
         hung: false,
     }));
-    let (client_read, mut client_write) = client.into_split();
+    let (mut client_read, mut client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let link = Link { tap, setup, wire, connection };
     let refused = tokio::select! {
-        r = link.commands(client_read, server_write) => r?,
+        r = link.commands(&mut client_read, server_write) => r?,
         r = link.replies(server_read, &mut client_write) => r.map(|()| None)?,
     };
     if let Some(breach) = refused {
@@ -98,6 +98,7 @@ pub async fn serve(
         link.tap.refused(&breach, connection);
         client_write.write_all(&breach.reply()).await?;
         client_write.shutdown().await?;
+        super::limits::linger(&mut client_read).await;
     }
     Ok(())
 }
@@ -166,7 +167,7 @@ impl Link {
 
     /// Worker → server: parse each command, let the rules decide, forward. A frame over the
     /// server's limit ends it with the breach, for [`serve`] to refuse.
-    async fn commands(&self, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<Option<Breach>> {
+    async fn commands(&self, from: &mut OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<Option<Breach>> {
         let mut command = InFlight::default();
         let mut chunk = vec![0u8; 64 * 1024];
         loop {

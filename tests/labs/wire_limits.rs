@@ -97,7 +97,7 @@ async fn hostile(case: &str, port: u16) -> (Vec<u8>, Duration, u64) {
     sampler.abort();
     let peak_kb = sampler.await.unwrap_or(0).max(rss_kb().saturating_sub(base));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let answer = text.lines().next().map(|h| hex(h)).unwrap_or_default();
+    let answer = text.lines().next().map(hex).unwrap_or_default();
     (answer, took, peak_kb / 1024)
 }
 
@@ -158,8 +158,43 @@ async fn hostile_frames_are_refused_in_the_server_s_words_with_bounded_memory() 
         assert_refused(&refusals(&mut rx), limit, error);
     }
     eprintln!("{}", seen.join("; "));
-    // The servers are still fine for a well-behaved client.
+
+    // Large legal frames (3 MiB, over what the interposer holds) are streamed through whole.
+    let big = "v".repeat(3 * 1024 * 1024 + 7);
+    let client = redis::Client::open(format!("redis://{}/", redis_ep.addr)).unwrap();
+    let mut through = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("SET").arg("wire:big").arg(&big).query_async(&mut through).await.unwrap();
     let mut direct = ordlab::connect::redis(&services.redis_url).await.unwrap();
+    let stored: String = redis::cmd("GET").arg("wire:big").query_async(&mut direct).await.unwrap();
+    assert!(stored == big, "the value arrived whole ({} bytes of {})", stored.len(), big.len());
+    let pg_url = format!("host=127.0.0.1 port={} user=postgres dbname=postgres", pg_ep.addr.port());
+    let pg_url = match services.pg_config.parse::<tokio_postgres::Config>().unwrap().get_password() {
+        Some(p) => format!("{pg_url} password={}", String::from_utf8_lossy(p)),
+        None => pg_url,
+    };
+    let (pg, conn) = tokio_postgres::connect(&pg_url, tokio_postgres::NoTls).await.unwrap();
+    let conn = tokio::spawn(conn);
+    let rows = pg.simple_query(&format!("SELECT length('{big}')")).await.unwrap();
+    let length = rows.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+        _ => None,
+    });
+    assert_eq!(length, Some(big.len().to_string()), "the query arrived whole");
+    drop(pg);
+    let _ = conn.await;
+    let mut recorded = Vec::new();
+    while let Ok(ev) = rx.try_recv() {
+        if let EventKind::ServerCommand { args, reply, .. } = ev.kind {
+            recorded.push((args, reply));
+        }
+    }
+    let set = recorded.iter().find(|(a, _)| a[0] == "SET").expect("the SET is recorded");
+    assert_eq!(set.1, "OK");
+    assert!(set.0[2].ends_with("bytes of arguments)") && set.0[2].len() < 100_000, "its value is cut visibly");
+    let select = recorded.iter().find(|(a, _)| a[0].starts_with("SELECT length")).expect("the query is recorded");
+    assert!(select.0[0].ends_with('…') && select.1 == "SELECT 1", "{:?}", &select.1);
+
+    // The servers are still fine for a well-behaved client.
     let pong: String = redis::cmd("PING").query_async(&mut direct).await.unwrap();
     assert_eq!(pong, "PONG");
     drop((redis_ep, pg_ep));

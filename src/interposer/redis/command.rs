@@ -11,7 +11,7 @@ use crate::interposer::limits::{Breach, REDIS_BULK_MAX, REDIS_INLINE_MAX, REDIS_
 
 /// How many bytes of a command's arguments are kept as text (a command under this is recorded
 /// whole; a larger one's arguments are cut, visibly).
-pub const KEPT_MAX: usize = 1024 * 1024;
+pub const KEPT_MAX: usize = 64 * 1024;
 
 /// Why the command stream cannot be read.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]

@@ -13,6 +13,7 @@
 //! reads, pipelines, push frames); the forwarding itself copies bytes unchanged, so the worker's
 //! client library sees exactly what the server sent.
 
+pub mod limits;
 pub mod postgres;
 pub mod redis;
 mod rules;
@@ -188,6 +189,14 @@ impl WorkerTap {
             (self.kill)();
         }
         action
+    }
+
+    /// Record that a frame of this worker's over the server's limit was refused on its
+    /// `connection` (the connection is then closed).
+    pub fn refused(&self, breach: &limits::Breach, connection: u32) {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let kind = breach.event(connection).event();
+        self.sink.record(RawEvent { mono_ns: crate::clock::now_ns(), actor: self.actor, kind });
     }
 
     /// Record a finished exchange as a timeline event of this worker.

@@ -37,6 +37,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::priority_queue::PriorityEvent>(),
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
+    entry::<crate::interposer::limits::WireEvent>(),
 ];
 
 const SHARED_ROLES: &[RoleEntry] = &[

@@ -14,6 +14,8 @@
 //! workers' own (connections named, the run's key prefix left out of recorded arguments) and
 //! its events go to a channel that a task drains, so recording is part of the cost.
 
+mod flood;
+
 use crate::error::{Context, Error};
 use crate::interposer::redis::RedisSetup;
 use crate::interposer::{upstream_of, Endpoint, WorkerTap};
@@ -187,8 +189,10 @@ async fn pg_loop(config: &str, n: usize) -> Result<Vec<f64>, Error> {
 pub async fn run(svc: &ServiceOptions) -> Result<(), Error> {
     let services = Services::start(svc).await?;
     let measured = measure(&services).await;
+    let flooded = flood::run(&services.redis_url, &format!("ordlab:{}:bench:flood", services.nonce)).await;
     services.stop().await;
     let (rows, events, bench) = measured?;
+    flooded?;
     println!("\ninterposer: direct loopback round trip vs through an interposer endpoint, same servers, one connection, sequential");
     match &bench {
         Some(b) => println!(

@@ -1,7 +1,9 @@
-//! Could the run be judged at all? A run that hit its deadline, or in which a process died
-//! without announcing a planned crash, is unknown: its final state may be an accident.
+//! Could the run be judged at all? A run that hit its deadline, in which a process died
+//! without announcing a planned crash, or whose worker sent a frame over a server's limit (the
+//! interposer closed that connection), is unknown: its final state may be an accident.
 
 use super::{RunVerdict, Verdict};
+use crate::interposer::limits::WireEvent;
 use crate::timeline::{Event, EventKind};
 
 pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
@@ -10,8 +12,16 @@ pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
         v.add(Verdict::Unknown, "the run timed out before every entry was acknowledged");
     }
     for e in events {
-        if let EventKind::Crashed { planned: false, detail, .. } = &e.kind {
-            v.add(Verdict::Unknown, format!("{} died unplanned: {detail}", e.actor));
+        match &e.kind {
+            EventKind::Crashed { planned: false, detail, .. } => {
+                v.add(Verdict::Unknown, format!("{} died unplanned: {detail}", e.actor));
+            }
+            EventKind::Family(f) => {
+                if let Some(refused) = f.decode::<WireEvent>() {
+                    v.add(Verdict::Unknown, refused.reason(e.actor));
+                }
+            }
+            _ => {}
         }
     }
     v
@@ -32,5 +42,16 @@ mod tests {
         assert_eq!(health(&[], true).verdict, Verdict::Unknown);
         assert_eq!(health(&[crash(false)], false).reasons, ["C1 died unplanned: x"]);
         assert_eq!(health(&[crash(true)], false), RunVerdict::right());
+    }
+
+    #[test]
+    fn a_frame_refused_at_the_wire_makes_the_run_unknown_naming_the_limit() {
+        use crate::interposer::limits::Breach;
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let kind = Breach::RedisBulk { len: "1099511627776".into() }.event(1).event();
+        let v = health(&[Event { t_us: 0, actor: Actor::Consumer(1), kind }], false);
+        assert_eq!(v.verdict, Verdict::Unknown);
+        assert!(v.reasons[0].starts_with("C1 sent a bulk of 1099511627776 bytes"), "{:?}", v.reasons);
+        assert!(v.reasons[0].contains("proto-max-bulk-len"), "{:?}", v.reasons);
     }
 }

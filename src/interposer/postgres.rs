@@ -17,6 +17,7 @@
 //! A malformed frame stops the parsing of that connection (nothing more is recorded, no rule
 //! applies); its bytes are still forwarded unchanged.
 
+use super::limits::{Breach, HELD_MAX, PG_MESSAGE_MAX, PG_STARTUP_MAX};
 use super::{Action, CommandView, Exchange, Moment, WorkerTap};
 use crate::timeline::ServerKind;
 use bytes::BytesMut;
@@ -32,8 +33,6 @@ use tokio::net::TcpStream;
 const SSL_REQUEST: i32 = 80877103;
 const GSSENC_REQUEST: i32 = 80877104;
 const CANCEL_REQUEST: i32 = 80877102;
-/// The server's own limit on a startup packet.
-const MAX_STARTUP_LEN: i32 = 10_000;
 
 /// Why a connection's bytes could not be parsed (they are still forwarded unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,6 +43,9 @@ pub enum FrameError {
     Truncated(char),
     #[error("server message '{tag}' is malformed: {detail}")]
     Backend { tag: char, detail: String },
+    /// Over the server's own limit ([`super::limits`]): refused as the server would.
+    #[error(transparent)]
+    Limit(#[from] Breach),
 }
 
 /// A message the client sent, with the fields the interposer uses.
@@ -93,12 +95,20 @@ pub enum FrontendMessage {
     CopyFail,
     /// Any other type byte: passed through.
     Other(u8),
+    /// More bytes of a message too large to hold ([`HELD_MAX`]): its head came as the message
+    /// (read from the head's bytes, its last text cut with `…`), the rest follows in pieces.
+    Continued,
 }
 
 /// Splits the client's byte stream into messages: the untyped startup phase, then typed ones.
+/// A message larger than [`HELD_MAX`] comes as its head then [`FrontendMessage::Continued`]
+/// pieces, so no more than that is ever held of one message; a length over the server's limit
+/// is a [`FrameError::Limit`] as soon as its length word is in.
 #[derive(Debug, Default)]
 pub struct FrontendParser {
     typed: bool,
+    /// Bytes still to come of a message streamed through.
+    rest: u64,
 }
 
 impl FrontendParser {
@@ -109,18 +119,41 @@ impl FrontendParser {
     /// The first complete message in `buf` and its length in bytes, `None` when `buf` holds
     /// only part of one.
     pub fn next(&mut self, buf: &[u8]) -> Result<Option<(usize, FrontendMessage)>, FrameError> {
+        if self.rest > 0 {
+            let n = self.rest.min(buf.len() as u64) as usize;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.rest -= n as u64;
+            return Ok(Some((n, FrontendMessage::Continued)));
+        }
         if self.typed {
+            if buf.len() < 5 {
+                return Ok(None);
+            }
+            let len = be_i32(&buf[1..5]);
+            if i64::from(len) > PG_MESSAGE_MAX {
+                return Err(Breach::PgMessage { tag: buf[0] as char, len: len.into() }.into());
+            }
+            if len >= 4 && len as usize + 1 > HELD_MAX {
+                if buf.len() < HELD_MAX {
+                    return Ok(None);
+                }
+                self.rest = (len as usize + 1 - HELD_MAX) as u64;
+                return Ok(Some((HELD_MAX, parse_head(buf[0], &buf[5..HELD_MAX]))));
+            }
             let Some((len, body)) = typed_frame(buf)? else { return Ok(None) };
             return Ok(Some((len, parse_frontend(buf[0], body)?)));
         }
-        if buf.len() < 8 {
+        if buf.len() < 4 {
             return Ok(None);
         }
+        // The server's check (`ProcessStartupPacket`): the length less its own 4 bytes.
         let len = be_i32(&buf[0..4]);
-        if !(8..=MAX_STARTUP_LEN).contains(&len) {
-            return Err(FrameError::BadLength(len));
+        if !(4..=PG_STARTUP_MAX).contains(&(i64::from(len) - 4)) {
+            return Err(Breach::PgStartup { len: len.into() }.into());
         }
-        if buf.len() < len as usize {
+        if buf.len() < 8 || buf.len() < len as usize {
             return Ok(None);
         }
         let message = match be_i32(&buf[4..8]) {
@@ -137,6 +170,16 @@ impl FrontendParser {
         }
         Ok(Some((len as usize, message)))
     }
+}
+
+/// The message a large message's head says it is, read from as much of its body as is held:
+/// a text running past the head is cut with `…`, values past it are left out.
+fn parse_head(tag: u8, body: &[u8]) -> FrontendMessage {
+    let mut message = parse_fields(Fields { tag, rest: body, lenient: true }).unwrap_or(FrontendMessage::Other(tag));
+    if let FrontendMessage::Query { sql } | FrontendMessage::Parse { sql, .. } = &mut message {
+        sql.push('…');
+    }
+    message
 }
 
 fn be_i32(b: &[u8]) -> i32 {
@@ -163,6 +206,9 @@ fn typed_frame(buf: &[u8]) -> Result<Option<(usize, &[u8])>, FrameError> {
 struct Fields<'a> {
     tag: u8,
     rest: &'a [u8],
+    /// A head of a larger message: running out ends a field (a text, a value) where the head
+    /// ends, and a number past it reads as 0.
+    lenient: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -171,6 +217,9 @@ impl<'a> Fields<'a> {
     }
 
     fn bytes(&mut self, n: usize) -> Result<&'a [u8], FrameError> {
+        if self.rest.len() < n && self.lenient {
+            return Ok(std::mem::take(&mut self.rest));
+        }
         if self.rest.len() < n {
             return Err(self.truncated());
         }
@@ -180,6 +229,9 @@ impl<'a> Fields<'a> {
     }
 
     fn cstr(&mut self) -> Result<String, FrameError> {
+        if self.lenient && !self.rest.contains(&0) {
+            return Ok(String::from_utf8_lossy(std::mem::take(&mut self.rest)).into_owned());
+        }
         let end = self.rest.iter().position(|&b| b == 0).ok_or_else(|| self.truncated())?;
         let s = String::from_utf8_lossy(&self.rest[..end]).into_owned();
         self.rest = &self.rest[end + 1..];
@@ -187,11 +239,19 @@ impl<'a> Fields<'a> {
     }
 
     fn i16(&mut self) -> Result<i16, FrameError> {
+        if self.lenient && self.rest.len() < 2 {
+            self.rest = &[];
+            return Ok(0);
+        }
         let b = self.bytes(2)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
 
     fn i32(&mut self) -> Result<i32, FrameError> {
+        if self.lenient && self.rest.len() < 4 {
+            self.rest = &[];
+            return Ok(0);
+        }
         Ok(be_i32(self.bytes(4)?))
     }
 
@@ -205,8 +265,11 @@ impl<'a> Fields<'a> {
 }
 
 fn parse_frontend(tag: u8, body: &[u8]) -> Result<FrontendMessage, FrameError> {
-    let mut f = Fields { tag, rest: body };
-    Ok(match tag {
+    parse_fields(Fields { tag, rest: body, lenient: false })
+}
+
+fn parse_fields(mut f: Fields<'_>) -> Result<FrontendMessage, FrameError> {
+    Ok(match f.tag {
         b'Q' => FrontendMessage::Query { sql: f.cstr()? },
         b'P' => {
             let statement = f.cstr()?;
@@ -223,6 +286,9 @@ fn parse_frontend(tag: u8, body: &[u8]) -> Result<FrontendMessage, FrameError> {
             let n = f.count()?;
             let mut values = Vec::with_capacity(n);
             for _ in 0..n {
+                if f.lenient && f.rest.is_empty() {
+                    break;
+                }
                 let len = f.i32()?;
                 values.push(if len < 0 { None } else { Some(f.bytes(len as usize)?.to_vec()) });
             }
@@ -655,6 +721,7 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
                     return Ok(());
                 }
             }
+            Err(FrameError::Limit(breach)) => return refuse(&mut client, &tap, &breach, connection).await,
             Err(_) => {
                 broken = true;
                 break;
@@ -663,25 +730,43 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
     }
 
     let session = Mutex::new(Session::new(connection));
-    let (client_read, client_write) = client.split();
-    let (server_read, server_write) = server.split();
-    let mut upward = ClientSide {
-        tap: &tap,
-        connection,
-        session: &session,
-        frontend,
-        broken,
-        dropping_batch: false,
-        deferred: Vec::new(),
+    let refused = {
+        let (client_read, client_write) = client.split();
+        let (server_read, server_write) = server.split();
+        let mut upward = ClientSide {
+            tap: &tap,
+            connection,
+            session: &session,
+            frontend,
+            broken,
+            dropping_batch: false,
+            deferred: Vec::new(),
+            continued: Route::Out,
+        };
+        let mut downward =
+            ServerSide { tap: &tap, connection, session: &session, broken: false, dropping_batch: false };
+        let up = upward.run(client_read, server_write, pending);
+        let down = downward.run(server_read, client_write);
+        // Either side ending (EOF, a rule's Kill/Close, a refused frame) ends both; dropping
+        // the sockets closes them.
+        tokio::select! {
+            result = up => result?,
+            result = down => result.map(|()| None)?,
+        }
     };
-    let mut downward = ServerSide { tap: &tap, connection, session: &session, broken: false, dropping_batch: false };
-    let up = upward.run(client_read, server_write, pending);
-    let down = downward.run(server_read, client_write);
-    // Either side ending (EOF, or a rule's Kill/Close) ends both; dropping the sockets closes them.
-    tokio::select! {
-        result = up => result,
-        result = down => result,
+    match refused {
+        Some(breach) => refuse(&mut client, &tap, &breach, connection).await,
+        None => Ok(()),
     }
+}
+
+/// A frame over the server's limit: record it, tell the client in the server's words, close.
+async fn refuse(client: &mut TcpStream, tap: &WorkerTap, breach: &Breach, connection: u32) -> std::io::Result<()> {
+    tap.refused(breach, connection);
+    client.write_all(&breach.reply()).await?;
+    client.shutdown().await?;
+    super::limits::linger(client).await;
+    Ok(())
 }
 
 async fn delay(ms: f64) {
@@ -713,6 +798,16 @@ struct ClientSide<'a> {
     /// its snapshot at Bind, so a Bind that passed while its Execute is held would read the
     /// rows as they were then, not as they are when the explorer lets the statement go.
     deferred: Vec<u8>,
+    /// Where the rest of a message streamed through goes: where its head went.
+    continued: Route,
+}
+
+/// Where a message's bytes went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Out,
+    Deferred,
+    Dropped,
 }
 
 impl ClientSide<'_> {
@@ -721,7 +816,7 @@ impl ClientSide<'_> {
         mut from: impl AsyncRead + Unpin,
         mut to: impl AsyncWrite + Unpin,
         mut pending: BytesMut,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Option<Breach>> {
         let mut out = Vec::with_capacity(8 * 1024);
         loop {
             while !pending.is_empty() {
@@ -729,23 +824,48 @@ impl ClientSide<'_> {
                     out.extend_from_slice(&pending.split());
                     break;
                 }
-                let message = match self.frontend.next(&pending) {
+                let (frame, message) = match self.frontend.next(&pending) {
                     Ok(Some((len, message))) => (pending.split_to(len), message),
                     Ok(None) => break,
+                    Err(FrameError::Limit(breach)) => {
+                        // What came before it passes; nothing of it does.
+                        to.write_all(&out).await?;
+                        return Ok(Some(breach));
+                    }
                     Err(_) => {
                         self.broken = true;
                         continue;
                     }
                 };
-                if let Flow::Stop = self.message(message.0, message.1, &mut out, &mut to).await? {
+                if message == FrontendMessage::Continued {
+                    match self.continued {
+                        Route::Out => out.extend_from_slice(&frame),
+                        Route::Deferred => self.deferred.extend_from_slice(&frame),
+                        Route::Dropped => {}
+                    }
+                    continue;
+                }
+                let head = self.frontend.rest > 0;
+                let copy = head.then(|| frame.clone());
+                if let Flow::Stop = self.message(frame, message, &mut out, &mut to).await? {
                     // What came before the stopped message has passed.
-                    return to.write_all(&out).await;
+                    to.write_all(&out).await?;
+                    return Ok(None);
+                }
+                if let Some(head) = copy {
+                    self.continued = if out.ends_with(&head) {
+                        Route::Out
+                    } else if self.deferred.ends_with(&head) {
+                        Route::Deferred
+                    } else {
+                        Route::Dropped
+                    };
                 }
             }
             to.write_all(&out).await?;
             out.clear();
             if from.read_buf(&mut pending).await? == 0 {
-                return Ok(());
+                return Ok(None);
             }
         }
     }
@@ -1046,7 +1166,7 @@ mod tests {
     /// returns the recorded exchanges (replied_ns = the index of the server message).
     fn converse(client: &[u8], server: &[u8]) -> Vec<Exchange> {
         let mut session = Session::new(1);
-        let mut parser = FrontendParser { typed: true };
+        let mut parser = FrontendParser { typed: true, ..Default::default() };
         for m in frontend_all(&mut parser, client) {
             session.client_sent(&m);
         }
@@ -1205,7 +1325,7 @@ mod tests {
         ]
         .concat();
         let mut session = Session::new(1);
-        let mut parser = FrontendParser { typed: true };
+        let mut parser = FrontendParser { typed: true, ..Default::default() };
         for m in frontend_all(&mut parser, &client) {
             session.client_sent(&m);
         }
@@ -1283,12 +1403,70 @@ mod tests {
 
     #[test]
     fn a_malformed_frame_is_an_error_not_a_panic() {
-        assert_eq!(FrontendParser { typed: true }.next(&[b'Q', 0, 0, 0, 2]), Err(FrameError::BadLength(2)));
+        assert_eq!(
+            FrontendParser { typed: true, ..Default::default() }.next(&[b'Q', 0, 0, 0, 2]),
+            Err(FrameError::BadLength(2))
+        );
         // A Bind whose value runs past the end of its frame.
         let bad_bind = typed(b'B', &[0, 0, 0, 0, 0, 1, 0, 0, 0, 9, b'x']);
-        assert_eq!(FrontendParser { typed: true }.next(&bad_bind), Err(FrameError::Truncated('B')));
+        assert_eq!(
+            FrontendParser { typed: true, ..Default::default() }.next(&bad_bind),
+            Err(FrameError::Truncated('B'))
+        );
         assert!(BackendParser::new().next(&typed(b'Z', b"?")).is_err());
         assert!(FrontendParser::new().next(&[0, 0, 0, 4, 0, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn lengths_over_the_server_s_limits_are_refused_at_their_length_word() {
+        let typed = || FrontendParser { typed: true, ..Default::default() };
+        let over = [b'Q', 0x7f, 0xff, 0xff, 0xf0];
+        assert_eq!(typed().next(&over), Err(Breach::PgMessage { tag: 'Q', len: 0x7fff_fff0 }.into()));
+        let max = PG_MESSAGE_MAX as i32;
+        assert_eq!(
+            typed().next(&[[b'Q'].as_slice(), &(max + 1).to_be_bytes()].concat()),
+            Err(Breach::PgMessage { tag: 'Q', len: (max + 1).into() }.into())
+        );
+        assert_eq!(
+            typed().next(&[[b'Q'].as_slice(), &max.to_be_bytes()].concat()),
+            Ok(None),
+            "exactly the limit waits"
+        );
+        // The start-up packet: its length less its own 4 bytes within 4..=10 000.
+        let startup_of = |len: i32| FrontendParser::new().next(&len.to_be_bytes());
+        assert_eq!(startup_of(10_005), Err(Breach::PgStartup { len: 10_005 }.into()));
+        assert_eq!(startup_of(0x7fff_fff0), Err(Breach::PgStartup { len: 0x7fff_fff0 }.into()));
+        assert_eq!(startup_of(7), Err(Breach::PgStartup { len: 7 }.into()));
+        assert_eq!(startup_of(10_004), Ok(None), "exactly the limit waits");
+    }
+
+    #[test]
+    fn a_large_legal_message_comes_as_its_head_then_pieces_never_held_whole() {
+        let sql = format!("SELECT '{}'", "x".repeat(3 * HELD_MAX));
+        let q = query(&sql);
+        let mut parser = FrontendParser { typed: true, ..Default::default() };
+        assert_eq!(parser.next(&q[..HELD_MAX - 1]), Ok(None), "a head is held whole");
+        let (len, head) = parser.next(&q).unwrap().unwrap();
+        assert_eq!(len, HELD_MAX);
+        let FrontendMessage::Query { sql: shown } = head else { panic!("{head:?}") };
+        assert!(shown.starts_with("SELECT 'xxx") && shown.ends_with('…') && shown.len() < HELD_MAX);
+        let mut at = len;
+        for piece in [7usize, 64 * 1024, usize::MAX] {
+            let end = at.saturating_add(piece).min(q.len());
+            let (n, m) = parser.next(&q[at..end]).unwrap().unwrap();
+            assert_eq!((n, m), (end - at, FrontendMessage::Continued));
+            at += n;
+        }
+        assert_eq!(at, q.len(), "the pieces end where the message does");
+        let after = query("COMMIT");
+        assert_eq!(parser.next(&after), Ok(Some((after.len(), FrontendMessage::Query { sql: "COMMIT".into() }))));
+        // A Bind's head keeps the values it holds whole and cuts the one that runs past it.
+        let big = vec![b'v'; 2 * HELD_MAX];
+        let b = bind("", "s1", &[], &[Some(b"7"), Some(&big), Some(b"9")]);
+        let mut parser = FrontendParser { typed: true, ..Default::default() };
+        let (_, head) = parser.next(&b).unwrap().unwrap();
+        let FrontendMessage::Bind { statement, values, .. } = head else { panic!("{head:?}") };
+        assert_eq!((statement.as_str(), values.len(), values[0].as_deref()), ("s1", 2, Some(&b"7"[..])));
     }
 
     #[test]
@@ -1296,7 +1474,7 @@ mod tests {
         let mut session = Session::new(1);
         session.server_sent(&BackendMessage::ReadyForQuery { status: TransactionStatus::Idle }, 0);
         let client = [query("BEGIN; COMMIT"), parse("", "SELECT 1", &[]), bind("", "", &[], &[]), execute(""), sync()];
-        for m in frontend_all(&mut FrontendParser { typed: true }, &client.concat()) {
+        for m in frontend_all(&mut FrontendParser { typed: true, ..Default::default() }, &client.concat()) {
             session.client_sent(&m);
         }
         let steps: Vec<_> = backend_chunked(

@@ -8,10 +8,13 @@
 //! connection that subscribes (`SUBSCRIBE`, `PSUBSCRIBE`, `SSUBSCRIBE`) or runs `MONITOR` is
 //! passed through unparsed from there on, its command recorded once as such.
 
+pub mod command;
 pub mod frame;
 
+use super::limits::{Breach, HELD_MAX};
 use super::{Action, CommandView, Exchange, Moment, WorkerTap};
 use crate::timeline::ServerKind;
+use command::{CommandReader, Fed, ReadError};
 use frame::{Protocol, Reply};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -83,13 +86,21 @@ pub async fn serve(
         passthrough: false,
         hung: false,
     }));
-    let (client_read, client_write) = client.into_split();
+    let (mut client_read, mut client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let link = Link { tap, setup, wire, connection };
-    tokio::select! {
-        r = link.commands(client_read, server_write) => r,
-        r = link.replies(server_read, client_write) => r,
+    let refused = tokio::select! {
+        r = link.commands(&mut client_read, server_write) => r?,
+        r = link.replies(server_read, &mut client_write) => r.map(|()| None)?,
+    };
+    if let Some(breach) = refused {
+        // As Redis does: its error line, then the connection closes.
+        link.tap.refused(&breach, connection);
+        client_write.write_all(&breach.reply()).await?;
+        client_write.shutdown().await?;
+        super::limits::linger(&mut client_read).await;
     }
+    Ok(())
 }
 
 /// A command of the interposer's own on a fresh connection (`AUTH …`, `CLIENT SETNAME <name>`),
@@ -122,17 +133,23 @@ struct Link {
     connection: u32,
 }
 
-/// Which way bytes go on a connection.
-#[derive(Clone, Copy)]
-enum Direction {
-    Commands,
-    Replies,
-}
-
-/// How a rule ends the forwarding of one direction.
+/// How a rule (or a limit) ends the forwarding of one direction.
 enum Stop {
     Close,
     Hang,
+    /// A frame over the server's limit: refuse it with the server's error, then close.
+    Refuse(Breach),
+}
+
+/// The worker's command in progress, as the commands direction forwards it.
+#[derive(Default)]
+struct InFlight {
+    reader: CommandReader,
+    /// Its bytes read and not forwarded yet (at most [`HELD_MAX`]).
+    held: Vec<u8>,
+    /// Larger than that: its rules were decided on what was read of it, and the rest of its
+    /// bytes pass as they come.
+    streaming: bool,
 }
 
 impl Link {
@@ -148,19 +165,30 @@ impl Link {
         CommandView { server: ServerKind::Redis, connection: self.connection, args }
     }
 
-    /// Worker → server: parse each command, let the rules decide, forward.
-    async fn commands(&self, from: OwnedReadHalf, to: OwnedWriteHalf) -> std::io::Result<()> {
-        self.pump(Direction::Commands, from, to).await
+    /// Worker → server: parse each command, let the rules decide, forward. A frame over the
+    /// server's limit ends it with the breach, for [`serve`] to refuse.
+    async fn commands(&self, from: &mut OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<Option<Breach>> {
+        let mut command = InFlight::default();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = from.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if self.wire.lock().unwrap().hung {
+                continue;
+            }
+            match self.forward_commands(&mut command, &chunk[..n], &mut to).await? {
+                None => {}
+                Some(Stop::Close) => return Ok(None),
+                Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
+                Some(Stop::Refuse(breach)) => return Ok(Some(breach)),
+            }
+        }
     }
 
     /// Server → worker: pair each reply with its command, record it, let the rules decide.
-    async fn replies(&self, from: OwnedReadHalf, to: OwnedWriteHalf) -> std::io::Result<()> {
-        self.pump(Direction::Replies, from, to).await
-    }
-
-    /// Read one direction until its side closes, forwarding every whole frame; a rule may
-    /// close the connection or hang it (then what is read is dropped).
-    async fn pump(&self, direction: Direction, mut from: OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<()> {
+    async fn replies(&self, mut from: OwnedReadHalf, to: &mut OwnedWriteHalf) -> std::io::Result<()> {
         let mut buf: Vec<u8> = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
         loop {
@@ -172,53 +200,79 @@ impl Link {
                 continue;
             }
             buf.extend_from_slice(&chunk[..n]);
-            let stop = match direction {
-                Direction::Commands => self.forward_commands(&mut buf, &mut to).await?,
-                Direction::Replies => self.forward_replies(&mut buf, &mut to).await?,
-            };
-            match stop {
-                None => {}
+            match self.forward_replies(&mut buf, to).await? {
+                None | Some(Stop::Refuse(_)) => {}
                 Some(Stop::Close) => return Ok(()),
                 Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
             }
         }
     }
 
-    /// Forward every whole command in `buf` (keeping an incomplete one); a rule may stop it.
-    async fn forward_commands(&self, buf: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<Option<Stop>> {
-        let mut pos = 0;
+    /// Forward every whole command of `input` (holding an incomplete one up to [`HELD_MAX`],
+    /// streaming it beyond); a rule or a limit may stop it.
+    async fn forward_commands(
+        &self,
+        command: &mut InFlight,
+        mut input: &[u8],
+        to: &mut OwnedWriteHalf,
+    ) -> std::io::Result<Option<Stop>> {
         let mut out: Vec<u8> = Vec::new();
         let stop = loop {
-            if self.wire.lock().unwrap().passthrough {
-                out.extend_from_slice(&buf[pos..]);
-                pos = buf.len();
+            if input.is_empty() {
                 break None;
             }
-            let (args, len) = match frame::next_command(&buf[pos..]) {
-                Ok(Some(c)) => c,
-                Ok(None) => break None,
-                Err(_) => {
+            if self.wire.lock().unwrap().passthrough {
+                out.append(&mut command.held);
+                out.extend_from_slice(input);
+                break None;
+            }
+            let (used, args) = match command.reader.feed(input) {
+                Ok(Fed::Command { used, args }) => (used, Some(args)),
+                Ok(Fed::Partial) => (input.len(), None),
+                Err(ReadError::Limit(breach)) => {
+                    // What came before it passes; nothing of it does.
+                    command.held.clear();
+                    break Some(Stop::Refuse(breach));
+                }
+                Err(ReadError::Malformed(_)) => {
                     // Not RESP: stop parsing this connection, keep its bytes flowing.
                     self.wire.lock().unwrap().passthrough = true;
                     continue;
                 }
             };
-            let bytes = &buf[pos..pos + len];
-            pos += len;
-            if self.tap.is_gated() {
-                // What came before has passed; this one waits for the explorer.
-                to.write_all(&out).await?;
-                out.clear();
-                let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
-                if !self.tap.hold(&self.view(&shown)).await {
-                    break Some(Stop::Close);
-                }
+            let (piece, rest) = input.split_at(used);
+            input = rest;
+            if command.streaming {
+                out.extend_from_slice(piece);
+            } else {
+                command.held.extend_from_slice(piece);
             }
-            let action = self.tap.decide(&self.view(&args), Moment::Send);
-            match action {
-                Action::Kill | Action::Close => break Some(Stop::Close),
-                Action::Drop => break Some(Stop::Hang),
-                Action::Forward | Action::DelayMs(_) => {}
+            let Some(args) = args else {
+                if command.streaming || command.held.len() <= HELD_MAX {
+                    continue;
+                }
+                // Too large to hold: decide on what has been read of it, then stream it.
+                let so_far = command.reader.args_so_far();
+                match self.send_moment(&so_far, &mut out, to).await? {
+                    Err(stop) => break Some(stop),
+                    Ok(delay) => self.delay(delay, &mut out, to).await?,
+                }
+                command.streaming = true;
+                out.append(&mut command.held);
+                continue;
+            };
+            if args.is_empty() {
+                // An empty line or `*0`: Redis answers nothing.
+                out.append(&mut command.held);
+                command.streaming = false;
+                continue;
+            }
+            let mut delay = None;
+            if !command.streaming {
+                match self.send_moment(&args, &mut out, to).await? {
+                    Err(stop) => break Some(stop),
+                    Ok(d) => delay = d,
+                }
             }
             let hello = (args[0] == "HELLO")
                 .then(|| args.get(1).and_then(|v| v.parse::<u8>().ok()))
@@ -226,16 +280,47 @@ impl Link {
                 .map(|v| if v >= 3 { Protocol::Resp3 } else { Protocol::Resp2 });
             let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
             self.wire.lock().unwrap().sent.push_back(Sent { args: shown, hello, sent_ns: crate::clock::now_ns() });
-            if let Action::DelayMs(ms) = action {
-                to.write_all(&out).await?;
-                out.clear();
-                tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
-            }
-            out.extend_from_slice(bytes);
+            self.delay(delay, &mut out, to).await?;
+            out.append(&mut command.held);
+            command.streaming = false;
         };
-        buf.drain(..pos);
         to.write_all(&out).await?;
         Ok(stop)
+    }
+
+    /// A command's send moment, before its bytes are forwarded: under a gate it waits for the
+    /// explorer (what came before it passes first), then the rules decide: a stop, or the
+    /// delay (ms) before it passes.
+    async fn send_moment(
+        &self,
+        args: &[String],
+        out: &mut Vec<u8>,
+        to: &mut OwnedWriteHalf,
+    ) -> std::io::Result<Result<Option<f64>, Stop>> {
+        if self.tap.is_gated() {
+            to.write_all(out).await?;
+            out.clear();
+            let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
+            if !self.tap.hold(&self.view(&shown)).await {
+                return Ok(Err(Stop::Close));
+            }
+        }
+        Ok(match self.tap.decide(&self.view(args), Moment::Send) {
+            Action::Kill | Action::Close => Err(Stop::Close),
+            Action::Drop => Err(Stop::Hang),
+            Action::Forward => Ok(None),
+            Action::DelayMs(ms) => Ok(Some(ms)),
+        })
+    }
+
+    /// A rule's delay: what came before passes, then the command waits `ms`.
+    async fn delay(&self, ms: Option<f64>, out: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<()> {
+        if let Some(ms) = ms {
+            to.write_all(out).await?;
+            out.clear();
+            tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+        }
+        Ok(())
     }
 
     async fn forward_replies(&self, buf: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<Option<Stop>> {

@@ -93,3 +93,6 @@ mod services;
 mod side_effect;
 /// Where a batch's time goes: the spans the runner and the scheduler record.
 mod timing;
+/// Hostile workers at the wire: frames over the servers' own limits are refused in the servers'
+/// words, with the interposer's memory bounded.
+mod wire_limits;

@@ -1,6 +1,6 @@
-//! RESP frames as the interposer reads them: a client's commands (arrays of bulk strings, or an
-//! inline line), and a server's replies in RESP2 or RESP3, decoded by `redis-protocol` into a
-//! small [`Reply`] tree that a timeline line can abbreviate.
+//! RESP replies as the interposer reads them: a server's replies in RESP2 or RESP3, decoded by
+//! `redis-protocol` into a small [`Reply`] tree that a timeline line can abbreviate (a client's
+//! commands are read by [`super::command`]).
 //!
 //! Every function here is pure and incremental: it is handed the bytes read so far and says
 //! how many make the next whole frame, or that more are needed.
@@ -19,42 +19,6 @@ pub enum Protocol {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("malformed RESP frame: {0}")]
 pub struct FrameError(String);
-
-/// The next whole command in `buf`: its arguments (the name upper-cased) and its length in
-/// bytes; None while the command is incomplete.
-pub fn next_command(buf: &[u8]) -> Result<Option<(Vec<String>, usize)>, FrameError> {
-    match buf.first() {
-        None => Ok(None),
-        Some(b'*') => {
-            let Some((frame, used)) =
-                redis_protocol::resp2::decode::decode(buf).map_err(|e| FrameError(e.to_string()))?
-            else {
-                return Ok(None);
-            };
-            let Resp2::Array(items) = frame else { return Err(FrameError("a command is not an array".into())) };
-            let mut args: Vec<String> = items.iter().map(text_of_2).collect();
-            if let Some(name) = args.first_mut() {
-                *name = name.to_ascii_uppercase();
-            }
-            Ok(Some((args, used)))
-        }
-        // An inline command (`PING\r\n`, as telnet or redis-cli's inline mode send it).
-        Some(_) => {
-            let Some(end) = buf.windows(2).position(|w| w == b"\r\n").map(|i| i + 2).or_else(|| {
-                // A bare `\n` ends an inline command too.
-                buf.iter().position(|b| *b == b'\n').map(|i| i + 1)
-            }) else {
-                return Ok(None);
-            };
-            let line = String::from_utf8_lossy(&buf[..end]);
-            let mut args: Vec<String> = line.split_whitespace().map(str::to_string).collect();
-            if let Some(name) = args.first_mut() {
-                *name = name.to_ascii_uppercase();
-            }
-            Ok(Some((args, end)))
-        }
-    }
-}
 
 /// A reply, reduced to what a timeline line needs.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,16 +55,6 @@ pub fn next_reply(buf: &[u8], protocol: Protocol) -> Result<Option<(Reply, usize
         Protocol::Resp3 => Ok(redis_protocol::resp3::decode::complete::decode(buf)
             .map_err(|e| FrameError(e.to_string()))?
             .map(|(f, n)| (from_3(f), n))),
-    }
-}
-
-fn text_of_2(f: &Resp2) -> String {
-    match f {
-        Resp2::BulkString(b) | Resp2::SimpleString(b) => String::from_utf8_lossy(b).into_owned(),
-        Resp2::Integer(n) => n.to_string(),
-        Resp2::Error(e) => e.clone(),
-        Resp2::Null => String::new(),
-        Resp2::Array(_) => "[…]".into(),
     }
 }
 
@@ -280,33 +234,6 @@ pub fn compact(reply: &Reply) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bulk_array(args: &[&str]) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        out
-    }
-
-    #[test]
-    fn a_pipeline_is_read_command_by_command_and_a_split_command_waits_for_its_rest() {
-        let mut buf = bulk_array(&["xack", "orders", "g", "1-0"]);
-        buf.extend(bulk_array(&["PING"]));
-        let (first, n) = next_command(&buf).unwrap().unwrap();
-        assert_eq!(first, ["XACK", "orders", "g", "1-0"]);
-        let (second, m) = next_command(&buf[n..]).unwrap().unwrap();
-        assert_eq!((second, n + m), (vec!["PING".to_string()], buf.len()));
-        for cut in 1..n {
-            assert_eq!(next_command(&buf[..cut]).unwrap(), None, "cut at {cut}");
-        }
-    }
-
-    #[test]
-    fn an_inline_command_is_one_line() {
-        assert_eq!(next_command(b"ping\r\nPING").unwrap(), Some((vec!["PING".to_string()], 6)));
-        assert_eq!(next_command(b"PIN").unwrap(), None);
-    }
 
     #[test]
     fn resp2_nulls_and_resp3_maps_and_pushes_are_read_by_their_protocol() {

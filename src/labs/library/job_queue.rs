@@ -314,6 +314,10 @@ impl Present for LibrarySpec {
         pick(lang, "a job not run exactly once", "một job không chạy đúng một lần").into()
     }
 
+    fn timeline(&self) -> crate::labs::TimelineDisplay {
+        crate::labs::TimelineDisplay { focus_on_faults: true, ..Default::default() }
+    }
+
     fn notes(&self, run: &RunView<'_, LibraryObserved>, lang: Lang) -> RunNotes {
         let o = run.observed;
         let g = &o.guarantee;

@@ -6,9 +6,10 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @cargo run --release -q -- list
 
-# Install redis-server, PostgreSQL and the DejaVu fonts where missing (apt-get on Debian/Ubuntu; otherwise says what to install), build Redis 8 once when the system's is older than 8.4, and the example workers' runtimes and client libraries (Python redis-py + psycopg, PHP phpredis + pgsql, Node ioredis); `just setup --browser` adds Chromium for the lab book's test.
+# Install redis-server, PostgreSQL and the DejaVu fonts where missing, the job-queue libraries the `library-*` labs pin (`ordlab libraries`: a venv or npm prefix per library and version under ~/.cache/ordlab/libraries/) (apt-get on Debian/Ubuntu; otherwise says what to install), build Redis 8 once when the system's is older than 8.4, and the example workers' runtimes and client libraries (Python redis-py + psycopg, PHP phpredis + pgsql, Node ioredis); `just setup --browser` adds Chromium for the lab book's test.
 setup *flags:
     @scripts/setup.sh {{flags}}
+    @cargo build --release -q && ./target/release/ordlab libraries >/dev/null || [ -z "${CI:-}" ]
 
 # Run a lab (or `all`, independent variants `--jobs N` at a time) at full scale: results/<id>.txt, <id>.json.gz, records/<id>.json.gz, SVG and PNG pictures; SUMMARY.md and the lab book results/index.html over every lab's record.
 lab id *args: setup
@@ -36,6 +37,8 @@ test:
     set -euo pipefail
     scripts/setup.sh --browser
     python3 scripts/check-structure.py src
+    # The job-queue libraries the library-* labs pin; each one that cannot be installed is one line, NOT TESTED.
+    cargo run --locked -q -- libraries >/dev/null || [ -z "${CI:-}" ]
     cargo test --locked
     if ! { command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; } || ! command -v chromedriver >/dev/null; then
       echo "NOT TESTED: lab book in a browser (no chromium/chromedriver: apt-get install chromium chromium-driver)"

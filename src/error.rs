@@ -48,6 +48,10 @@ pub enum Error {
     /// run began.
     #[error("worker `{command}`: {detail}")]
     WorkerCommand { command: String, detail: String },
+    /// A job-queue library could not be installed, or one of its adapter's commands broke the
+    /// contract (enqueue failed, no JSON from state, the worker never connected).
+    #[error("library {library}: {detail}")]
+    Library { library: String, detail: String },
     /// A role process's config on its stdin does not name a known role or does not parse.
     #[error("{0}")]
     RoleConfig(String),

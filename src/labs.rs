@@ -406,6 +406,11 @@ lab_families! {
         /// A Redis that is also a cache fills up while the queue grows, under a maxmemory policy.
         Eviction(eviction::EvictionSpec) = "eviction",
     }
+    /// Real job-queue libraries (RQ, Celery, BullMQ, …) at pinned versions as the system under test.
+    library {
+        /// A library's own client, worker processes and state, a fault at a named command.
+        Library(job_queue::LibrarySpec) = "library",
+    }
     /// Seed 003's list queue past one node: a Redis Cluster.
     cluster {
         /// A list queue on a Redis Cluster: one key on one master, hash tags, order per key,

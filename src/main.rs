@@ -141,6 +141,9 @@ enum Command {
         #[command(flatten)]
         services: ServiceArgs,
     },
+    /// Install the job-queue libraries the built-in scenarios pin (each at its version into
+    /// ~/.cache/ordlab/libraries/, reused afterwards); one line per library that cannot be.
+    Libraries,
     /// Which backends work here, server versions and capabilities, what to install.
     Doctor {
         #[command(flatten)]
@@ -435,6 +438,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             Ok(EXIT_MATCHED)
         }
         Command::Doctor { services } => doctor(&services).await,
+        Command::Libraries => install_libraries().await,
         Command::Book { out, lang } => book(&out, lang),
         Command::Serve { out, port, lang, time_scale, services } => serve(out, port, lang, time_scale, &services).await,
         Command::Check { file, .. } if ordlab::exploration::load(&file).is_some() => {
@@ -986,4 +990,32 @@ fn book(dir: &Path, lang: Lang) -> anyhow::Result<i32> {
         rebuilt.labs.join(", ")
     );
     Ok(EXIT_MATCHED)
+}
+
+/// `ordlab libraries`: install every library a built-in scenario pins; exit 1 if one cannot be.
+async fn install_libraries() -> anyhow::Result<i32> {
+    use ordlab::labs::library::{install, manifest::Manifest};
+    let mut pinned = std::collections::BTreeMap::new();
+    for lab in ordlab::catalog::all()? {
+        for v in &lab.variants {
+            if let ordlab::labs::Procedure::Library(spec) = &v.procedure {
+                pinned.insert(spec.library.shown(), spec.library.clone());
+            }
+        }
+    }
+    let mut failed = 0;
+    for library in pinned.values() {
+        let installed = match Manifest::read(library) {
+            Ok(m) => install::ensure(&m, library).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match installed {
+            Ok(i) => println!("{}: {} ({})", library.shown(), i.shown(), i.home.display()),
+            Err(e) => {
+                failed += 1;
+                eprintln!("{e}: its labs are NOT TESTED");
+            }
+        }
+    }
+    Ok(if failed == 0 { EXIT_MATCHED } else { EXIT_MISMATCH })
 }

@@ -26,6 +26,7 @@ mod redis_server;
 mod registry;
 mod template;
 
+pub(crate) use binaries::cache_root;
 pub use doctor::{doctor, doctor_with, DoctorReport, FoundBinary};
 pub use error::{BoxError, ServiceError};
 pub use local::{start_local_redis, LocalRedis};

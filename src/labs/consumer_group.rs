@@ -181,6 +181,7 @@ impl<'p> ConsumerGroup<'p> {
             orders_table: format!("{}.orders", crate::connect::SCHEMA),
             cost_ms: spec.work.scaled_costs(ctx.scale),
             seed: ctx.seed_for(index),
+            redis_db: 0,
             extra: match spec.strategy {
                 Strategy::Lock(lock) => lock.worker_env(&ctx.key_prefix(), ctx.scale, ctx.services.info.redis.delex),
                 _ => Default::default(),

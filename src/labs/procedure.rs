@@ -156,6 +156,10 @@ pub struct TimelineDisplay {
     /// reads and acks): the text timeline shows those, and leaves the records (hundreds of
     /// polls, as many as the timing allows) to the JSON.
     pub wire_read_as_kind_events: bool,
+    /// A long timeline shows the lines around each crash and each side effect, not only its
+    /// start and end: a library's own chatter (heartbeats, registry cleanups) runs to hundreds
+    /// of lines, and the fault sits in the middle.
+    pub focus_on_faults: bool,
 }
 
 /// A kind's measurements of one run: a struct with one field per figure, turned into

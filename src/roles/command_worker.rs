@@ -173,6 +173,8 @@ pub struct WorkerEnv {
     pub cost_ms: BTreeMap<String, f64>,
     /// `ORDLAB_SEED`.
     pub seed: u64,
+    /// The Redis database `ORDLAB_REDIS_URL` names (0 but for a library's own keys).
+    pub redis_db: u32,
     /// The kind's own variables (`ORDLAB_QUEUE`, `ORDLAB_SINK_URL`, …); a kind without a stream
     /// leaves `stream`, `group` and `orders_table` empty.
     pub extra: BTreeMap<String, String>,
@@ -254,7 +256,7 @@ impl CommandWorker {
         }
         let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(&spec.command[0]));
         cmd.args(&spec.command[1..]);
-        cmd.env("ORDLAB_REDIS_URL", format!("redis://{}/0", redis.addr))
+        cmd.env("ORDLAB_REDIS_URL", format!("redis://{}/{}", redis.addr, env.redis_db))
             .env("ORDLAB_PG_URL", pg_url)
             .env("ORDLAB_STREAM", &env.stream)
             .env("ORDLAB_GROUP", &env.group)

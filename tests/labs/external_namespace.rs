@@ -22,8 +22,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Labs that cannot run on a plain external pair, and why.
-const EXCLUDED: [(&str, &str); 1] =
-    [("cluster", "needs a Redis Cluster (--redis-cluster-url); see tests/labs/cluster.rs")];
+const EXCLUDED: [(&str, &str); 2] = [
+    ("cluster", "needs a Redis Cluster (--redis-cluster-url); see tests/labs/cluster.rs"),
+    ("library-rq", "refused on your servers: the library's keys are its own (rq:*), in a database it empties"),
+];
 
 /// Labs refused in one line, before anything starts, as they start Redis servers of their own.
 const OWN_NODES: [&str; 3] = ["persistence", "eviction", "failover"];

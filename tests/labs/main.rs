@@ -48,6 +48,8 @@ mod job_labs;
 mod kill;
 /// The lab book (`results/index.html`) in headless Chromium.
 mod lab_book;
+/// Real job-queue libraries at pinned versions (`library-*`): RQ's lost job after BLPOP.
+mod libraries;
 /// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`
 /// (failures, backoff, dead letters, poison).
 mod list_labs;

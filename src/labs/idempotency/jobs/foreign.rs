@@ -131,6 +131,7 @@ impl ForeignCrew {
             orders_table: format!("{}.orders", crate::connect::SCHEMA),
             cost_ms: BTreeMap::new(),
             seed: ctx.seed_for(index),
+            redis_db: 0,
             extra,
         };
         let upstreams =

@@ -1,0 +1,162 @@
+//! Pinned installs: the version a scenario names is installed once into ordlab's cache
+//! (`~/.cache/ordlab/libraries/python/rq-2.12.0/`, a venv; `…/node/bullmq-6.7.0/`, an npm
+//! prefix) and reused by every later run. Two versions of one library live side by side, so a
+//! lab can run both.
+//!
+//! An install is finished when its `ordlab-installed.json` exists (the versions of the library
+//! and its client libraries, as the package manager installed them); a lock file keeps two
+//! ordlab processes from installing the same one at once.
+
+use super::manifest::{LibraryRef, Manifest, Runtime};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A library installed at its pinned version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installed {
+    /// Its install dir.
+    pub home: PathBuf,
+    /// Comes first on the adapter commands' PATH (the venv's `bin/`, `node_modules/.bin`).
+    pub bin: PathBuf,
+    /// The library and each client library with the version installed: `[("rq", "2.12.0"),
+    /// ("redis", "8.1.0")]`.
+    pub versions: Vec<(String, String)>,
+}
+
+impl Installed {
+    /// `rq 2.12.0, redis 8.1.0`.
+    pub fn shown(&self) -> String {
+        self.versions.iter().map(|(n, v)| format!("{n} {v}")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The environment its commands run with: PATH (and NODE_PATH for Node).
+    pub fn env(&self) -> Vec<(String, String)> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let mut env = vec![("PATH".to_string(), format!("{}:{path}", self.bin.display()))];
+        if self.bin.ends_with("node_modules/.bin") {
+            env.push(("NODE_PATH".into(), self.home.join("node_modules").display().to_string()));
+        } else {
+            env.push(("VIRTUAL_ENV".into(), self.home.display().to_string()));
+        }
+        env
+    }
+}
+
+/// Why a library could not be installed: one line naming it and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("library {library} cannot be installed: {detail}")]
+pub struct InstallError {
+    pub library: String,
+    pub detail: String,
+}
+
+const DONE: &str = "ordlab-installed.json";
+
+/// `~/.cache/ordlab/libraries/<runtime>/<name>-<version>`.
+pub fn home_of(manifest: &Manifest, library: &LibraryRef) -> PathBuf {
+    let runtime = match manifest.runtime {
+        Runtime::Python => "python",
+        Runtime::Node => "node",
+    };
+    crate::service::cache_root().join("libraries").join(runtime).join(format!("{}-{}", library.name, library.version))
+}
+
+/// The install of `library` at its version, made now if it is not there yet.
+pub async fn ensure(manifest: &Manifest, library: &LibraryRef) -> Result<Installed, InstallError> {
+    let home = home_of(manifest, library);
+    let fail = |detail: String| InstallError { library: library.shown(), detail };
+    if let Some(done) = read_done(&home) {
+        return Ok(done);
+    }
+    std::fs::create_dir_all(&home).map_err(|e| fail(format!("cannot create {}: {e}", home.display())))?;
+    let lock_file = std::fs::File::create(home.with_extension("lock")).map_err(|e| fail(format!("lock: {e}")))?;
+    let lock = tokio::task::spawn_blocking(move || {
+        nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| e)
+    })
+    .await
+    .map_err(|e| fail(e.to_string()))?
+    .map_err(|e| fail(format!("lock: {e}")))?;
+    // Another ordlab may have finished it while this one waited.
+    if let Some(done) = read_done(&home) {
+        return Ok(done);
+    }
+    let installed = match manifest.runtime {
+        Runtime::Python => python(manifest, library, &home).await,
+        Runtime::Node => node(manifest, library, &home).await,
+    }
+    .map_err(fail)?;
+    let json = serde_json::to_string_pretty(&installed).expect("plain data");
+    std::fs::write(home.join(DONE), json).map_err(|e| fail(format!("write {DONE}: {e}")))?;
+    drop(lock);
+    Ok(installed)
+}
+
+fn read_done(home: &Path) -> Option<Installed> {
+    serde_json::from_str(&std::fs::read_to_string(home.join(DONE)).ok()?).ok()
+}
+
+/// Run `program args`, its output kept; Err: the command and its last output line.
+async fn step(program: &Path, args: &[&str]) -> Result<String, String> {
+    let shown = format!("{} {}", program.display(), args.join(" "));
+    let out = tokio::process::Command::from(crate::service::process::owned_command(program))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").trim().to_string();
+        return Err(format!("{shown} failed ({}): {last}", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+async fn python(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<Installed, String> {
+    let home_s = home.display().to_string();
+    step(Path::new("python3"), &["-m", "venv", "--clear", &home_s]).await?;
+    let pip = home.join("bin/pip");
+    let pinned = format!("{}=={}", manifest.package, library.version);
+    step(&pip, &["install", "--disable-pip-version-check", "-q", &pinned]).await?;
+    let mut names = vec![manifest.package.as_str()];
+    names.extend(manifest.clients.iter().map(String::as_str));
+    let script = "import sys, importlib.metadata as m\nfor n in sys.argv[1:]: print(n, m.version(n))";
+    let mut args = vec!["-c", script];
+    args.extend(names.iter().copied());
+    let listed = step(&home.join("bin/python"), &args).await?;
+    Ok(Installed { home: home.to_path_buf(), bin: home.join("bin"), versions: pairs(&listed) })
+}
+
+async fn node(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<Installed, String> {
+    let home_s = home.display().to_string();
+    let pinned = format!("{}@{}", manifest.package, library.version);
+    step(Path::new("npm"), &["install", "--prefix", &home_s, "--no-audit", "--no-fund", "--silent", &pinned]).await?;
+    let mut listed = String::new();
+    for name in std::iter::once(&manifest.package).chain(&manifest.clients) {
+        let package = home.join("node_modules").join(name).join("package.json");
+        let text = std::fs::read_to_string(&package).map_err(|e| format!("{}: {e}", package.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", package.display()))?;
+        listed.push_str(&format!("{name} {}\n", v["version"].as_str().unwrap_or("?")));
+    }
+    Ok(Installed { home: home.to_path_buf(), bin: home.join("node_modules/.bin"), versions: pairs(&listed) })
+}
+
+/// `name version` lines.
+fn pairs(listed: &str) -> Vec<(String, String)> {
+    listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn package_listings_become_pairs() {
+        assert_eq!(
+            super::pairs("rq 2.12.0\nredis 8.1.0\n"),
+            vec![("rq".to_string(), "2.12.0".to_string()), ("redis".into(), "8.1.0".into())]
+        );
+    }
+}

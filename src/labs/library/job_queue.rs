@@ -1,0 +1,390 @@
+//! `kind = "library"`: a job-queue library at a pinned version is the system under test. Its
+//! own client enqueues the lab's jobs, its own worker processes run them (each through the
+//! interposer, which kills one at a named command), its own API says what it believes of each
+//! job once the run is at rest; the checker compares that with the side-effect ledger.
+//!
+//! A worker the interposer killed is replaced by a new one on the same queues with
+//! `restart = true`, as a supervisor would; the run ends once nothing has happened in the
+//! ledger or among the workers for `patience_ms` (and not before `at_least_ms`).
+
+mod run;
+
+use super::checker::{job_fates, order_broken, recovery_words, Fate, JobFate, LibraryState};
+use super::install::Installed;
+use super::manifest::{Guarantee, LibraryRef, Manifest, Recovery};
+use crate::checker::{health::health, RunVerdict, Verdict};
+use crate::error::Error;
+use crate::interposer::{Action, Moment};
+use crate::labs::{
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
+};
+use crate::lang::{pick, Lang};
+use crate::side_effect::EffectRecord;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `kind = "library"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibrarySpec {
+    pub library: LibraryRef,
+    /// Enqueued in this order, by one run of the adapter's enqueue command.
+    pub jobs: Vec<LibraryJob>,
+    /// Each job's work in ms, unless the job says.
+    #[serde(default = "LibrarySpec::default_handler_ms")]
+    pub handler_ms: f64,
+    /// The library's worker processes, `W1`, `W2`, …, started in this order before the jobs are
+    /// enqueued, each ready once it waits in its blocking command.
+    pub workers: Vec<LibraryWorker>,
+    /// A killed worker is replaced by a new one on the same queues, without its faults.
+    #[serde(default)]
+    pub restart: bool,
+    #[serde(default = "LibrarySpec::default_patience_ms")]
+    pub patience_ms: f64,
+    #[serde(default)]
+    pub at_least_ms: f64,
+    #[serde(default = "LibrarySpec::default_deadline_ms")]
+    pub deadline_ms: f64,
+    /// Each job's fate as the lab predicts it, in job order (`once`, `lost`, `stuck`, …).
+    #[serde(default)]
+    pub expect: Vec<Fate>,
+}
+
+/// One job: `{ key = "job-1", queue = "default", ms = 200, retry = 1 }`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryJob {
+    pub key: String,
+    #[serde(default = "LibraryJob::default_queue")]
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<f64>,
+    /// Retries the library may make (its own `Retry`, `retryLimit`, `attempts`).
+    #[serde(default)]
+    pub retry: u32,
+}
+
+impl LibraryJob {
+    fn default_queue() -> String {
+        "default".into()
+    }
+}
+
+/// One worker process: the queues it serves, and its faults at named commands.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryWorker {
+    pub queues: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<LibraryFault>,
+}
+
+/// `{ command = "BLPOP", nth = 1, at = "reply" }`: SIGKILL the worker when the reply to its
+/// first BLPOP arrives, before the library can act on it.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryFault {
+    pub command: String,
+    #[serde(default = "LibraryFault::first")]
+    pub nth: u32,
+    pub at: Moment,
+    #[serde(default = "LibraryFault::kill")]
+    pub action: Action,
+}
+
+impl LibraryFault {
+    fn first() -> u32 {
+        1
+    }
+    fn kill() -> Action {
+        Action::Kill
+    }
+}
+
+impl LibrarySpec {
+    fn default_handler_ms() -> f64 {
+        200.0
+    }
+    fn default_patience_ms() -> f64 {
+        2000.0
+    }
+    fn default_deadline_ms() -> f64 {
+        180_000.0
+    }
+
+    pub fn keys(&self) -> Vec<String> {
+        self.jobs.iter().map(|j| j.key.clone()).collect()
+    }
+
+    /// Every job's fate in `observed`.
+    pub fn fates(&self, observed: &LibraryObserved) -> Vec<JobFate> {
+        let name = &self.library.name;
+        job_fates(&self.keys(), &observed.records, &observed.states, &observed.guarantee, name)
+    }
+}
+
+/// What one run observed: the install, the promise, the ledger and the library's state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LibraryObserved {
+    pub installed: Installed,
+    pub guarantee: Guarantee,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+    pub records: Vec<EffectRecord>,
+    pub states: BTreeMap<String, LibraryState>,
+    /// How many worker processes the run started (the replacements too).
+    pub workers_started: u32,
+}
+
+/// How many jobs came to each fate; the faults are placed, so each count is the same in
+/// every run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LibraryFacts {
+    pub once: i64,
+    pub lost: i64,
+    pub stuck: i64,
+    pub failed: i64,
+    pub duplicate_sequential: i64,
+    pub duplicate_overlapping: i64,
+    pub disagreement: i64,
+    /// Jobs whose fate breaks the library's documented guarantee.
+    pub promise_broken: i64,
+}
+
+impl Facts for LibraryFacts {
+    fn rows(&self) -> Vec<FactRow> {
+        vec![
+            FactRow::stable("once", self.once),
+            FactRow::stable("lost", self.lost),
+            FactRow::stable("stuck", self.stuck),
+            FactRow::stable("failed", self.failed),
+            FactRow::stable("duplicate_sequential", self.duplicate_sequential),
+            FactRow::stable("duplicate_overlapping", self.duplicate_overlapping),
+            FactRow::stable("disagreement", self.disagreement),
+            FactRow::stable("promise_broken", self.promise_broken),
+        ]
+    }
+}
+
+impl LabProcedure for LibrarySpec {
+    fn validate(&mut self) -> Result<(), String> {
+        Manifest::read(&self.library).map_err(|e| e.to_string())?;
+        if self.jobs.is_empty() || self.workers.is_empty() {
+            return Err("setup.jobs and setup.workers: give at least one of each".into());
+        }
+        if let Some(w) = self.workers.iter().position(|w| w.queues.is_empty()) {
+            return Err(format!("setup.workers[{w}].queues is empty: name the queues it serves"));
+        }
+        if !self.expect.is_empty() && self.expect.len() != self.jobs.len() {
+            return Err(format!(
+                "setup.expect has {} entries: give one fate per job ({} jobs)",
+                self.expect.len(),
+                self.jobs.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn needs(&self) -> crate::labs::Needs {
+        crate::labs::Needs {
+            not_external: Some("a library keeps its keys under its own names (rq:*), in a Redis database it empties"),
+            ..Default::default()
+        }
+    }
+
+    async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<LibraryObserved>, Error> {
+        run::run(self, ctx).await
+    }
+}
+
+impl Judge for LibrarySpec {
+    type Observed = LibraryObserved;
+    type Facts = LibraryFacts;
+
+    /// Wrong when a job did not run exactly once as the library says; a fate other than the
+    /// lab's prediction makes the run unknown (the lab does not show what it says it shows).
+    fn judge(&self, run: &RunView<'_, LibraryObserved>) -> RunVerdict {
+        let mut v = health(run.events, run.timed_out);
+        let fates = self.fates(run.observed);
+        let mut mispredicted = false;
+        for (i, f) in fates.iter().enumerate() {
+            if f.fate != Fate::Once {
+                let broken = f.breaks.as_deref().map(|b| format!("; breaks the promise: {b}")).unwrap_or_default();
+                v.add(
+                    Verdict::Wrong,
+                    format!("{}: {} ({} says {}){broken}", f.key, f.fate.name(), self.library.name, f.state.status),
+                );
+            }
+            if let Some(expected) = self.expect.get(i).filter(|e| **e != f.fate) {
+                mispredicted = true;
+                v.add(
+                    Verdict::Unknown,
+                    format!("{}: predicted {}, measured {}", f.key, expected.name(), f.fate.name()),
+                );
+            }
+        }
+        if run.observed.guarantee.fifo {
+            if let Some((a, b)) = order_broken(&fates) {
+                v.add(
+                    Verdict::Wrong,
+                    format!("{b} started before {a}, enqueued before it: the FIFO promise is broken"),
+                );
+            }
+        }
+        if mispredicted {
+            v.verdict = Verdict::Unknown;
+        }
+        v
+    }
+
+    fn final_state(&self, observed: &LibraryObserved) -> Vec<FinalItem> {
+        self.fates(observed)
+            .into_iter()
+            .map(|f| FinalItem {
+                order: None,
+                subject: f.key.clone(),
+                value: format!("{} ({})", f.fate.name(), f.state.status),
+                should_be: (f.fate != Fate::Once).then(|| "once".to_string()),
+            })
+            .collect()
+    }
+
+    fn facts(&self, run: &RunView<'_, LibraryObserved>) -> LibraryFacts {
+        let fates = self.fates(run.observed);
+        let count = |fate: Fate| fates.iter().filter(|f| f.fate == fate).count() as i64;
+        LibraryFacts {
+            once: count(Fate::Once),
+            lost: count(Fate::Lost),
+            stuck: count(Fate::Stuck),
+            failed: count(Fate::Failed),
+            duplicate_sequential: count(Fate::DuplicateSequential),
+            duplicate_overlapping: count(Fate::DuplicateOverlapping),
+            disagreement: count(Fate::Disagreement),
+            promise_broken: fates.iter().filter(|f| f.breaks.is_some()).count() as i64,
+        }
+    }
+}
+
+impl Present for LibrarySpec {
+    fn describe(&self, lang: Lang) -> String {
+        let workers: Vec<String> = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let faults: Vec<String> = w
+                    .faults
+                    .iter()
+                    .map(|f| {
+                        let fault = crate::roles::command_worker::WorkerFault {
+                            worker: i as u32 + 1,
+                            command: f.command.clone(),
+                            nth: f.nth,
+                            at: f.at,
+                            action: f.action,
+                        };
+                        fault.describe(&format!("W{}", i + 1), lang)
+                    })
+                    .collect();
+                let on = pick(lang, "on", "trên");
+                let faults = if faults.is_empty() { String::new() } else { format!(" ({})", faults.join("; ")) };
+                format!("W{} {on} {}{faults}", i + 1, w.queues.join(", "))
+            })
+            .collect();
+        let (lib, n, ms) = (self.library.shown(), self.jobs.len(), self.handler_ms);
+        let restart = match (self.restart, lang) {
+            (false, _) => "",
+            (true, Lang::En) => "; a killed worker is replaced",
+            (true, Lang::Vi) => "; worker bị kill được thay bằng worker mới",
+        };
+        let workers = workers.join("; ");
+        crate::tr!(
+            lang,
+            "{lib}'s own worker processes: {workers}; {n} job(s) of {ms} ms enqueued by its client{restart}",
+            "worker của chính {lib}: {workers}; {n} job {ms} ms được client của nó enqueue{restart}"
+        )
+    }
+
+    fn approach(&self) -> String {
+        let queues: Vec<String> = self.workers.iter().map(|w| w.queues.join("+")).collect();
+        format!("{}, workers on {}", self.library.shown(), queues.join(" / "))
+    }
+
+    fn wrong_means(&self, lang: Lang) -> String {
+        pick(lang, "a job not run exactly once", "một job không chạy đúng một lần").into()
+    }
+
+    fn timeline(&self) -> crate::labs::TimelineDisplay {
+        crate::labs::TimelineDisplay { focus_on_faults: true, ..Default::default() }
+    }
+
+    fn notes(&self, run: &RunView<'_, LibraryObserved>, lang: Lang) -> RunNotes {
+        let o = run.observed;
+        let g = &o.guarantee;
+        let loss = match (g.silent_loss, lang) {
+            (true, Lang::En) => "may lose a job silently",
+            (true, Lang::Vi) => "có thể mất job không báo",
+            (false, Lang::En) => "no silent loss",
+            (false, Lang::Vi) => "không mất job âm thầm",
+        };
+        let mut after = vec![Line::text(crate::tr!(
+            lang,
+            "library: {} (installed: {}); its documented guarantee: {}, {loss}",
+            "thư viện: {} (đã cài: {}); bảo đảm trong tài liệu: {}, {loss}",
+            self.library.shown(),
+            o.installed.shown(),
+            g.runs.name()
+        ))];
+        after.extend(Line::client_libraries(run.events, lang));
+        for f in self.fates(o) {
+            after.push(fate_line(&f, &self.library.name, o.recovery.as_ref(), lang));
+        }
+        RunNotes { heading: None, after }
+    }
+
+    fn table_row(&self, run: &RunView<'_, LibraryObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
+        let f = self.facts(run);
+        let cell = |n: i64| Line(vec![Piece::Text(n.to_string())]);
+        Some(vec![
+            (pick(lang, "library", "thư viện").into(), Line::text(self.library.shown())),
+            (pick(lang, "once", "một lần").into(), cell(f.once)),
+            (pick(lang, "lost", "mất").into(), cell(f.lost)),
+            (pick(lang, "stuck", "kẹt").into(), cell(f.stuck)),
+            (pick(lang, "duplicate", "trùng").into(), cell(f.duplicate_sequential + f.duplicate_overlapping)),
+            (pick(lang, "promise broken", "phá lời hứa").into(), cell(f.promise_broken)),
+        ])
+    }
+}
+
+/// `job-1: lost — never ran; rq says queued, held in no queue or registry → breaks …`.
+fn fate_line(f: &JobFate, name: &str, recovery: Option<&Recovery>, lang: Lang) -> Line {
+    let ran = f.executions.len();
+    let ends = f.ends();
+    let places = match &f.state.places {
+        Some(p) if p.is_empty() => {
+            pick(lang, "in no queue or registry", "không nằm trong queue hay registry nào").to_string()
+        }
+        Some(p) => p.join(", "),
+        None => "-".into(),
+    };
+    let mut text = crate::tr!(
+        lang,
+        "{}: {} — started {ran}×, ended {ends}×; {name} says {} ({places})",
+        "{}: {} — bắt đầu {ran}×, kết thúc {ends}×; {name} nói {} ({places})",
+        f.key,
+        f.fate.name(),
+        f.state.status
+    );
+    if f.fate == Fate::Stuck {
+        text.push_str(&format!("; {}", recovery_words(recovery)));
+    }
+    match &f.breaks {
+        Some(why) => text.push_str(&format!(" → {}: {why}", pick(lang, "breaks its promise", "phá lời hứa của nó"))),
+        None if f.fate != Fate::Once => text.push_str(&format!(
+            " → {}",
+            pick(lang, "allowed by its documented guarantee", "được bảo đảm trong tài liệu cho phép")
+        )),
+        None => {}
+    }
+    Line::text(text)
+}

@@ -1,0 +1,176 @@
+//! What an adapter folder says of its library: how to install it, what it promises, and the
+//! three commands ordlab runs. `examples/libraries/<name>/library.toml` is read before any
+//! server starts; a missing or malformed one is one line naming the file and the key.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// `library = { name = "rq", version = "2.12.0" }` in a scenario's `[setup]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryRef {
+    pub name: String,
+    pub version: String,
+    /// The adapter folder (default `examples/libraries/<name>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
+}
+
+impl LibraryRef {
+    pub fn adapter_dir(&self) -> PathBuf {
+        PathBuf::from(self.adapter.clone().unwrap_or_else(|| format!("examples/libraries/{}", self.name)))
+    }
+
+    /// `rq 2.12.0`.
+    pub fn shown(&self) -> String {
+        format!("{} {}", self.name, self.version)
+    }
+}
+
+/// How a library is installed at a pinned version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runtime {
+    /// `pip install <package>==<version>` into a venv of its own.
+    Python,
+    /// `npm install <package>@<version>` into a prefix of its own.
+    Node,
+}
+
+/// How often a job runs, as the library's documentation promises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runs {
+    /// Never twice; a crash may leave it unrun.
+    AtMostOnce,
+    /// At least once; a crash may run it again.
+    AtLeastOnce,
+}
+
+impl Runs {
+    pub fn name(self) -> &'static str {
+        match self {
+            Runs::AtMostOnce => "at-most-once",
+            Runs::AtLeastOnce => "at-least-once",
+        }
+    }
+}
+
+/// The guarantee a library documents, that its outcome is judged against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guarantee {
+    pub runs: Runs,
+    /// The docs say a crash can lose a job without a trace (true for Sidekiq's basic fetch);
+    /// false: a job is run, or the library reports it failed.
+    #[serde(default)]
+    pub silent_loss: bool,
+    /// Jobs of one queue start in the order they were enqueued (with one worker).
+    #[serde(default)]
+    pub fifo: bool,
+}
+
+/// What the library does, by its docs, with a job whose worker died holding it.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recovery {
+    /// After how long, in seconds.
+    pub after_s: f64,
+    /// What it does then, in a few words (English).
+    pub how: String,
+}
+
+/// `library.toml`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub runtime: Runtime,
+    /// The registry package pinned to the scenario's version.
+    pub package: String,
+    /// Client libraries it brings (the report names their installed versions).
+    #[serde(default)]
+    pub clients: Vec<String>,
+    pub guarantee: Guarantee,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+    /// Enqueues `ORDLAB_JOBS` with the library's client API, then exits 0.
+    pub enqueue: Vec<String>,
+    /// The library's worker process; runs until it is killed.
+    pub worker: Vec<String>,
+    /// Prints `{"jobs": {"<key>": {"status": …, "places": […]}}}` and exits 0.
+    pub state: Vec<String>,
+}
+
+/// Why an adapter's manifest cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error(
+        "library {library}: {path} is missing: an adapter folder needs library.toml (see README, \"Add your library\")"
+    )]
+    Missing { library: String, path: String },
+    #[error("library {library}: {path}: {detail}")]
+    Malformed { library: String, path: String, detail: String },
+}
+
+impl Manifest {
+    /// Read `<adapter>/library.toml` of `library`.
+    pub fn read(library: &LibraryRef) -> Result<Manifest, ManifestError> {
+        let path = library.adapter_dir().join("library.toml");
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|_| ManifestError::Missing { library: library.name.clone(), path: shown.clone() })?;
+        Manifest::parse(&text, &library.name, &shown)
+    }
+
+    /// Parse a manifest's text; `library` and `path` name it in errors.
+    pub fn parse(text: &str, library: &str, path: &str) -> Result<Manifest, ManifestError> {
+        let malformed =
+            |detail: String| ManifestError::Malformed { library: library.to_string(), path: path.to_string(), detail };
+        let m: Manifest = toml::from_str(text).map_err(|e| malformed(e.message().trim().to_string()))?;
+        if m.name != library {
+            return Err(malformed(format!("name = {:?}, but the scenario names {library:?}", m.name)));
+        }
+        for (key, command) in [("enqueue", &m.enqueue), ("worker", &m.worker), ("state", &m.state)] {
+            if command.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(malformed(format!("{key} is empty: give the program and its arguments")));
+            }
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RQ: &str = r#"
+name = "rq"
+runtime = "python"
+package = "rq"
+clients = ["redis"]
+guarantee = { runs = "at-most-once" }
+recovery = { after_s = 60, how = "fails it" }
+enqueue = ["python3", "enqueue.py"]
+worker = ["worker.sh"]
+state = ["python3", "state.py"]
+"#;
+
+    #[test]
+    fn a_manifest_parses_and_names_its_guarantee() {
+        let m = Manifest::parse(RQ, "rq", "x/library.toml").unwrap();
+        assert_eq!(m.guarantee, Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false });
+        assert_eq!(m.recovery.unwrap().after_s, 60.0);
+    }
+
+    #[test]
+    fn a_broken_manifest_is_one_line_naming_the_file() {
+        let e = Manifest::parse(RQ, "celery", "x/library.toml").unwrap_err().to_string();
+        assert_eq!(e, "library celery: x/library.toml: name = \"rq\", but the scenario names \"celery\"");
+        let e = Manifest::parse(&RQ.replace("[\"worker.sh\"]", "[]"), "rq", "x/library.toml").unwrap_err();
+        assert!(e.to_string().contains("worker is empty"), "{e}");
+        let e = Manifest::parse(&RQ.replace("at-most-once", "twice"), "rq", "x/library.toml").unwrap_err();
+        assert!(e.to_string().starts_with("library rq: x/library.toml: unknown variant `twice`"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+}

@@ -263,6 +263,11 @@ impl JobsSpec {
             }
         };
         pool.stop().await;
+        // What the workers did before they were stopped goes through the same filter and
+        // translation as the rest: a last empty poll is no more kept here than in the loop.
+        while let Ok(ev) = rx.try_recv() {
+            seen.take(ev, &mut wire, &mut raw);
+        }
         Ok((t0_ns, raw, seen, finished))
     }
 }
@@ -532,6 +537,8 @@ impl LabProcedure for JobsSpec {
         };
         drop(tx);
         drain(rx, &mut raw);
+        // A claimer's empty polls are never kept (see `Seen::take`), however late they came.
+        raw.retain(|ev| !foreign::empty_poll(ev));
         if let Some(control) = ctx.control {
             raw.extend(control.take_events());
         }

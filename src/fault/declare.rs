@@ -156,17 +156,20 @@ impl Fault {
     /// The fault in words, also its name on the timeline and in a verdict: `W1: SIGKILL at
     /// the reply to its BLPOP #1`.
     pub fn label(&self) -> Words {
-        let (who, what, when) = (self.target_words(), self.action.words(), self.trigger.words());
-        let n = match (self.count.nth, self.count.every, self.count.times) {
-            (1, None, _) if !matches!(self.trigger, Trigger::Command { .. }) => String::new(),
-            (n, None, _) => format!(" #{n}"),
-            (n, Some(e), Some(t)) => format!(" #{n}, every {e} ×{t}"),
-            (n, Some(e), None) => format!(" #{n}, every {e}"),
+        let (who, what) = (self.target_words(), self.action.words());
+        let (nth, every) = match (self.count.nth, self.count.every, self.count.times) {
+            (1, None, _) if !matches!(self.trigger, Trigger::Command { .. }) => (String::new(), Words::same("")),
+            (n, None, _) => (format!("#{n}"), Words::same("")),
+            (n, Some(e), Some(t)) => {
+                (format!("#{n}"), Words::new(format!(", every {e} ×{t}"), format!(", mỗi {e} ×{t}")))
+            }
+            (n, Some(e), None) => (format!("#{n}"), Words::new(format!(", every {e}"), format!(", mỗi {e}"))),
         };
+        let when = self.trigger.words(&nth);
         let p = self.probability.map(|p| format!(" (p={p})")).unwrap_or_default();
         Words::new(
-            format!("{}: {} at {}{n}{p}", who.en, what.en, when.en),
-            format!("{}: {} lúc {}{n}{p}", who.vi, what.vi, when.vi),
+            format!("{}: {} at {}{}{p}", who.en, what.en, when.en, every.en),
+            format!("{}: {} {}{}{p}", who.vi, what.vi, when.vi, every.vi),
         )
     }
 }
@@ -366,5 +369,7 @@ mod tests {
         let p = Fault::at_event(Target::Process(Actor::Consumer(1)), "lock_acquired", None, Action::PauseMs(1500.0));
         assert_eq!(p.label().en, "C1: pause (SIGSTOP) for 1500 ms at its lock_acquired");
         assert_eq!(p.label().vi, "C1: tạm dừng (SIGSTOP) 1500 ms lúc lock_acquired");
+        let k = Fault::kill_at(Target::Process(Actor::Worker(1)), "BLPOP", 2, Moment::Reply);
+        assert_eq!(k.label().vi, "W1: SIGKILL lúc reply của BLPOP #2 tới");
     }
 }

@@ -107,7 +107,7 @@ mod tests {
     fn a_declared_fault_that_never_fired_is_named_and_a_group_s_index_matches_its_process() {
         let any = Fault::kill_at(Target::Index(2), "SET", 1, Moment::Send);
         let w2 = any.resolved(Actor::Worker(2));
-        assert!(unfired(&[any.clone()], &[fired(&w2)]).is_empty());
+        assert!(unfired(std::slice::from_ref(&any), &[fired(&w2)]).is_empty());
         let reasons = unfired(&[any.clone(), any.clone()], &[fired(&w2)]);
         assert_eq!(reasons, ["the fault process 2: SIGKILL at the send of its SET #1 never fired"]);
         let sampled = Fault { probability: Some(0.5), ..any };

@@ -182,34 +182,40 @@ impl Trigger {
         }
     }
 
-    /// The trigger's occurrence in words, for a fault's description and its event: `the reply
-    /// to its XREADGROUP`, `its received`, `500 ms after the start`.
-    pub fn words(&self) -> crate::lang::Words {
+    /// The trigger's occurrence in words, with `nth` (`#2`, empty for a plain first) after
+    /// what it counts: `the reply to its XREADGROUP #2` (after "at"), `lúc reply của
+    /// XREADGROUP #2 tới` (with its own preposition).
+    pub fn words(&self, nth: &str) -> crate::lang::Words {
+        use crate::lang::Words;
+        let n = if nth.is_empty() { String::new() } else { format!(" {nth}") };
         match self {
             Trigger::Command { command, pattern, moment, of } => {
                 let what = command.clone().or_else(|| pattern.as_ref().map(|p| format!("/{p}/"))).unwrap_or_default();
                 let whose_en = of.map(|o| format!("{o}'s")).unwrap_or_else(|| "its".into());
-                let whose_vi = of.map(|o| format!("của {o}")).unwrap_or_default();
+                let whose_vi = of.map(|o| format!(" của {o}")).unwrap_or_default();
                 match moment {
-                    Moment::Send => crate::words!("the send of {whose_en} {what}", "lúc gửi {what} {whose_vi}"),
-                    Moment::Reply => {
-                        crate::words!("the reply to {whose_en} {what}", "lúc reply của {what} {whose_vi} tới")
+                    Moment::Send => {
+                        Words::new(format!("the send of {whose_en} {what}{n}"), format!("lúc gửi {what}{n}{whose_vi}"))
                     }
+                    Moment::Reply => Words::new(
+                        format!("the reply to {whose_en} {what}{n}"),
+                        format!("lúc reply của {what}{n}{whose_vi} tới"),
+                    ),
                 }
             }
             Trigger::Event { event, job, delivery } => {
                 let job = job.as_ref().map(|j| format!(" {j}")).unwrap_or_default();
                 let first = match delivery {
-                    Some(1) => crate::words!(" (first delivery)", " (lần giao đầu)"),
-                    Some(n) => crate::words!(" (delivery {n})", " (lần giao {n})"),
-                    None => crate::lang::Words::same(""),
+                    Some(1) => Words::new(" (first delivery)", " (lần giao đầu)"),
+                    Some(d) => Words::new(format!(" (delivery {d})"), format!(" (lần giao {d})")),
+                    None => Words::same(""),
                 };
-                crate::lang::Words::new(format!("its {event}{job}{}", first.en), format!("{event}{job}{}", first.vi))
+                Words::new(format!("its {event}{job}{n}{}", first.en), format!("lúc {event}{job}{n}{}", first.vi))
             }
             Trigger::Time { after_ms } => {
-                crate::words!("{after_ms} ms after the start", "{after_ms} ms sau khi bắt đầu")
+                Words::new(format!("{after_ms} ms after the start"), format!("{after_ms} ms sau khi bắt đầu"))
             }
-            Trigger::Start => crate::words!("its start", "lúc khởi động"),
+            Trigger::Start => Words::new("its start", "lúc khởi động"),
         }
     }
 }

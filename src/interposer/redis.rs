@@ -103,7 +103,9 @@ pub async fn serve(
     match end {
         End::Closed => {}
         End::Cut { reset: true } => {
+            // No FIN first (dropping a write half shuts it down): the RST is all the client gets.
             let _ = client_write.as_ref().set_zero_linger();
+            client_write.forget();
         }
         End::Cut { reset: false } => {}
         End::Refused(breach) => {

@@ -63,21 +63,27 @@ pub fn pause_self(pause: Duration) -> Result<(), ProcessFaultError> {
     Ok(())
 }
 
-/// Where Debian's libfaketime is.
-pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+/// Where Debian's libfaketime may be (its package puts it under the architecture's dir).
+pub const LIBFAKETIME: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+    "/usr/local/lib/faketime/libfaketime.so.1",
+];
 
 /// A process's skewable wall clock: the environment that preloads libfaketime with its offset
 /// in `file` (re-read on every call), and the offset as it is now.
 #[derive(Debug)]
 pub struct ClockSkew {
     file: PathBuf,
+    lib: &'static str,
 }
 
 impl ClockSkew {
     /// A clock at offset 0 whose file lives in `dir`.
     pub fn new(dir: &Path, name: &str) -> Result<ClockSkew, ProcessFaultError> {
-        libfaketime()?;
-        let skew = ClockSkew { file: dir.join(format!("faketime-{name}")) };
+        let lib = libfaketime()?;
+        let skew = ClockSkew { file: dir.join(format!("faketime-{name}")), lib };
         skew.set_ms(0.0)?;
         Ok(skew)
     }
@@ -87,11 +93,10 @@ impl ClockSkew {
     /// off).
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
-            ("LD_PRELOAD".into(), LIBFAKETIME.into()),
+            ("LD_PRELOAD".into(), self.lib.into()),
             ("FAKETIME_TIMESTAMP_FILE".into(), self.file.display().to_string()),
             ("FAKETIME_NO_CACHE".into(), "1".into()),
             ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
-            ("DONT_FAKE_MONOTONIC".into(), "1".into()),
         ]
     }
 
@@ -107,11 +112,11 @@ impl ClockSkew {
 
 /// libfaketime's path, if it is installed.
 pub fn libfaketime() -> Result<&'static str, ProcessFaultError> {
-    if Path::new(LIBFAKETIME).is_file() {
-        Ok(LIBFAKETIME)
-    } else {
-        Err(ProcessFaultError::NoFaketime(LIBFAKETIME.into()))
-    }
+    LIBFAKETIME
+        .iter()
+        .copied()
+        .find(|p| Path::new(p).is_file())
+        .ok_or_else(|| ProcessFaultError::NoFaketime(LIBFAKETIME[0].into()))
 }
 
 /// One process as the fault layer acts on it: its process group (known once it is started),

@@ -29,6 +29,7 @@ mod job_crash;
 mod list_crash;
 pub mod process;
 mod publish;
+pub mod role;
 pub mod server;
 pub mod slot_migration;
 mod time_scale;

@@ -5,7 +5,7 @@
 
 use super::RunContext;
 use crate::error::Error;
-use crate::fault::{CrashSpec, HandlerWork, PlannedCrashes};
+use crate::fault::{Fault, HandlerWork, PlannedCrashes};
 use crate::handler::order::Strategy;
 use crate::roles::claimer::{ClaimerConfig, ReaperSpec};
 use crate::roles::client_list::{wait_for_client, ClientState};
@@ -28,7 +28,8 @@ pub struct GroupSpec<'a> {
     pub shards: u32,
     pub strategy: &'a Strategy,
     pub work: HandlerWork,
-    pub crash: Option<&'a CrashSpec>,
+    /// ordlab's own consumers' faults (each gets those aimed at it).
+    pub faults: &'a [Fault],
     pub reaper: Option<&'a ReaperSpec>,
     /// Nodes a consumer looks for a new primary among when its primary fails (`failover`);
     /// empty: none.
@@ -220,7 +221,7 @@ impl<'p> ConsumerGroup<'p> {
             client_name: ctx.client_name(actor),
             strategy: spec.strategy.clone(),
             work: spec.work.clone(),
-            crash: spec.crash.cloned(),
+            faults: spec.faults.iter().filter(|f| f.aims_at(actor, index)).map(|f| f.resolved(actor)).collect(),
             follow_primary: spec.follow_primary.to_vec(),
             handler: Default::default(),
         }

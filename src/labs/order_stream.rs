@@ -8,7 +8,7 @@ use crate::checker::final_state::{documents, final_state};
 use crate::checker::{health::health, RunVerdict};
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::fault::{CrashSpec, HandlerWork, PublishSchedule, TimeScale};
+use crate::fault::{Fault, HandlerWork, PublishSchedule, TimeScale};
 use crate::handler::order::Strategy;
 use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
 use crate::labs::{FinalItem, Line, Piece, Present, RunContext, RunOutcome, RunView};
@@ -51,9 +51,15 @@ pub struct StreamSpec {
     /// Bytes of state document each event carries (0: events carry only type and version).
     #[serde(default)]
     pub state_bytes: usize,
-    /// A consumer that kills itself (SIGKILL) at a named point.
-    #[serde(default)]
-    pub crash: Option<CrashSpec>,
+    /// Faults of ordlab's own consumers, at the events they report: `{ on = "C1", event =
+    /// "received", nth = 3 }` (SIGKILL right after its third receive), `{ event = "received",
+    /// job = "created" }` (whoever receives `created`), `{ on = "C1", event = "lock_acquired",
+    /// action = { pause_ms = 1500 } }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    /// The key before `faults`: read so that a saved run still reads, refused in a scenario.
+    #[serde(default, rename = "crash", skip_serializing)]
+    pub old_crash: Option<serde_json::Value>,
     /// A claimer process that takes over idle pending entries with XAUTOCLAIM.
     #[serde(default)]
     pub reaper: Option<ReaperSpec>,
@@ -110,7 +116,7 @@ impl StreamSpec {
             shards: self.shards,
             strategy: &self.strategy,
             work: self.work(),
-            crash: self.crash.as_ref(),
+            faults: &self.faults,
             reaper: self.reaper.as_ref(),
             follow_primary: &[],
             worker: self.worker.as_ref(),
@@ -161,7 +167,7 @@ impl StreamSpec {
         streams: &[String],
     ) -> Result<(Option<(i64, i64)>, Option<i64>), Error> {
         let sizes = if self.state_bytes > 0 { Some(entry_sizes(&mut ctx.redis, streams).await?) } else { None };
-        let pending = if self.crash.is_some() || self.reaper.is_some() {
+        let pending = if !self.faults.is_empty() || self.reaper.is_some() {
             let mut n = 0;
             for s in streams {
                 n += streams::pending_count(&mut ctx.redis, s, GROUP).await?;
@@ -415,15 +421,36 @@ mod documents_as_pairs {
     }
 }
 
+/// ordlab's own consumers take faults at the events they report, and only a kill or a pause.
+fn check_consumer_faults(faults: &[Fault], consumers: u32) -> Result<(), String> {
+    use crate::fault::{Action, Target, Trigger};
+    for f in faults {
+        match f.target {
+            Target::Process(crate::timeline::Actor::Consumer(i)) if !(1..=consumers).contains(&i) => {
+                return Err(format!("setup.faults: on = \"C{i}\": use C1 to C{consumers}"));
+            }
+            Target::Any | Target::Process(crate::timeline::Actor::Consumer(_)) => {}
+            _ => return Err("setup.faults: ordlab's own consumers are C1, C2, …: on = \"C1\" (or no on: any)".into()),
+        }
+        if !matches!(f.trigger, Trigger::Event { .. }) || !matches!(f.action, Action::Kill | Action::PauseMs(_)) {
+            return Err("setup.faults: ordlab's own consumers take a kill or a pause at an event they report: { on = \"C1\", event = \"received\", action = \"kill\" }".into());
+        }
+    }
+    Ok(())
+}
+
 /// Check a spec before any server starts (the rules the types cannot express).
 pub fn validate(spec: &mut StreamSpec) -> Result<(), String> {
+    if spec.old_crash.as_ref().is_some_and(|c| !c.is_null()) {
+        return Err("setup.crash is now setup.faults: faults = [{ on = \"C1\", event = \"received\", job = \"created\" }] (README: A new fault)".into());
+    }
     if let Some(w) = &spec.worker {
         if let Some(n) = w.count {
             spec.consumers = n;
         }
         w.check(spec.consumers)?;
-        if spec.crash.is_some() {
-            return Err("setup.crash is for ordlab's own consumers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"XREADGROUP\", at = \"reply\" }]".into());
+        if !spec.faults.is_empty() {
+            return Err("setup.faults is for ordlab's own consumers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"XREADGROUP\", at = \"reply\" }]".into());
         }
     }
     check_consumers(spec.consumers)?;
@@ -433,11 +460,7 @@ pub fn validate(spec: &mut StreamSpec) -> Result<(), String> {
     check_costs(&spec.cost_ms)?;
     check_events(&spec.events)?;
     spec.strategy.check()?;
-    if let Some(i) = spec.crash.as_ref().and_then(|c| c.consumer) {
-        if !(1..=spec.consumers).contains(&i) {
-            return Err(format!("setup.crash.consumer = {i}: use 1 to {}", spec.consumers));
-        }
-    }
+    check_consumer_faults(&spec.faults, spec.consumers)?;
     spec.initial = Some(spec.initial());
     Ok(())
 }

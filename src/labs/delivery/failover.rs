@@ -338,7 +338,7 @@ impl LabProcedure for FailoverSpec {
             shards: 1,
             strategy: &self.strategy,
             work: self.work(),
-            crash: None,
+            faults: &[],
             reaper: None,
             follow_primary: &urls,
             worker: None,

@@ -153,7 +153,7 @@ impl ReaderCeilingSpec {
             client_name: ctx.client_name(Actor::Consumer(1)),
             strategy: Strategy::Fanout(options),
             work: self.work(),
-            crash: None,
+            faults: Vec::new(),
             follow_primary: Vec::new(),
             handler,
         };

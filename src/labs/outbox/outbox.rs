@@ -197,7 +197,7 @@ impl LabProcedure for OutboxSpec {
             shards: 1,
             strategy: &self.strategy,
             work,
-            crash: None,
+            faults: &[],
             reaper: None,
             follow_primary: &[],
             worker: None,

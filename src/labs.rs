@@ -120,7 +120,7 @@ fn mismatch(record: &RunRecord) -> RunVerdict {
 /// (the run did not show what the lab says it shows, whatever else it shows).
 fn judged<P: Judge>(p: &P, run: &RunView<'_, P::Observed>) -> RunVerdict {
     let mut v = p.judge(run);
-    let unfired = crate::fault::unfired(&p.faults(), run.events);
+    let unfired = crate::fault::unfired(&p.faults(run.observed), run.events);
     if !unfired.is_empty() {
         v.reasons.extend(unfired);
         v.verdict = Verdict::Unknown;

@@ -5,7 +5,7 @@
 //! role itself: it SIGKILLs itself, or stops itself for a while.
 //!
 //! One injector per process, installed when the role starts ([`install`]): a role process runs
-//! one role.
+//! one role at a time (a process reused by the explorer installs the next run's anew).
 
 use super::injector::{Fired, Injector};
 use super::process::pause_self;
@@ -13,24 +13,30 @@ use super::trigger::Occurrence;
 use super::{Action, Fault, TimeScale};
 use crate::lang::Words;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink, StdoutSink};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
-static INJECTOR: OnceLock<(Injector, TimeScale)> = OnceLock::new();
+/// The run's faults of this process, with the run's time scale.
+type Installed = Arc<(Injector, TimeScale)>;
 
-/// This process's faults: consulted at each event it reports and at each named point.
+static INJECTOR: Mutex<Option<Installed>> = Mutex::new(None);
+
+/// This process's faults for the run that starts (counted from zero): consulted at each event
+/// it reports and at each named point.
 pub fn install(faults: &[Fault], seed: u64, scale: TimeScale) {
-    if faults.is_empty() {
-        return;
-    }
-    let _ = INJECTOR.set((Injector::new(faults.to_vec(), seed), scale));
+    let installed = (!faults.is_empty()).then(|| Arc::new((Injector::new(faults.to_vec(), seed), scale)));
+    *INJECTOR.lock().unwrap_or_else(|p| p.into_inner()) = installed;
     crate::timeline::on_record(at_event);
+}
+
+fn installed() -> Option<Installed> {
+    INJECTOR.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// The faults that fire now at named point `point` of `actor`'s handling of `job` (counted,
 /// not carried out: see [`carry_out`]).
 pub fn due(actor: Actor, point: &str, job: Option<&str>, delivery: Option<u64>) -> Vec<Fired> {
-    let Some((injector, _)) = INJECTOR.get() else { return Vec::new() };
-    injector.fire(&Occurrence::Event { by: actor, event: point, job, delivery })
+    let Some(installed) = installed() else { return Vec::new() };
+    installed.0.fire(&Occurrence::Event { by: actor, event: point, job, delivery })
 }
 
 /// At named point `point`: every fault that fires is carried out; a kill's announcement
@@ -48,7 +54,7 @@ pub fn carry_out(fired: &Fired, actor: Actor, kill_words: Words) {
     match fired.fault.action {
         Action::Kill => super::crash_now(&StdoutSink, actor, kill_words),
         Action::PauseMs(ms) => {
-            let scale = INJECTOR.get().map_or(TimeScale::REAL, |(_, s)| *s);
+            let scale = installed().map_or(TimeScale::REAL, |i| i.1);
             if let Err(e) = pause_self(scale.duration(ms)) {
                 StdoutSink.emit(actor, EventKind::crashed(false, e.to_string()));
             }
@@ -61,7 +67,8 @@ pub fn carry_out(fired: &Fired, actor: Actor, kill_words: Words) {
 
 /// The hook on every event the process reports.
 fn at_event(event: &RawEvent) {
-    let Some((injector, _)) = INJECTOR.get() else { return };
+    let Some(installed) = installed() else { return };
+    let injector = &installed.0;
     if event.kind.family::<super::FaultEvent>().is_some() || matches!(event.kind, EventKind::Crashed { .. }) {
         return;
     }

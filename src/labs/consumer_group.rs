@@ -5,8 +5,9 @@
 
 use super::RunContext;
 use crate::error::Error;
-use crate::fault::{Fault, HandlerWork, PlannedCrashes};
+use crate::fault::{Fault, PlannedCrashes};
 use crate::handler::order::Strategy;
+use crate::orders::HandlerWork;
 use crate::roles::claimer::{ClaimerConfig, ReaperSpec};
 use crate::roles::client_list::{wait_for_client, ClientState};
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};

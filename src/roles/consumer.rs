@@ -9,10 +9,11 @@
 use super::RoleEnv;
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::fault::{Fault, HandlerWork};
+use crate::fault::Fault;
 use crate::handler::order::events::HandlerEvent;
 use crate::handler::order::reorder_buffer::{Offer, ReorderBuffer};
 use crate::handler::order::{Delivery, Handler, Payload, Strategy};
+use crate::orders::HandlerWork;
 use crate::streams::job_of;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};

@@ -3,8 +3,9 @@
 //! A retried event can land in the log after a newer one: the log itself is then out of order.
 
 use crate::error::{Context, Error};
-use crate::fault::{PublishSchedule, TimeScale};
+use crate::fault::TimeScale;
 use crate::orders::EventSpec;
+use crate::orders::PublishSchedule;
 use crate::streams::xadd;
 use crate::timeline::{Actor, EventKind, PublishFailure, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;

@@ -85,7 +85,7 @@ impl Judge for StreamSpec {
     type Observed = StreamObserved;
     type Facts = StreamFacts;
 
-    fn faults(&self) -> Vec<crate::fault::Fault> {
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
         let own = self.faults.iter().cloned();
         own.chain(self.worker.iter().flat_map(|w| w.faults.clone())).collect()
     }

@@ -188,37 +188,8 @@ enum Command {
         /// class's submissions (`submissions/*`, `submissions/`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         worker: Vec<String>,
-        /// The built-in exercise set.
-        #[arg(long = "set", default_value = "ordering")]
-        set: String,
-        /// A check list file of your own instead (src/grade/ordering.toml is one to copy).
-        #[arg(long, conflicts_with = "set")]
-        checks: Option<PathBuf>,
-        /// Only this check.
-        #[arg(long)]
-        check: Option<String>,
-        /// Runs per check (default: the check list's).
-        #[arg(long, value_parser = parse_runs)]
-        runs: Option<u32>,
-        /// Multiply every duration of the checks (handler work, lock TTLs, min-idle) by F.
-        #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
-        time_scale: f64,
-        /// Seed for every random choice (default: random).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Grade every check by exploring every order of its steps (classes), not by sampling.
-        #[arg(long)]
-        explore: bool,
-        /// How long (ms) a worker may take to start, may go without progress, and has to be
-        /// back waiting for work after the last ack, before its run is cut (default: the check
-        /// list's).
-        #[arg(long, value_parser = parse_patience)]
-        patience_ms: Option<f64>,
-        /// Where a class's gradebook is written (gradebook.csv, index.html, students/).
-        #[arg(long, default_value = "gradebook")]
-        out: PathBuf,
-        #[arg(long, value_enum, default_value_t = Lang::En)]
-        lang: Lang,
+        #[command(flatten)]
+        how: GradeArgs,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -552,38 +523,52 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             Ok(EXIT_MATCHED)
         }
-        Command::Grade {
-            worker,
-            set,
-            checks,
-            check,
-            runs,
-            time_scale,
-            seed,
-            explore,
-            patience_ms,
-            out,
-            lang,
-            services,
-        } => {
-            let how = GradeArgs { set, checks, check, runs, time_scale, seed, explore, patience_ms, out, lang };
-            grade(&worker, how, &services).await
-        }
+        Command::Grade { worker, how, services } => grade(&worker, how, &services).await,
         Command::Role { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 
 /// `ordlab grade`'s options but the worker and the servers.
+#[derive(clap::Args)]
 struct GradeArgs {
+    /// The built-in exercise set.
+    #[arg(long = "set", default_value = "ordering")]
     set: String,
+    /// A check list file of your own instead (src/grade/ordering.toml is one to copy).
+    #[arg(long, conflicts_with = "set")]
     checks: Option<PathBuf>,
+    /// Only this check.
+    #[arg(long)]
     check: Option<String>,
+    /// Runs per check (default: the check list's).
+    #[arg(long, value_parser = parse_runs)]
     runs: Option<u32>,
+    /// Multiply every duration of the checks (handler work, lock TTLs, min-idle) by F.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     time_scale: f64,
+    /// Seed for every random choice (default: random).
+    #[arg(long)]
     seed: Option<u64>,
+    /// Grade every check by exploring every order of its steps (classes), not by sampling.
+    #[arg(long)]
     explore: bool,
+    /// Replay one schedule of the check --check names (as a grade's shortest wrong schedule
+    /// says): its steps in order, each with what followed it, and its verdict.
+    #[arg(long, requires = "check")]
+    schedule: Option<String>,
+    /// With --explore (or a check list's `explore = true`): at most this many runs per
+    /// explored check (the grade says when the search stopped there).
+    #[arg(long, default_value_t = 500)]
+    max_schedules: usize,
+    /// How long (ms) a worker may take to start, may go without progress, and has to be
+    /// back waiting for work after the last ack, before its run is cut (default: the check
+    /// list's).
+    #[arg(long, value_parser = parse_patience)]
     patience_ms: Option<f64>,
+    /// Where a class's gradebook is written (gradebook.csv, index.html, students/).
+    #[arg(long, default_value = "gradebook")]
     out: PathBuf,
+    #[arg(long, value_enum, default_value_t = Lang::En)]
     lang: Lang,
 }
 
@@ -613,15 +598,34 @@ async fn grade(worker: &[String], how: GradeArgs, services: &ServiceArgs) -> any
     } else {
         let command = grade::worker_command(worker)?;
         ordlab::roles::command_worker::check_program(&command)?;
-        let name = std::path::Path::new(&worker[0]).file_stem().map(|s| s.to_string_lossy().into_owned());
+        // Named by its program file (`my_consumer.py` → my_consumer), else by its command.
+        let file = worker.iter().map(std::path::Path::new).find(|p| p.is_file());
+        let name = file.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned());
         vec![Submission { name: name.unwrap_or_else(|| command.join(" ")), command }]
     };
     check_services(services)?;
     let seed = how.seed.unwrap_or_else(rand::random);
+    if let Some(text) = &how.schedule {
+        anyhow::ensure!(!class, "--schedule replays one worker's run: give one worker, not a class");
+        let schedule =
+            ordlab::exploration::Schedule::parse(text).map_err(|e| anyhow::anyhow!("--schedule {text}: {e}"))?;
+        let lab = list.scenario(&subs[0].command)?;
+        let v = &lab.variants[0];
+        let started = ordlab::service::Services::start(&services.options()).await?;
+        let replayed = grade::explored::replay(&started, std::env::current_exe()?, &lab, v, schedule, seed).await;
+        started.stop().await;
+        let c = replayed?;
+        println!("# {} (`{}`): {}, replayed", subs[0].name, subs[0].command.join(" "), v.id);
+        print!("{}", grade::explored::render_replay(&c, v, how.lang));
+        if c.verdict != ordlab::checker::Verdict::Right {
+            println!("hint: {}", list.checks[0].hint.get(how.lang));
+        }
+        return Ok(if c.verdict == ordlab::checker::Verdict::Right { EXIT_MATCHED } else { EXIT_MISMATCH });
+    }
     let mut run = RunOptions::new(how.time_scale, seed);
     run.runs = how.runs;
     run.command_line = command_line();
-    let budget = grade::explored::Budget { seed, ..Default::default() };
+    let budget = grade::explored::Budget { seed, max_schedules: how.max_schedules, ..Default::default() };
     let opts = grade::GradeOptions { list: &list, run, explore_all: how.explore, explore: budget };
     let started = ordlab::service::Services::start(&services.options()).await?;
     let exe = std::env::current_exe()?;
@@ -700,14 +704,16 @@ async fn explore_cli(
     let (mut x, report) = result?;
     let sampled = record::load(&record::path_of(Path::new("results"), &x.lab)).ok();
     x.sampled = sampled.and_then(|r| ordlab::exploration::Sampled::of(&r, &x.variant));
+    // A replay starts with its schedule, then its run (whose timeline follows the steps).
+    if let Some(c) = x.classes.first().filter(|_| replay) {
+        println!("schedule {} ({} steps)", c.schedule, c.steps.len());
+    }
     if let Some(report) = &report {
         print!("{}", text::render(report, &TextOptions { lang, ..TextOptions::default() }));
     }
     let summary = ordlab::exploration::render(&x, lang);
     if !replay {
         print!("{summary}");
-    } else if let Some(c) = x.classes.first() {
-        println!("schedule {} ({} steps)", c.schedule, c.steps.len());
     }
     if let Some(dir) = out {
         let saved = ordlab::exploration::path_in(&dir, &x);

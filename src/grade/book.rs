@@ -155,7 +155,7 @@ fn student(g: &Graded, list: &CheckList, lang: Lang) -> String {
         Ok(checks) => {
             for c in checks {
                 let mut text = String::new();
-                render::check(&mut text, c, list, lang);
+                render::check(&mut text, c, list, &g.submission, lang);
                 let class = if c.mark == Mark::Right { "right" } else { c.mark.word() };
                 let _ = write!(
                     out,

@@ -52,13 +52,16 @@ impl ExploredGrade {
         }
     }
 
-    /// `wrong in 12 of 68 orders`, `right in 68 of 68 orders`.
+    /// `wrong in 12 of 68 orders`, `right in 68 of 68 orders`; `(search cut)` where the search
+    /// stopped at its budget.
     pub fn cell(&self, mark: Mark) -> String {
         let n = self.classes;
+        let cut = if self.incomplete { " (search cut)" } else { "" };
         match mark {
-            Mark::Wrong => format!("wrong in {} of {n} orders", self.wrong),
+            Mark::Wrong => format!("wrong in {} of {n} orders{cut}", self.wrong),
             Mark::Right => format!("right in {n} of {n} orders"),
-            Mark::Unknown => format!("unknown in {} of {n} orders", self.unknown),
+            Mark::Unknown if self.unknown == 0 => format!("unknown: right in {n} orders{cut}"),
+            Mark::Unknown => format!("unknown in {} of {n} orders{cut}", self.unknown),
         }
     }
 
@@ -97,6 +100,16 @@ impl ExploredGrade {
     }
 }
 
+/// A schedule that cannot be matched, with what the worker can do about it.
+fn explain(e: crate::error::Error) -> GradeError {
+    match e {
+        crate::error::Error::Explore(m) if m.contains("the schedule asks for") => GradeError::Run(crate::error::Error::Explore(format!(
+            "{m}: a worker must do the same in every order it is stepped in; a random value it sends (a lock token, a UUID) is matched by its shape when it looks random (a UUID, 16+ hex digits, a base64 token), any other must come from ORDLAB_SEED (the same in every schedule)"
+        ))),
+        other => GradeError::Run(other),
+    }
+}
+
 /// Explore check `v` of `lab` (the submission's) on `services`.
 pub async fn grade(
     services: &Services,
@@ -112,8 +125,92 @@ pub async fn grade(
         seed: budget.seed,
         reuse_processes: true,
     };
-    let (x, _) = crate::exploration::explore(services, exe, lab, v, &opts).await?;
+    let (x, _) = crate::exploration::explore(services, exe, lab, v, &opts).await.map_err(explain)?;
     let explored = ExploredGrade::of(x);
     let mark = explored.mark();
     Ok(super::CheckGrade { id: v.id.clone(), mark, runs: None, planned: 0, stopped: None, explored: Some(explored) })
+}
+
+/// Replay one schedule of check `v` of `lab`: its class (steps, verdict, run).
+pub async fn replay(
+    services: &Services,
+    exe: std::path::PathBuf,
+    lab: &Scenario,
+    v: &Variant,
+    schedule: crate::exploration::Schedule,
+    seed: u64,
+) -> Result<crate::exploration::ExploredClass, GradeError> {
+    let opts = ExploreOptions {
+        search: Search::Replay(schedule),
+        max_schedules: 1,
+        max_steps: Budget::default().max_steps,
+        seed,
+        reuse_processes: true,
+    };
+    let (x, _) = crate::exploration::explore(services, exe, lab, v, &opts).await.map_err(explain)?;
+    x.classes.into_iter().next().ok_or_else(|| {
+        GradeError::Run(crate::error::Error::Explore("the schedule ended before the run was over".into()))
+    })
+}
+
+/// A replayed schedule in words: the schedule line first, then each step with its index, and
+/// under it what the run recorded after it (a kill, a worker cut, ordlab's own roles' events),
+/// so the timeline follows the steps as replayed; then the verdict's reasons.
+pub fn render_replay(c: &crate::exploration::ExploredClass, v: &Variant, lang: crate::lang::Lang) -> String {
+    use crate::timeline::EventKind;
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "schedule {} ({} {})", c.schedule, c.steps.len(), crate::lang::pick(lang, "steps", "bước"));
+    // Each step's own record: the first not yet taken command of its process with its name.
+    let events = &c.record.events;
+    let mut taken = vec![false; events.len()];
+    let mut at: Vec<Option<i64>> = Vec::new();
+    for line in &c.steps {
+        let mut words = line.split(' ');
+        let (who, what) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let found = events.iter().enumerate().position(|(i, e)| {
+            !taken[i]
+                && crate::explore::schedule::code(e.actor) == who
+                && matches!(&e.kind, EventKind::ServerCommand { args, .. }
+                    if args.first().and_then(|a| a.split_whitespace().next()).is_some_and(|w| w.eq_ignore_ascii_case(what)))
+        });
+        if let Some(i) = found {
+            taken[i] = true;
+        }
+        at.push(found.map(|i| events[i].t_us));
+    }
+    let w = crate::timeline::vocabulary::Wording {
+        lang,
+        many_orders: false,
+        redact: crate::timeline::vocabulary::Redactor::NONE,
+    };
+    let lines = crate::report::words::timeline_lines(&c.record, &v.procedure, &w, false);
+    let mut after: Vec<Vec<String>> = vec![Vec::new(); c.steps.len() + 1];
+    for (e, line) in lines {
+        if matches!(e.kind, EventKind::ServerCommand { .. }) {
+            continue;
+        }
+        // After the last step recorded no later than it (before the first: index 0).
+        let step = at.iter().rposition(|t| t.is_some_and(|t| t <= e.t_us)).map_or(0, |i| i + 1);
+        after[step].push(line);
+    }
+    for line in &after[0] {
+        let _ = writeln!(out, "       · {line}");
+    }
+    for (i, step) in c.steps.iter().enumerate() {
+        let _ = writeln!(out, "  {:>3}. {step}", i + 1);
+        for line in &after[i + 1] {
+            let _ = writeln!(out, "       · {line}");
+        }
+    }
+    let verdict = match c.verdict {
+        Verdict::Right => crate::lang::pick(lang, "right", "đúng"),
+        Verdict::Wrong => crate::lang::pick(lang, "WRONG", "SAI"),
+        Verdict::Unknown => crate::lang::pick(lang, "unknown", "không rõ"),
+    };
+    let _ = writeln!(out, "{verdict}");
+    for r in &c.reasons {
+        let _ = writeln!(out, "    → {r}");
+    }
+    out
 }

@@ -2,7 +2,7 @@
 //! not right its hint, the timeline of its first wrong (or unknown) run and the checker's
 //! reasons; for an explored check, its classes and the shortest wrong schedule.
 
-use super::{CheckGrade, CheckList, Graded, Mark};
+use super::{CheckGrade, CheckList, Graded, Mark, Submission};
 use crate::lang::{pick, Lang};
 use crate::report::words;
 use crate::timeline::vocabulary::{Redactor, Wording};
@@ -20,7 +20,7 @@ pub fn render(g: &Graded, list: &CheckList, lang: Lang) -> String {
         }
     };
     for c in checks {
-        check(&mut out, c, list, lang);
+        check(&mut out, c, list, &g.submission, lang);
     }
     let (right, total) = g.score();
     let _ = writeln!(out, "{}", crate::tr!(lang, "{right} of {total} checks right", "{right}/{total} bài kiểm đúng"));
@@ -28,7 +28,7 @@ pub fn render(g: &Graded, list: &CheckList, lang: Lang) -> String {
 }
 
 /// One check: its line, and what explains a grade that is not right.
-pub fn check(out: &mut String, c: &CheckGrade, list: &CheckList, lang: Lang) {
+pub fn check(out: &mut String, c: &CheckGrade, list: &CheckList, sub: &Submission, lang: Lang) {
     let spec = list.check(&c.id);
     let title = spec.map(|s| s.title.get(lang).to_string()).unwrap_or_default();
     let mark = match c.mark {
@@ -55,6 +55,13 @@ pub fn check(out: &mut String, c: &CheckGrade, list: &CheckList, lang: Lang) {
             for (i, s) in steps.iter().enumerate() {
                 let _ = writeln!(out, "    {:>3}. {s}", i + 1);
             }
+            let _ = writeln!(
+                out,
+                "  {} ordlab grade --check {} --schedule {schedule} -- {}",
+                pick(lang, "replay it:", "chạy lại:"),
+                c.id,
+                sub.command.join(" ")
+            );
         }
     } else if let (Some(v), Some(r)) = (&c.runs, c.first_run_not_right()) {
         let w = Wording { lang, many_orders: false, redact: Redactor::NONE };

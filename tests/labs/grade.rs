@@ -148,11 +148,10 @@ fn a_worker_that_prints_invalid_utf8_and_binary_floods_is_graded_on_its_work() {
     }
     // 256 KiB of binary bytes on stdout and stderr per entry, after a Latin-1 line ("caf\xe9").
     // (The gradebook's PHP CAS worker writes Latin-1 lines too.)
-    for worker in ["examples/grade/loud_cas.py"] {
-        let (code, report, err) = grade(&["--runs", "1", "--time-scale", "0.5", worker]);
-        assert_eq!(code, Some(0), "{worker}: every check right:\n{report}{err}");
-        assert!(report.contains("5 of 5 checks right"), "{report}");
-    }
+    let worker = "examples/grade/loud_cas.py";
+    let (code, report, err) = grade(&["--runs", "1", "--time-scale", "0.5", worker]);
+    assert_eq!(code, Some(0), "{worker}: every check right:\n{report}{err}");
+    assert!(report.contains("5 of 5 checks right"), "{report}");
 }
 
 #[test]
@@ -249,4 +248,48 @@ fn a_class_is_graded_into_one_gradebook_by_one_command() {
     let student = std::fs::read_to_string(out.path().join("students/ack_first.html")).unwrap();
     assert!(student.contains("id=\"crash-after-ack\"") && student.contains("XACK"), "{student}");
     assert!(Path::new(&out.path().join("students/syntax_error.html")).is_file());
+}
+
+/// The work-first check-then-act worker: sampled, the race check is right (paid's write lands
+/// 750 ms before created's SELECT); explored, some order puts paid's SELECT and UPDATE between
+/// created's SELECT and UPDATE. The search's depth-first order reaches that class in its 12th
+/// run; 30 leave room for a search that orders its runs otherwise. Its replay is the same class.
+#[test]
+fn explored_the_work_first_check_then_act_worker_is_wrong_with_a_schedule_to_replay() {
+    if !python() {
+        return;
+    }
+    let worker = "examples/grade/submissions/check_then_act.py";
+    let (code, report, err) = grade(&["--explore", "--check", "race", "--max-schedules", "30", worker]);
+    assert_eq!(code, Some(1), "{report}{err}");
+    let line = check_line(&report, "race");
+    assert!(line.starts_with("✕") && line.contains(": wrong in "), "{report}");
+    let block = check_block(&report, "race");
+    assert!(block.contains("hint: paid is written first"), "{block}");
+    assert!(block.contains("→ order 42 ended created (v=1), expected paid"), "{block}");
+    let replay = block.lines().find_map(|l| l.trim().strip_prefix("replay it: ")).expect("a replay line");
+    let schedule = replay.split(" --schedule ").nth(1).and_then(|s| s.split(' ').next()).unwrap();
+    // The replay starts with its schedule; its steps are numbered in the order they ran.
+    let (code, replayed, err) = grade(&["--check", "race", "--schedule", schedule, "--", "python3", worker]);
+    assert_eq!(code, Some(1), "{replayed}{err}");
+    let mut lines = replayed.lines().skip(1);
+    assert!(lines.next().unwrap().starts_with(&format!("schedule {schedule} (")), "{replayed}");
+    assert!(lines.next().unwrap().trim_start().starts_with("1. P XADD"), "{replayed}");
+    assert!(replayed.contains("→ order 42 ended created (v=1), expected paid"), "{replayed}");
+}
+
+/// A lock worker whose tokens are `uuid4()`s: each run's SET carries another token, and the
+/// search still matches its steps (their shape leaves the token out) instead of stopping at
+/// the first replayed prefix.
+#[test]
+fn explored_a_lock_worker_with_random_tokens_is_stepped() {
+    if !python() {
+        return;
+    }
+    let args = ["--explore", "--check", "race", "--max-schedules", "6", "examples/grade/submissions/lock_del.py"];
+    let (code, report, err) = grade(&args);
+    assert_eq!(code, Some(1), "{report}{err}");
+    let line = check_line(&report, "race");
+    assert!(line.contains(" orders"), "graded by classes: {report}{err}");
+    assert!(!err.contains("the schedule asks for"), "{err}");
 }

@@ -117,7 +117,20 @@ impl<'p> ConsumerGroup<'p> {
                 let actor = Actor::Consumer(index);
                 let env = group.worker_env(ctx, spec, index, actor, Default::default());
                 let want = ClientState::BlockedInXreadgroup;
-                group.start_foreign(ctx, server.url, server.conn, spec, worker, env, want, tx).await?;
+                let started = group.start_foreign(ctx, server.url, server.conn, spec, worker, env, want, tx).await;
+                started.map_err(|e| match e {
+                    // Started one at a time: the first that fails is the only one that ran.
+                    Error::WorkerCommand { command, detail } if starting.is_empty() && spec.consumers > 1 => {
+                        let n = spec.consumers;
+                        Error::WorkerCommand {
+                            command,
+                            detail: format!(
+                                "{detail} (the first of its {n} processes to start; the others were not started)"
+                            ),
+                        }
+                    }
+                    other => other,
+                })?;
                 starting.push((actor, Some(worker)));
                 continue;
             }

@@ -36,6 +36,8 @@ pub struct ExploredGrade {
     pub shortest_wrong: Option<(String, Vec<String>)>,
     /// The search stopped at its budget: not every class was run.
     pub incomplete: bool,
+    /// Runs cut at the step limit (a retry that never ends): their classes are not counted.
+    pub cut_at_bound: usize,
     /// The whole exploration (every class's run).
     pub exploration: Exploration,
 }
@@ -72,21 +74,19 @@ impl ExploredGrade {
         if self.incomplete {
             out.push("the search stopped at its budget: not every order was run".into());
         }
+        if self.cut_at_bound > 0 {
+            out.push(format!(
+                "{} runs were cut at the step limit (a retry that never ends): their orders are not counted",
+                self.cut_at_bound
+            ));
+        }
         out
     }
 
     fn of(x: Exploration) -> ExploredGrade {
         let (wrong, unknown) = (x.count(Verdict::Wrong), x.count(Verdict::Unknown));
         let which = if wrong > 0 { Verdict::Wrong } else { Verdict::Unknown };
-        let mut reasons: Vec<(String, usize)> = Vec::new();
-        for c in x.classes.iter().filter(|c| c.verdict == which) {
-            for r in &c.reasons {
-                match reasons.iter_mut().find(|(s, _)| s == r) {
-                    Some(e) => e.1 += 1,
-                    None => reasons.push((r.clone(), 1)),
-                }
-            }
-        }
+        let reasons = merged(x.classes.iter().filter(|c| c.verdict == which).map(|c| c.reasons.as_slice()));
         let shortest_wrong = x.shortest_wrong().map(|c| (c.schedule.clone(), c.steps.clone()));
         ExploredGrade {
             classes: x.classes.len(),
@@ -94,10 +94,25 @@ impl ExploredGrade {
             unknown,
             reasons,
             shortest_wrong,
-            incomplete: x.hit_max_schedules || x.bounded,
+            incomplete: x.hit_max_schedules || x.bounded || x.cut_at_bound > 0,
+            cut_at_bound: x.cut_at_bound,
             exploration: x,
         }
     }
+}
+
+/// Each distinct reason of `classes` with how many classes give it, in the order first given.
+fn merged<'a>(classes: impl Iterator<Item = &'a [String]>) -> Vec<(String, usize)> {
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for c in classes {
+        for r in c {
+            match reasons.iter_mut().find(|(s, _)| s == r) {
+                Some(e) => e.1 += 1,
+                None => reasons.push((r.clone(), 1)),
+            }
+        }
+    }
+    reasons
 }
 
 /// A schedule that cannot be matched, with what the worker can do about it.
@@ -213,4 +228,15 @@ pub fn render_replay(c: &crate::exploration::ExploredClass, v: &Variant, lang: c
         let _ = writeln!(out, "    → {r}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn identical_reasons_of_many_classes_are_one_line_with_their_count() {
+        let a = ["order 42 ended created (v=1), expected paid".to_string()];
+        let b = ["mutual exclusion broken".to_string(), a[0].clone()];
+        let m = super::merged([&a[..], &b[..], &a[..]].into_iter());
+        assert_eq!(m, [(a[0].clone(), 3), (b[0].clone(), 1)]);
+    }
 }

@@ -79,8 +79,7 @@ fn index(book: &[Graded], list: &CheckList, lang: Lang, header: &str) -> String 
         esc(title)
     );
     let _ = write!(out, "<h1>{}</h1><p>{}</p>", esc(title), esc(header));
-    out.push_str("<table><tr><th>");
-    out.push_str(pick(lang, "student", "học viên"));
+    let _ = write!(out, "<table><tr><th>{}</th>", pick(lang, "student", "học viên"));
     for c in &list.checks {
         let _ = write!(out, "<th title=\"{}\">{}</th>", esc(c.title.get(lang)), esc(&c.id));
     }
@@ -236,5 +235,6 @@ mod tests {
         assert!(page.contains("href=\"students/a___quoted_.html#race\""), "{page}");
         assert!(page.contains("&lt;broken&gt;") && !page.contains("<broken>"), "{page}");
         assert!(page.contains("colspan=\"5\">did not start: C1 exited"), "{page}");
+        assert!(page.contains("<tr><th>student</th><th title="), "{page}");
     }
 }

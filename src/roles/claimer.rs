@@ -48,12 +48,14 @@ impl ReaperSpec {
         50.0
     }
 
-    /// The environment a claimer from a command line is told (time scale applied).
+    /// The environment a claimer from a command line is told (time scale applied). Its min-idle
+    /// is a server timer: under the explorer (time scale 0) it never passes by the clock, and
+    /// the explorer makes an entry idle as a step of its own, as for ordlab's own claimer.
     pub fn worker_env(&self, scale: crate::fault::TimeScale) -> std::collections::BTreeMap<String, String> {
-        let ms = |v: f64| (scale.duration(v).as_secs_f64() * 1000.0).round().max(1.0).to_string();
+        let poll = (scale.duration(self.poll_ms).as_secs_f64() * 1000.0).round().max(1.0);
         std::collections::BTreeMap::from([
-            ("ORDLAB_CLAIM_MIN_IDLE_MS".to_string(), ms(self.min_idle_ms)),
-            ("ORDLAB_CLAIM_POLL_MS".to_string(), ms(self.poll_ms)),
+            ("ORDLAB_CLAIM_MIN_IDLE_MS".to_string(), scale.timer_ms(self.min_idle_ms.round() as u64).to_string()),
+            ("ORDLAB_CLAIM_POLL_MS".to_string(), poll.to_string()),
         ])
     }
 }

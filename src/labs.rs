@@ -38,6 +38,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
+    entry::<crate::roles::patience::PatienceEvent>(),
 ];
 
 const SHARED_ROLES: &[RoleEntry] = &[

@@ -76,6 +76,8 @@ impl LoadSpec {
             crash: None,
             reaper: None,
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         }
     }
 

@@ -39,6 +39,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
     entry::<crate::fault::FaultEvent>(),
+    entry::<crate::roles::patience::PatienceEvent>(),
 ];
 
 const SHARED_ROLES: &[RoleEntry] = &[

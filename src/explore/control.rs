@@ -460,11 +460,16 @@ impl Book {
 }
 
 /// A command as a replay must repeat it: long numbers (a version made from an entry ID's time,
-/// a timestamp) are left out, since they differ from run to run while the step is the same.
+/// a timestamp) and random tokens ([`super::random_words`]) are left out, since they differ from
+/// run to run while the step is the same.
 fn shape(command: &str) -> String {
     command
         .split(' ')
-        .map(|w| if w.len() >= 10 && w.bytes().all(|b| b.is_ascii_digit()) { "#" } else { w })
+        .map(|w| match w {
+            w if w.len() >= 10 && w.bytes().all(|b| b.is_ascii_digit()) => "#",
+            w if super::random_words::is_random(w) => super::random_words::MASK,
+            w => w,
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

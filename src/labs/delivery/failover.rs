@@ -343,6 +343,8 @@ impl LabProcedure for FailoverSpec {
             reaper: None,
             follow_primary: &urls,
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         };
         let server = Server { url: &urls[0], conn: &mut nodes.p.clone() };
         let group = ConsumerGroup::start_on(ctx, server, vec![stream.clone()], &group_spec, 1, &tx).await?;

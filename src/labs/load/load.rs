@@ -77,6 +77,8 @@ impl LoadSpec {
             old_crash: None,
             reaper: None,
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         }
     }
 

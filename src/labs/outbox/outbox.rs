@@ -202,6 +202,8 @@ impl LabProcedure for OutboxSpec {
             reaper: None,
             follow_primary: &[],
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &spec, &tx).await?;

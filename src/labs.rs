@@ -11,6 +11,7 @@
 mod consumer_group;
 mod context;
 pub mod order_stream;
+pub mod patience;
 mod procedure;
 mod record;
 
@@ -38,6 +39,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
+    entry::<patience::PatienceEvent>(),
 ];
 
 const SHARED_ROLES: &[RoleEntry] = &[

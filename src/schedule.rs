@@ -30,7 +30,7 @@ pub fn plan<'a>(labs: &'a [Scenario], opts: &RunOptions) -> (Vec<Work<'a>>, Vec<
         .iter()
         .enumerate()
         .flat_map(|(lab, s)| s.variants.iter().filter(|v| opts.wants(v)).map(move |variant| Work { lab, variant }));
-    all.partition(|w| w.variant.scheduler_race)
+    all.partition(|w| w.variant.scheduler_race || w.variant.timer_race)
 }
 
 /// Run `labs` on `jobs` slots (see the module doc); `done` gets each lab's report as soon as

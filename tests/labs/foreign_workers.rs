@@ -132,12 +132,71 @@ async fn foreign_priority_workers_reach_the_verdicts_of_ordlab_s_own() {
         let low = facts(id, |f| f.trickle_low_max_wait_ms);
         assert!(low.iter().all(|ms| ms.is_some_and(|ms| ms >= 1500)), "{id}: {low:?}");
     }
+    seed_constructors_as_written(&report);
     for id in ["ordlab-weighted", "python-weighted"] {
         let served = facts(id, |f| f.served_while_backlogged.map(|s| s[0] * 10_000 + s[1] * 100 + s[2]));
         assert!(served.iter().all(|s| *s == Some(300 * 10_000 + 150 * 100 + 30)), "{id}: 300/150/30: {served:?}");
         // Two empty reads of ≥ 100 ms per round away from critical: p90 ≥ 150 ms.
         let p90 = facts(id, |f| f.trickle_critical_p90_ms);
         assert!(p90.iter().all(|ms| ms.is_some_and(|ms| ms >= 150)), "{id}: {p90:?}");
+    }
+}
+
+/// The seed's strict loop with its own client lines (`Redis.from_url(url)`, `redis.Redis()`),
+/// redis-py 8.1's 5 s socket timeout against its BLOCK 5000: whether the probe is served after
+/// ~5 s (the server's empty reply came first) or never (the client's timeout did; `from_url`
+/// dies of it, `Redis()` retries until the lab's patience runs out) is a race of two timers,
+/// run by run. What each run says must be what happened in it: a probe with no take on the
+/// timeline is "never served" or "not served within the lab's patience" in the facts, the
+/// text, the verdict and the chart, never a number; one taken has its measured wait.
+fn seed_constructors_as_written(report: &ordlab::report::LabReport) {
+    use ordlab::labs::priority::served::tracks;
+    use ordlab::priority_queue::Phase;
+    use ordlab::report::text::{self, TextOptions};
+    let text = text::render(report, &TextOptions::default());
+    let chart = ordlab::report::chart::lab_charts(report).into_iter().find(|c| c.id == "waits").expect("waits chart");
+    for (k, id) in ["python-strict-seed-from-url", "python-strict-seed-redis"].into_iter().enumerate() {
+        let v = support::variant(report, id);
+        let section = text.split("\n### ").find(|s| s.starts_with(id)).expect("its section");
+        let mut never = 0;
+        for r in &v.run_records {
+            let f = support::facts::<PrioritySpec>(v, r);
+            let probe = tracks(&r.events).into_iter().find(|t| t.phase == Phase::AlignedProbe).expect("a probe");
+            let reasons = r.verdict.reasons.join("; ");
+            match probe.taken_us {
+                Some(_) => {
+                    assert!(f.aligned_probe_wait_ms.is_some_and(|ms| ms >= 4000), "{id} run {}: {f:?}", r.run);
+                    assert_eq!(f.aligned_probe_never_served_ms, None, "{id} run {}", r.run);
+                }
+                None => {
+                    never += 1;
+                    assert_eq!(f.aligned_probe_wait_ms, None, "{id} run {}: a never-served probe has no wait", r.run);
+                    assert!(f.aligned_probe_never_served_ms.is_some_and(|ms| ms >= 4000), "{id} run {}: {f:?}", r.run);
+                    let said = if id.ends_with("from-url") {
+                        "never served (C1 died at t="
+                    } else {
+                        "not served within the lab's patience (12 s)"
+                    };
+                    assert!(reasons.contains(said), "{id} run {}: {reasons}", r.run);
+                    if id.ends_with("from-url") {
+                        // Killed by its own TimeoutError: the exit status and the line that says so.
+                        assert!(
+                            reasons.contains("C1 died unplanned: exit status: 1") && reasons.contains("TimeoutError"),
+                            "{reasons}"
+                        );
+                        assert!(section.contains("C1's last lines before it died"), "{section}");
+                    }
+                }
+            }
+            // Wrong either way: the probe waited (or stayed unserved) ≥ 5 s against 250 ms.
+            assert_eq!(r.verdict.verdict, ordlab::checker::Verdict::Wrong, "{id} run {}: {reasons}", r.run);
+        }
+        if never > 0 {
+            assert!(section.contains("never served") || section.contains("not served within"), "{section}");
+            let mark = &chart.series[0].unmeasured;
+            assert!(mark.iter().any(|u| u.x == (4 + k) as f64), "{id}: the chart marks it: {mark:?}");
+        }
+        assert!(!section.contains("waited 0 ms"), "{section}");
     }
 }
 

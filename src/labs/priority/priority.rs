@@ -565,6 +565,14 @@ impl Present for PrioritySpec {
                 "{k} job thăm dò vào lúc ngẫu nhiên (cách nhau 0–{max} ms)"
             ));
         }
+        if let Some(ms) = self.patience_ms {
+            let limit = crate::labs::patience::PatienceEvent::limit_words(ms);
+            parts.push(crate::tr!(
+                lang,
+                "the lab waits at most {limit} for a phase's jobs",
+                "lab chờ các job của một giai đoạn tối đa {limit}"
+            ));
+        }
         parts.join("; ")
     }
 

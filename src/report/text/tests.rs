@@ -81,6 +81,7 @@ fn variant(id: &str, setup: &str, expect: Expectation, runs: Vec<RunRecord>) -> 
         expect,
         expect_dropped: Expectation::None,
         scheduler_race: false,
+        timer_race: false,
         seed: None,
         explored: None,
     };
@@ -292,6 +293,7 @@ fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
         expect: Expectation::None,
         expect_dropped: Expectation::None,
         scheduler_race: false,
+        timer_race: false,
         seed: None,
         explored: None,
     };

@@ -20,6 +20,19 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions, verdicts:
         let _ = writeln!(out, "  {}: {why}", pick(opts.lang, "skipped", "bỏ qua"));
         return;
     }
+    if opts.redact.active() && v.timer_race {
+        // Served late in one run, never in the next: only the verdict is the same every run.
+        let note = pick(
+            opts.lang,
+            "[run details: a race between the client's timeout and the server's reply decides them, they differ run to run; the verdict does not]",
+            "[chi tiết từng lần: do cuộc đua giữa timeout của client và reply của server quyết định, khác nhau mỗi lần; kết luận thì không]",
+        );
+        let _ = writeln!(out, "  {note}");
+        verdict(out, v, opts, false, verdicts);
+        mark(out, verdicts);
+        expectation(out, v, opts, false);
+        return;
+    }
     let hidden = opts.redact.active() && v.scheduler_race && !v.procedure.per_process_stable();
     if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
@@ -89,6 +102,9 @@ fn outcome_marked(out: &mut String, v: &VariantReport, opts: &TextOptions, verdi
     fates::per_run(out, v, opts, per_run_varies);
     facts(out, v, opts);
     verdict(out, v, opts, unstable, verdicts);
+    if let Some(r) = v.run_records.iter().find(|r| r.events.iter().any(|e| !e.kind.last_lines().is_empty())) {
+        last_lines(out, r, opts);
+    }
     fates::dropped_example(out, v, opts, per_run_varies);
     mark(out, verdicts);
     expectation(out, v, opts, unstable);
@@ -170,9 +186,6 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
         if let Some(r) = v.run_records.iter().find(|r| r.verdict.verdict == Verdict::Unknown) {
             unknown_why(out, r, opts);
         }
-    }
-    if let Some(r) = v.run_records.iter().find(|r| r.events.iter().any(|e| !e.kind.last_lines().is_empty())) {
-        last_lines(out, r, opts);
     }
 }
 

@@ -6,7 +6,7 @@
 use crate::labs::priority::priority::{ratio_text, PrioritySpec};
 use crate::labs::priority::seed_claims::{ms, says, spread};
 use crate::labs::priority::served::{self as priority, PriorityMeasures};
-use crate::labs::priority::unserved::{NeverServed, Wait};
+use crate::labs::priority::unserved::{NeverServed, Unserved, Wait};
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::roles::priority_loop::LoopSpec;
@@ -71,14 +71,21 @@ pub fn lines(spec: &PrioritySpec, all: &[PriorityMeasures], lang: Lang) -> Vec<L
         if let Some(first) = never.first() {
             let (k, n) = (never.len(), probes.len());
             let sep = if served.is_empty() { "" } else { "; " };
-            line = line
-                .and_text(crate::tr!(
+            line = match first.why {
+                Unserved::Patience { .. } => line.and_text(sep).and_line(first.why_words(lang)).and_text(crate::tr!(
                     lang,
-                    "{sep}never served in {k} of {n} runs (",
-                    "{sep}không bao giờ được xử lý trong {k}/{n} lần ("
-                ))
-                .and_line(first.why_words(lang))
-                .and_text(")");
+                    " in {k} of {n} runs",
+                    " trong {k}/{n} lần"
+                )),
+                _ => line
+                    .and_text(crate::tr!(
+                        lang,
+                        "{sep}never served in {k} of {n} runs (",
+                        "{sep}không bao giờ được xử lý trong {k}/{n} lần ("
+                    ))
+                    .and_line(first.why_words(lang))
+                    .and_text(")"),
+            };
             if served.is_empty() {
                 line = line.and_text(tail);
             }

@@ -13,6 +13,7 @@
 //! reads, pipelines, push frames); the forwarding itself copies bytes unchanged, so the worker's
 //! client library sees exactly what the server sent.
 
+pub mod connections;
 pub mod limits;
 pub mod postgres;
 pub mod redis;

@@ -39,6 +39,8 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
+    entry::<crate::interposer::connections::ConnectionEvent>(),
+    entry::<crate::pg_locks::LockEvent>(),
     entry::<patience::PatienceEvent>(),
 ];
 

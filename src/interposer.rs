@@ -200,6 +200,14 @@ impl WorkerTap {
         self.sink.record(RawEvent { mono_ns: crate::clock::now_ns(), actor: self.actor, kind });
     }
 
+    /// Record that the worker's `connection` to `server` is open (on PostgreSQL, served by
+    /// backend `backend_pid`, as its BackendKeyData said).
+    pub fn connection_opened(&self, server: ServerKind, connection: u32, backend_pid: Option<u32>) {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let kind = connections::ConnectionEvent::ConnectionOpened { server, connection, backend_pid }.event();
+        self.sink.record(RawEvent { mono_ns: crate::clock::now_ns(), actor: self.actor, kind });
+    }
+
     /// Record a finished exchange as a timeline event of this worker.
     pub fn record(&self, x: Exchange) {
         if self.gate.is_some() && !(x.server == ServerKind::Redis && is_handshake(&x.args)) {

@@ -207,16 +207,17 @@ impl LockWait {
             let waiter = who(waiter_pid);
             // The waiting statement's reply at the wire, if it came: the first statement of that
             // connection answered after the harness saw it wait.
-            let answered_us = waiter.and_then(|(actor, conn)| {
+            let answered = waiter.and_then(|(actor, conn)| {
                 events.iter().find_map(|x| match &x.kind {
-                    EventKind::ServerCommand { server: ServerKind::Postgres, connection, .. }
+                    EventKind::ServerCommand { server: ServerKind::Postgres, connection, round_trip_us, .. }
                         if x.actor == actor && *connection == conn && x.t_us >= e.t_us =>
                     {
-                        Some(x.t_us)
+                        Some((x.t_us, *round_trip_us))
                     }
                     _ => None,
                 })
             });
+            let answered_us = answered.map(|(t, _)| t);
             let before = |ms: f64| e.t_us - (ms * 1000.0).round() as i64;
             let holders = blockers
                 .iter()
@@ -232,7 +233,11 @@ impl LockWait {
                 waiter,
                 waiter_pid,
                 statement: keyword,
-                from_us: before(waited_ms),
+                // Its send as the interposer stamped it; else when PostgreSQL says it began.
+                from_us: match answered {
+                    Some((t, Some(rt))) => t - rt,
+                    _ => before(waited_ms),
+                },
                 answered_us,
                 holders,
                 record_end_us,

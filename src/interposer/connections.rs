@@ -85,11 +85,9 @@ impl Vocabulary for ConnectionEvent {
     fn line(&self, a: Actor, w: &Wording) -> Option<String> {
         let lang = w.lang;
         Some(match self {
-            ConnectionEvent::ConnectionOpened { server, connection, backend_pid } => {
-                let s = server_name(*server);
-                let pid = backend_pid.map(|p| format!(" (backend pid {})", w.redact.count(p))).unwrap_or_default();
-                crate::tr!(lang, "{a} opened {s} connection {connection}{pid}", "{a} mở kết nối {s} {connection}{pid}")
-            }
+            // Opening a connection is a client library's own business (in the JSON, counted in
+            // the run's notes), as its handshake is.
+            ConnectionEvent::ConnectionOpened { .. } => return None,
             ConnectionEvent::ConnectionClosed { server, connection, by } => {
                 let (s, by) = (server_name(*server), closed_by_words(*by, lang));
                 crate::tr!(

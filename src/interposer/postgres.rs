@@ -345,6 +345,10 @@ pub enum BackendMessage {
         types: Vec<u32>,
     },
     PortalSuspended,
+    /// The backend's process id (and cancel key) at start-up: how `pg_locks` names it.
+    BackendKeyData {
+        pid: u32,
+    },
     /// Any other type byte (authentication, parameter status, notices…): passed through.
     Other(u8),
 }
@@ -366,7 +370,7 @@ impl BackendParser {
         let tag = buf[0];
         // Only the messages with fields we read are decoded (a DataRow is only counted).
         let bodiless = match tag {
-            b'C' | b'E' | b'Z' | b't' => None,
+            b'C' | b'E' | b'Z' | b't' | b'K' => None,
             b'I' => Some(BackendMessage::EmptyQuery),
             b'D' => Some(BackendMessage::DataRow),
             b'1' => Some(BackendMessage::ParseComplete),
@@ -404,6 +408,7 @@ impl BackendParser {
                 }
                 BackendMessage::Error { sqlstate, message: text }
             }
+            Message::BackendKeyData(body) => BackendMessage::BackendKeyData { pid: body.process_id() as u32 },
             Message::ParameterDescription(body) => {
                 let types = body.parameters().collect::<Vec<u32>>().map_err(|e| malformed(e.to_string()))?;
                 BackendMessage::ParameterDescription { types }
@@ -440,12 +445,15 @@ enum Awaiting {
     Execute {
         args: Vec<String>,
         rows: u64,
+        /// When it was passed on to the server: its duration runs from here to its result.
+        sent_ns: u64,
     },
     Query {
         args: Vec<String>,
         replies: Vec<String>,
         error: bool,
         replied_ns: Option<u64>,
+        sent_ns: u64,
     },
     Sync,
 }
@@ -502,9 +510,13 @@ impl Session {
     /// The client's `message` has been forwarded to the server.
     pub fn client_sent(&mut self, message: &FrontendMessage) {
         let awaiting = match message {
-            FrontendMessage::Query { sql } => {
-                Awaiting::Query { args: vec![sql.clone()], replies: Vec::new(), error: false, replied_ns: None }
-            }
+            FrontendMessage::Query { sql } => Awaiting::Query {
+                args: vec![sql.clone()],
+                replies: Vec::new(),
+                error: false,
+                replied_ns: None,
+                sent_ns: crate::clock::now_ns(),
+            },
             FrontendMessage::Parse { statement, sql, param_types } => {
                 let prepared = Prepared { sql: sql.clone(), param_types: param_types.clone() };
                 self.statements.insert(statement.clone(), prepared);
@@ -527,7 +539,7 @@ impl Session {
             }
             FrontendMessage::Execute { .. } => {
                 let args = self.statement_of(message).unwrap_or_default();
-                Awaiting::Execute { args, rows: 0 }
+                Awaiting::Execute { args, rows: 0, sent_ns: crate::clock::now_ns() }
             }
             FrontendMessage::Describe { kind, name } => Awaiting::Describe((*kind == b'S').then(|| name.clone())),
             FrontendMessage::Close { kind, name } => {
@@ -602,7 +614,7 @@ impl Session {
                 while let Some(awaiting) = self.awaiting.pop_front() {
                     match awaiting {
                         Awaiting::Sync => break,
-                        Awaiting::Query { args, replies, error, replied_ns } => {
+                        Awaiting::Query { args, replies, error, replied_ns, sent_ns } => {
                             let finished = Exchange {
                                 entries: Vec::new(),
                                 server: ServerKind::Postgres,
@@ -611,7 +623,7 @@ impl Session {
                                 reply: replies.join("; "),
                                 error,
                                 replied_ns: replied_ns.unwrap_or(now_ns),
-                                sent_ns: None,
+                                sent_ns: Some(sent_ns),
                             };
                             return ServerStep { reply_to: None, finished: Some(finished) };
                         }
@@ -619,7 +631,7 @@ impl Session {
                     }
                 }
             }
-            BackendMessage::Other(_) => {}
+            BackendMessage::Other(_) | BackendMessage::BackendKeyData { .. } => {}
         }
         ServerStep::default()
     }
@@ -641,7 +653,9 @@ impl Session {
             self.awaiting.pop_front();
         }
         if let Some(Awaiting::Execute { .. }) = self.awaiting.front() {
-            let Some(Awaiting::Execute { args, .. }) = self.awaiting.pop_front() else { return ServerStep::default() };
+            let Some(Awaiting::Execute { args, sent_ns, .. }) = self.awaiting.pop_front() else {
+                return ServerStep::default();
+            };
             let finished = Exchange {
                 entries: Vec::new(),
                 server: ServerKind::Postgres,
@@ -650,12 +664,12 @@ impl Session {
                 reply,
                 error,
                 replied_ns: now_ns,
-                sent_ns: None,
+                sent_ns: Some(sent_ns),
             };
             return ServerStep { reply_to: Some(args), finished: Some(finished) };
         }
         match self.awaiting.front_mut() {
-            Some(Awaiting::Query { args, replies, error: failed, replied_ns }) => {
+            Some(Awaiting::Query { args, replies, error: failed, replied_ns, .. }) => {
                 replies.push(reply);
                 *failed |= error;
                 // The first result is the query's reply moment.
@@ -981,6 +995,9 @@ impl ServerSide<'_> {
     ) -> std::io::Result<Flow> {
         let mut flow = Flow::Continue;
         let mut forward = !self.dropping_batch;
+        if let BackendMessage::BackendKeyData { pid } = message {
+            self.tap.connection_opened(ServerKind::Postgres, self.connection, Some(*pid));
+        }
         if let Some(args) = &step.reply_to {
             let view = CommandView { server: ServerKind::Postgres, connection: self.connection, args };
             match self.tap.decide(&view, Moment::Reply) {
@@ -1173,7 +1190,9 @@ mod tests {
         session.server_sent(&BackendMessage::ReadyForQuery { status: TransactionStatus::Idle }, 0);
         let mut exchanges = Vec::new();
         for (i, m) in backend_chunked(server, 0).iter().enumerate() {
-            if let Some(x) = session.server_sent(m, i as u64).finished {
+            if let Some(mut x) = session.server_sent(m, i as u64).finished {
+                // Every statement carries its send time (the clock's; the tests compare the rest).
+                assert!(x.sent_ns.take().is_some(), "{x:?}");
                 exchanges.push(x);
             }
         }
@@ -1333,7 +1352,10 @@ mod tests {
         let mut exchanges = Vec::new();
         let mut statuses = Vec::new();
         for (i, m) in backend_chunked(&server, 0).iter().enumerate() {
-            exchanges.extend(session.server_sent(m, i as u64).finished);
+            exchanges.extend(session.server_sent(m, i as u64).finished.map(|mut x| {
+                assert!(x.sent_ns.take().is_some(), "{x:?}");
+                x
+            }));
             if let BackendMessage::ReadyForQuery { .. } = m {
                 statuses.push(session.transaction_status());
             }

@@ -57,7 +57,14 @@ impl Vocabulary for PatienceEvent {
     fn line(&self, a: Actor, w: &Wording) -> Option<String> {
         let PatienceEvent::GaveUp { patience_ms, waiting_for } = self;
         let limit = Self::limit_words(*patience_ms);
-        let what = listed(waiting_for);
+        // Stream entry IDs vary run to run: a snapshot shows `[id]`.
+        let is_id = |s: &str| {
+            s.split_once('-')
+                .is_some_and(|(a, b)| a.len() >= 6 && a.chars().chain(b.chars()).all(|c| c.is_ascii_digit()))
+        };
+        let shown: Vec<String> =
+            waiting_for.iter().map(|x| if is_id(x) { w.redact.entry_id(x) } else { x.clone() }).collect();
+        let what = listed(&shown);
         Some(crate::tr!(
             w.lang,
             "{a} gave up: the lab's patience ({limit}) ran out, {what} not done",

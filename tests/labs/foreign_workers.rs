@@ -235,6 +235,59 @@ async fn foreign_job_workers_reach_the_verdicts_of_ordlab_s_own() {
             assert!(claimed_at_the_wire, "{case} run {}: the Python claimer's XAUTOCLAIM took the job", r.run);
         }
     }
+    seed_lines_as_written(&report, &counts);
+}
+
+/// The seed's database lines as written beside the example's. `--seed-db` (psycopg 3's
+/// default transaction, never committed): killed after the e-mail, both effects happen once,
+/// yet order 42 is never completed, and the verdict says so, naming the changes never
+/// committed; refused, the retry's UPDATE waits for C1's row lock, and the report names the
+/// holder as PostgreSQL does. `--literal-cursor` (`rows = db.execute(...)`): the truthy
+/// cursor lets the retry call the partner that the example's `.fetchall()` never calls.
+fn seed_lines_as_written(report: &ordlab::report::LabReport, counts: &dyn Fn(&str) -> Vec<(i64, i64, i64, i64, i64)>) {
+    use ordlab::checker::Verdict;
+    use ordlab::labs::Kind as _;
+    use ordlab::pg_locks::LockWait;
+    use ordlab::timeline::Actor;
+    let order_42 = |r: &ordlab::labs::RunRecord| {
+        let o = JobsSpec::observed_of(&r.observed).expect("a jobs run");
+        o.orders.iter().find(|row| row.order == 42).map(|row| row.status.clone())
+    };
+    let v = support::variant(report, "python-multistep-crash-seed-db");
+    assert!(counts(&v.id).iter().all(|c| *c == (2, 0, 0, 1, 0)), "both effects once: {:?}", counts(&v.id));
+    for r in &v.run_records {
+        let why = r.verdict.reasons.join("; ");
+        assert_eq!((r.verdict.verdict, order_42(r).as_deref()), (Verdict::Wrong, Some("paid")), "{why}");
+        assert!(why.contains("order 42 ended paid, expected completed"), "{why}");
+        assert!(why.contains("C1's transaction") && why.contains("never committed"), "{why}");
+        assert!(why.contains("reaper's transaction") && why.contains("until the run stopped reaper"), "{why}");
+    }
+    let v = support::variant(report, "python-multistep-refused-seed-db");
+    for r in &v.run_records {
+        let why = r.verdict.reasons.join("; ");
+        assert_eq!((r.verdict.verdict, order_42(r).as_deref()), (Verdict::Wrong, Some("paid")), "{why}");
+        let waits = LockWait::of(&r.events);
+        let wait = waits.iter().find(|w| w.waiter.map(|(a, _)| a) == Some(Actor::Reaper)).expect("the retry's wait");
+        let holder = &wait.holders[0];
+        assert_eq!(
+            (holder.who.map(|(a, _)| a), holder.state.as_str()),
+            (Some(Actor::Consumer(1)), "idle in transaction")
+        );
+        assert_eq!(wait.statement, "UPDATE");
+        assert!(wait.waited_ms() >= 1000.0, "{wait:?}");
+        assert!(
+            why.contains("reaper's UPDATE") && why.contains("for C1's open transaction (idle in transaction since t="),
+            "{why}"
+        );
+    }
+    let (literal, fetchall) = (counts("python-multistep-crash-literal-cursor"), counts("python-multistep-crash"));
+    assert!(literal.iter().all(|c| *c == (2, 0, 0, 1, 0)), "the truthy cursor: the partner is called: {literal:?}");
+    assert!(fetchall.iter().all(|c| c.1 == 1), "with .fetchall() the retry returns: the partner is lost: {fetchall:?}");
+    let v = support::variant(report, "python-multistep-crash-literal-cursor");
+    assert!(v
+        .run_records
+        .iter()
+        .all(|r| order_42(r).as_deref() == Some("completed") && r.verdict.verdict == Verdict::Right));
 }
 
 /// A scenario file like foreign-ordering's python variant, with `command` as its worker.

@@ -755,12 +755,20 @@ impl Present for JobsSpec {
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
-        pick(
+        let effects = pick(
             lang,
             "an effect not exactly once (lost or duplicated)",
             "có side effect không đúng một lần (mất hoặc lặp)",
-        )
-        .to_string()
+        );
+        let rows: Vec<String> = self
+            .intended_orders()
+            .iter()
+            .map(|(order, status)| crate::tr!(lang, "order {order} not {status}", "đơn {order} không {status}"))
+            .collect();
+        match rows.is_empty() {
+            true => effects.to_string(),
+            false => format!("{effects}{}{}", pick(lang, ", or ", ", hoặc "), rows.join(", ")),
+        }
     }
 
     fn timeline(&self) -> TimelineDisplay {

@@ -28,7 +28,10 @@ fn shown_lines(lines: &[(&crate::timeline::Event, String)], focus: bool) -> Vec<
     shown[0] = true;
     shown[n - 1] = true;
     for (i, (e, _)) in lines.iter().enumerate() {
-        if matches!(e.kind, crate::timeline::EventKind::Crashed { .. } | crate::timeline::EventKind::Effect { .. }) {
+        let fault = e.kind.family::<crate::fault::FaultEvent>().is_some();
+        if fault
+            || matches!(e.kind, crate::timeline::EventKind::Crashed { .. } | crate::timeline::EventKind::Effect { .. })
+        {
             shown[i.saturating_sub(AROUND)..(i + AROUND + 1).min(n)].iter_mut().for_each(|s| *s = true);
         }
     }

@@ -40,12 +40,20 @@ pub enum ConnectionEvent {
     },
     /// The connection ended: `by` closed it first.
     ConnectionClosed { server: ServerKind, connection: u32, by: ClosedBy },
-    /// A command sent at `sent_us` (on the run's clock) never answered to its client: the
-    /// connection closed (`by`) `waited_ms` after it was sent. Placed at the close.
-    NoReply { server: ServerKind, connection: u32, args: Vec<String>, sent_us: i64, waited_ms: f64, by: ClosedBy },
-    /// A reply to `args` that reached the interposer `after_close_ms` after its client had
-    /// closed the connection: for nobody.
-    ReplyForNobody { server: ServerKind, connection: u32, args: Vec<String>, reply: String, after_close_ms: f64 },
+    /// A command never answered to its client: the connection closed (`by`) `waited_ms` after
+    /// it was sent. Placed at the close (it was sent `waited_ms` before).
+    NoReply { server: ServerKind, connection: u32, args: Vec<String>, waited_ms: f64, by: ClosedBy },
+    /// The client closed the connection `waited_ms` after it sent `args` (it gave up on it),
+    /// and the reply reached the interposer `after_close_ms` after that: for nobody.
+    ReplyForNobody {
+        server: ServerKind,
+        connection: u32,
+        args: Vec<String>,
+        reply: String,
+        #[serde(default)]
+        waited_ms: f64,
+        after_close_ms: f64,
+    },
 }
 
 fn server_name(s: ServerKind) -> &'static str {
@@ -88,6 +96,11 @@ impl Vocabulary for ConnectionEvent {
             // Opening a connection is a client library's own business (in the JSON, counted in
             // the run's notes), as its handshake is.
             ConnectionEvent::ConnectionOpened { .. } => return None,
+            // A client closing (counted in the run's notes, said by a command it left without a
+            // reply) or ordlab ending the process is no news; the server closing is.
+            ConnectionEvent::ConnectionClosed { by: ClosedBy::Client | ClosedBy::Ordlab, .. } => return None,
+            // What ordlab cut off at the end of a run, or with a fault (which says so itself).
+            ConnectionEvent::NoReply { by: ClosedBy::Ordlab, .. } => return None,
             ConnectionEvent::ConnectionClosed { server, connection, by } => {
                 let (s, by) = (server_name(*server), closed_by_words(*by, lang));
                 crate::tr!(
@@ -105,13 +118,14 @@ impl Vocabulary for ConnectionEvent {
                     "{a} [{s} {connection}] {c} → không có reply: {by} đóng kết nối sau {ms}"
                 )
             }
-            ConnectionEvent::ReplyForNobody { server, connection, args, reply, after_close_ms } => {
+            ConnectionEvent::ReplyForNobody { server, connection, args, reply, waited_ms, after_close_ms } => {
                 let (s, c) = (server_name(*server), command(args));
-                let ms = w.redact.ms(after_close_ms.round() as i64);
+                let waited = w.redact.ms(waited_ms.round() as i64);
+                let late = w.redact.ms(after_close_ms.round() as i64);
                 crate::tr!(
                     lang,
-                    "{a} [{s} {connection}] the reply to {c} ({reply}) came {ms} after the client had closed: for nobody",
-                    "{a} [{s} {connection}] reply của {c} ({reply}) tới {ms} sau khi client đã đóng: không ai nhận"
+                    "{a} [{s} {connection}] {c} → no reply: the client closed the connection after {waited}; the reply ({reply}) came {late} later, for nobody",
+                    "{a} [{s} {connection}] {c} → không có reply: client đóng kết nối sau {waited}; reply ({reply}) tới {late} sau đó, không ai nhận"
                 )
             }
         })
@@ -119,12 +133,13 @@ impl Vocabulary for ConnectionEvent {
 
     fn drawing(&self, w: &Wording) -> Drawing {
         match self {
+            ConnectionEvent::NoReply { by: ClosedBy::Ordlab, .. } => Drawing::Nothing,
             ConnectionEvent::NoReply { waited_ms, .. } => Drawing::Waited { waited_ms: *waited_ms },
             ConnectionEvent::ReplyForNobody { .. } => {
                 Drawing::Mark(Glyph::Failed, pick(w.lang, "reply for nobody", "reply không ai nhận").to_string())
             }
-            ConnectionEvent::ConnectionClosed { by: ClosedBy::Client, .. } => {
-                Drawing::Mark(Glyph::Failed, pick(w.lang, "client closed", "client đóng").to_string())
+            ConnectionEvent::ConnectionClosed { by: ClosedBy::Server, .. } => {
+                Drawing::Mark(Glyph::Failed, pick(w.lang, "server closed", "server đóng").to_string())
             }
             _ => Drawing::Nothing,
         }
@@ -140,7 +155,8 @@ pub struct ConnectionStats {
     pub reconnects: [u32; 2],
     /// Commands the client gave up on: never answered, the client closed the connection.
     pub client_gave_up: u32,
-    /// Commands never answered because the server or ordlab closed the connection.
+    /// Commands never answered because the server closed the connection (what ordlab cuts
+    /// off, a fault or the end of the run, is not counted: it says so itself).
     pub cut_off: u32,
     /// Replies that came after their client had gone.
     pub replies_for_nobody: u32,
@@ -173,16 +189,21 @@ impl ConnectionStats {
                     *closed_before.entry((e.actor, index(server))).or_default() += 1;
                 }
                 ConnectionEvent::NoReply { by: ClosedBy::Client, .. } => stats.client_gave_up += 1,
-                ConnectionEvent::NoReply { .. } => stats.cut_off += 1,
-                ConnectionEvent::ReplyForNobody { .. } => stats.replies_for_nobody += 1,
+                ConnectionEvent::NoReply { by: ClosedBy::Server, .. } => stats.cut_off += 1,
+                ConnectionEvent::NoReply { by: ClosedBy::Ordlab, .. } => {}
+                ConnectionEvent::ReplyForNobody { .. } => {
+                    stats.client_gave_up += 1;
+                    stats.replies_for_nobody += 1;
+                }
             }
         }
         out
     }
 
-    /// Anything beyond connections opened once and answered.
+    /// A command lost to a closed connection, or a reply to nobody: what a report says (with
+    /// the reconnects around it). Reconnects alone (a pool recycling its connections) are not.
     pub fn eventful(&self) -> bool {
-        self.reconnects.iter().sum::<u32>() + self.client_gave_up + self.cut_off + self.replies_for_nobody > 0
+        self.client_gave_up + self.cut_off + self.replies_for_nobody > 0
     }
 
     /// `C1: 4 Redis connections (3 reconnects); 3 commands the client gave up on (no reply: it
@@ -215,7 +236,11 @@ impl ConnectionStats {
             ));
         }
         if n > 0 {
-            parts.push(crate::tr!(lang, "{n} reply(ies) that came for nobody", "{n} reply tới khi không còn ai nhận"));
+            parts.push(crate::tr!(
+                lang,
+                "{n} of them answered after the client had closed: for nobody",
+                "{n} trong số đó được trả lời sau khi client đã đóng: không ai nhận"
+            ));
         }
         format!("{actor}: {}", parts.join("; "))
     }
@@ -251,7 +276,6 @@ mod tests {
                     server: ServerKind::Redis,
                     connection: c,
                     args: xread(),
-                    sent_us: (t - 5000) * 1000,
                     waited_ms: 5000.2,
                     by: ClosedBy::Client,
                 },
@@ -264,6 +288,7 @@ mod tests {
                 connection: 1,
                 args: xread(),
                 reply: "(nil)".into(),
+                waited_ms: 5000.1,
                 after_close_ms: 3.7,
             },
         );
@@ -283,7 +308,7 @@ mod tests {
             ConnectionStats {
                 opened: [3, 0],
                 reconnects: [2, 0],
-                client_gave_up: 2,
+                client_gave_up: 3,
                 cut_off: 0,
                 replies_for_nobody: 1
             }
@@ -291,11 +316,14 @@ mod tests {
         assert!(stats.eventful());
         assert_eq!(
             stats.words(Actor::Consumer(1), Lang::En),
-            "C1: 3 Redis connection(s) (2 reconnect(s)); 2 command(s) the client gave up on (no reply: it closed the connection first; a client-side timeout); 1 reply(ies) that came for nobody"
+            "C1: 3 Redis connection(s) (2 reconnect(s)); 3 command(s) the client gave up on (no reply: it closed the connection first; a client-side timeout); 1 of them answered after the client had closed: for nobody"
         );
         // Two connections open side by side (a pool) are no reconnect.
         let pool = vec![opened(0, 1), opened(1, 2), closed(9, 1, ClosedBy::Ordlab), closed(9, 2, ClosedBy::Ordlab)];
         assert_eq!(ConnectionStats::of(&pool)[&Actor::Consumer(1)].reconnects, [0, 0]);
+        // A pool that reconnects losing nothing, or commands ordlab cut off, is no news.
+        let recycled = vec![opened(0, 1), closed(5, 1, ClosedBy::Client), opened(6, 2)];
+        assert!(!ConnectionStats::of(&recycled)[&Actor::Consumer(1)].eventful());
     }
 
     #[test]
@@ -305,7 +333,6 @@ mod tests {
             server: ServerKind::Redis,
             connection: 1,
             args: xread(),
-            sent_us: 0,
             waited_ms: 5000.2,
             by: ClosedBy::Client,
         };
@@ -318,12 +345,13 @@ mod tests {
             connection: 1,
             args: xread(),
             reply: "(nil)".into(),
+            waited_ms: 5000.1,
             after_close_ms: 3.7,
         };
-        assert!(late
-            .line(Actor::Consumer(1), &w)
-            .unwrap()
-            .ends_with("came 4 ms after the client had closed: for nobody"));
+        assert_eq!(
+            late.line(Actor::Consumer(1), &w).unwrap(),
+            "C1 [Redis 1] XREADGROUP GROUP g C1 COUNT 10 BLOCK 5000 STREAMS low > → no reply: the client closed the connection after 5000 ms; the reply ((nil)) came 4 ms later, for nobody"
+        );
         crate::timeline::vocabulary::check_kinds(&[
             ConnectionEvent::ConnectionOpened { server: ServerKind::Postgres, connection: 1, backend_pid: Some(7) },
             ConnectionEvent::ConnectionClosed { server: ServerKind::Redis, connection: 1, by: ClosedBy::Server },

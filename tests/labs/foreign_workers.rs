@@ -191,12 +191,52 @@ fn seed_constructors_as_written(report: &ordlab::report::LabReport) {
             // Wrong either way: the probe waited (or stayed unserved) ≥ 5 s against 250 ms.
             assert_eq!(r.verdict.verdict, ordlab::checker::Verdict::Wrong, "{id} run {}: {reasons}", r.run);
         }
+        for r in &v.run_records {
+            given_up_reads_are_no_answers(id, r);
+        }
         if never > 0 {
             assert!(section.contains("never served") || section.contains("not served within"), "{section}");
             let mark = &chart.series[0].unmeasured;
             assert!(mark.iter().any(|u| u.x == (4 + k) as f64), "{id}: the chart marks it: {mark:?}");
         }
         assert!(!section.contains("waited 0 ms"), "{section}");
+    }
+}
+
+/// A read the client gave up on (redis-py's 5 s timeout closing the connection) is in the
+/// record as such, never as an answered read: no recorded exchange answers a command whose
+/// reply came for nobody, and where the probe was never served the worker's give-ups and
+/// reconnects are counted (`from_url` dies of its first; `Redis()` retries on a new connection).
+fn given_up_reads_are_no_answers(id: &str, r: &ordlab::labs::RunRecord) {
+    use ordlab::interposer::connections::{ClosedBy, ConnectionEvent, ConnectionStats};
+    use ordlab::timeline::Actor;
+    let mut gave_up = 0;
+    for e in &r.events {
+        let (connection, args) = match e.kind.family::<ConnectionEvent>() {
+            Some(ConnectionEvent::ReplyForNobody { connection, args, waited_ms, .. }) => {
+                assert!(waited_ms >= 4000.0, "{id} run {}: {waited_ms}", r.run);
+                (connection, args)
+            }
+            Some(ConnectionEvent::NoReply { connection, args, by: ClosedBy::Client, .. }) => (connection, args),
+            _ => continue,
+        };
+        gave_up += 1;
+        let answered = r.events.iter().any(|x| {
+            matches!(&x.kind, EventKind::ServerCommand { connection: c, args: a, .. } if *c == connection && *a == args && (x.t_us - e.t_us).abs() < 200_000)
+        });
+        assert!(!answered, "{id} run {}: a read given up on is recorded as answered", r.run);
+    }
+    let stats = ConnectionStats::of(&r.events).remove(&Actor::Consumer(1)).unwrap_or_default();
+    assert_eq!(stats.client_gave_up, gave_up, "{id} run {}", r.run);
+    let probe_taken = ordlab::labs::priority::served::tracks(&r.events)
+        .iter()
+        .any(|t| t.phase == ordlab::priority_queue::Phase::AlignedProbe && t.taken_us.is_some());
+    if !probe_taken {
+        // Never served: the worker gave up on its read at least once before the lab stopped.
+        assert!(gave_up >= 1, "{id} run {}: {stats:?}", r.run);
+        if id.ends_with("seed-redis") {
+            assert!(stats.reconnects[0] >= 1, "{id} run {}: Redis() retries on a new connection: {stats:?}", r.run);
+        }
     }
 }
 

@@ -71,6 +71,19 @@ impl Session {
         }
     }
 
+    /// The statements sent and never answered (their args, when they were sent): what a
+    /// connection that closes now leaves without a reply.
+    pub fn unanswered(&mut self) -> Vec<(Vec<String>, u64)> {
+        self.awaiting
+            .drain(..)
+            .filter_map(|a| match a {
+                Awaiting::Execute { args, sent_ns, .. } => Some((args, sent_ns)),
+                Awaiting::Query { args, sent_ns, replied_ns: None, .. } => Some((args, sent_ns)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The transaction status of the last ReadyForQuery.
     pub fn transaction_status(&self) -> Option<TransactionStatus> {
         self.status

@@ -10,6 +10,7 @@
 
 mod consumer_group;
 mod context;
+pub mod handler_time;
 pub mod order_stream;
 pub mod patience;
 mod procedure;

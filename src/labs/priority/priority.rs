@@ -536,11 +536,19 @@ impl Present for PrioritySpec {
             parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
         }
         let [c, n, l] = self.cost_ms.array();
-        parts.push(crate::tr!(
-            lang,
-            "work {c}/{n}/{l} ms per critical/normal/low job",
-            "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"
-        ));
+        parts.push(match &self.worker {
+            // What anyone's program spends is its own (measured in the run's notes).
+            Some(_) => crate::tr!(
+                lang,
+                "work: the worker's own (told {c}/{n}/{l} ms per critical/normal/low job)",
+                "xử lý: của chính worker (được báo {c}/{n}/{l} ms mỗi job critical/normal/low)"
+            ),
+            None => crate::tr!(
+                lang,
+                "work {c}/{n}/{l} ms per critical/normal/low job",
+                "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"
+            ),
+        });
         if let Some(b) = self.backlog {
             parts.push(format!("{}: {}", pick(lang, "backlog", "tồn đọng"), counts_phrase(b.array())));
         }
@@ -601,6 +609,23 @@ impl Present for PrioritySpec {
         let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
         let [c, n, l] = self.cost_ms.array();
         let mut after = phase_lines(run.events, c != n || n != l, lang);
+        if self.worker.is_some() {
+            let spent = crate::labs::handler_time::spent_ms(
+                run.events,
+                |e| match e.kind.family::<PriorityEvent>() {
+                    Some(PriorityEvent::PriorityJobTaken { job, .. }) => Some(job),
+                    _ => None,
+                },
+                |e| match e.kind.family::<PriorityEvent>() {
+                    Some(PriorityEvent::JobDone { job }) => Some(job),
+                    _ => None,
+                },
+            );
+            let between = pick(lang, "from its take to its XACK", "từ lúc lấy tới XACK");
+            let s = run.observed.scale;
+            let told = format!("{}/{}/{} ms (ORDLAB_COST_MS)", c * s, n * s, l * s);
+            after.extend(crate::labs::handler_time::lines(&spent, between, &told, lang));
+        }
         after.extend(Line::client_libraries(run.events, lang));
         RunNotes { heading: Some(heading), after }
     }

@@ -12,6 +12,7 @@
 //! [`transactions`] (changes a process never committed, from its statements at the wire), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
+pub mod evidence;
 pub mod exclusion;
 pub mod fates;
 pub mod final_state;

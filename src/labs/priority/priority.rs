@@ -523,6 +523,31 @@ impl Judge for PrioritySpec {
         }]
     }
 
+    /// The aligned probe: its queueing, and its take (or, never served, the queueing marks
+    /// that); the probes at random moments alike.
+    fn evidence(&self, run: &RunView<'_, PriorityObserved>) -> Vec<crate::checker::evidence::Evidence> {
+        use crate::checker::evidence::{at, Why};
+        let mut queued: Vec<(String, usize)> = Vec::new();
+        let mut out = Vec::new();
+        for (i, e) in run.events.iter().enumerate() {
+            match e.kind.family::<PriorityEvent>() {
+                Some(PriorityEvent::JobQueued { job, phase: Phase::AlignedProbe | Phase::Probe, .. }) => {
+                    queued.push((job, i))
+                }
+                Some(PriorityEvent::PriorityJobTaken { job, .. }) => {
+                    if let Some(k) = queued.iter().position(|(j, _)| *j == job) {
+                        let (_, q) = queued.remove(k);
+                        out.extend(at(run.events, q, Why::Decisive));
+                        out.extend(at(run.events, i, Why::Decisive));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.extend(queued.into_iter().filter_map(|(_, q)| at(run.events, q, Why::NeverServed)));
+        out
+    }
+
     fn facts(&self, run: &RunView<'_, PriorityObserved>) -> PriorityFacts {
         let [c, n, l] = self.cost_ms.array();
         measure_facts(&priority::measure(run.events), &self.claims, c != n || n != l)

@@ -312,6 +312,25 @@ mod outputs {
     }
 
     #[test]
+    fn the_verdict_rests_on_the_probe_never_served_and_the_death() {
+        use crate::checker::evidence::Why;
+        let events = probe_run(false);
+        let observed = PriorityObserved { scale: 1.0, queued: 2, done: 1, pending_after_run: 0 };
+        let record = crate::labs::RunRecord {
+            run: 1,
+            events: events.clone(),
+            timed_out: false,
+            observed: crate::labs::Observed::Priority(observed),
+            verdict: crate::checker::RunVerdict::right(),
+        };
+        let evidence = crate::labs::Procedure::Priority(spec()).evidence(&record);
+        let whys: Vec<(usize, Why)> = evidence.iter().map(|e| (e.index, e.why)).collect();
+        // The probe queued at 2110 ms (never served), C1's death at 7163 ms.
+        assert_eq!(whys, [(3, Why::NeverServed), (4, Why::Died)]);
+        assert_eq!(evidence[1].t_us, 7_163_000);
+    }
+
+    #[test]
     fn a_probe_served_late_keeps_its_measured_wait() {
         let (spec, observed) = (spec(), PriorityObserved { scale: 1.0, queued: 2, done: 2, pending_after_run: 0 });
         let late = probe_run(true);

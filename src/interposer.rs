@@ -15,6 +15,7 @@
 //! of ordlab runs on) copies bytes unchanged, so the worker's client library sees exactly what
 //! the server sent.
 
+pub mod connections;
 pub mod forward;
 pub mod limits;
 pub mod link;
@@ -61,6 +62,9 @@ pub struct WorkerTap {
     steps: std::sync::Mutex<Steps>,
     /// Woken when an exchange is recorded (the explorer waits on it for a step's reply).
     recorded: tokio::sync::Notify,
+    /// ordlab ends the process (a fault killed it, or the run stops it): its connections
+    /// closing from now on are ordlab's doing, not the client's.
+    ending: std::sync::atomic::AtomicBool,
 }
 
 /// What a gated tap counts: steps released, exchanges (of released steps) recorded, the
@@ -178,6 +182,7 @@ impl WorkerTap {
             gate,
             steps: Default::default(),
             recorded: tokio::sync::Notify::new(),
+            ending: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -251,6 +256,7 @@ impl WorkerTap {
         };
         match fired.fault.action {
             Action::Kill => {
+                self.stopping();
                 self.process.kill();
                 Passage::Cut { reset: false }
             }
@@ -331,6 +337,71 @@ impl WorkerTap {
     pub fn refused(&self, breach: &limits::Breach, connection: u32) {
         use crate::timeline::vocabulary::Vocabulary as _;
         let kind = breach.event(connection).event();
+        self.sink.record(RawEvent { mono_ns: crate::clock::now_ns(), actor: self.actor, kind });
+    }
+
+    /// ordlab is ending the worker's process (the run stops it, or a fault kills it): a
+    /// connection that closes from now on was closed by ordlab.
+    pub fn stopping(&self) {
+        self.ending.store(true, Ordering::SeqCst);
+    }
+
+    /// Who closed a connection whose client side ended: the client, unless ordlab was
+    /// ending its process.
+    pub fn client_side_closer(&self) -> connections::ClosedBy {
+        match self.ending.load(Ordering::SeqCst) {
+            true => connections::ClosedBy::Ordlab,
+            false => connections::ClosedBy::Client,
+        }
+    }
+
+    /// Record the end of the worker's `connection` to `server`, closed first by `by` at
+    /// `closed_ns`: each command still unanswered then (its words, when it was sent) never
+    /// got a reply, and the connection is closed.
+    pub fn connection_closed(
+        &self,
+        server: ServerKind,
+        connection: u32,
+        by: connections::ClosedBy,
+        unanswered: Vec<(Vec<String>, u64)>,
+        closed_ns: u64,
+    ) {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        use connections::ConnectionEvent as C;
+        for (args, sent_ns) in unanswered {
+            let waited_ms = closed_ns.saturating_sub(sent_ns) as f64 / 1e6;
+            let kind = C::NoReply { server, connection, args, waited_ms, by }.event();
+            self.sink.record(RawEvent { mono_ns: closed_ns, actor: self.actor, kind });
+        }
+        let kind = C::ConnectionClosed { server, connection, by }.event();
+        self.sink.record(RawEvent { mono_ns: closed_ns, actor: self.actor, kind });
+    }
+
+    /// Record a reply to `args` (sent at `sent_ns`) that reached the interposer after the
+    /// client had closed at `closed_ns`.
+    pub fn reply_for_nobody(
+        &self,
+        server: ServerKind,
+        connection: u32,
+        (args, sent_ns): (Vec<String>, u64),
+        reply: String,
+        closed_ns: u64,
+    ) {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let now = crate::clock::now_ns();
+        let after_close_ms = now.saturating_sub(closed_ns) as f64 / 1e6;
+        let waited_ms = closed_ns.saturating_sub(sent_ns) as f64 / 1e6;
+        let kind =
+            connections::ConnectionEvent::ReplyForNobody { server, connection, args, reply, waited_ms, after_close_ms }
+                .event();
+        self.sink.record(RawEvent { mono_ns: now, actor: self.actor, kind });
+    }
+
+    /// Record that the worker's `connection` to `server` is open (on PostgreSQL, served by
+    /// backend `backend_pid`, as its BackendKeyData said).
+    pub fn connection_opened(&self, server: ServerKind, connection: u32, backend_pid: Option<u32>) {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let kind = connections::ConnectionEvent::ConnectionOpened { server, connection, backend_pid }.event();
         self.sink.record(RawEvent { mono_ns: crate::clock::now_ns(), actor: self.actor, kind });
     }
 

@@ -10,7 +10,9 @@
 
 mod consumer_group;
 mod context;
+pub mod handler_time;
 pub mod order_stream;
+pub mod patience;
 mod procedure;
 mod record;
 
@@ -38,6 +40,9 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
+    entry::<crate::interposer::connections::ConnectionEvent>(),
+    entry::<crate::pg_locks::LockEvent>(),
+    entry::<patience::PatienceEvent>(),
     entry::<crate::fault::FaultEvent>(),
     entry::<crate::roles::patience::PatienceEvent>(),
 ];
@@ -239,6 +244,17 @@ macro_rules! lab_kinds {
 
             pub fn judge(&self, record: &RunRecord) -> RunVerdict {
                 match self { $( Procedure::$kind(p) => with_view(p, record, |o| judged(p, o)).unwrap_or_else(|| mismatch(record)), )* }
+            }
+
+            /// The events `record`'s verdict rests on, in event order: the moments every kind
+            /// shares (a death, the lab giving up, a fault, a command given up on, a lock wait,
+            /// a change never committed) and the kind's own. What a picture of the run must show.
+            pub fn evidence(&self, record: &RunRecord) -> Vec<crate::checker::evidence::Evidence> {
+                let mut all = crate::checker::evidence::common(&record.events);
+                match self { $( Procedure::$kind(p) => all.extend(with_view(p, record, |o| p.evidence(o)).unwrap_or_default()), )* }
+                all.sort_by_key(|e| (e.index, e.why));
+                all.dedup_by_key(|e| e.index);
+                all
             }
 
             pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {

@@ -91,6 +91,8 @@ struct VariantFile {
     #[serde(default)]
     scheduler_race: bool,
     #[serde(default)]
+    timer_race: bool,
+    #[serde(default)]
     runs: Option<u32>,
     #[serde(default)]
     seed: Option<SeedFigure>,
@@ -147,6 +149,11 @@ pub struct Variant {
     /// Who goes first is decided by the OS scheduler (e.g. two consumers racing for a lock):
     /// the timeline differs from run to run, so snapshots leave it out.
     pub scheduler_race: bool,
+    /// A run's details are decided by a race between two timers (a client's socket timeout
+    /// against the server's `BLOCK`): a job served late in one run is never served in the
+    /// next. The verdict holds either way; a snapshot keeps only the verdict, and the variant
+    /// runs alone as a scheduler race does.
+    pub timer_race: bool,
     /// What the seed published for this experiment, if it ran it.
     pub seed: Option<SeedFigure>,
     /// Why exploring every order shows what it shows beside what sampling shows (`ordlab
@@ -230,6 +237,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             id: file.id.clone(),
             title: None,
             scheduler_race: false,
+            timer_race: false,
             runs: None,
             seed: None,
             explored: file.explored.clone(),
@@ -279,6 +287,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             expect,
             expect_dropped,
             scheduler_race: v.scheduler_race,
+            timer_race: v.timer_race,
             seed,
             explored: v.explored,
         });

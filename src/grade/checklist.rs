@@ -226,6 +226,7 @@ impl CheckList {
                 expect: Expectation::None,
                 expect_dropped: Expectation::Any,
                 scheduler_race: false,
+                timer_race: false,
                 seed: None,
                 explored: None,
             });

@@ -68,6 +68,12 @@ pub trait TechniqueKind: Described + Clone + fmt::Debug + PartialEq + Serialize 
     fn key_ttl(&self) -> Option<(&'static str, f64)> {
         None
     }
+
+    /// The status the job is meant to leave its order's row in (`completed`), where it writes
+    /// one: the final state the verdict reads besides the effects. None: it writes no order.
+    fn order_status_after(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 macro_rules! techniques {
@@ -106,6 +112,11 @@ macro_rules! techniques {
             /// See [`TechniqueKind::key_ttl`].
             pub fn key_ttl(&self) -> Option<(&'static str, f64)> {
                 match self { $( Technique::$variant(t) => t.key_ttl(), )* }
+            }
+
+            /// See [`TechniqueKind::order_status_after`].
+            pub fn order_status_after(&self) -> Option<&'static str> {
+                match self { $( Technique::$variant(t) => t.order_status_after(), )* }
             }
 
             /// The technique in one phrase of the set-up line.

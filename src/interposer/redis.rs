@@ -11,6 +11,7 @@
 pub mod command;
 pub mod frame;
 
+use super::connections::ClosedBy;
 use super::forward::{forward, Direction, Outbox, Step};
 use super::limits::{Breach, HELD_MAX};
 use super::{CommandView, Exchange, Moment, Passage, WorkerTap};
@@ -85,6 +86,7 @@ pub async fn serve(
         set_up(&mut server, &["CLIENT".into(), "SETNAME".into(), name.clone()]).await?;
     }
     let connection = tap.next_connection(ServerKind::Redis);
+    tap.connection_opened(ServerKind::Redis, connection, None);
     let wire = Arc::new(Mutex::new(Wire {
         sent: VecDeque::new(),
         protocol: Protocol::Resp2,
@@ -97,11 +99,26 @@ pub async fn serve(
     let mut commands = Commands { link: &link, command: InFlight::default() };
     let mut replies = Replies { link: &link, buf: Vec::new() };
     let end = tokio::select! {
+        // The client's close first: a reply read in the same moment never reached it (it is
+        // recorded as a reply for nobody below, never as the command's answer).
+        biased;
         r = forward(&mut client_read, Outbox::now(&mut server_write), &mut commands, &[], None) => r?,
         r = forward(&mut server_read, Outbox::now(&mut client_write), &mut replies, &[], None) => r?,
     };
+    let closed_ns = crate::clock::now_ns();
+    let by = match &end {
+        End::ClientClosed => link.tap.client_side_closer(),
+        End::ServerClosed => ClosedBy::Server,
+        End::Cut { .. } | End::Refused(_) => ClosedBy::Ordlab,
+    };
+    if by == ClosedBy::Client {
+        link.late_replies(&mut server_read, &mut replies.buf, closed_ns).await;
+    }
+    let unanswered: Vec<(Vec<String>, u64)> =
+        link.wire.lock().unwrap().sent.drain(..).map(|s| (s.args, s.sent_ns)).collect();
+    link.tap.connection_closed(ServerKind::Redis, connection, by, unanswered, closed_ns);
     match end {
-        End::Closed => {}
+        End::ClientClosed | End::ServerClosed => {}
         End::Cut { reset: true } => {
             // No FIN first (dropping a write half shuts it down): the RST is all the client gets.
             let _ = client_write.as_ref().set_zero_linger();
@@ -121,8 +138,10 @@ pub async fn serve(
 
 /// How a connection's forwarding ends.
 enum End {
-    /// One side closed.
-    Closed,
+    /// The worker closed its side.
+    ClientClosed,
+    /// The server closed its side.
+    ServerClosed,
     /// A fault ended it.
     Cut { reset: bool },
     /// A frame over the server's limit: refuse it with the server's error, then close.
@@ -205,7 +224,7 @@ impl Direction for Commands<'_> {
     }
 
     fn closed(&mut self) -> End {
-        End::Closed
+        End::ClientClosed
     }
 }
 
@@ -234,7 +253,7 @@ impl Direction for Replies<'_> {
     }
 
     fn closed(&mut self) -> End {
-        End::Closed
+        End::ServerClosed
     }
 }
 
@@ -249,7 +268,44 @@ struct InFlight {
     streaming: bool,
 }
 
+/// How long a connection whose client closed is still read for replies on their way (a
+/// blocked read's empty reply that lost its race with the client's own timeout comes a few ms
+/// after it).
+const LATE_REPLIES: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Link {
+    /// The client closed at `closed_ns` with commands unanswered: the replies that still come
+    /// within [`LATE_REPLIES`] are recorded as replies for nobody (never as answers: the
+    /// client did not get them); what stays unanswered is the caller's.
+    async fn late_replies(&self, from: &mut tokio::net::tcp::OwnedReadHalf, buf: &mut Vec<u8>, closed_ns: u64) {
+        let until = tokio::time::Instant::now() + LATE_REPLIES;
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            loop {
+                let mut wire = self.wire.lock().unwrap();
+                if wire.passthrough || wire.sent.is_empty() {
+                    return;
+                }
+                let protocol = wire.sent.front().and_then(|s| s.hello).unwrap_or(wire.protocol);
+                let Ok(Some((reply, len))) = frame::next_reply(buf, protocol) else { break };
+                buf.drain(..len);
+                if matches!(reply, Reply::Push(_)) {
+                    continue;
+                }
+                let Some(sent) = wire.sent.pop_front() else { return };
+                drop(wire);
+                let name = sent.args.first().cloned().unwrap_or_default();
+                let shown = self.shown(&frame::abbreviate(&name, &reply));
+                let sent = (sent.args, sent.sent_ns);
+                self.tap.reply_for_nobody(ServerKind::Redis, self.connection, sent, shown, closed_ns);
+            }
+            match tokio::time::timeout_at(until, from.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                _ => return,
+            }
+        }
+    }
+
     fn shown(&self, s: &str) -> String {
         if self.setup.key_prefix.is_empty() {
             s.to_string()

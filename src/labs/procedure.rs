@@ -85,6 +85,13 @@ pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
     fn critical_path_ms(&self, _events: &[Event], _scale: f64) -> Option<f64> {
         None
     }
+
+    /// The kind's own moments its verdict rests on (a probe never served, the write that
+    /// decided a final state), beside those every kind shares
+    /// ([`crate::checker::evidence::common`]); none by default.
+    fn evidence(&self, _run: &RunView<'_, Self::Observed>) -> Vec<crate::checker::evidence::Evidence> {
+        Vec::new()
+    }
 }
 
 /// How a lab kind and its runs read in a report, in both languages. Only the three sentences

@@ -175,6 +175,9 @@ pub struct CommandWorker {
     timer: tokio::task::JoinHandle<()>,
     /// Where its clock's skew is written, if a fault skews it.
     _skew: Option<tempfile::TempDir>,
+    /// Its side of the interposer: told when the run stops the process, so the connections
+    /// that close then are ordlab's doing (a small change: the report's connection events).
+    tap: std::sync::Arc<WorkerTap>,
 }
 
 /// Where the worker's interposed endpoints forward to.
@@ -276,7 +279,7 @@ impl CommandWorker {
         let role = RoleProcess::watch(child, actor, sink, planned, true);
         let mut endpoints = vec![redis];
         endpoints.extend(pg_endpoint);
-        Ok(CommandWorker { process: role, endpoints, timer, _skew: skew_dir })
+        Ok(CommandWorker { process: role, endpoints, timer, _skew: skew_dir, tap })
     }
 
     /// Wait until the worker waits in `want` (`CLIENT LIST` on `conn`), or say why it did not:
@@ -310,6 +313,7 @@ impl CommandWorker {
 
     /// Kill the process, wait until its output is drained, close its endpoints.
     pub async fn stop(self) {
+        self.tap.stopping();
         self.timer.abort();
         self.process.stop().await;
         drop(self.endpoints);

@@ -37,6 +37,9 @@ struct Tail {
 
 impl Tail {
     const KEPT: usize = 20;
+    /// The last lines an unplanned death's event carries (a Python traceback's end: the
+    /// line that raised and the exception).
+    const IN_EVENT: usize = 8;
 
     fn push(&mut self, line: String) {
         if self.lines.len() == Self::KEPT {
@@ -222,10 +225,13 @@ impl RoleProcess {
                         Some(last) => format!("{status}: {last}"),
                         None => status,
                     };
-                    *exit_w.lock().unwrap() = Some(Exit { detail: detail.clone(), planned, tail: tail.lines.into() });
+                    *exit_w.lock().unwrap() =
+                        Some(Exit { detail: detail.clone(), planned, tail: tail.lines.clone().into() });
                     // The child already said why it died (planned), or finished its work.
                     if !planned && !success {
-                        sink.emit(actor, EventKind::crashed(false, detail));
+                        let last = tail.lines.iter().filter(|l| !l.trim().is_empty()).cloned().collect::<Vec<_>>();
+                        let last = last[last.len().saturating_sub(Tail::IN_EVENT)..].to_vec();
+                        sink.emit(actor, EventKind::died(detail, last));
                     }
                 }
                 _ = stop_rx => {

@@ -43,6 +43,10 @@ pub enum BackendMessage {
         types: Vec<u32>,
     },
     PortalSuspended,
+    /// The backend's process id (and cancel key) at start-up: how `pg_locks` names it.
+    BackendKeyData {
+        pid: u32,
+    },
     /// Any other type byte (authentication, parameter status, notices…): passed through.
     Other(u8),
 }
@@ -64,7 +68,7 @@ impl BackendParser {
         let tag = buf[0];
         // Only the messages with fields we read are decoded (a DataRow is only counted).
         let bodiless = match tag {
-            b'C' | b'E' | b'Z' | b't' => None,
+            b'C' | b'E' | b'Z' | b't' | b'K' => None,
             b'I' => Some(BackendMessage::EmptyQuery),
             b'D' => Some(BackendMessage::DataRow),
             b'1' => Some(BackendMessage::ParseComplete),
@@ -102,6 +106,7 @@ impl BackendParser {
                 }
                 BackendMessage::Error { sqlstate, message: text }
             }
+            Message::BackendKeyData(body) => BackendMessage::BackendKeyData { pid: body.process_id() as u32 },
             Message::ParameterDescription(body) => {
                 let types = body.parameters().collect::<Vec<u32>>().map_err(|e| malformed(e.to_string()))?;
                 BackendMessage::ParameterDescription { types }

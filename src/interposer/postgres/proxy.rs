@@ -6,6 +6,7 @@ use super::backend::{BackendMessage, BackendParser};
 use super::frontend::{FrontendMessage, FrontendParser};
 use super::session::{ServerStep, Session};
 use super::FrameError;
+use crate::interposer::connections::ClosedBy;
 use crate::interposer::forward::{forward, Direction, Outbox, Step};
 use crate::interposer::limits::Breach;
 use crate::interposer::{CommandView, Moment, Passage, WorkerTap};
@@ -85,12 +86,20 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
         // Either side ending (EOF, a fault's cut, a refused frame) ends both; dropping the
         // sockets closes them.
         tokio::select! {
+            biased;
             r = forward(&mut client_read, Outbox::now(&mut server_write), &mut upward, &pending, None) => r?,
             r = forward(&mut server_read, Outbox::now(&mut client_write), &mut downward, &[], None) => r?,
         }
     };
+    let by = match &end {
+        End::ClientClosed => tap.client_side_closer(),
+        End::ServerClosed => ClosedBy::Server,
+        End::Cut { .. } | End::Refused(_) => ClosedBy::Ordlab,
+    };
+    let unanswered = lock(&session).unanswered();
+    tap.connection_closed(ServerKind::Postgres, connection, by, unanswered, crate::clock::now_ns());
     match end {
-        End::Closed | End::Cut { reset: false } => Ok(()),
+        End::ClientClosed | End::ServerClosed | End::Cut { reset: false } => Ok(()),
         End::Cut { reset: true } => {
             let _ = client.set_zero_linger();
             Ok(())
@@ -101,8 +110,10 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
 
 /// How a connection's forwarding ends.
 enum End {
-    /// One side closed.
-    Closed,
+    /// The worker closed its side.
+    ClientClosed,
+    /// The server closed its side.
+    ServerClosed,
     /// A fault ended it.
     Cut { reset: bool },
     /// A frame over the server's limit.
@@ -207,7 +218,7 @@ impl Direction for ClientSide<'_> {
     }
 
     fn closed(&mut self) -> End {
-        End::Closed
+        End::ClientClosed
     }
 }
 
@@ -302,7 +313,7 @@ impl Direction for ServerSide<'_> {
     }
 
     fn closed(&mut self) -> End {
-        End::Closed
+        End::ServerClosed
     }
 }
 
@@ -318,6 +329,9 @@ impl ServerSide<'_> {
     ) -> std::io::Result<Flow> {
         let mut flow = Flow::Continue;
         let mut forward = !self.dropping_batch;
+        if let BackendMessage::BackendKeyData { pid } = message {
+            self.tap.connection_opened(ServerKind::Postgres, self.connection, Some(*pid));
+        }
         if let Some(args) = &step.reply_to {
             let view = CommandView { server: ServerKind::Postgres, connection: self.connection, args };
             match self.tap.decide(&view, Moment::Reply) {

@@ -25,12 +25,15 @@ enum Awaiting {
     Execute {
         args: Vec<String>,
         rows: u64,
+        /// When it was passed on to the server: its duration runs from here to its result.
+        sent_ns: u64,
     },
     Query {
         args: Vec<String>,
         replies: Vec<String>,
         error: bool,
         replied_ns: Option<u64>,
+        sent_ns: u64,
     },
     Sync,
 }
@@ -68,6 +71,19 @@ impl Session {
         }
     }
 
+    /// The statements sent and never answered (their args, when they were sent): what a
+    /// connection that closes now leaves without a reply.
+    pub fn unanswered(&mut self) -> Vec<(Vec<String>, u64)> {
+        self.awaiting
+            .drain(..)
+            .filter_map(|a| match a {
+                Awaiting::Execute { args, sent_ns, .. } => Some((args, sent_ns)),
+                Awaiting::Query { args, sent_ns, replied_ns: None, .. } => Some((args, sent_ns)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The transaction status of the last ReadyForQuery.
     pub fn transaction_status(&self) -> Option<TransactionStatus> {
         self.status
@@ -87,9 +103,13 @@ impl Session {
     /// The client's `message` has been forwarded to the server.
     pub fn client_sent(&mut self, message: &FrontendMessage) {
         let awaiting = match message {
-            FrontendMessage::Query { sql } => {
-                Awaiting::Query { args: vec![sql.clone()], replies: Vec::new(), error: false, replied_ns: None }
-            }
+            FrontendMessage::Query { sql } => Awaiting::Query {
+                args: vec![sql.clone()],
+                replies: Vec::new(),
+                error: false,
+                replied_ns: None,
+                sent_ns: crate::clock::now_ns(),
+            },
             FrontendMessage::Parse { statement, sql, param_types } => {
                 let prepared = Prepared { sql: sql.clone(), param_types: param_types.clone() };
                 self.statements.insert(statement.clone(), prepared);
@@ -112,7 +132,7 @@ impl Session {
             }
             FrontendMessage::Execute { .. } => {
                 let args = self.statement_of(message).unwrap_or_default();
-                Awaiting::Execute { args, rows: 0 }
+                Awaiting::Execute { args, rows: 0, sent_ns: crate::clock::now_ns() }
             }
             FrontendMessage::Describe { kind, name } => Awaiting::Describe((*kind == b'S').then(|| name.clone())),
             FrontendMessage::Close { kind, name } => {
@@ -187,7 +207,7 @@ impl Session {
                 while let Some(awaiting) = self.awaiting.pop_front() {
                     match awaiting {
                         Awaiting::Sync => break,
-                        Awaiting::Query { args, replies, error, replied_ns } => {
+                        Awaiting::Query { args, replies, error, replied_ns, sent_ns } => {
                             let finished = Exchange {
                                 entries: Vec::new(),
                                 server: ServerKind::Postgres,
@@ -196,7 +216,7 @@ impl Session {
                                 reply: replies.join("; "),
                                 error,
                                 replied_ns: replied_ns.unwrap_or(now_ns),
-                                sent_ns: None,
+                                sent_ns: Some(sent_ns),
                             };
                             return ServerStep { reply_to: None, finished: Some(finished) };
                         }
@@ -204,7 +224,7 @@ impl Session {
                     }
                 }
             }
-            BackendMessage::Other(_) => {}
+            BackendMessage::Other(_) | BackendMessage::BackendKeyData { .. } => {}
         }
         ServerStep::default()
     }
@@ -226,7 +246,9 @@ impl Session {
             self.awaiting.pop_front();
         }
         if let Some(Awaiting::Execute { .. }) = self.awaiting.front() {
-            let Some(Awaiting::Execute { args, .. }) = self.awaiting.pop_front() else { return ServerStep::default() };
+            let Some(Awaiting::Execute { args, sent_ns, .. }) = self.awaiting.pop_front() else {
+                return ServerStep::default();
+            };
             let finished = Exchange {
                 entries: Vec::new(),
                 server: ServerKind::Postgres,
@@ -235,12 +257,12 @@ impl Session {
                 reply,
                 error,
                 replied_ns: now_ns,
-                sent_ns: None,
+                sent_ns: Some(sent_ns),
             };
             return ServerStep { reply_to: Some(args), finished: Some(finished) };
         }
         match self.awaiting.front_mut() {
-            Some(Awaiting::Query { args, replies, error: failed, replied_ns }) => {
+            Some(Awaiting::Query { args, replies, error: failed, replied_ns, .. }) => {
                 replies.push(reply);
                 *failed |= error;
                 // The first result is the query's reply moment.

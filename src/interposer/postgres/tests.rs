@@ -166,7 +166,9 @@ fn converse(client: &[u8], server: &[u8]) -> Vec<Exchange> {
     session.server_sent(&BackendMessage::ReadyForQuery { status: TransactionStatus::Idle }, 0);
     let mut exchanges = Vec::new();
     for (i, m) in backend_chunked(server, 0).iter().enumerate() {
-        if let Some(x) = session.server_sent(m, i as u64).finished {
+        if let Some(mut x) = session.server_sent(m, i as u64).finished {
+            // Every statement carries its send time (the clock's; the tests compare the rest).
+            assert!(x.sent_ns.take().is_some(), "{x:?}");
             exchanges.push(x);
         }
     }
@@ -326,7 +328,10 @@ fn an_error_in_a_transaction_skips_the_batch_and_rollback_still_works() {
     let mut exchanges = Vec::new();
     let mut statuses = Vec::new();
     for (i, m) in backend_chunked(&server, 0).iter().enumerate() {
-        exchanges.extend(session.server_sent(m, i as u64).finished);
+        exchanges.extend(session.server_sent(m, i as u64).finished.map(|mut x| {
+            assert!(x.sent_ns.take().is_some(), "{x:?}");
+            x
+        }));
         if let BackendMessage::ReadyForQuery { .. } = m {
             statuses.push(session.transaction_status());
         }
@@ -632,7 +637,16 @@ fn assert_only_the_fault_fired(events: &mut mpsc::UnboundedReceiver<RawEvent>, a
         matches!(fault, Some(crate::fault::FaultEvent::FaultFired { ref fault, .. }) if fault.action == action),
         "{fault:?}"
     );
-    assert!(events.try_recv().is_err(), "nothing else recorded");
+    // Besides the connection's own end, nothing else.
+    let mut rest = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        rest.push(e.kind);
+    }
+    use crate::interposer::connections::ConnectionEvent;
+    assert!(
+        rest.iter().all(|k| matches!(k.family::<ConnectionEvent>(), Some(ConnectionEvent::ConnectionClosed { .. }))),
+        "nothing else recorded: {rest:?}"
+    );
 }
 
 #[tokio::test]

@@ -25,10 +25,10 @@ pub mod events;
 
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::{Context as _, Error};
-use crate::interposer::link::{Link, LinkCounts, LinkShape};
 use crate::fault::TimeScale;
 use crate::orders::HandlerWork;
 use crate::handler::order::Strategy;
+use crate::interposer::link::{Link, LinkCounts, LinkShape};
 use crate::labs::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
 use crate::labs::delivery::counts::{self as counting, FailoverCounts, Promoted};
 use crate::labs::delivery::failover::events::FailoverEvent;

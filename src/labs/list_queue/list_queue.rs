@@ -556,7 +556,16 @@ fn describe(s: &ListQueueSpec, lang: Lang) -> String {
             .into(),
         });
     }
-    parts.push(crate::tr!(lang, "handler {} ms", "handler {} ms", s.cost_ms));
+    parts.push(match &s.worker {
+        // What anyone's program spends is its own (measured in the run's notes).
+        Some(_) => crate::tr!(
+            lang,
+            "handler: the worker's own (told {} ms)",
+            "handler: của chính worker (được báo {} ms)",
+            s.cost_ms
+        ),
+        None => crate::tr!(lang, "handler {} ms", "handler {} ms", s.cost_ms),
+    });
     parts.extend(fault_parts(s, lang));
     parts.join("; ")
 }
@@ -762,6 +771,23 @@ fn notes(s: &ListQueueSpec, run: &RunView<'_, ListQueueObserved>, lang: Lang) ->
             "nothing ever reads processing: what is there stays there",
             "không có gì đọc processing: thứ gì ở đó sẽ nằm đó mãi",
         )));
+    }
+    if s.worker.is_some() {
+        use crate::list_queue::events::ListEvent;
+        let spent = crate::labs::handler_time::spent_ms(
+            run.events,
+            |e| match e.kind.family::<ListEvent>() {
+                Some(ListEvent::Taken { job, .. }) => Some(job),
+                _ => None,
+            },
+            |e| match e.kind.family::<ListEvent>() {
+                Some(ListEvent::ListJobDone { job, .. } | ListEvent::ListJobFailed { job, .. }) => Some(job),
+                _ => None,
+            },
+        );
+        let between = pick(lang, "from its take to its LREM", "từ lúc lấy tới LREM");
+        let told = format!("{} ms (ORDLAB_COST_MS)", s.cost_ms * o.scale);
+        lines.extend(crate::labs::handler_time::lines(&spent, between, &told, lang));
     }
     lines.extend(schedule_lines(s, run.events, o.scale, lang));
     if let Some(claim) = &s.seed_says {

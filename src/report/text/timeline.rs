@@ -87,4 +87,12 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
     for line in &notes.after {
         let _ = writeln!(out, "  {}", opts.redact.line(line));
     }
+    // What a process's client library did by itself at the wire: reconnects, reads it gave
+    // up on (its own timeout), replies that came for nobody.
+    let label = pick(opts.lang, "connections", "kết nối");
+    for (actor, stats) in crate::interposer::connections::ConnectionStats::of(&r.events) {
+        if stats.eventful() {
+            let _ = writeln!(out, "  {label}: {}", stats.words(actor, opts.lang));
+        }
+    }
 }

@@ -227,6 +227,11 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.judge(o)).unwrap_or_else(|| mismatch(record)), )* }
             }
 
+            /// The events `record`'s verdict rests on (see [`Judge::key_events`]), by index.
+            pub fn key_events(&self, record: &RunRecord) -> Vec<usize> {
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.key_events(o)).unwrap_or_default(), )* }
+            }
+
             pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {
                 match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.final_state(o.observed)).unwrap_or_default(), )* }
             }

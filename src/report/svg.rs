@@ -7,7 +7,9 @@
 //! steps: [`model`] turns the run's events into lanes of bars and marks (in ms), [`layout`]
 //! places labels and ticks, [`draw`] writes the SVG.
 
+mod axis;
 mod draw;
+mod fit;
 mod footer;
 mod glyphs;
 mod layout;
@@ -100,15 +102,18 @@ fn render_as(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, 
         return draw::missing_run(&title_lines, &msg);
     };
     let scale = TimeScale(report.environment.time_scale);
-    let timeline = model::Timeline::build(record, scale, &variant.procedure, lang);
+    let keys = variant.procedure.key_events(record);
+    let timeline = model::Timeline::build(record, scale, &variant.procedure, lang, &keys);
     let mut final_items = variant.procedure.final_state(record);
     if let Some(shown) = shown {
         final_items.retain(|i| i.order.is_some_and(|o| shown.contains(&o)));
     }
-    draw::page(&title_lines, &timeline, record, &final_items, lang, flavour)
+    draw::page(&title_lines, &timeline, record, &final_items, variant.drawn.as_ref(), lang, flavour)
 }
 
 #[cfg(test)]
 mod page_check;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verdict_check;

@@ -17,6 +17,9 @@ pub struct Mark {
     pub label: Option<String>,
     /// The step of the lab book's walk-through that shows it (0: shown from the start).
     pub step: u32,
+    /// Drawn for an event the run's verdict rests on ([`crate::checker::key_events`]): its
+    /// label is the last one a crowded lane leaves out.
+    pub key: bool,
 }
 
 pub enum BarKind {
@@ -119,6 +122,8 @@ struct Builder {
     steps: StepIndex,
     /// The step of the event being drawn.
     step: u32,
+    /// The event being drawn is a key event.
+    key: bool,
     lanes: Vec<Lane>,
     /// Lock taken per actor: (from, TTL) in ms.
     open_locks: HashMap<Actor, (f64, f64)>,
@@ -134,8 +139,12 @@ struct Builder {
 }
 
 impl Timeline {
-    pub fn build(record: &RunRecord, scale: TimeScale, procedure: &Procedure, lang: Lang) -> Timeline {
+    /// The lanes of `record`'s events; `keys` (indices into its events) are the events its
+    /// verdict rests on.
+    pub fn build(record: &RunRecord, scale: TimeScale, procedure: &Procedure, lang: Lang, keys: &[usize]) -> Timeline {
         let multi_order = procedure.many_orders();
+        let key_events: std::collections::HashSet<*const Event> =
+            keys.iter().filter_map(|&k| record.events.get(k)).map(|e| e as *const Event).collect();
         let mut events: Vec<&Event> = record.events.iter().collect();
         events.sort_by_key(|e| e.t_us);
         let jobs = events
@@ -159,6 +168,7 @@ impl Timeline {
         let mut b = Builder {
             steps: StepIndex::new(record, procedure),
             step: 0,
+            key: false,
             lanes: Vec::new(),
             open_locks: HashMap::new(),
             applied: HashMap::new(),
@@ -170,6 +180,7 @@ impl Timeline {
         };
         for e in events {
             b.step = b.steps.of(e);
+            b.key = key_events.contains(&(e as *const Event));
             b.event(e);
         }
         b.finish()
@@ -189,8 +200,8 @@ impl Builder {
     }
 
     fn mark(&mut self, actor: Actor, t: f64, glyph: Glyph, label: Option<String>) {
-        let step = self.step;
-        self.lane(actor).marks.push(Mark { t, glyph, label, step });
+        let (step, key) = (self.step, self.key);
+        self.lane(actor).marks.push(Mark { t, glyph, label, step, key });
     }
 
     fn event(&mut self, e: &Event) {
@@ -387,7 +398,7 @@ impl Builder {
         if expiry < to {
             lane.bars.push(Bar { t0: from, t1: expiry, kind: BarKind::Lock, step: taken });
             lane.bars.push(Bar { t0: expiry, t1: to, kind: BarKind::LockExpired, step: expired });
-            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label), step: expired });
+            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label), step: expired, key: true });
         } else {
             lane.bars.push(Bar { t0: from, t1: to, kind: BarKind::Lock, step: taken });
         }

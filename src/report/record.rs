@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(rec.variants[0].run_records.len(), 1);
         assert_eq!((rec.variants[0].runs, rec.variants[0].wrong), (2, 1));
         assert_eq!(summary::render(std::slice::from_ref(&rec)), summary::render(std::slice::from_ref(&full)));
-        assert_eq!(html::render(std::slice::from_ref(&rec)), html::render(std::slice::from_ref(&full)));
+        assert_eq!(html::book(std::slice::from_ref(&rec), &[]), html::book(std::slice::from_ref(&full), &[]));
         assert_eq!(compact(&rec), rec, "a record's record is itself");
     }
 
@@ -216,7 +216,7 @@ mod tests {
             let rec = compact(&full);
             let id = &full.lab.id;
             let (rec_one, full_one) = (std::slice::from_ref(&rec), std::slice::from_ref(&full));
-            assert_eq!(html::render(rec_one), html::render(full_one), "{id}: lab book");
+            assert_eq!(html::book(rec_one, &[]), html::book(full_one, &[]), "{id}: lab book");
             assert_eq!(summary::render(rec_one), summary::render(full_one), "{id}");
             for lang in Lang::ALL {
                 assert_eq!(

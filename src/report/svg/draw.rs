@@ -109,6 +109,29 @@ pub fn page(
     document(height, first_title(title_lines), &body, flavour.pattern_id())
 }
 
+/// A run still going on: its lanes and axis, no final state yet.
+pub fn live_page(title_lines: &[(String, f64, bool)], tl: &Timeline, drawn: Option<&Drawn>, lang: Lang) -> String {
+    let axis = match drawn {
+        Some(d) => Axis::cut(d, tl.start, tl.end),
+        None => Axis::whole(tl.start, tl.end),
+    };
+    let mut body = String::new();
+    let mut plot_top = title_block(&mut body, title_lines) + 24.0;
+    let cut_labels = cut_labels(&axis, lang);
+    plot_top += cut_labels.1;
+    let room = SLIDE_HEIGHT - plot_top - AXIS_H - MARGIN;
+    let layouts = lay_out_lanes(tl, &axis, plot_top, room);
+    let axis_y = layouts.last().map_or(plot_top, |l| l.bottom) + 4.0;
+    grid(&mut body, &axis, plot_top, axis_y, lang);
+    for (i, (lane, lay)) in tl.lanes.iter().zip(&layouts).enumerate() {
+        draw_lane(&mut body, lane, lay, &axis, i % 2 == 1, &Flavour::FILE);
+    }
+    draw_cuts(&mut body, &axis, plot_top, axis_y, &cut_labels.0);
+    let height = (axis_y + AXIS_H + MARGIN).ceil().max(SLIDE_HEIGHT);
+    let body = body.replace("url(#hatch)", "url(#hatch-live)");
+    document(height, first_title(title_lines), &body, "hatch-live")
+}
+
 /// The axis's ticks and caption under the lanes, to the footer's top.
 const AXIS_H: f64 = 66.0;
 

@@ -108,8 +108,8 @@ fn labelled(marks: &[Mark], x: &dyn Fn(f64) -> f64, first: usize, max_rows: usiz
     }
 }
 
-/// The marks with a label, those that matter most first: key events and alarms (strong
-/// glyphs) in time order, then the others spread out — the first and the last in time, then
+/// The marks with a label, those that matter most first: alarms (strong glyphs), then the
+/// other key events, each in time order, then the others spread out — the first and the last in time, then
 /// the middle of each stretch between those already ranked, and so on — so any first part of
 /// the ranking covers the lane.
 fn rank(marks: &[Mark]) -> Vec<usize> {
@@ -117,6 +117,8 @@ fn rank(marks: &[Mark]) -> Vec<usize> {
     by_time.sort_by(|a, b| marks[*a].t.total_cmp(&marks[*b].t));
     let (mut out, rest): (Vec<usize>, Vec<usize>) =
         by_time.into_iter().partition(|&i| marks[i].key || marks[i].glyph.strong());
+    // What went wrong (a strong glyph: an overwrite, a crash) before the other key events.
+    out.sort_by_key(|&i| !marks[i].glyph.strong());
     if rest.is_empty() {
         return out;
     }

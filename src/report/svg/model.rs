@@ -4,7 +4,7 @@
 use crate::fault::TimeScale;
 use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
-use crate::report::words::{crash_words, timeline_lines, Wording};
+use crate::report::words::{crash_words, timeline_lines_of, Wording};
 use crate::report::Redactor;
 pub use crate::timeline::vocabulary::Glyph;
 use crate::timeline::vocabulary::{job_mark_label as job_label, Drawing};
@@ -100,9 +100,9 @@ struct StepIndex {
 }
 
 impl StepIndex {
-    fn new(record: &RunRecord, procedure: &Procedure) -> StepIndex {
+    fn new(events: &[Event], procedure: &Procedure) -> StepIndex {
         let wording = Wording { lang: Lang::En, many_orders: procedure.many_orders(), redact: Redactor::NONE };
-        let lines = timeline_lines(record, procedure, &wording, false);
+        let lines = timeline_lines_of(events, procedure, &wording, false);
         let line_of = lines.iter().enumerate().map(|(i, (e, _))| (*e as *const Event, i as u32 + 1)).collect();
         StepIndex { line_of, times: lines.iter().map(|(e, _)| e.t_us).collect() }
     }
@@ -142,10 +142,15 @@ impl Timeline {
     /// The lanes of `record`'s events; `keys` (indices into its events) are the events its
     /// verdict rests on.
     pub fn build(record: &RunRecord, scale: TimeScale, procedure: &Procedure, lang: Lang, keys: &[usize]) -> Timeline {
+        Timeline::of_events(&record.events, scale, procedure, lang, keys)
+    }
+
+    /// The lanes of a run's events alone (a run still going on).
+    pub fn of_events(all: &[Event], scale: TimeScale, procedure: &Procedure, lang: Lang, keys: &[usize]) -> Timeline {
         let multi_order = procedure.many_orders();
         let key_events: std::collections::HashSet<*const Event> =
-            keys.iter().filter_map(|&k| record.events.get(k)).map(|e| e as *const Event).collect();
-        let mut events: Vec<&Event> = record.events.iter().collect();
+            keys.iter().filter_map(|&k| all.get(k)).map(|e| e as *const Event).collect();
+        let mut events: Vec<&Event> = all.iter().collect();
         events.sort_by_key(|e| e.t_us);
         let jobs = events
             .iter()
@@ -166,7 +171,7 @@ impl Timeline {
         cases.sort_unstable();
         cases.dedup();
         let mut b = Builder {
-            steps: StepIndex::new(record, procedure),
+            steps: StepIndex::new(all, procedure),
             step: 0,
             key: false,
             lanes: Vec::new(),

@@ -56,10 +56,32 @@ impl Book {
 /// The lab book over `reports` (in the order given), then the explorations saved beside them.
 pub fn book(reports: &[LabReport], explored: &[explored::ExploredFile]) -> Book {
     let mut files = vec![("index.html".to_string(), page::index(reports, explored))];
-    for r in reports {
-        files.push((part::lab_script(&r.lab.id), part::script(&r.lab.id, &lab::part(r))));
-        files.push((part::standalone_path(&r.lab.id), page::standalone(r)));
-    }
+    // Each lab's pictures are drawn once, for its part and its page of its own; labs on every
+    // core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, reports.len().max(1));
+    let per_lab: Vec<[(String, String); 2]> = std::thread::scope(|scope| {
+        let chunks: Vec<&[LabReport]> = reports.chunks(reports.len().div_ceil(threads).max(1)).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|r| {
+                            let slots = lab::part(r);
+                            let filled: figure::Filled = slots.iter().cloned().collect();
+                            [
+                                (part::lab_script(&r.lab.id), part::script(&r.lab.id, &slots)),
+                                (part::standalone_path(&r.lab.id), page::standalone(r, &filled)),
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a lab book thread panicked")).collect()
+    });
+    files.extend(per_lab.into_iter().flatten());
     for x in explored {
         let name = explored::part_name(x);
         files.push((part::lab_script(&name), part::script(&name, &explored::part(x))));

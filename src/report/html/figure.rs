@@ -19,6 +19,9 @@ pub const DRAWN_RUN: u32 = 1;
 /// A slot of a figure and its content: the part's key and the HTML it holds.
 pub type Slot = (String, String);
 
+/// A lab's slots by key, to fill its figures in place (a standalone page).
+pub type Filled = std::collections::HashMap<String, String>;
+
 /// The drawn run's timeline lines in both languages, as (t in ms, line); None when nothing
 /// happened on a timeline (a throughput sweep records none).
 fn steps(v: &VariantReport) -> Option<[Vec<(i64, String)>; 2]> {
@@ -38,8 +41,9 @@ pub fn timeline_id(r: &LabReport, v: &VariantReport) -> String {
     format!("fig-{}-{}", r.lab.id, v.id)
 }
 
-/// The frame of variant `v`'s timeline; `inline`: its slots filled here (a standalone page).
-pub fn timeline(out: &mut String, r: &LabReport, v: &VariantReport, inline: bool) {
+/// The frame of variant `v`'s timeline; with `filled`, its slots filled in place (a standalone
+/// page).
+pub fn timeline(out: &mut String, r: &LabReport, v: &VariantReport, filled: Option<&Filled>) {
     let Some(steps) = steps(v) else { return };
     let fig = esc(&timeline_id(r, v));
     let n = steps[0].len().max(1);
@@ -51,13 +55,9 @@ pub fn timeline(out: &mut String, r: &LabReport, v: &VariantReport, inline: bool
         out,
         r#"<figure class="timeline" id="{fig}" data-lab="{lab}" data-variant="{vid}" data-steps="{n}" tabindex="0" aria-labelledby="cap-{fig}" aria-keyshortcuts="ArrowLeft ArrowRight Home End Space P">"#
     );
-    let parts = if inline {
-        timeline_part(r, v, &steps)
-    } else {
-        let key = timeline_id(r, v);
-        [(key.clone(), String::new()), (format!("steps-{key}"), String::new())]
-    };
-    slot(out, &parts[0], inline, "figs");
+    let key = timeline_id(r, v);
+    let parts = [key.clone(), format!("steps-{key}")];
+    slot(out, &parts[0], filled, "figs");
     let word = |en: &str, vi: &str| both(&Words::new(en, vi));
     let _ = writeln!(
         out,
@@ -90,7 +90,7 @@ pub fn timeline(out: &mut String, r: &LabReport, v: &VariantReport, inline: bool
         both(&caption),
         both(&hint)
     );
-    slot(out, &parts[1], inline, "steps-slot");
+    slot(out, &parts[1], filled, "steps-slot");
     out.push_str("</figure>\n");
 }
 
@@ -126,14 +126,18 @@ pub fn timeline_slots(r: &LabReport, v: &VariantReport) -> Vec<Slot> {
 }
 
 /// A slot: filled (a standalone page) or empty, for the part to fill.
-fn slot(out: &mut String, (key, html): &Slot, inline: bool, class: &str) {
-    if inline {
-        let _ = writeln!(out, r#"<div class="{class}" data-slot="{}" data-filled="1">{html}</div>"#, esc(key));
-    } else {
-        let loading = Words::new("loading the picture…", "đang tải hình…");
-        let filler =
-            if class == "figs" { format!(r#"<p class="loading">{}</p>"#, both(&loading)) } else { String::new() };
-        let _ = writeln!(out, r#"<div class="{class}" data-slot="{}">{filler}</div>"#, esc(key));
+fn slot(out: &mut String, key: &str, filled: Option<&Filled>, class: &str) {
+    match filled {
+        Some(map) => {
+            let html = map.get(key).map(String::as_str).unwrap_or_default();
+            let _ = writeln!(out, r#"<div class="{class}" data-slot="{}" data-filled="1">{html}</div>"#, esc(key));
+        }
+        None => {
+            let loading = Words::new("loading the picture…", "đang tải hình…");
+            let filler =
+                if class == "figs" { format!(r#"<p class="loading">{}</p>"#, both(&loading)) } else { String::new() };
+            let _ = writeln!(out, r#"<div class="{class}" data-slot="{}">{filler}</div>"#, esc(key));
+        }
     }
 }
 
@@ -151,7 +155,7 @@ pub fn chart_id(r: &LabReport, chart: &Chart) -> String {
 }
 
 /// The frame of a chart: its slot, buttons, and its title and note as its caption.
-pub fn chart(out: &mut String, r: &LabReport, chart: &Chart, inline: bool) {
+pub fn chart(out: &mut String, r: &LabReport, chart: &Chart, filled: Option<&Filled>) {
     let fig = esc(&chart_id(r, chart));
     let name = format!("{} {}", r.lab.id, chart.id);
     let _ = writeln!(
@@ -159,8 +163,7 @@ pub fn chart(out: &mut String, r: &LabReport, chart: &Chart, inline: bool) {
         r#"<figure class="chart" id="{fig}" data-lab="{}" tabindex="0" aria-labelledby="cap-{fig}" aria-keyshortcuts="P">"#,
         esc(&r.lab.id)
     );
-    let filled = if inline { chart_slot(r, chart) } else { (chart_id(r, chart), String::new()) };
-    slot(out, &filled, inline, "figs");
+    slot(out, &chart_id(r, chart), filled, "figs");
     let _ = writeln!(
         out,
         r#"<div class="stepper"><span class="acts"><button type="button" tabindex="-1" class="present">{}{}</button><button type="button" tabindex="-1" class="pngbtn">PNG{}</button></span></div>"#,

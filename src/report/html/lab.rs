@@ -3,7 +3,7 @@
 //! report's lines on every run's outcome (long lists folded, the checker's reasons in the
 //! page's language); the lab's charts; and the environment header to cite.
 
-use super::figure::{self, Slot};
+use super::figure::{self, Filled, Slot};
 use super::{both, esc, fold, part, unseen};
 use crate::lang::{Lang, Words};
 use crate::report::chart::lab_charts;
@@ -11,8 +11,9 @@ use crate::report::text::{self, TextOptions};
 use crate::report::{LabReport, VariantReport};
 use std::fmt::Write;
 
-/// The lab's section; `inline`: its figures filled in place (a standalone page).
-pub fn render(out: &mut String, r: &LabReport, inline: bool) {
+/// The lab's section; with `filled` (its part's slots), its figures filled in place (a
+/// standalone page).
+pub fn render(out: &mut String, r: &LabReport, filled: Option<&Filled>) {
     let lab = &r.lab;
     let id = esc(&lab.id);
     let _ = writeln!(
@@ -28,9 +29,9 @@ pub fn render(out: &mut String, r: &LabReport, inline: bool) {
     let source = Words::new("source", "nguồn");
     let _ =
         writeln!(out, r#"<p class="source">{}: <span translate="no">{}</span></p>"#, both(&source), esc(&lab.source));
-    tools(out, r, inline);
+    tools(out, r, filled.is_some());
     for v in &r.variants {
-        variant(out, r, v, inline);
+        variant(out, r, v, filled);
     }
     let table = Lang::ALL.map(|lang| r.side_by_side(lang));
     if !table[0].trim().is_empty() {
@@ -42,7 +43,7 @@ pub fn render(out: &mut String, r: &LabReport, inline: bool) {
         );
     }
     for chart in lab_charts(r) {
-        figure::chart(out, r, &chart, inline);
+        figure::chart(out, r, &chart, filled);
     }
     cite(out, r);
     out.push_str("</section>\n");
@@ -72,7 +73,7 @@ fn tools(out: &mut String, r: &LabReport, inline: bool) {
     );
 }
 
-fn variant(out: &mut String, r: &LabReport, v: &VariantReport, inline: bool) {
+fn variant(out: &mut String, r: &LabReport, v: &VariantReport, filled: Option<&Filled>) {
     let (lab, vid) = (esc(&r.lab.id), esc(&v.id));
     let _ = writeln!(
         out,
@@ -82,7 +83,7 @@ fn variant(out: &mut String, r: &LabReport, v: &VariantReport, inline: bool) {
     );
     let setup = Words::new(v.procedure.describe(Lang::En), v.procedure.describe(Lang::Vi));
     let _ = writeln!(out, r#"<p class="setup">{}</p>"#, both(&setup));
-    figure::timeline(out, r, v, inline);
+    figure::timeline(out, r, v, filled);
     for lang in Lang::ALL {
         let lines = r.outcome_lines(v, lang);
         let lines = match lang {

@@ -36,7 +36,7 @@ pub fn index(reports: &[LabReport], explored: &[explored::ExploredFile]) -> Stri
     out.push_str("</ul></nav>\n<main id=\"main\">\n");
     summary::render(&mut out, reports);
     for r in reports {
-        lab::render(&mut out, r, false);
+        lab::render(&mut out, r, None);
     }
     explored::render(&mut out, explored);
     out.push_str("</main>\n");
@@ -44,14 +44,14 @@ pub fn index(reports: &[LabReport], explored: &[explored::ExploredFile]) -> Stri
     out
 }
 
-/// One lab as a page of its own: its figures drawn inline, nothing loaded later, to hand out
-/// or open offline.
-pub fn standalone(r: &LabReport) -> String {
+/// One lab as a page of its own: its figures drawn inline (`slots`: its part's), nothing
+/// loaded later, to hand out or open offline.
+pub fn standalone(r: &LabReport, slots: &super::figure::Filled) -> String {
     let mut out = String::with_capacity(1 << 20);
     head(&mut out, &format!("ordlab: {}", r.lab.id), "standalone");
     header(&mut out, std::slice::from_ref(r));
     out.push_str("<main id=\"main\">\n");
-    lab::render(&mut out, r, true);
+    lab::render(&mut out, r, Some(slots));
     out.push_str("</main>\n");
     tail(&mut out);
     out

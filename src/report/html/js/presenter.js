@@ -15,7 +15,8 @@
       root.classList.add("presenting");
       fig.classList.add("presented");
       fig.focus({ preventScroll: true });
-      if (fig.requestFullscreen && !document.fullscreenElement) {
+      var gesture = !navigator.userActivation || navigator.userActivation.isActive;
+      if (gesture && fig.requestFullscreen && !document.fullscreenElement) {
         fig.requestFullscreen().catch(function () { /* the overlay alone will do */ });
       }
       book.emit("present", fig);

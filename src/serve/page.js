@@ -72,7 +72,7 @@
       var l = make("label", "times", controls);
       both(make("span", "", l), "times", "số lần");
       times = make("select", "", l);
-      [1, 5, 10, 20, 50].forEach(function (n) {
+      [1, 2, 5, 10, 20, 50].forEach(function (n) {
         var o = make("option", "", times);
         o.value = String(n);
         o.textContent = "× " + n;
@@ -162,6 +162,9 @@
     me.follow = function (res) {
       setBusy(true);
       reset();
+      // The saved picture and the live one, both on one screen from now on.
+      var art = box.closest("article.variant");
+      if (art) art.classList.add("live-on");
       cancel.hidden = false;
       box.setAttribute("data-running", "1");
       both(state, "running on this machine's servers…", "đang chạy trên các server của máy này…");

@@ -440,7 +440,9 @@ async fn loads_cleanly(c: &Client, url: &str) {
         .iter()
         .filter_map(|e| serde_json::from_str::<Value>(e["message"].as_str()?).ok())
         .filter(|m| m["message"]["method"] == "Network.requestWillBeSent")
-        .map(|m| m["message"]["params"]["request"]["url"].as_str().unwrap_or_default().to_string())
+        .map(|m| m["message"]["params"].clone())
+        .filter(|p| p["documentURL"] == url)
+        .map(|p| p["request"]["url"].as_str().unwrap_or_default().to_string())
         .filter(|u| u != url && !u.starts_with(&format!("{dir}/book/")))
         .collect();
     assert_eq!(requests, Vec::<String>::new(), "the page requested something not its own");
@@ -644,6 +646,7 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
     assert_eq!(drawn[0], true, "drawn before the verdict");
     assert!(drawn[1].as_str().unwrap().contains("baseline / baseline — live"), "{drawn}");
     assert_eq!(drawn[2], true, "the saved figure is in the same article");
+    js(&c, "document.querySelector('#v-baseline-baseline figure.timeline').scrollIntoView()").await;
     screenshot(&c, "serve-live-run-1366x768.png").await;
     // A reload in the middle of the run finds it: its lines so far, then the rest.
     c.refresh().await.unwrap();
@@ -657,6 +660,9 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
     let busy = js(&c, "return fetch('run', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'x-ordlab-token': document.querySelector('meta[name=ordlab-token]').content }, body: 'lab=baseline&variant=baseline' }).then(r => r.json().then(j => [r.status, j.vi]))").await;
     assert_eq!(busy[0], 409, "{busy}");
     assert!(busy[1].as_str().unwrap().starts_with("đang có một lần chạy (baseline/baseline)"), "{busy}");
+    // The browser logs that refusal, as it logs every 409: that one, and nothing else so far.
+    let log = c.issue_cmd(Log("browser")).await.unwrap();
+    assert!(severe(&log).iter().all(|m| m.contains("409 (Conflict)")), "{:?}", severe(&log));
     c.find(Locator::Css("[data-set-lang=en]")).await.unwrap().click().await.unwrap();
     until(&c, &format!("{base}.querySelector('.live-verdict[data-arrived]')"), "the verdict", 120).await;
     let live = js(

@@ -61,7 +61,7 @@ pub fn timeline(out: &mut String, r: &LabReport, v: &VariantReport, filled: Opti
     let word = |en: &str, vi: &str| both(&Words::new(en, vi));
     let _ = writeln!(
         out,
-        r#"<div class="stepper" role="group" aria-label="{name}"><button type="button" tabindex="-1" data-act="first">{}</button><button type="button" tabindex="-1" data-act="prev">{}</button><button type="button" tabindex="-1" data-act="play" aria-pressed="false">{}</button><button type="button" tabindex="-1" data-act="next">{}</button><button type="button" tabindex="-1" data-act="last">{}</button><input type="range" tabindex="-1" min="1" max="{n}" value="{n}" aria-label="step of {name}" data-label-en="step of {name}" data-label-vi="bước của {name}"/><span class="where" translate="no"></span><span class="acts"><button type="button" tabindex="-1" class="present">{}{}</button><button type="button" tabindex="-1" class="pngbtn">PNG{}</button><a class="link" href="{}" tabindex="-1">{}{}</a></span></div>
+        r#"<div class="stepper" role="group" aria-label="{name}"><button type="button" tabindex="-1" data-act="first">{}</button><button type="button" tabindex="-1" data-act="prev">{}</button><button type="button" tabindex="-1" data-act="play" aria-pressed="false">{}</button><button type="button" tabindex="-1" data-act="next">{}</button><button type="button" tabindex="-1" data-act="last">{}</button><input type="range" tabindex="-1" min="1" max="{n}" value="{n}" aria-label="step of {name}" data-label-en="step of {name}" data-label-vi="bước của {name}"/><span class="where" translate="no"></span><span class="acts"><button type="button" tabindex="-1" class="present">{}{}</button><button type="button" tabindex="-1" class="pngbtn"><span translate="no">PNG</span>{}</button><a class="link" href="{}" tabindex="-1">{}{}</a></span></div>
 <output class="caption" aria-live="polite"></output><output class="detail"></output>"#,
         word("|◀ start", "|◀ đầu"),
         word("◀ back", "◀ lùi"),
@@ -166,7 +166,7 @@ pub fn chart(out: &mut String, r: &LabReport, chart: &Chart, filled: Option<&Fil
     slot(out, &chart_id(r, chart), filled, "figs");
     let _ = writeln!(
         out,
-        r#"<div class="stepper"><span class="acts"><button type="button" tabindex="-1" class="present">{}{}</button><button type="button" tabindex="-1" class="pngbtn">PNG{}</button></span></div>"#,
+        r#"<div class="stepper"><span class="acts"><button type="button" tabindex="-1" class="present">{}{}</button><button type="button" tabindex="-1" class="pngbtn"><span translate="no">PNG</span>{}</button></span></div>"#,
         both(&Words::new("▣ present", "▣ trình chiếu")),
         unseen(&Words::same(&format!(" {name}"))),
         unseen(&Words::new(format!(" of {name}"), format!(" của {name}"))),

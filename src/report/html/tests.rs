@@ -144,7 +144,7 @@ fn each_picture_has_its_own_pattern_and_the_markup_is_balanced() {
 #[test]
 fn buttons_say_what_they_do() {
     let p = the_book().index().to_string();
-    assert!(p.contains(r#"PNG<span class="sr"><span lang="en"> of lock s4c</span>"#), "{p}");
+    assert!(p.contains(r#"PNG</span><span class="sr"><span lang="en"> of lock s4c</span>"#), "{p}");
     assert!(p.contains(r#"aria-label="step of lock s4c""#));
     assert!(p.contains(r#"data-label-vi="bước của lock s4c""#));
     assert!(p.contains(r##"<a class="skip" href="#main">"##));

@@ -42,6 +42,7 @@
 //! from).
 
 pub mod bench;
+pub mod build_commit;
 pub mod catalog;
 pub mod chart;
 pub mod checker;

@@ -111,7 +111,7 @@ impl<'a> Runner<'a> {
         let info = &self.services.info;
         Environment {
             ordlab_version: env!("CARGO_PKG_VERSION").to_string(),
-            git_commit: env!("ORDLAB_GIT_COMMIT").to_string(),
+            git_commit: crate::build_commit::cited(),
             backend: self.services.backend.to_string(),
             redis_version: info.redis_version.clone(),
             redis_server: info.redis_server.clone(),

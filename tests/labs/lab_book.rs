@@ -95,7 +95,11 @@ async fn the_lab_book_fits_a_class_on_a_laptop_and_a_phone() {
     let log = c.issue_cmd(Log("browser")).await.unwrap();
     problems.extend(severe(&log).into_iter().map(|m| format!("console: {m}")));
     c.close().await.unwrap();
-    eprintln!("the lab book of results/ checked in {:.1} s (built in {:.1} s)", started.elapsed().as_secs_f64(), built.as_secs_f64());
+    eprintln!(
+        "the lab book of results/ checked in {:.1} s (built in {:.1} s)",
+        started.elapsed().as_secs_f64(),
+        built.as_secs_f64()
+    );
     assert!(problems.is_empty(), "{} problems with {}:\n{}", problems.len(), page.display(), problems.join("\n"));
 }
 
@@ -190,7 +194,9 @@ async fn links_keep_the_language(c: &Client, url: &str, w: u32, h: u32) -> Vec<S
     if !at[1].as_i64().is_some_and(|top| top.abs() <= 2) {
         out.push(format!("#lab-lock?lang=vi does not show the lab at the top (its top at {})", at[1]));
     }
-    let switch = |lang: &str| format!("var b = document.querySelector('[data-set-lang={lang}]'); if (b) b.click(); return location.hash");
+    let switch = |lang: &str| {
+        format!("var b = document.querySelector('[data-set-lang={lang}]'); if (b) b.click(); return location.hash")
+    };
     let hash = js(c, &switch("en")).await;
     if hash != "#lab-lock?lang=en" {
         out.push(format!("switching to EN made the link {hash}, not #lab-lock?lang=en"));
@@ -217,10 +223,13 @@ async fn links_keep_the_language(c: &Client, url: &str, w: u32, h: u32) -> Vec<S
         out.push(format!("step 3's caption is {caption}, not the Vietnamese text report's line {:?}", expected[2].1));
     }
     if w >= 1024 {
-        let rect = js(c, &format!("var r = {fig}.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]")).await;
+        let rect =
+            js(c, &format!("var r = {fig}.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]")).await;
         let (top, bottom, screen) = (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap());
         if top < -1.0 || bottom > screen + 1.0 {
-            out.push(format!("the figure with its controls and caption runs {top:.0}..{bottom:.0} px on a {screen:.0} px screen"));
+            out.push(format!(
+                "the figure with its controls and caption runs {top:.0}..{bottom:.0} px on a {screen:.0} px screen"
+            ));
         }
         screenshot(c, "step-through-1366x768.png").await;
     } else {
@@ -235,7 +244,11 @@ async fn links_keep_the_language(c: &Client, url: &str, w: u32, h: u32) -> Vec<S
 /// Every figure (every part loaded): a caption in the page's language, and its picture an
 /// image with a title.
 async fn every_figure_named(c: &Client) -> Vec<String> {
-    let loaded = js(c, "if (!window.ordlabBook || !ordlabBook.needAll) return false; return ordlabBook.needAll().then(() => true)").await;
+    let loaded = js(
+        c,
+        "if (!window.ordlabBook || !ordlabBook.needAll) return false; return ordlabBook.needAll().then(() => true)",
+    )
+    .await;
     let mut out = Vec::new();
     if loaded != true {
         out.push("the page cannot load its parts".into());
@@ -283,7 +296,10 @@ async fn one_tab_stop_per_figure(c: &Client) -> Vec<String> {
     .await;
     let mut out = Vec::new();
     if stops[0] != 0 || stops[1] != 0 {
-        out.push(format!("lock s4c's figure: tabindex {} with {} tab stops inside it (one for the figure, none inside)", stops[0], stops[1]));
+        out.push(format!(
+            "lock s4c's figure: tabindex {} with {} tab stops inside it (one for the figure, none inside)",
+            stops[0], stops[1]
+        ));
     }
     if stops[3] != 0 {
         out.push(format!("{} marks of the pictures are tab stops", stops[3]));
@@ -318,7 +334,11 @@ async fn presents_a_figure(c: &Client, url: &str) -> Vec<String> {
         out.push(format!("a presented figure does not fill the screen: {shown}"));
     }
     if shown[4].as_f64().unwrap_or(0.0) < 22.0 || shown[5].as_f64().unwrap_or(0.0) < 0.6 {
-        out.push(format!("a presented figure's type or picture is small: caption {} px, picture {:.0} % of the screen", shown[4], shown[5].as_f64().unwrap_or(0.0) * 100.0));
+        out.push(format!(
+            "a presented figure's type or picture is small: caption {} px, picture {:.0} % of the screen",
+            shown[4],
+            shown[5].as_f64().unwrap_or(0.0) * 100.0
+        ));
     }
     c.active_element().await.unwrap().send_keys(&Key::Right.to_string()).await.unwrap();
     let stepped = js(c, "return document.getElementById('fig-lock-s4c').getAttribute('data-step-now')").await;
@@ -387,14 +407,29 @@ async fn prints(c: &Client) -> Vec<String> {
 fn write_results(dir: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     let out = support::ordlab(tmp.path())
-        .args(["run", "lock", "baseline", "--runs", "2", "--time-scale", "0.25", "--seed", "7", "--quiet", "--jobs", "2"])
+        .args([
+            "run",
+            "lock",
+            "baseline",
+            "--runs",
+            "2",
+            "--time-scale",
+            "0.25",
+            "--seed",
+            "7",
+            "--quiet",
+            "--jobs",
+            "2",
+        ])
         .arg("--out")
         .arg(dir)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code().is_some_and(|c| c <= 1), "ordlab run failed: {stderr}");
-    for name in ["index.html", "book/lock.js", "book/lock.html", "lock-s4c.svg", "lock-s4c.png", "baseline.png", "SUMMARY.md"] {
+    for name in
+        ["index.html", "book/lock.js", "book/lock.html", "lock-s4c.svg", "lock-s4c.png", "baseline.png", "SUMMARY.md"]
+    {
         assert!(dir.join(name).is_file(), "{name} missing; stderr: {stderr}");
     }
 }
@@ -463,7 +498,8 @@ async fn filters_and_sorts(c: &Client) {
         format!("var s = document.getElementById('{id}'); s.value = {value}; s.dispatchEvent(new Event('change'))")
     };
     // s4c's strategy (a 500 ms lock TTL) is its own: filtered to it, one row is left.
-    let strategy = js(c, "return document.querySelector('a[href=\"#v-lock-s4c\"]').closest('tr').dataset.strategy").await;
+    let strategy =
+        js(c, "return document.querySelector('a[href=\"#v-lock-s4c\"]').closest('tr').dataset.strategy").await;
     js(c, &choose("f-strategy", &strategy.to_string())).await;
     assert_eq!(js(c, visible).await, json!(["lock/s4c"]), "filtered to s4c's strategy {strategy}");
     js(c, &choose("f-strategy", "''")).await;
@@ -650,7 +686,13 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
     screenshot(&c, "serve-live-run-1366x768.png").await;
     // A reload in the middle of the run finds it: its lines so far, then the rest.
     c.refresh().await.unwrap();
-    until(&c, &format!("{base} && {base}.getAttribute('data-running') === '1'"), "the running run found after a reload", 20).await;
+    until(
+        &c,
+        &format!("{base} && {base}.getAttribute('data-running') === '1'"),
+        "the running run found after a reload",
+        20,
+    )
+    .await;
     let found = js(&c, &format!("var b = {base}; return [b.querySelectorAll('ol.live-events > li').length, b.querySelector('button.run').disabled, b.querySelector('.elapsed').textContent]")).await;
     assert!(found[0].as_u64().unwrap() >= 1, "the lines so far after a reload: {found}");
     assert_eq!(found[1], true, "the buttons wait while it runs");
@@ -711,7 +753,12 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
 /// stream, they are not sent at the end.
 async fn first_line_before_verdict(c: &Client) {
     let base = run_box("baseline", "baseline");
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     until(c, &format!("{base}.getAttribute('data-running') === '1'"), "a second run starts", 20).await;
     until(c, &format!("{base}.querySelector('.live-verdict[data-arrived]')"), "its verdict", 120).await;
     let t = js(c, &format!("var b = {base}; return [+b.querySelector('ol.live-events > li').dataset.arrived, +b.querySelector('.live-verdict').dataset.arrived]")).await;
@@ -723,11 +770,25 @@ async fn first_line_before_verdict(c: &Client) {
 async fn runs_twice_with_a_tally(c: &Client) {
     let base = run_box("baseline", "baseline");
     js(c, &format!("var s = {base}.querySelector('select'); s.value = '2'; return s.value")).await;
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run")).await.unwrap().click().await.unwrap();
-    until(c, &format!("{base}.querySelector('.live-verdict[data-arrived]') && {base}.getAttribute('data-runs') === '2'"), "two runs' verdict", 240).await;
+    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        c,
+        &format!("{base}.querySelector('.live-verdict[data-arrived]') && {base}.getAttribute('data-runs') === '2'"),
+        "two runs' verdict",
+        240,
+    )
+    .await;
     let tally = js(c, &format!("var b = {base}; return [b.querySelectorAll('ol.live-runs > li').length, b.querySelector('.tally [lang=en]').textContent, b.querySelector('.live-verdict pre[lang=en]').innerText]")).await;
     assert_eq!(tally[0], 2, "a mark per run: {tally}");
-    assert!(tally[1].as_str().unwrap().starts_with("run 2 of 2: ✕ wrong · so far 2 of 2 wrong (95 % interval"), "{tally}");
+    assert!(
+        tally[1].as_str().unwrap().starts_with("run 2 of 2: ✕ wrong · so far 2 of 2 wrong (95 % interval"),
+        "{tally}"
+    );
     assert!(tally[2].as_str().unwrap().contains("2/2 runs"), "{tally}");
     js(c, &format!("var s = {base}.querySelector('select'); s.value = '1'")).await;
 }
@@ -735,10 +796,20 @@ async fn runs_twice_with_a_tally(c: &Client) {
 /// Cancel: the run stops with its processes; the buttons are free again.
 async fn cancels_a_run(c: &Client, served: &support::Served) {
     let base = run_box("baseline", "baseline");
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     until(c, &format!("{base}.querySelectorAll('ol.live-events > li').length >= 1"), "a run under way", 60).await;
     assert!(support::is_role_running(served.child.id()), "its consumers run");
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.cancel")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.cancel"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     until(c, &format!("{base}.getAttribute('data-ended') === 'cancelled'"), "the run cancelled", 30).await;
     assert!(support::eventually(10, || !support::is_role_running(served.child.id())), "its processes stopped");
     until(c, &format!("!{base}.querySelector('button.run').disabled"), "the button free again", 10).await;
@@ -750,7 +821,13 @@ async fn cancels_a_run(c: &Client, served: &support::Served) {
 async fn replays_an_explored_class(c: &Client) {
     let open = "var d = document.querySelector('article.exploration[data-lab=baseline] details.open-classes'); d.open = true; d.dispatchEvent(new Event('toggle')); return true";
     js(c, open).await;
-    until(c, "document.querySelector('article.exploration[data-lab=baseline] details.class.wrong')", "the classes loaded", 20).await;
+    until(
+        c,
+        "document.querySelector('article.exploration[data-lab=baseline] details.class.wrong')",
+        "the classes loaded",
+        20,
+    )
+    .await;
     let pick = "var d = document.querySelector('article.exploration[data-lab=baseline] details.class.wrong');
                 d.open = true; d.scrollIntoView(); return d.querySelector('summary').title;";
     let schedule = js(c, pick).await.as_str().expect("a wrong class of baseline").to_string();
@@ -759,7 +836,8 @@ async fn replays_an_explored_class(c: &Client) {
     let button = c.find(Locator::Css(&format!("{box_css} button.run"))).await.unwrap();
     assert_eq!(button.text().await.unwrap(), "▶ replay this schedule on this machine");
     button.click().await.unwrap();
-    until(c, &format!("document.querySelector('{box_css} .live-verdict[data-arrived]')"), "the replay's verdict", 60).await;
+    until(c, &format!("document.querySelector('{box_css} .live-verdict[data-arrived]')"), "the replay's verdict", 60)
+        .await;
     let got = js(
         c,
         &format!(

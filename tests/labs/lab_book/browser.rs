@@ -145,7 +145,6 @@ pub fn severe(log: &Value) -> Vec<String> {
     entries.iter().filter(|e| e["level"] != "INFO" && e["level"] != "DEBUG").map(|e| e["message"].to_string()).collect()
 }
 
-
 /// The viewport `w`×`h` CSS px (a phone's below 600 px wide), whatever the window.
 pub async fn viewport(c: &Client, w: u32, h: u32) {
     let metrics = json!({ "width": w, "height": h, "deviceScaleFactor": 1, "mobile": w < 600 });

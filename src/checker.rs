@@ -9,14 +9,12 @@
 //! [`exclusion`] (no two lock holders at once: the lock strategy's, in stream and load labs),
 //! [`limit`] (what bounded a throughput measurement), [`total_queue`] (every job's effects
 //! exactly once, or the dead-letter queue, counted from the side-effect sink's ledger), and
-//! [`outcome`] (a variant's count of wrong runs against its expectation); [`key_events`] names
-//! the events a verdict rests on, for the pictures.
+//! [`outcome`] (a variant's count of wrong runs against its expectation).
 
 pub mod exclusion;
 pub mod fates;
 pub mod final_state;
 pub mod health;
-pub mod key_events;
 pub mod limit;
 pub mod outcome;
 pub mod total_queue;

@@ -10,6 +10,7 @@
 
 mod consumer_group;
 mod context;
+pub mod key_events;
 pub mod order_stream;
 mod procedure;
 mod record;

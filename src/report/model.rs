@@ -120,7 +120,7 @@ pub struct VariantReport {
 }
 
 /// What a timeline too long to draw whole draws of its run: windows of its events around the
-/// events its verdict rests on ([`crate::checker::key_events`]), and what was left out.
+/// events its verdict rests on ([`crate::labs::key_events`]), and what was left out.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Drawn {
     /// Events of the run (of the orders drawn) before any was left out.

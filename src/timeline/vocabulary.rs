@@ -188,7 +188,7 @@ pub trait Vocabulary: Serialize + DeserializeOwned + 'static {
 
     /// Does a run's verdict rest on it (a probe, a dead letter, a phase that the verdict
     /// measures)? A picture too long to draw whole is drawn around such events
-    /// (`checker::key_events`). Default: no — an event drawn with an alarm glyph (a crash, a
+    /// (`labs::key_events`). Default: no — an event drawn with an alarm glyph (a crash, a
     /// failure, an overwrite) is key without saying so.
     fn is_key(&self) -> bool {
         false

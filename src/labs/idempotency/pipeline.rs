@@ -323,7 +323,7 @@ impl Judge for PipelineSpec {
             .chain(&t.done_and_dead)
             .cloned()
             .collect();
-        let naming = crate::checker::key_events::naming_jobs(run.events, &jobs);
+        let naming = crate::labs::key_events::naming_jobs(run.events, &jobs);
         let mut last_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         let mut applied: HashSet<(&str, &str)> = HashSet::new();
         let mut keys = Vec::new();

@@ -17,7 +17,7 @@ pub struct Mark {
     pub label: Option<String>,
     /// The step of the lab book's walk-through that shows it (0: shown from the start).
     pub step: u32,
-    /// Drawn for an event the run's verdict rests on ([`crate::checker::key_events`]): its
+    /// Drawn for an event the run's verdict rests on ([`crate::labs::key_events`]): its
     /// label is the last one a crowded lane leaves out.
     pub key: bool,
 }

@@ -1,7 +1,7 @@
 //! A run over many orders or many events does not fit a slide: it is drawn for a few of its
 //! orders, the wrong ones always among them, and a run of more events than a slide holds is
 //! drawn in windows around the events its verdict rests on (its [key
-//! events](crate::checker::key_events): the probe, the death, the wrong write), each cut
+//! events](crate::labs::key_events): the probe, the death, the wrong write), each cut
 //! marked on the picture with what was left out — never as its first events only.
 
 use crate::labs::FinalItem;

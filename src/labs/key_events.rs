@@ -12,8 +12,7 @@
 //! draws the first ones), possibly repeated.
 
 use crate::lang::Lang;
-use crate::report::Redactor;
-use crate::timeline::vocabulary::{Drawing, Glyph, Wording};
+use crate::timeline::vocabulary::{Drawing, Glyph, Redactor, Wording};
 use crate::timeline::{EffectOutcome, Event, EventKind};
 use std::collections::{HashMap, HashSet};
 

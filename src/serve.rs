@@ -1,29 +1,27 @@
-//! `ordlab serve`: the lab book on 127.0.0.1 with a "run again" button per variant, for the
-//! classroom. A click runs that one variant on this machine's servers, through the same
-//! scheduler as `ordlab run <lab> --variant <v> --runs 1`, and streams the run's events into
-//! the page as they are recorded, then its verdict.
+//! `ordlab serve`: the lab book on 127.0.0.1 as a class tool — a "run again" button per
+//! variant (once or N times), a "replay" button per explored class; the run going on drawn as
+//! it happens beside the saved picture, found again by a page reloaded in the middle of it,
+//! with its elapsed time, a cancel button and, for N runs, its tally and 95 % interval.
 //!
 //! Only the page's own requests are answered ([`guard`]): the `Host` must be this server's,
-//! and `POST /run` must come from its origin with the token the page was served; anything else
+//! and a `POST` must come from its origin with the token the page was served; anything else
 //! is 403 and one `ordlab serve: refused …` line on stderr.
 //!
-//! The page is the lab book `ordlab book` writes, built once at start from the records in the
-//! results directory, with [`page.js`](serve/page.js) added. `POST /run` with the form body
-//! `lab=<id>&variant=<id>` answers `text/event-stream`: an `event: line` per timeline line as
-//! the run records it (`{"seq", "t_ms", "en", "vi"}`, in the text report's words, `t_ms` from
-//! the first line), then one `event: verdict` (`{"en", "vi", "matched"}`: the text report's
-//! outcome lines) or `event: failed` (`{"line"}`). An unknown lab or variant is 404, a second
-//! run while one goes on 409, each with one line.
+//! The page is the lab book `ordlab book` writes (`index.html` and its parts under `book/`),
+//! built once at start from the records in the results directory, with
+//! [`page.js`](serve/page.js) added. `POST /run` with the form body `lab=<id>&variant=<id>`
+//! (and `runs=N`, or `schedule=P.C1x2.C2` to replay a saved class's schedule exactly, as
+//! `ordlab run <lab> --variant <v> --schedule …` does) answers `text/event-stream`, the
+//! messages of [`stream::Streamed`]: `started`, a `line` per timeline line as the run records
+//! it, a `picture` of the run so far (SVG, both languages) every 0.4 s, a `run_done` per run
+//! with the tally, then `verdict`, `failed` or `cancelled`. `GET /run/current` is the same
+//! stream of the run going on, from its start (204 when none); `POST /cancel` stops it. An
+//! unknown lab or variant is 404, a second run while one goes on 409, each with one line (JSON
+//! `{"en", "vi"}` when the request accepts JSON, as the page's does).
 //!
-//! The page also has the lab book's exploration view (the classes saved by `ordlab explore
-//! --out DIR/explore`), and each class a "replay" button: `POST /run` with
-//! `lab=…&variant=…&schedule=P.C1x2.C2` replays that class's schedule exactly, as `ordlab run
-//! <lab> --variant <v> --schedule …` does (every process stepped at the interposer), streams
-//! its lines the same way and ends with its verdict, `matched` when it is the verdict the
-//! saved exploration found. Only a saved class's schedule is replayed (any other is 404). One run at a time: it lives in
-//! [`serve`]'s own future, so dropping that future (Ctrl-C, SIGTERM) stops the run's servers
-//! and processes as it does for `ordlab run`. The run's results are not written: the records
-//! stay as they are.
+//! One run at a time: it lives in [`serve`]'s own future, so dropping it (cancel, Ctrl-C,
+//! SIGTERM) stops the run's servers and processes as it does for `ordlab run`. The run's results
+//! are not written: the records stay as they are.
 
 use crate::catalog;
 use crate::checker::Verdict;
@@ -170,9 +168,10 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
                         }));
                         continue;
                     }
-                    match start(req, &labs, &explored, &opts) {
-                        Some((future, rx, l)) => { run = Some(future); said = Some(rx); live = Some(l); }
-                        None => {}
+                    if let Some((future, rx, l)) = start(req, &labs, &explored, &opts) {
+                        run = Some(future);
+                        said = Some(rx);
+                        live = Some(l);
                     }
                 }
             },

@@ -191,7 +191,7 @@ async fn links_keep_the_language(c: &Client, url: &str, w: u32, h: u32) -> Vec<S
     if at[0] != "vi" {
         out.push(format!("#lab-lock?lang=vi opens in {:?}", at[0]));
     }
-    if !at[1].as_i64().is_some_and(|top| top.abs() <= 2) {
+    if at[1].as_i64().is_none_or(|top| top.abs() > 2) {
         out.push(format!("#lab-lock?lang=vi does not show the lab at the top (its top at {})", at[1]));
     }
     let switch = |lang: &str| {

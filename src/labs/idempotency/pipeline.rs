@@ -329,11 +329,12 @@ impl Judge for PipelineSpec {
         let mut keys = Vec::new();
         for i in naming {
             match &run.events[i].kind {
-                EventKind::Effect { job, effect, outcome: crate::timeline::EffectOutcome::Applied, .. } => {
-                    if !applied.insert((job, effect)) {
-                        keys.push(i);
-                    }
+                EventKind::Effect { job, effect, outcome: crate::timeline::EffectOutcome::Applied, .. }
+                    if !applied.insert((job, effect)) =>
+                {
+                    keys.push(i);
                 }
+                EventKind::Effect { .. } => {}
                 EventKind::Family(f) => {
                     let job = f.field_str("job").unwrap_or_default().to_string();
                     let at = last_seen.entry(job).or_insert(i);

@@ -106,12 +106,12 @@ fn environment(out: &mut String, reports: &[LabReport]) {
         let mut text = String::new();
         crate::report::text::environment(
             &mut text,
-            &common.environment,
+            common.environment,
             &crate::report::text::TextOptions { lang, ..Default::default() },
         );
         let _ = write!(out, r#"<pre lang="{}">{}</pre>"#, lang.code(), esc(text.trim_end()));
     }
-    let others = summary::elsewhere(reports, &common.environment);
+    let others = summary::elsewhere(reports, common.environment);
     if !others.is_empty() {
         let list = others.join(", ");
         let note = Words::new(

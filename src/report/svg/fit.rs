@@ -51,7 +51,7 @@ pub fn lay_out_lanes(tl: &Timeline, axis: &Axis, top: f64, room: f64) -> Vec<Lan
     }
     let used: f64 =
         placed.iter().map(|(p, _)| rows_of(p) as f64 * ROW_H).sum::<f64>() + LANE_BASE * tl.lanes.len() as f64;
-    let spare = ((room - used) / tl.lanes.len().max(1) as f64).clamp(0.0, 60.0);
+    let spare = ((room - used) / tl.lanes.len().max(1) as f64).clamp(0.0, 140.0);
     let mut y = top;
     let mut out = Vec::new();
     for (labels, unlabelled) in placed {

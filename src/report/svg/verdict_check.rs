@@ -81,7 +81,15 @@ fn every_saved_timeline_shows_its_verdict_s_events() {
     }
     eprintln!("{pictures} timelines, {cut} of them cut around their key events");
     assert!(pictures > 100, "only {pictures} timelines");
-    assert!(failures.is_empty(), "{} pictures miss their point:\n{}", failures.len(), failures.join("\n"));
+    let mut rerun: Vec<&str> =
+        failures.iter().filter(|f| f.contains("rerun the lab")).filter_map(|f| f.split('/').next()).collect();
+    rerun.dedup();
+    let how = if rerun.is_empty() {
+        String::new()
+    } else {
+        format!("\nregenerate them: ordlab run {} --out results", rerun.join(" "))
+    };
+    assert!(failures.is_empty(), "{} pictures miss their point:\n{}{how}", failures.len(), failures.join("\n"));
 }
 
 /// The check fails a picture drawn as its first events, and passes it drawn around its keys.

@@ -682,7 +682,13 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
     assert_eq!(drawn[0], true, "drawn before the verdict");
     assert!(drawn[1].as_str().unwrap().contains("baseline / baseline — live"), "{drawn}");
     assert_eq!(drawn[2], true, "the saved figure is in the same article");
+    // For a human: the saved run and the live one side by side, once the live one has its
+    // first jobs received (or it is over).
+    let received = format!("{base}.querySelector('.live-fig .fig[lang=en] svg').textContent.includes('received')");
+    until(&c, &received, "the live run's first jobs drawn", 60).await;
     js(&c, "document.querySelector('#v-baseline-baseline figure.timeline').scrollIntoView()").await;
+    let beside = js(&c, &format!("var a = document.querySelector('#v-baseline-baseline figure.timeline .figs').getBoundingClientRect(), b = {base}.querySelector('.live-fig').getBoundingClientRect(); return [a.right <= b.left, a.bottom < innerHeight, b.bottom < innerHeight]")).await;
+    assert_eq!(beside, json!([true, true, true]), "the saved and the live picture side by side, on one screen");
     screenshot(&c, "serve-live-run-1366x768.png").await;
     // A reload in the middle of the run finds it: its lines so far, then the rest.
     c.refresh().await.unwrap();
@@ -802,8 +808,12 @@ async fn cancels_a_run(c: &Client, served: &support::Served) {
         .click()
         .await
         .unwrap();
-    until(c, &format!("{base}.querySelectorAll('ol.live-events > li').length >= 1"), "a run under way", 60).await;
-    assert!(support::is_role_running(served.child.id()), "its consumers run");
+    // This run's lines (the box is cleared when it starts), and its processes.
+    let under_way = format!(
+        "{base}.getAttribute('data-running') === '1' && {base}.querySelectorAll('ol.live-events > li').length >= 1"
+    );
+    until(c, &under_way, "a run under way", 60).await;
+    assert!(support::eventually(10, || support::is_role_running(served.child.id())), "its consumers run");
     c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.cancel"))
         .await
         .unwrap()

@@ -115,6 +115,13 @@ impl StepIndex {
     fn at(&self, ms: f64) -> u32 {
         self.times.iter().filter(|t| **t as f64 / 1000.0 <= ms + 1e-9).count() as u32
     }
+
+    /// The first line at or after `ms` (the last line if none is): what happened in between
+    /// two lines, and is no line of its own (a lock's TTL running out), shows with the next.
+    fn from(&self, ms: f64) -> u32 {
+        let before = self.times.iter().filter(|t| (**t as f64 / 1000.0) < ms - 1e-9).count() as u32;
+        (before + 1).min(self.times.len() as u32)
+    }
 }
 
 /// The builder's memory while it walks a run's events.
@@ -398,7 +405,7 @@ impl Builder {
     fn lock_bar(&mut self, actor: Actor, from: f64, to: f64, ttl: f64) {
         let expiry = from + ttl;
         let label = crate::tr!(self.lang, "lock expired (TTL {} ms)", "lock hết hạn (TTL {} ms)", fmt_ms(ttl));
-        let (taken, expired) = (self.steps.at(from), self.steps.at(expiry));
+        let (taken, expired) = (self.steps.at(from), self.steps.from(expiry));
         let lane = self.lane(actor);
         if expiry < to {
             lane.bars.push(Bar { t0: from, t1: expiry, kind: BarKind::Lock, step: taken });

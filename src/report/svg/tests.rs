@@ -156,8 +156,10 @@ fn the_lab_book_flavour_tags_each_event_with_its_timeline_line() {
     // C2's 50 ms of work starts with its lock (no line of its own): shown with that line.
     let c2_lock = step_of("C2 took") as u32;
     assert!(tagged("work").contains(&c2_lock), "{:?} vs {c2_lock}", tagged("work"));
-    // The expiry at 500 ms comes after C2's lock at 502 ms? No: before it, so one step earlier.
-    assert_eq!(tagged("expired"), vec![c2_lock - 1]);
+    // The expiry at 500 ms is no line of its own: it shows with the first line after it (C2's
+    // lock at 502 ms), never with the line before it (C1's lock at 1 ms), which would show it
+    // ahead of its time.
+    assert_eq!(tagged("expired"), vec![c2_lock]);
     assert!(svg.contains(&format!(r#"<g data-step="{}">"#, lines.len())), "final state at the last step");
     assert!(svg.contains(r#"id="hatch-lock-s4c-en""#) && svg.contains("url(#hatch-lock-s4c-en)"));
     assert!(!svg.contains("url(#hatch)"));

@@ -30,8 +30,11 @@ fn main() {
     record_commit();
 }
 
-/// The files the binary is built from: an edit to any of them makes the build's commit dirty.
+/// The files the binary is built from: an edit to any of them makes the build's commit dirty
+/// (the same list as `ordlab::build_commit::INPUTS`).
 const INPUTS: &[&str] = &["src", "scenarios", "build.rs", "Cargo.toml", "Cargo.lock"];
+
+include!("src/build_commit/fingerprint.rs");
 
 /// `ORDLAB_GIT_COMMIT` for report headers: the short hash of HEAD, `-dirty` when an input of
 /// the binary differs from it (staged or not, or a new file under one of them).
@@ -59,6 +62,10 @@ fn record_commit() {
     status.extend(INPUTS);
     let dirty = git(&status).is_some_and(|s| !s.is_empty());
     println!("cargo:rustc-env=ORDLAB_GIT_COMMIT={commit}{}", if dirty { "-dirty" } else { "" });
+    // A dirty build's inputs as built: a report cites the commit that holds exactly them, if
+    // they are committed before it runs (`ordlab::build_commit`).
+    let inputs = if dirty { worktree_fingerprint() } else { None };
+    println!("cargo:rustc-env=ORDLAB_GIT_INPUTS={}", inputs.unwrap_or_default());
     let mut watched = vec!["HEAD".to_string(), "index".to_string(), "packed-refs".to_string()];
     watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
     for name in watched {
@@ -68,4 +75,35 @@ fn record_commit() {
             _ => {}
         }
     }
+}
+
+/// The fingerprint of the inputs as they are in the working tree: every tracked or new file
+/// under them with its git blob id (`git hash-object`, which writes nothing).
+fn worktree_fingerprint() -> Option<String> {
+    use std::io::Write as _;
+    let mut ls = Command::new("git");
+    ls.args(["--no-optional-locks", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--"]).args(INPUTS);
+    let listed = ls.output().ok().filter(|o| o.status.success())?;
+    let paths: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .split('\0')
+        .filter(|p| !p.is_empty() && Path::new(p).is_file())
+        .map(str::to_string)
+        .collect();
+    let mut hash = Command::new("git")
+        .args(["hash-object", "--stdin-paths"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = hash.stdin.take()?;
+    let list = paths.join("\n") + "\n";
+    let writer = std::thread::spawn(move || stdin.write_all(list.as_bytes()));
+    let out = hash.wait_with_output().ok().filter(|o| o.status.success())?;
+    writer.join().ok()?.ok()?;
+    let blobs: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    if blobs.len() != paths.len() {
+        return None;
+    }
+    let mut entries: Vec<(String, String)> = paths.into_iter().zip(blobs).collect();
+    Some(fingerprint(&mut entries))
 }

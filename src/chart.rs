@@ -23,6 +23,18 @@ pub struct Chart {
     /// One line under the chart: where the numbers come from (runs, time scale).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<Words>,
+    /// Words over a category that the numbers alone do not say: a fast strategy that ends
+    /// wrong (`✕ 178/1000 wrong`). Set where the chart is drawn ([`crate::report::chart`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<Flag>,
+}
+
+/// Words over category `at` of a chart's x axis; `wrong` draws them as a warning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Flag {
+    pub at: f64,
+    pub words: Words,
+    pub wrong: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -178,6 +190,7 @@ mod tests {
             }],
             marks: vec![],
             note: None,
+            flags: vec![],
         }
     }
 

@@ -110,7 +110,8 @@ impl Vocabulary for ClusterEvent {
                 (Glyph::Published, format!("LPUSH {queue} {}", job_mark_label(job, many)))
             }
             ClusterEvent::JobsPushed { jobs, queues } => {
-                (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {}", t("jobs", "job"), t("queues", "hàng đợi")))
+                let queues_word = if *queues == 1 { t("queue", "hàng đợi") } else { t("queues", "hàng đợi") };
+                (Glyph::Published, format!("LPUSH {jobs} {} → {queues} {queues_word}", t("jobs", "job")))
             }
             ClusterEvent::JobTaken { job, .. } => {
                 (Glyph::Received, format!("{} {}", t("took", "lấy"), job_mark_label(job, many)))
@@ -128,6 +129,14 @@ impl Vocabulary for ClusterEvent {
             ClusterEvent::SlotOwned { slot, node } => (Glyph::Published, format!("slot {slot} → {node}")),
         };
         Drawing::Mark(glyph, label)
+    }
+
+    /// A resharding's steps are what its verdict is about.
+    fn is_key(&self) -> bool {
+        matches!(
+            self,
+            ClusterEvent::SlotMigrating { .. } | ClusterEvent::SlotKeysMoved { .. } | ClusterEvent::SlotOwned { .. }
+        )
     }
 
     fn belongs(&self) -> Belongs {

@@ -11,6 +11,7 @@
 mod consumer_group;
 mod context;
 pub mod handler_time;
+pub mod key_events;
 pub mod order_stream;
 pub mod patience;
 mod procedure;
@@ -255,6 +256,11 @@ macro_rules! lab_kinds {
                 all.sort_by_key(|e| (e.index, e.why));
                 all.dedup_by_key(|e| e.index);
                 all
+            }
+
+            /// The events `record`'s verdict rests on (see [`Judge::key_events`]), by index.
+            pub fn key_events(&self, record: &RunRecord) -> Vec<usize> {
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.key_events(o)).unwrap_or_default(), )* }
             }
 
             pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {

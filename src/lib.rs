@@ -43,6 +43,7 @@
 //! processes work).
 
 pub mod bench;
+pub mod build_commit;
 pub mod catalog;
 pub mod chart;
 pub mod checker;

@@ -254,6 +254,17 @@ impl Vocabulary for PriorityEvent {
         self.priority_line(a, w)
     }
 
+    /// A verdict on priorities measures phases and the jobs traced through them (the probe,
+    /// the first and last of each group): their starts, queueing and taking are key.
+    fn is_key(&self) -> bool {
+        match self {
+            PriorityEvent::PhaseStarted { .. } => true,
+            PriorityEvent::JobQueued { traced, .. } | PriorityEvent::PriorityJobTaken { traced, .. } => *traced,
+            PriorityEvent::JobRequeued { .. } => true,
+            _ => false,
+        }
+    }
+
     fn drawing(&self, w: &Wording) -> Drawing {
         let t = |en, vi| pick(w.lang, en, vi);
         match self {

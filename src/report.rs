@@ -15,6 +15,7 @@ pub mod html;
 pub mod json;
 mod model;
 pub mod png;
+pub mod reasons;
 pub mod record;
 pub mod redact;
 pub mod snapshot;
@@ -25,5 +26,5 @@ pub mod words;
 
 pub use crate::labs::RunRecord;
 pub use crate::lang::{pick, Lang};
-pub use model::{AllRunsDigest, Environment, LabInfo, LabReport, VariantDigest, VariantReport};
+pub use model::{AllRunsDigest, Drawn, DrawnWindow, Environment, LabInfo, LabReport, VariantDigest, VariantReport};
 pub use redact::Redactor;

@@ -19,6 +19,10 @@ use std::time::Instant;
 /// Progress callback: (variant id, run just finished, runs of the variant).
 pub type OnRun = Arc<dyn Fn(&str, u32, u32) + Send + Sync>;
 
+/// Called with each run's record, judged, as soon as the run is over: (variant id, record,
+/// runs of the variant). What `ordlab serve` tallies a "run N times" with.
+pub type OnRecord = Arc<dyn Fn(&str, &crate::labs::RunRecord, u32) + Send + Sync>;
+
 /// How to run a lab.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -39,6 +43,8 @@ pub struct RunOptions {
     /// [`live`](crate::timeline::live) tap around each run): what `ordlab serve` streams.
     /// The tap is the process's: set this only where one run goes on at a time.
     pub on_event: Option<OnEvent>,
+    /// Handed each run's judged record as soon as the run is over.
+    pub on_record: Option<OnRecord>,
 }
 
 impl RunOptions {
@@ -52,6 +58,7 @@ impl RunOptions {
             command_line: String::new(),
             on_run: None,
             on_event: None,
+            on_record: None,
         }
     }
 
@@ -104,7 +111,7 @@ impl<'a> Runner<'a> {
         let info = &self.services.info;
         Environment {
             ordlab_version: env!("CARGO_PKG_VERSION").to_string(),
-            git_commit: env!("ORDLAB_GIT_COMMIT").to_string(),
+            git_commit: crate::build_commit::cited(),
             backend: self.services.backend.to_string(),
             redis_version: info.redis_version.clone(),
             redis_server: info.redis_server.clone(),
@@ -146,8 +153,12 @@ impl<'a> Runner<'a> {
         let variant_started = Instant::now();
         for run in 1..=runs {
             let tapped = opts.on_event.clone().map(live::tap);
-            records.push(self.run_once(lab, v, run, opts).await?);
+            let record = self.run_once(lab, v, run, opts).await?;
             drop(tapped);
+            if let Some(cb) = &opts.on_record {
+                cb(&v.id, &record, runs);
+            }
+            records.push(record);
             if let Some(cb) = &opts.on_run {
                 cb(&v.id, run, runs);
             }

@@ -1,64 +1,63 @@
-//! `ordlab serve`: the lab book on 127.0.0.1 with a "run again" button per variant, for the
-//! classroom. A click runs that one variant on this machine's servers, through the same
-//! scheduler as `ordlab run <lab> --variant <v> --runs 1`, and streams the run's events into
-//! the page as they are recorded, then its verdict.
+//! `ordlab serve`: the lab book on 127.0.0.1 as a class tool — a "run again" button per
+//! variant (once or N times), a "replay" button per explored class; the run going on drawn as
+//! it happens beside the saved picture, found again by a page reloaded in the middle of it,
+//! with its elapsed time, a cancel button and, for N runs, its tally and 95 % interval.
 //!
 //! Only the page's own requests are answered ([`guard`]): the `Host` must be this server's,
-//! and `POST /run` must come from its origin with the token the page was served; anything else
+//! and a `POST` must come from its origin with the token the page was served; anything else
 //! is 403 and one `ordlab serve: refused …` line on stderr.
 //!
-//! The page is the lab book `ordlab book` writes, built once at start from the records in the
-//! results directory, with [`page.js`](serve/page.js) added. `POST /run` with the form body
-//! `lab=<id>&variant=<id>` answers `text/event-stream`: an `event: line` per timeline line as
-//! the run records it (`{"seq", "t_ms", "en", "vi"}`, in the text report's words, `t_ms` from
-//! the first line), then one `event: verdict` (`{"en", "vi", "matched"}`: the text report's
-//! outcome lines) or `event: failed` (`{"line"}`). An unknown lab or variant is 404, a second
-//! run while one goes on 409, each with one line.
+//! The page is the lab book `ordlab book` writes (`index.html` and its parts under `book/`),
+//! built once at start from the records in the results directory, with
+//! [`page.js`](serve/page.js) added. `POST /run` with the form body `lab=<id>&variant=<id>`
+//! (and `runs=N`, or `schedule=P.C1x2.C2` to replay a saved class's schedule exactly, as
+//! `ordlab run <lab> --variant <v> --schedule …` does) answers `text/event-stream`, the
+//! messages of [`stream::Streamed`]: `started`, a `line` per timeline line as the run records
+//! it, a `picture` of the run so far (SVG, both languages) every 0.4 s, a `run_done` per run
+//! with the tally, then `verdict`, `failed` or `cancelled`. `GET /run/current` is the same
+//! stream of the run going on, from its start (204 when none); `POST /cancel` stops it. An
+//! unknown lab or variant is 404, a second run while one goes on 409, each with one line (JSON
+//! `{"en", "vi"}` when the request accepts JSON, as the page's does).
 //!
-//! The page also has the lab book's exploration view (the classes saved by `ordlab explore
-//! --out DIR/explore`), and each class a "replay" button: `POST /run` with
-//! `lab=…&variant=…&schedule=P.C1x2.C2` replays that class's schedule exactly, as `ordlab run
-//! <lab> --variant <v> --schedule …` does (every process stepped at the interposer), streams
-//! its lines the same way and ends with its verdict, `matched` when it is the verdict the
-//! saved exploration found. Only a saved class's schedule is replayed (any other is 404). One run at a time: it lives in
-//! [`serve`]'s own future, so dropping that future (Ctrl-C, SIGTERM) stops the run's servers
-//! and processes as it does for `ordlab run`. The run's results are not written: the records
-//! stay as they are.
+//! One run at a time: it lives in [`serve`]'s own future, so dropping it (cancel, Ctrl-C,
+//! SIGTERM) stops the run's servers and processes as it does for `ordlab run`. The run's results
+//! are not written: the records stay as they are.
 
 use crate::catalog;
 use crate::checker::Verdict;
-use crate::exploration::{self, ExploreOptions, Search};
-use crate::explore::Schedule;
 use crate::lang::Lang;
-use crate::report::words::{shown_line, Wording};
-use crate::report::{html, record, LabReport, Redactor};
-use crate::runner::RunOptions;
+use crate::report::{html, record, LabReport};
 use crate::scenario::Scenario;
 use crate::service::ServiceOptions;
-use crate::service::Services;
-use crate::timeline::RawEvent;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 pub mod guard;
+mod live;
+mod runs;
+mod stream;
 
 use guard::Guard;
+use live::LiveRun;
+use stream::Streamed;
 
 const PAGE_SCRIPT: &str = include_str!("serve/page.js");
 const PAGE_CSS: &str = include_str!("serve/page.css");
-/// The largest `POST /run` body read: two ids.
+/// The largest `POST /run` body read: two ids, a schedule, a count.
 const MAX_FORM_BYTES: usize = 4096;
+/// The most runs one click asks for.
+const MAX_RUNS: u32 = 100;
 
 /// What `ordlab serve` serves and how it runs a variant.
 pub struct ServeOptions {
@@ -85,49 +84,40 @@ pub enum ServeError {
     Catalog(#[from] crate::scenario::ScenarioError),
 }
 
-/// One message of a run's event stream.
-#[derive(Debug, serde::Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-enum Streamed {
-    /// A timeline line, the moment the run recorded its event.
-    Line { seq: u64, t_ms: i64, en: String, vi: String },
-    /// The run is over: the text report's outcome lines.
-    Verdict { en: String, vi: String, matched: bool },
-    /// The run could not be made (a server would not start, …).
-    Failed { line: String },
-}
-
-impl Streamed {
-    /// The message as one Server-Sent Event.
-    fn sse(&self) -> Bytes {
-        let json = serde_json::to_value(self).expect("messages always serialize");
-        let event = json["event"].as_str().unwrap_or("line").to_string();
-        Bytes::from(format!("event: {event}\ndata: {json}\n\n"))
-    }
-}
-
-/// Why a run was not started.
+/// Why a run was not started, in both languages.
 enum Refused {
     /// No such lab or variant (404).
     Unknown(String),
     /// Another run goes on (409).
-    Busy(String),
+    Busy { en: String, vi: String },
 }
 
-/// A click, from a connection to the loop that owns the run.
+/// What a connection asks of the loop that owns the run.
+enum Ask {
+    /// Start a run (a click): its messages from the start.
+    Run(RunRequest),
+    /// The run going on, from its start (a page loaded in the middle of it); None when none.
+    Watch(oneshot::Sender<Option<mpsc::UnboundedReceiver<Streamed>>>),
+    /// Stop the run going on; whether there was one.
+    Cancel(oneshot::Sender<bool>),
+}
+
+/// A click.
 struct RunRequest {
     lab: String,
     variant: String,
-    /// A saved class's schedule to replay, instead of a sampled run.
+    /// A saved class's schedule to replay, instead of sampled runs.
     schedule: Option<String>,
+    runs: u32,
     reply: oneshot::Sender<Result<mpsc::UnboundedReceiver<Streamed>, Refused>>,
 }
 
 /// What every connection shares.
 struct Site {
-    page: String,
+    /// The page's files by their path (`/`, `/book/lock.js`), with their content type.
+    files: HashMap<String, (&'static str, Bytes)>,
     guard: Guard,
-    requests: mpsc::UnboundedSender<RunRequest>,
+    asks: mpsc::UnboundedSender<Ask>,
 }
 
 /// Serve until the future is dropped. The port is bound first (one that cannot be is
@@ -141,13 +131,14 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
     let labs = catalog::all()?;
     let explored = crate::report::html::explored::load(&opts.dir);
     let guard = Guard::new(addr.port(), Guard::new_token());
-    let (page, left_out) = served_page(&opts, &explored, &guard)?;
+    let (files, left_out) = served_files(&opts, &explored, &guard)?;
     left_out.iter().for_each(|line| eprintln!("ordlab: the page leaves out {line}"));
-    let (requests_tx, mut requests) = mpsc::unbounded_channel();
-    let site = Arc::new(Site { page, guard, requests: requests_tx });
+    let (asks_tx, mut asks) = mpsc::unbounded_channel();
+    let site = Arc::new(Site { files, guard, asks: asks_tx });
     listening(addr);
     let mut run: Option<Pin<Box<dyn Future<Output = ()> + '_>>> = None;
-    let mut running = String::new();
+    let mut said: Option<mpsc::UnboundedReceiver<Streamed>> = None;
+    let mut live: Option<LiveRun> = None;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -155,44 +146,108 @@ pub async fn serve(opts: ServeOptions, listening: impl FnOnce(SocketAddr)) -> Re
                     tokio::spawn(serve_connection(stream, site.clone()));
                 }
             }
-            Some(req) = requests.recv() => {
-                let RunRequest { lab, variant, schedule, reply } = req;
-                if run.is_some() {
-                    let _ = reply.send(Err(Refused::Busy(format!(
-                        "a run is going on ({running}): one run at a time, wait for its verdict"
-                    ))));
-                    continue;
+            Some(ask) = asks.recv() => match ask {
+                Ask::Watch(reply) => { let _ = reply.send(live.as_mut().map(LiveRun::watch)); }
+                Ask::Cancel(reply) => {
+                    let going = run.take().is_some();
+                    if let Some(mut l) = live.take() {
+                        eprintln!("ordlab serve: {} cancelled; its servers and processes are stopped", l.label);
+                        l.say(Streamed::Cancelled {
+                            en: "cancelled: its servers and processes are stopped".into(),
+                            vi: "đã hủy: các server và tiến trình của nó đã dừng".into(),
+                        });
+                    }
+                    said = None;
+                    let _ = reply.send(going);
                 }
-                let saved = match &schedule {
-                    Some(s) => saved_class(&explored, &lab, &variant, s).map(Some),
-                    None => Ok(None),
-                };
-                match find_variant(&labs, &lab, &variant).and_then(|scenario| saved.map(|saved| (scenario, saved))) {
-                    Err(line) => { let _ = reply.send(Err(Refused::Unknown(line))); }
-                    Ok((scenario, saved)) => {
-                        let (tx, rx) = mpsc::unbounded_channel();
-                        if reply.send(Ok(rx)).is_ok() {
-                            running = format!("{lab}/{variant}");
-                            run = Some(match (schedule, saved) {
-                                (Some(s), Some(saved)) => Box::pin(run_replayed(scenario, variant, s, saved, &opts, tx)),
-                                _ => Box::pin(run_streamed(scenario, variant, &opts, tx)),
-                            });
-                        }
+                Ask::Run(req) => {
+                    if let Some(l) = &live {
+                        let _ = req.reply.send(Err(Refused::Busy {
+                            en: format!("a run is going on ({}): one run at a time, wait for its verdict", l.label),
+                            vi: format!("đang có một lần chạy ({}): mỗi lúc một lần chạy, hãy chờ kết luận của nó", l.label),
+                        }));
+                        continue;
+                    }
+                    if let Some((future, rx, l)) = start(req, &labs, &explored, &opts) {
+                        run = Some(future);
+                        said = Some(rx);
+                        live = Some(l);
                     }
                 }
+            },
+            Some(m) = async { said.as_mut()?.recv().await }, if said.is_some() => {
+                if let Some(l) = live.as_mut() { l.say(m); }
             }
-            () = async { run.as_mut().expect("guarded").await }, if run.is_some() => { run = None; }
+            () = async { run.as_mut().expect("guarded").await }, if run.is_some() => {
+                run = None;
+                // What the run said last, then every watcher's stream ends.
+                if let (Some(rx), Some(l)) = (said.as_mut(), live.as_mut()) {
+                    while let Ok(m) = rx.try_recv() { l.say(m); }
+                }
+                said = None;
+                live = None;
+            }
         }
     }
 }
 
-/// The lab book over the records and explorations in `opts.dir`, opening in `opts.lang`, with
-/// the run buttons' script and the guard's token; and the records left out, why.
-fn served_page(
+/// The run a click asks for, started (its future, what it says, its live state), or the reply
+/// that says why not (then None).
+#[allow(clippy::type_complexity)]
+fn start<'a>(
+    req: RunRequest,
+    labs: &[Scenario],
+    explored: &[crate::report::html::explored::ExploredFile],
+    opts: &'a ServeOptions,
+) -> Option<(Pin<Box<dyn Future<Output = ()> + 'a>>, mpsc::UnboundedReceiver<Streamed>, LiveRun)> {
+    let RunRequest { lab, variant, schedule, runs, reply } = req;
+    let saved = match &schedule {
+        Some(s) => saved_class(explored, &lab, &variant, s).map(Some),
+        None => Ok(None),
+    };
+    let (scenario, saved) = match find_variant(labs, &lab, &variant).and_then(|sc| saved.map(|sv| (sc, sv))) {
+        Ok(found) => found,
+        Err(line) => {
+            let _ = reply.send(Err(Refused::Unknown(line)));
+            return None;
+        }
+    };
+    let runs = if schedule.is_some() { 1 } else { runs.clamp(1, MAX_RUNS) };
+    let started = Streamed::Started {
+        lab: lab.clone(),
+        variant: variant.clone(),
+        schedule: schedule.clone(),
+        runs,
+        started_ms: stream::now_ms(),
+    };
+    let mut l = LiveRun::new(format!("{lab}/{variant}"), started);
+    if reply.send(Ok(l.watch())).is_err() {
+        return None;
+    }
+    eprintln!(
+        "ordlab serve: {lab}/{variant} started ({})",
+        match &schedule {
+            Some(s) => format!("replaying schedule {s}"),
+            None => format!("{runs} run{}", if runs == 1 { "" } else { "s" }),
+        }
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    let future: Pin<Box<dyn Future<Output = ()> + 'a>> = match (schedule, saved) {
+        (Some(s), Some(saved)) => Box::pin(runs::run_replayed(scenario, variant, s, saved, opts, tx)),
+        _ => Box::pin(runs::run_streamed(scenario, variant, runs, opts, tx)),
+    };
+    Some((future, rx, l))
+}
+
+/// The lab book's files over the records and explorations in `opts.dir`, the page opening in
+/// `opts.lang` with the run buttons' script and the guard's token; and the records left out,
+/// why.
+#[allow(clippy::type_complexity)]
+fn served_files(
     opts: &ServeOptions,
     explored: &[crate::report::html::explored::ExploredFile],
     guard: &Guard,
-) -> Result<(String, Vec<String>), ServeError> {
+) -> Result<(HashMap<String, (&'static str, Bytes)>, Vec<String>), ServeError> {
     let mut reports: Vec<LabReport> = Vec::new();
     let mut left_out = Vec::new();
     for r in record::load_all(&opts.dir)? {
@@ -201,15 +256,24 @@ fn served_page(
             Err(e) => left_out.push(e.to_string()),
         }
     }
-    let book = html::render_with(&reports, explored);
+    let book = html::book(&reports, explored);
     let code = opts.lang.code();
     let page = book
-        .replacen(r#"<html lang="en" data-lang="en">"#, &format!(r#"<html lang="{code}" data-lang="{code}">"#), 1)
+        .index()
+        .replacen(r#"<html lang="en" data-lang="en""#, &format!(r#"<html lang="{code}" data-lang="{code}""#), 1)
         // No favicon request (its 404 would be a console error).
         .replacen("<head>\n", &format!("<head>\n<link rel=\"icon\" href=\"data:,\">\n{}\n", guard.meta_tag()), 1)
         .replacen("</style>\n</head>", &format!("{PAGE_CSS}</style>\n</head>"), 1)
         .replacen("</body>", &format!("<script>\n{PAGE_SCRIPT}</script>\n</body>"), 1);
-    Ok((page, left_out))
+    let mut files = HashMap::new();
+    files.insert("/".to_string(), ("text/html; charset=utf-8", Bytes::from(page)));
+    for (name, body) in &book.files {
+        let kind = if name.ends_with(".js") { "text/javascript; charset=utf-8" } else { "text/html; charset=utf-8" };
+        if name != "index.html" {
+            files.insert(format!("/{name}"), (kind, Bytes::from(body.clone())));
+        }
+    }
+    Ok((files, left_out))
 }
 
 /// The built-in lab `lab` with only `variant` left, or the one line that says why not.
@@ -249,118 +313,6 @@ fn saved_class(
     }
 }
 
-/// Replay `schedule` of `variant` as `ordlab run <lab> --variant <v> --schedule <s>` does, on
-/// servers started for it: its lines to `tx` as the run records them, then its verdict beside
-/// the one the saved exploration found (`saved`).
-async fn run_replayed(
-    lab: Scenario,
-    variant: String,
-    schedule: String,
-    saved: Verdict,
-    opts: &ServeOptions,
-    tx: mpsc::UnboundedSender<Streamed>,
-) {
-    let Some(v) = lab.variant(&variant) else { return };
-    let tapped =
-        crate::timeline::live::tap(live_lines(v.procedure.shows_publishing(), v.procedure.many_orders(), tx.clone()));
-    let replayed = async {
-        let search = Search::Replay(Schedule::parse(&schedule).map_err(|e| e.to_string())?);
-        let services = Services::start(&opts.services).await.map_err(|e| e.to_string())?;
-        let explore = ExploreOptions { search, ..ExploreOptions::default() };
-        let result = exploration::explore(&services, opts.exe.clone(), &lab, v, &explore).await;
-        services.stop().await;
-        result.map_err(|e| e.to_string())
-    }
-    .await;
-    drop(tapped);
-    let last = match replayed {
-        Ok((x, Some(report))) => match (x.classes.first(), report.variants.first()) {
-            (Some(class), Some(shown)) => {
-                let said = |lang| {
-                    let (word, as_saved) = (verdict_word(class.verdict, lang), class.verdict == saved);
-                    let head = match (lang, as_saved) {
-                        (Lang::En, true) => format!("schedule {schedule}: {word}, as explored"),
-                        (Lang::En, false) => {
-                            format!("schedule {schedule}: {word}; explored: {}", verdict_word(saved, lang))
-                        }
-                        (Lang::Vi, true) => format!("lịch {schedule}: {word}, như khi duyệt"),
-                        (Lang::Vi, false) => {
-                            format!("lịch {schedule}: {word}; khi duyệt: {}", verdict_word(saved, lang))
-                        }
-                    };
-                    format!("{head}\n{}", report.outcome_lines(shown, lang))
-                };
-                Streamed::Verdict { en: said(Lang::En), vi: said(Lang::Vi), matched: class.verdict == saved }
-            }
-            _ => Streamed::Failed { line: "the replay reported no run".into() },
-        },
-        Ok((_, None)) => Streamed::Failed {
-            line: format!(
-                "schedule {schedule} did not run to its end: the lab's steps have changed since it was explored"
-            ),
-        },
-        Err(line) => Streamed::Failed { line },
-    };
-    let _ = tx.send(last);
-}
-
-fn verdict_word(v: Verdict, lang: Lang) -> &'static str {
-    match (v, lang) {
-        (Verdict::Wrong, Lang::En) => "wrong",
-        (Verdict::Right, Lang::En) => "right",
-        (Verdict::Unknown, Lang::En) => "unknown",
-        (Verdict::Wrong, Lang::Vi) => "SAI",
-        (Verdict::Right, Lang::Vi) => "ĐÚNG",
-        (Verdict::Unknown, Lang::Vi) => "không rõ",
-    }
-}
-
-/// Run `variant` of `lab` once as `ordlab run <lab> --variant <v> --runs 1` does, its timeline
-/// lines to `tx` as they are recorded, then its verdict.
-async fn run_streamed(lab: Scenario, variant: String, opts: &ServeOptions, tx: mpsc::UnboundedSender<Streamed>) {
-    let mut run = RunOptions::new(opts.scale, rand::random());
-    run.runs = Some(1);
-    run.command_line = format!("ordlab serve: ordlab run {} --variant {variant} --runs 1", lab.id);
-    if let Some(v) = lab.variant(&variant) {
-        run.on_event = Some(live_lines(v.procedure.shows_publishing(), v.procedure.many_orders(), tx.clone()));
-    }
-    run.variant = Some(variant);
-    let reports =
-        crate::schedule::run_labs(std::slice::from_ref(&lab), &run, &opts.services, 1, opts.exe.clone(), &mut |_| {})
-            .await;
-    let last = match reports {
-        Ok(reports) => match reports.first().and_then(|r| r.variants.first().map(|v| (r, v))) {
-            Some((r, v)) => Streamed::Verdict {
-                en: r.outcome_lines(v, Lang::En),
-                vi: r.outcome_lines(v, Lang::Vi),
-                matched: r.matched(),
-            },
-            None => Streamed::Failed { line: "the run reported no variant".into() },
-        },
-        Err(e) => Streamed::Failed { line: e.to_string() },
-    };
-    let _ = tx.send(last);
-}
-
-/// A run's events as the text report's lines in both languages, numbered, `t_ms` from the
-/// first line shown (the run's own t=0, the producer's start, is known only once it is over).
-fn live_lines(
-    show_publish: bool,
-    many_orders: bool,
-    tx: mpsc::UnboundedSender<Streamed>,
-) -> crate::timeline::live::OnEvent {
-    let seq = AtomicU64::new(0);
-    let first_ns: Mutex<Option<u64>> = Mutex::new(None);
-    Arc::new(move |raw: &RawEvent| {
-        let event = raw.clone().at(raw.mono_ns);
-        let line = |lang| shown_line(&event, show_publish, &Wording { lang, many_orders, redact: Redactor::NONE });
-        let (Some(en), Some(vi)) = (line(Lang::En), line(Lang::Vi)) else { return };
-        let t0 = *first_ns.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(raw.mono_ns);
-        let t_ms = (raw.mono_ns as i64 - t0 as i64) / 1_000_000;
-        let _ = tx.send(Streamed::Line { seq: seq.fetch_add(1, Ordering::SeqCst) + 1, t_ms, en, vi });
-    })
-}
-
 type Body = BoxBody<Bytes, Infallible>;
 
 async fn serve_connection(stream: tokio::net::TcpStream, site: Arc<Site>) {
@@ -389,46 +341,50 @@ fn one_line_reply(status: StatusCode, line: &str) -> Response<Body> {
     reply(status, "text/plain; charset=utf-8", format!("{line}\n"))
 }
 
+/// A refusal in both languages: JSON `{"en", "vi"}` for the page (which asks for JSON and
+/// shows its language's), one English line for anyone else.
+fn refusal(status: StatusCode, json: bool, en: &str, vi: &str) -> Response<Body> {
+    if json {
+        let body = serde_json::json!({ "en": en, "vi": vi }).to_string();
+        reply(status, "application/json", body)
+    } else {
+        one_line_reply(status, en)
+    }
+}
+
 async fn answer(req: Request<Incoming>, site: &Site) -> Response<Body> {
     if let Err(guard::Refusal(why)) = site.guard.check(req.method(), req.uri().path(), req.headers()) {
         eprintln!("ordlab serve: refused {why}");
         return one_line_reply(StatusCode::FORBIDDEN, &format!("refused {why}"));
     }
-    match (req.method(), req.uri().path()) {
-        (&Method::GET, "/" | "/index.html") => reply(StatusCode::OK, "text/html; charset=utf-8", site.page.clone()),
+    let path = req.uri().path().to_string();
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/run/current") => watch(site).await,
         (&Method::POST, "/run") => start_run(req, site).await,
-        (m, p) => one_line_reply(StatusCode::NOT_FOUND, &format!("{m} {p}: the page is GET /, a run is POST /run")),
+        (&Method::POST, "/cancel") => cancel(site).await,
+        (&Method::GET, p) => {
+            let p = if p == "/index.html" { "/" } else { p };
+            match site.files.get(p) {
+                Some((kind, body)) => reply(StatusCode::OK, kind, body.clone()),
+                None => one_line_reply(StatusCode::NOT_FOUND, &format!("GET {p}: not a file of the lab book")),
+            }
+        }
+        (m, p) => one_line_reply(
+            StatusCode::NOT_FOUND,
+            &format!("{m} {p}: the page is GET /, a run is POST /run, the run going on GET /run/current"),
+        ),
     }
 }
 
-/// `POST /run`: the form's lab and variant to the run loop; its events as they come.
-async fn start_run(req: Request<Incoming>, site: &Site) -> Response<Body> {
-    let body = match http_body_util::Limited::new(req.into_body(), MAX_FORM_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return one_line_reply(StatusCode::BAD_REQUEST, &format!("POST /run body: {e}")),
-    };
-    let form = form_fields(&body);
-    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let schedule = field("schedule").filter(|s| !s.is_empty());
-    let (Some(lab), Some(variant)) = (field("lab"), field("variant")) else {
-        return one_line_reply(
-            StatusCode::BAD_REQUEST,
-            "POST /run needs the form fields lab and variant (lab=baseline&variant=baseline)",
-        );
-    };
-    let (reply_tx, reply_rx) = oneshot::channel();
-    if site.requests.send(RunRequest { lab, variant, schedule, reply: reply_tx }).is_err() {
-        return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
-    }
-    let events = match reply_rx.await {
-        Ok(Ok(events)) => events,
-        Ok(Err(Refused::Unknown(why))) => return one_line_reply(StatusCode::NOT_FOUND, &why),
-        Ok(Err(Refused::Busy(why))) => return one_line_reply(StatusCode::CONFLICT, &why),
-        Err(_) => return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
-    };
-    let frames = futures::stream::unfold(events, |mut events| async move {
+/// The messages of a run as a `text/event-stream`, until its last.
+fn event_stream(events: mpsc::UnboundedReceiver<Streamed>) -> Response<Body> {
+    let frames = futures::stream::unfold((events, false), |(mut events, ended)| async move {
+        if ended {
+            return None;
+        }
         let message = events.recv().await?;
-        Some((Ok::<_, Infallible>(Frame::data(message.sse())), events))
+        let last = message.is_last();
+        Some((Ok::<_, Infallible>(Frame::data(message.sse())), (events, last)))
     });
     Response::builder()
         .status(StatusCode::OK)
@@ -436,6 +392,61 @@ async fn start_run(req: Request<Incoming>, site: &Site) -> Response<Body> {
         .header("cache-control", "no-store")
         .body(StreamBody::new(frames).boxed())
         .expect("a valid response")
+}
+
+/// `GET /run/current`: the run going on from its start, then live; 204 when none.
+async fn watch(site: &Site) -> Response<Body> {
+    let (tx, rx) = oneshot::channel();
+    if site.asks.send(Ask::Watch(tx)).is_err() {
+        return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    }
+    match rx.await {
+        Ok(Some(events)) => event_stream(events),
+        _ => reply(StatusCode::NO_CONTENT, "text/plain; charset=utf-8", ""),
+    }
+}
+
+/// `POST /cancel`: stop the run going on (its servers and processes are stopped).
+async fn cancel(site: &Site) -> Response<Body> {
+    let (tx, rx) = oneshot::channel();
+    if site.asks.send(Ask::Cancel(tx)).is_err() {
+        return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    }
+    match rx.await {
+        Ok(true) => one_line_reply(StatusCode::OK, "cancelled"),
+        _ => one_line_reply(StatusCode::CONFLICT, "no run is going on"),
+    }
+}
+
+/// `POST /run`: the form's lab, variant (and schedule or runs) to the run loop; its messages
+/// as they come.
+async fn start_run(req: Request<Incoming>, site: &Site) -> Response<Body> {
+    let json =
+        req.headers().get("accept").is_some_and(|a| String::from_utf8_lossy(a.as_bytes()).contains("application/json"));
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_FORM_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return one_line_reply(StatusCode::BAD_REQUEST, &format!("POST /run body: {e}")),
+    };
+    let form = form_fields(&body);
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let schedule = field("schedule").filter(|s| !s.is_empty());
+    let runs = field("runs").and_then(|r| r.parse().ok()).unwrap_or(1);
+    let (Some(lab), Some(variant)) = (field("lab"), field("variant")) else {
+        return one_line_reply(
+            StatusCode::BAD_REQUEST,
+            "POST /run needs the form fields lab and variant (lab=baseline&variant=baseline)",
+        );
+    };
+    let (reply_tx, reply_rx) = oneshot::channel();
+    if site.asks.send(Ask::Run(RunRequest { lab, variant, schedule, runs, reply: reply_tx })).is_err() {
+        return one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    }
+    match reply_rx.await {
+        Ok(Ok(events)) => event_stream(events),
+        Ok(Err(Refused::Unknown(why))) => refusal(StatusCode::NOT_FOUND, json, &why, &why),
+        Ok(Err(Refused::Busy { en, vi })) => refusal(StatusCode::CONFLICT, json, &en, &vi),
+        Err(_) => one_line_reply(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
 }
 
 /// `a=1&b=x+y` → [(a, 1), (b, x y)], percent-decoded.
@@ -499,13 +510,5 @@ mod tests {
         assert!(other.contains("not a class of the saved exploration of s1/s1") && !other.contains('\n'), "{other}");
         let none = saved_class(&saved, "lock", "s4a", "P").unwrap_err();
         assert!(none.contains("ordlab explore lock --variant s4a --out"), "{none}");
-    }
-
-    #[test]
-    fn each_message_is_one_server_sent_event() {
-        let sse = Streamed::Line { seq: 3, t_ms: 54, en: "C1 wrote".into(), vi: "C1 ghi".into() }.sse();
-        let text = std::str::from_utf8(&sse).unwrap();
-        assert!(text.starts_with("event: line\ndata: {") && text.ends_with("}\n\n"), "{text}");
-        assert!(text.contains(r#""seq":3"#) && text.contains(r#""t_ms":54"#));
     }
 }

@@ -271,6 +271,11 @@ impl FamilyEvent {
         &self.kind
     }
 
+    /// One of its fields, where it is a string (a job's name in `job`), without decoding it.
+    pub fn field_str(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).and_then(serde_json::Value::as_str)
+    }
+
     /// The typed event, if it is one of `V`'s.
     pub fn decode<V: vocabulary::Vocabulary>(&self) -> Option<V> {
         if !V::KINDS.contains(&self.kind.as_str()) {

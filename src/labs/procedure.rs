@@ -79,6 +79,19 @@ pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
         None
     }
 
+    /// The events its verdict rests on, as indices into `run.events`: the probe served late,
+    /// the death, the wrong write. A timeline too long to draw whole is drawn in windows around
+    /// them, so its picture shows them (`report::svg::window`). Default:
+    /// [`key_events::common`](crate::labs::key_events::common) — crashes, failures,
+    /// overwrites, doubled effects, the last write of each order left wrong, and family events
+    /// their vocabulary calls key. A kind adds what only its checker knows (the jobs it counts
+    /// as lost) and keeps the common ones.
+    fn key_events(&self, run: &RunView<'_, Self::Observed>) -> Vec<usize> {
+        let wrong: Vec<i64> =
+            self.final_state(run.observed).iter().filter(|i| i.is_wrong()).filter_map(|i| i.order).collect();
+        crate::labs::key_events::common(run.events, &wrong)
+    }
+
     /// The ideal length of a run in ms given only its injected delays (each consumer does its
     /// work back to back, no job before its publish time): what `ordlab bench` divides the
     /// wall time by. None where the lab injects no handler work (default).

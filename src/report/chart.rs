@@ -36,8 +36,18 @@ const PALETTE: [RGBColor; 8] = [
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const MUTED: RGBColor = RGBColor(0x66, 0x66, 0x66);
 
-/// The chart as a standalone SVG document, [`WIDTH`]×[`HEIGHT`].
+/// The chart as a standalone SVG document, [`WIDTH`]×[`HEIGHT`]: an image (`role="img"`)
+/// named by its title.
 pub fn svg(chart: &Chart, lang: Lang) -> String {
+    let drawn = draw(chart, lang);
+    let title = format!("<title>{}</title>", super::svg::escape(chart.title.get(lang)));
+    match drawn.split_once('>') {
+        Some((open, rest)) if open.starts_with("<svg") => format!("{open} role=\"img\">{title}{rest}"),
+        _ => drawn,
+    }
+}
+
+fn draw(chart: &Chart, lang: Lang) -> String {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
@@ -145,7 +155,7 @@ fn lang_word(lang: Lang) -> &'static str {
     }
 }
 
-fn format_value(v: f64, lang: Lang) -> String {
+pub(super) fn format_value(v: f64, lang: Lang) -> String {
     let s = if v.fract().abs() < 1e-9 || v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") };
     if lang == Lang::Vi {
         s.replace('.', ",")

@@ -47,11 +47,11 @@ pub fn write_pictures(dir: &Path, report: &LabReport, lang: Lang, run: u32) -> s
     Ok(paths)
 }
 
-/// `index.html` in `dir` over `reports`.
+/// The lab book in `dir` over `reports`: `index.html` and its parts under `book/`; returns the
+/// path of `index.html`.
 pub fn write_book(dir: &Path, reports: &[LabReport]) -> std::io::Result<PathBuf> {
-    let path = dir.join("index.html");
-    std::fs::write(&path, html::render_with(reports, &html::explored::load(dir)))?;
-    Ok(path)
+    html::book(reports, &html::explored::load(dir)).write(dir)?;
+    Ok(dir.join("index.html"))
 }
 
 /// Why the lab book could not be rebuilt from the records.

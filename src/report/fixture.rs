@@ -114,6 +114,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             skipped: None,
             run_records: vec![run],
             drawn_events_before_cap: None,
+            drawn: None,
         }],
         from_all_runs: None,
     }

@@ -1,97 +1,102 @@
-//! The lab book: `results/index.html`, one self-contained page over every saved lab that a
-//! teacher opens in class — a summary table to filter and sort, and per lab its question,
+//! The lab book: `results/index.html` and the parts it loads, the page a teacher opens in class
+//! and puts on a projector — a summary table to filter and sort, and per lab its question,
 //! set-up, step-through timelines, verdicts, measurements and charts, in English and
-//! Vietnamese, printable one lab per page.
+//! Vietnamese, printable, each figure presentable full screen.
 //!
-//! No network and nothing outside the file: the CSS and the script are inlined
-//! ([`book.css`](html/book.css), [`book.js`](html/book.js)), the pictures are the same SVGs as
-//! in `results/` in their step-tagged flavour, and every text is written in both languages
-//! (`lang="en"` / `lang="vi"`; the page shows one). A step's caption is the text report's line.
+//! The page stays light: `index.html` holds the words (the summary, every lab's question,
+//! set-up and outcome, long lists folded) and an empty frame per figure; each lab's pictures
+//! and step lists are a part, `book/<lab>.js`, and each exploration's classes one more,
+//! `book/explored-<lab>-<variant>.js`, loaded by the page's script when they come near the
+//! screen or are opened (a `<script>` element: it works from `file://` as from `ordlab serve`).
+//! `book/<lab>.html` is one lab as a page of its own, everything inline, to hand out. No
+//! network and nothing outside these files: the CSS and the script are inlined
+//! ([`book.css`](html/book.css), the scripts in [`html/js/`](html/js)), and every text is
+//! written in both languages (`lang="en"` / `lang="vi"`; the page shows one).
 
 pub mod explored;
+mod figure;
+mod fold;
 mod lab;
+mod page;
+mod part;
 mod summary;
+mod terms;
 
 use super::LabReport;
-use crate::lang::{Lang, Words};
-use std::fmt::Write;
+use crate::lang::Words;
+use std::path::Path;
 
-const CSS: &str = include_str!("html/book.css");
-const SCRIPT: &str = include_str!("html/book.js");
+/// The files of a lab book, by their path under the results directory: `index.html` first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Book {
+    pub files: Vec<(String, String)>,
+}
 
-/// The whole page over `reports` (in the order given).
+impl Book {
+    /// `index.html`.
+    pub fn index(&self) -> &str {
+        self.get("index.html").unwrap_or_default()
+    }
+
+    /// A file by its path (`book/lock.js`).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.files.iter().find(|(n, _)| n == name).map(|(_, body)| body.as_str())
+    }
+
+    /// Write every file under `dir` (`book/` made where missing).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir.join(part::DIR))?;
+        for (name, body) in &self.files {
+            std::fs::write(dir.join(name), body)?;
+        }
+        Ok(())
+    }
+}
+
+/// The lab book over `reports` (in the order given), then the explorations saved beside them.
+pub fn book(reports: &[LabReport], explored: &[explored::ExploredFile]) -> Book {
+    let mut files = vec![("index.html".to_string(), page::index(reports, explored))];
+    // Each lab's pictures are drawn once, for its part and its page of its own; labs on every
+    // core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, reports.len().max(1));
+    let per_lab: Vec<[(String, String); 2]> = std::thread::scope(|scope| {
+        let chunks: Vec<&[LabReport]> = reports.chunks(reports.len().div_ceil(threads).max(1)).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|r| {
+                            let slots = lab::part(r);
+                            let filled: figure::Filled = slots.iter().cloned().collect();
+                            [
+                                (part::lab_script(&r.lab.id), part::script(&r.lab.id, &slots)),
+                                (part::standalone_path(&r.lab.id), page::standalone(r, &filled)),
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a lab book thread panicked")).collect()
+    });
+    files.extend(per_lab.into_iter().flatten());
+    for x in explored {
+        let name = explored::part_name(x);
+        files.push((part::lab_script(&name), part::script(&name, &explored::part(x))));
+    }
+    Book { files }
+}
+
+/// The page alone (`index.html`) over `reports`.
 pub fn render(reports: &[LabReport]) -> String {
     render_with(reports, &[])
 }
 
-/// The whole page over `reports`, then the explorations saved beside them.
+/// The page alone (`index.html`) over `reports` and the explorations beside them.
 pub fn render_with(reports: &[LabReport], explored: &[explored::ExploredFile]) -> String {
-    let mut out = String::with_capacity(1 << 20);
-    let _ = write!(
-        out,
-        r#"<!doctype html>
-<html lang="en" data-lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>ordlab lab book</title>
-<style>
-{CSS}</style>
-</head>
-<body>
-<header class="book"><h1>{}</h1><div class="langs" role="group"><button type="button" data-set-lang="en" translate="no">EN</button><button type="button" data-set-lang="vi" translate="no">VI</button></div>
-"#,
-        both(&Words::new("ordlab lab book", "Sổ thí nghiệm ordlab"))
-    );
-    environment(&mut out, reports);
-    out.push_str("</header>\n<nav class=\"toc\">");
-    for r in reports {
-        let _ = write!(out, r##"<a href="#lab-{0}" translate="no">{0}</a>"##, esc(&r.lab.id));
-    }
-    if !explored.is_empty() {
-        let _ = write!(out, r##"<a href="#explored">{}</a>"##, both(&Words::new("explored", "đã duyệt")));
-    }
-    out.push_str("</nav>\n");
-    summary::render(&mut out, reports);
-    for r in reports {
-        lab::render(&mut out, r);
-    }
-    explored::render(&mut out, explored);
-    let _ = write!(out, "<script>\n{SCRIPT}</script>\n</body>\n</html>\n");
-    out
-}
-
-/// Where the results come from: the environment lines of the first report, in both languages,
-/// and a note when the labs were not all run in the same one.
-fn environment(out: &mut String, reports: &[LabReport]) {
-    let Some(first) = reports.first() else {
-        let _ =
-            writeln!(out, "<p class=\"env\">{}</p>", both(&Words::new("No lab results yet.", "Chưa có kết quả nào.")));
-        return;
-    };
-    let _ = write!(out, "<div class=\"env\">");
-    for lang in Lang::ALL {
-        let mut text = String::new();
-        super::text::environment(
-            &mut text,
-            &first.environment,
-            &super::text::TextOptions { lang, ..Default::default() },
-        );
-        let _ = write!(out, r#"<pre lang="{}">{}</pre>"#, lang.code(), esc(text.trim_end()));
-    }
-    let differs = reports.iter().any(|r| {
-        let (a, b) = (&r.environment, &first.environment);
-        (&a.git_commit, &a.redis_version, &a.postgres_version, &a.backend, a.time_scale)
-            != (&b.git_commit, &b.redis_version, &b.postgres_version, &b.backend, b.time_scale)
-    });
-    if differs {
-        let note = Words::new(
-            "Not every lab ran in this environment: each lab's own header is at the end of its section.",
-            "Không phải lab nào cũng chạy trong môi trường này: tiêu đề riêng của từng lab nằm ở cuối phần của nó.",
-        );
-        let _ = write!(out, "<p>{}</p>", both(&note));
-    }
-    out.push_str("</div>\n");
+    page::index(reports, explored)
 }
 
 /// Text escaped for HTML (element content and attribute values).
@@ -113,6 +118,11 @@ fn esc(s: &str) -> String {
 /// Words in both languages, the page showing one.
 fn both(w: &Words) -> String {
     format!(r#"<span lang="en">{}</span><span lang="vi">{}</span>"#, esc(&w.en), esc(&w.vi))
+}
+
+/// Words read by a screen reader only (a button's full name beside its short visible one).
+fn unseen(w: &Words) -> String {
+    format!(r#"<span class="sr">{}</span>"#, both(w))
 }
 
 #[cfg(test)]

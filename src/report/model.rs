@@ -115,6 +115,39 @@ pub struct VariantReport {
     /// timeline had before its cap (the slide's title names them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drawn_events_before_cap: Option<usize>,
+    /// In a compact record (version 2 on), where run 1's timeline was cut: the windows of its
+    /// events kept around its verdict's key events ([`crate::report::svg::readable_window`]).
+    /// None where it is drawn whole, and in a full report (computed when drawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn: Option<Drawn>,
+}
+
+/// What a timeline too long to draw whole draws of its run: windows of its events around the
+/// events its verdict rests on ([`crate::labs::key_events`]), and what was left out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Drawn {
+    /// Events of the run (of the orders drawn) before any was left out.
+    pub events: usize,
+    /// The windows drawn, in time order.
+    pub windows: Vec<DrawnWindow>,
+    /// Events left out after the last window.
+    pub left_out_after: usize,
+    /// The run's key events, and how many of them the windows hold (fewer only when there
+    /// are more than a picture can draw).
+    pub keys: usize,
+    pub keys_drawn: usize,
+}
+
+/// One stretch of a cut timeline, drawn whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DrawnWindow {
+    /// Its first and last event's time, µs since the run's t=0.
+    pub from_us: i64,
+    pub to_us: i64,
+    /// Events in it.
+    pub events: usize,
+    /// Events left out between the window before it (or the run's start) and it.
+    pub left_out_before: usize,
 }
 
 impl VariantReport {
@@ -138,6 +171,7 @@ impl VariantReport {
             skipped: None,
             run_records,
             drawn_events_before_cap: None,
+            drawn: None,
         };
         v.recount();
         v

@@ -14,7 +14,14 @@ use std::path::{Path, PathBuf};
 
 /// Version of the record file's own shape (the report inside carries
 /// [`crate::SCHEMA_VERSION`]). Bump it when a field changes meaning or disappears.
-pub const RECORD_VERSION: u32 = 1;
+///
+/// 2: a long run 1 keeps the windows of its events around its verdict's key events, and
+/// says where it was cut (`VariantReport::drawn`); version 1 kept its first 200 events,
+/// and is still read (its pictures say they show the first events only).
+pub const RECORD_VERSION: u32 = 2;
+
+/// The oldest record version this build reads.
+pub const OLDEST_RECORD_VERSION: u32 = 1;
 
 /// The records' folder inside a results directory.
 pub const RECORDS_DIR: &str = "records";
@@ -61,9 +68,10 @@ pub fn compact(full: &LabReport) -> LabReport {
     let mut out = full.clone();
     for v in &mut out.variants {
         v.run_records.retain(|r| r.run == 1);
-        if let Some((events, before_cap)) = svg::drawn_events(v, 1) {
+        if let Some((events, drawn)) = svg::drawn_events(v, 1) {
+            v.drawn_events_before_cap = Some(drawn.as_ref().map_or(events.len(), |d| d.events));
             v.run_records[0].events = events;
-            v.drawn_events_before_cap = Some(before_cap);
+            v.drawn = drawn;
         }
     }
     out.from_all_runs = Some(digest);
@@ -94,14 +102,15 @@ pub fn write(dir: &Path, full: &LabReport) -> Result<PathBuf, RecordError> {
     Ok(path)
 }
 
-/// Read one record, refusing a record or report version this build does not know.
+/// Read one record, refusing a record or report version this build does not know (it reads
+/// record versions [`OLDEST_RECORD_VERSION`] to [`RECORD_VERSION`]).
 pub fn load(path: &Path) -> Result<LabReport, RecordError> {
     let malformed = |detail: String| RecordError::Malformed { path: path.display().to_string(), detail };
     let text = super::json::read_text(path).map_err(malformed)?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| malformed(format!("not JSON: {e}")))?;
     let version = |key: &str, v: &serde_json::Value| v.get(key).and_then(serde_json::Value::as_u64);
     match version("record_version", &value) {
-        Some(v) if v == RECORD_VERSION as u64 => {}
+        Some(v) if (OLDEST_RECORD_VERSION as u64..=RECORD_VERSION as u64).contains(&v) => {}
         Some(found) => {
             return Err(RecordError::Version { path: path.display().to_string(), found, reads: RECORD_VERSION })
         }
@@ -169,7 +178,7 @@ mod tests {
         assert_eq!(rec.variants[0].run_records.len(), 1);
         assert_eq!((rec.variants[0].runs, rec.variants[0].wrong), (2, 1));
         assert_eq!(summary::render(std::slice::from_ref(&rec)), summary::render(std::slice::from_ref(&full)));
-        assert_eq!(html::render(std::slice::from_ref(&rec)), html::render(std::slice::from_ref(&full)));
+        assert_eq!(html::book(std::slice::from_ref(&rec), &[]), html::book(std::slice::from_ref(&full), &[]));
         assert_eq!(compact(&rec), rec, "a record's record is itself");
     }
 
@@ -207,7 +216,7 @@ mod tests {
             let rec = compact(&full);
             let id = &full.lab.id;
             let (rec_one, full_one) = (std::slice::from_ref(&rec), std::slice::from_ref(&full));
-            assert_eq!(html::render(rec_one), html::render(full_one), "{id}: lab book");
+            assert_eq!(html::book(rec_one, &[]), html::book(full_one, &[]), "{id}: lab book");
             assert_eq!(summary::render(rec_one), summary::render(full_one), "{id}");
             for lang in Lang::ALL {
                 assert_eq!(

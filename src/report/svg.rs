@@ -7,13 +7,16 @@
 //! steps: [`model`] turns the run's events into lanes of bars and marks (in ms), [`layout`]
 //! places labels and ticks, [`draw`] writes the SVG.
 
+mod axis;
 mod draw;
+mod fit;
 mod footer;
 mod glyphs;
 mod layout;
 mod model;
 mod window;
 
+pub use layout::esc as escape;
 pub use window::{drawn_events, readable_window, SVG_MAX_ORDERS};
 
 use super::{LabReport, VariantReport};
@@ -37,7 +40,7 @@ pub fn render(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang)
 
 /// The same picture for the lab book's walk-through: every element drawn for an event carries
 /// `data-step="k"` (k = the number of the text report's timeline line that shows it, or of the
-/// last line before it), marks can take the keyboard focus, the final state and verdict come
+/// last line before it), the final state and verdict come
 /// at the last step, and the hatch pattern's id ends in `id` so several SVGs fit one page.
 pub fn render_steps(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, id: &str) -> String {
     render_as(report, variant, run, lang, &Flavour { steps: true, pattern: format!("hatch-{id}") })
@@ -54,12 +57,13 @@ pub struct Flavour {
 impl Flavour {
     const FILE: Flavour = Flavour { steps: false, pattern: String::new() };
 
-    /// ` data-step="k"` (and focusable for a mark), or nothing.
-    fn step_attr(&self, step: u32, focusable: bool) -> String {
-        match (self.steps && step > 0, focusable) {
-            (false, _) => String::new(),
-            (true, false) => format!(r#" data-step="{step}""#),
-            (true, true) => format!(r#" data-step="{step}" tabindex="0""#),
+    /// ` data-step="k"`, or nothing. A mark is no tab stop (`_mark`): the lab book's figure is
+    /// one, and its arrow keys step through the marks.
+    fn step_attr(&self, step: u32, _mark: bool) -> String {
+        if self.steps && step > 0 {
+            format!(r#" data-step="{step}""#)
+        } else {
+            String::new()
         }
     }
 
@@ -100,15 +104,49 @@ fn render_as(report: &LabReport, variant: &VariantReport, run: u32, lang: Lang, 
         return draw::missing_run(&title_lines, &msg);
     };
     let scale = TimeScale(report.environment.time_scale);
-    let timeline = model::Timeline::build(record, scale, &variant.procedure, lang);
+    let keys = variant.procedure.key_events(record);
+    let timeline = model::Timeline::build(record, scale, &variant.procedure, lang, &keys);
     let mut final_items = variant.procedure.final_state(record);
     if let Some(shown) = shown {
         final_items.retain(|i| i.order.is_some_and(|o| shown.contains(&o)));
     }
-    draw::page(&title_lines, &timeline, record, &final_items, lang, flavour)
+    draw::page(&title_lines, &timeline, record, &final_items, variant.drawn.as_ref(), lang, flavour)
+}
+
+/// A run still going on, drawn from its events so far (its last [`window::SVG_MAX_EVENTS`],
+/// the earlier ones counted as left out): `ordlab serve` draws the live run so, beside the
+/// saved one. Its times are from its first event; it has no final state yet.
+pub fn render_live(
+    lab: &str,
+    variant: &str,
+    procedure: &crate::labs::Procedure,
+    events: &[crate::timeline::Event],
+    scale: f64,
+    lang: Lang,
+) -> String {
+    let mut sorted: Vec<crate::timeline::Event> = events.to_vec();
+    sorted.sort_by_key(|e| e.t_us);
+    let left_out = sorted.len().saturating_sub(window::SVG_MAX_EVENTS);
+    let kept = sorted.split_off(left_out);
+    let title = format!("{lab} / {variant} — {}", pick(lang, "live, on this machine", "đang chạy trên máy này"));
+    let drawn = (left_out > 0).then(|| {
+        let (from_us, to_us) = (kept.first().map_or(0, |e| e.t_us), kept.last().map_or(0, |e| e.t_us));
+        crate::report::Drawn {
+            events: left_out + kept.len(),
+            windows: vec![crate::report::DrawnWindow { from_us, to_us, events: kept.len(), left_out_before: left_out }],
+            left_out_after: 0,
+            keys: 0,
+            keys_drawn: 0,
+        }
+    });
+    let title_lines = vec![(title, 22.0, true)];
+    let timeline = model::Timeline::of_events(&kept, TimeScale(scale), procedure, lang, &[]);
+    draw::live_page(&title_lines, &timeline, drawn.as_ref(), lang)
 }
 
 #[cfg(test)]
 mod page_check;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verdict_check;

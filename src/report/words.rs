@@ -113,9 +113,19 @@ pub fn timeline_lines<'a>(
     w: &Wording,
     race: bool,
 ) -> Vec<(&'a Event, String)> {
+    timeline_lines_of(&r.events, procedure, w, race)
+}
+
+/// [`timeline_lines`] of a run's events alone (a run still going on has no record yet).
+pub fn timeline_lines_of<'a>(
+    events: &'a [Event],
+    procedure: &Procedure,
+    w: &Wording,
+    race: bool,
+) -> Vec<(&'a Event, String)> {
     let (show_publish, show_wire) = (procedure.shows_publishing(), !procedure.wire_read_as_kind_events());
     // Ordered with every event (a publish orders its receive), then filtered to what is shown.
-    let all: Vec<&Event> = r.events.iter().collect();
+    let all: Vec<&Event> = events.iter().collect();
     let ordered = if race { w.redact.order_by_process(all) } else { w.redact.order(all) };
     let lines = ordered
         .into_iter()

@@ -186,6 +186,14 @@ pub trait Vocabulary: Serialize + DeserializeOwned + 'static {
         Belongs::Everywhere
     }
 
+    /// Does a run's verdict rest on it (a probe, a dead letter, a phase that the verdict
+    /// measures)? A picture too long to draw whole is drawn around such events
+    /// (`labs::key_events`). Default: no — an event drawn with an alarm glyph (a crash, a
+    /// failure, an overwrite) is key without saying so.
+    fn is_key(&self) -> bool {
+        false
+    }
+
     /// The event in the record's form.
     fn event(&self) -> super::EventKind {
         super::EventKind::Family(FamilyEvent::encode(self))
@@ -199,6 +207,7 @@ pub trait Described {
     fn causality(&self) -> Causality;
     fn is_publish(&self) -> bool;
     fn belongs(&self) -> Belongs;
+    fn is_key(&self) -> bool;
 }
 
 impl<V: Vocabulary> Described for V {
@@ -216,6 +225,9 @@ impl<V: Vocabulary> Described for V {
     }
     fn belongs(&self) -> Belongs {
         Vocabulary::belongs(self)
+    }
+    fn is_key(&self) -> bool {
+        Vocabulary::is_key(self)
     }
 }
 

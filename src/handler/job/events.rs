@@ -65,6 +65,11 @@ impl Vocabulary for JobEvent {
     const KINDS: &'static [&'static str] =
         &["job_published", "job_received", "job_step", "job_skipped", "job_acked", "job_failed", "dead_lettered"];
 
+    /// A job given up on is what a verdict on jobs counts.
+    fn is_key(&self) -> bool {
+        matches!(self, JobEvent::DeadLettered { .. } | JobEvent::JobFailed { retryable: false, .. })
+    }
+
     fn line(&self, a: Actor, w: &Wording) -> Option<String> {
         let lang = w.lang;
         let id = |x: &str| w.redact.entry_id(x);

@@ -682,7 +682,12 @@ impl Judge for ClusterSpec {
             }
             let late = self.tally(p).out_of_order.len();
             if late > 0 {
-                let subject = "out-of-order".to_string();
+                // One item per point: name the point when there are several.
+                let subject = if o.points.len() > 1 {
+                    format!("out-of-order with {} per queue", p.workers_per_queue)
+                } else {
+                    "out-of-order".to_string()
+                };
                 items.push(FinalItem { order: None, subject, value: late.to_string(), should_be: Some("0".into()) });
             }
         }

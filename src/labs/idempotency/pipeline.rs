@@ -315,6 +315,51 @@ impl Judge for PipelineSpec {
         v
     }
 
+    /// What the tally counts, first: for each job lost, duplicated or dead for the wrong reason
+    /// its effects applied more than once and the last event that names it (where it was last
+    /// seen); then the crashes. The partner's refusals and lost replies the corrected worker
+    /// absorbs are not: its verdict does not rest on them.
+    fn key_events(&self, run: &RunView<'_, PipelineObserved>) -> Vec<usize> {
+        let t = Self::tally(run.observed);
+        let jobs: HashSet<String> = (t.lost.iter().map(|(j, _)| j))
+            .chain(t.duplicated.iter().map(|(j, ..)| j))
+            .chain(t.wrongly_dead.iter().map(|(j, _)| j))
+            .chain(&t.done_and_dead)
+            .cloned()
+            .collect();
+        let naming = crate::labs::key_events::naming_jobs(run.events, &jobs);
+        let mut last_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut applied: HashSet<(&str, &str)> = HashSet::new();
+        let mut keys = Vec::new();
+        for i in naming {
+            match &run.events[i].kind {
+                EventKind::Effect { job, effect, outcome: crate::timeline::EffectOutcome::Applied, .. }
+                    if !applied.insert((job, effect)) =>
+                {
+                    keys.push(i);
+                }
+                EventKind::Effect { .. } => {}
+                EventKind::Family(f) => {
+                    let job = f.field_str("job").unwrap_or_default().to_string();
+                    let at = last_seen.entry(job).or_insert(i);
+                    if run.events[i].t_us >= run.events[*at].t_us {
+                        *at = i;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut seen: Vec<usize> = last_seen.into_values().collect();
+        seen.sort_by_key(|&i| run.events[i].t_us);
+        keys.extend(seen);
+        // Then the deaths, the first of them first.
+        let mut deaths: Vec<usize> =
+            (0..run.events.len()).filter(|&i| matches!(run.events[i].kind, EventKind::Crashed { .. })).collect();
+        deaths.sort_by_key(|&i| run.events[i].t_us);
+        keys.extend(deaths);
+        keys
+    }
+
     fn final_state(&self, observed: &PipelineObserved) -> Vec<FinalItem> {
         let t = Self::tally(observed);
         let item = |subject: &str, n: usize| FinalItem {

@@ -723,6 +723,7 @@ pub fn served_chart(events: &[crate::timeline::Event]) -> Chart {
         })
         .collect();
     Chart {
+        flags: Vec::new(),
         id: "served".into(),
         title: Words::new("Jobs served so far, per priority", "Số job đã xử lý, theo mức ưu tiên"),
         x: time_axis(),
@@ -752,6 +753,7 @@ pub fn rate_chart(events: &[crate::timeline::Event], window_ms: f64) -> Chart {
         .collect();
     let w = window_ms.round();
     Chart {
+        flags: Vec::new(),
         id: "rate".into(),
         title: crate::words!("Jobs served per {w} ms, per priority", "Số job xử lý mỗi {w} ms, theo mức ưu tiên"),
         x: time_axis(),
@@ -834,6 +836,7 @@ pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
         Series { name, style: Style::Bars, points, err: Some(err), unmeasured }
     };
     Chart {
+        flags: Vec::new(),
         id: "waits".into(),
         title: Words::new(
             "How long critical and low jobs waited, per loop",

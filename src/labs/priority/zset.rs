@@ -605,6 +605,7 @@ pub fn flood_chart(events: &[crate::timeline::Event], tau_ms: Option<f64>, scale
         })
         .unwrap_or_default();
     Chart {
+        flags: Vec::new(),
         id: "flood-waits".into(),
         title: Words::new(
             "How long each job waited, by when it was taken",
@@ -676,6 +677,7 @@ fn arrivals_chart(variants: &[&VariantRuns<'_, ZsetSpec>], figure: ArrivalFigure
         ArrivalFigure::IdleCommands => Words::new("commands per second", "lệnh mỗi giây"),
     };
     Chart {
+        flags: Vec::new(),
         id: id.into(),
         title,
         x: Axis {

@@ -39,7 +39,14 @@ pub(super) fn domain(chart: &Chart, x_axis: bool) -> (f64, f64) {
         _ => {
             let pad = if hi > lo { (hi - lo) * 0.06 } else { hi.abs().max(1.0) * 0.5 };
             let lo = if lo >= 0.0 && lo - pad < 0.0 { 0.0 } else { lo - pad };
-            (lo, hi + pad)
+            // Room over the bars for their values, and over those for the flags.
+            let words = if x_axis {
+                0.0
+            } else {
+                let bars = chart.series.iter().any(|s| s.style == Style::Bars);
+                (hi - lo).abs() * (if bars { 0.07 } else { 0.0 } + if chart.flags.is_empty() { 0.0 } else { 0.09 })
+            };
+            (lo, hi + pad + words)
         }
     }
 }

@@ -96,6 +96,8 @@ where
                 }
             });
     }
+    draw_values(&mut ctx, chart, &geometry, lang);
+    draw_flags(&mut ctx, chart, lang);
     draw_marks(&mut ctx, chart, lang);
     if chart.series.len() > 1 {
         let corner = legend_corner(chart, lang, |p| ctx.backend_coord(&p), ctx.plotting_area().get_pixel_range());
@@ -202,6 +204,53 @@ fn draw_unmeasured<X, Y>(
         }
         let style = (FONT, 17.0).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Top));
         area.draw(&Text::new(u.label.get(lang).to_string(), (px, py + arm + 8), style)).expect("unmeasured label");
+    }
+}
+
+/// Each bar's value over it (over its whisker where it has one), so a slide is read without
+/// the axis.
+fn draw_values<X, Y>(ctx: &mut Ctx<'_, '_, X, Y>, chart: &Chart, geometry: &BarGeometry, lang: Lang)
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let style = (FONT, 17.0).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom));
+    for (i, s) in chart.series.iter().enumerate().filter(|(_, s)| s.style == Style::Bars) {
+        for (k, &(x, y)) in s.points.iter().enumerate() {
+            let top = s.err.as_ref().map_or(y, |e| e[k].1.max(y));
+            let text = super::format_value(y, lang);
+            let at = EmptyElement::at((geometry.centre(i, x), top)) + Text::new(text, (0, -4), style.clone());
+            ctx.plotting_area().draw(&at).expect("a bar's value");
+        }
+    }
+}
+
+/// Each flag over its category, above everything drawn there: red with its ✕ when it says the
+/// category ends wrong.
+fn draw_flags<X, Y>(ctx: &mut Ctx<'_, '_, X, Y>, chart: &Chart, lang: Lang)
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let red = RGBColor(0xc6, 0x28, 0x28);
+    for f in &chart.flags {
+        let top = chart
+            .series
+            .iter()
+            .flat_map(|s| {
+                let whiskers = s.err.clone().unwrap_or_default();
+                s.points
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.0 == f.at)
+                    .map(move |(k, p)| whiskers.get(k).map_or(p.1, |w| w.1.max(p.1)))
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        let top = if top.is_finite() { top } else { ctx.y_range().start };
+        let color = if f.wrong { red } else { INK };
+        let style = (FONT, 18.0, FontStyle::Bold).into_font().color(&color).pos(Pos::new(HPos::Center, VPos::Bottom));
+        let at = EmptyElement::at((f.at, top)) + Text::new(f.words.get(lang).to_string(), (0, -26), style);
+        ctx.plotting_area().draw(&at).expect("a flag");
     }
 }
 
@@ -315,6 +364,7 @@ mod tests {
             unmeasured: Vec::new(),
         };
         let chart = |series| Chart {
+            flags: Vec::new(),
             id: "c".into(),
             title: crate::words!("t", "t"),
             x: axis(),

@@ -2,7 +2,7 @@
 //! for a lab whose variants race, how often each went wrong over its runs with the 95 %
 //! interval, beside the seed's published counts.
 
-use crate::chart::{Axis, Chart, Scale, Series, Style};
+use crate::chart::{Axis, Chart, Flag, Scale, Series, Style};
 use crate::checker::Expectation;
 use crate::labs::{Procedure, VariantOf};
 use crate::lang::Words;
@@ -14,6 +14,43 @@ use crate::words;
 /// id prefixed with the variant's), then the spread of wrong runs where the lab has one. A
 /// report read from a compact record has them from its full runs.
 pub fn lab_charts(report: &LabReport) -> Vec<Chart> {
+    let mut charts = raw_charts(report);
+    charts.iter_mut().for_each(|c| flag_wrong(report, c));
+    charts
+}
+
+/// On a chart whose categories are the lab's variants (throughput per strategy), a flag over
+/// each variant that ended wrong, saying how wrong: its measure alone makes a fast, wrong
+/// strategy look best. Not on the chart of wrong runs, which says nothing else.
+fn flag_wrong(report: &LabReport, chart: &mut Chart) {
+    let Scale::Categories(names) = &chart.x.scale else { return };
+    if chart.id == "wrong-runs" || !chart.flags.is_empty() {
+        return;
+    }
+    let variant = |name: &Words| report.variants.iter().find(|v| v.id == name.en);
+    if !names.iter().all(|n| variant(n).is_some()) {
+        return;
+    }
+    for (i, name) in names.iter().enumerate() {
+        let Some(v) = variant(name).filter(|v| v.wrong > 0) else { continue };
+        // Many items in run 1's final state (orders): how many ended wrong; else the runs.
+        let items = v.record(1).map(|r| v.procedure.final_state(r)).unwrap_or_default();
+        let wrong_items = items.iter().filter(|i| i.is_wrong()).count();
+        let (k, n) = if items.len() > 3 && wrong_items > 0 {
+            (wrong_items as u32, items.len() as u32)
+        } else {
+            (v.wrong, v.runs)
+        };
+        let words = if items.len() > 3 && wrong_items > 0 {
+            words!("✕ {k}/{n} wrong", "✕ {k}/{n} sai")
+        } else {
+            words!("✕ wrong in {k}/{n} runs", "✕ sai {k}/{n} lần")
+        };
+        chart.flags.push(Flag { at: i as f64, words, wrong: true });
+    }
+}
+
+fn raw_charts(report: &LabReport) -> Vec<Chart> {
     if let Some(digest) = &report.from_all_runs {
         return digest.charts.clone();
     }
@@ -80,6 +117,7 @@ pub fn wrong_runs(report: &LabReport) -> Option<Chart> {
     }
     let runs: Vec<String> = report.variants.iter().map(|v| format!("{} {}", v.id, v.runs)).collect();
     Some(Chart {
+        flags: Vec::new(),
         id: "wrong-runs".into(),
         title: words!(
             "{}: runs that ended wrong, per variant",

@@ -16,6 +16,7 @@ fn texts(svg: &str) -> Vec<String> {
 
 fn bars() -> Chart {
     Chart {
+        flags: Vec::new(),
         id: "throughput".into(),
         title: w("load: throughput per strategy", "load: thông lượng theo chiến lược"),
         x: Axis {
@@ -50,6 +51,7 @@ fn bars() -> Chart {
 fn ecdf() -> Chart {
     let points: Vec<(f64, f64)> = (1..=40).map(|i| (i as f64 * 3.0, i as f64 * 2.5)).collect();
     Chart {
+        flags: Vec::new(),
         id: "latency".into(),
         title: w("latency", "độ trễ"),
         x: Axis { label: w("latency", "độ trễ"), unit: "ms".into(), scale: Scale::Log10 },

@@ -95,7 +95,18 @@ fn read(path: &Path) -> Result<ExploredFile, String> {
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
-/// The view's section (nothing when there is no exploration).
+/// The part that holds exploration `x`'s classes (`explored-<lab>-<variant>`).
+pub fn part_name(x: &ExploredFile) -> String {
+    format!("explored-{}-{}", x.lab, x.variant)
+}
+
+/// `1 class`, `12 classes`; `1 run`, `3 runs`, in both languages.
+fn counted(n: usize, one: &str, many: &str, vi: &str) -> Words {
+    Words::new(format!("{n} {}", if n == 1 { one } else { many }), format!("{n} {vi}"))
+}
+
+/// The view's section (nothing when there is no exploration): per exploration its counts, and
+/// its classes in a part loaded when they are opened.
 pub fn render(out: &mut String, explored: &[ExploredFile]) {
     if explored.is_empty() {
         return;
@@ -105,45 +116,58 @@ pub fn render(out: &mut String, explored: &[ExploredFile]) {
         r#"<section class="explored" id="explored"><h2>{}</h2><p>{}</p>"#,
         both(&Words::new("Explored: every order of the steps", "Đã duyệt: mọi thứ tự của các bước")),
         both(&Words::new(
-            "Each square is one class of schedules (runs that differ only in the order of commuting steps); red ends wrong; an amber frame: an event was lost, dropped or applied twice in it. Open one for its steps and its replay command.",
-            "Mỗi ô là một lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán); đỏ là kết thúc SAI; viền vàng: có một sự kiện bị mất, bị bỏ hoặc áp dụng hai lần. Mở một ô để xem các bước và lệnh chạy lại.",
+            "Each square is one class of schedules (runs that differ only in the order of commuting steps): ✕ red ends wrong, ✓ green right, ? grey not judged; an amber frame and ! : an event was lost, dropped or applied twice in it. Open one for its steps and its replay command.",
+            "Mỗi ô là một lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán): ✕ đỏ là kết thúc SAI, ✓ xanh là ĐÚNG, ? xám là chưa rõ; viền vàng và ! : có một sự kiện bị mất, bị bỏ hoặc áp dụng hai lần. Mở một ô để xem các bước và lệnh chạy lại.",
         ))
     );
     for x in explored {
         let wrong = x.classes.iter().filter(|c| c.verdict == Verdict::Wrong).count();
         let (n, runs) = (x.classes.len(), x.runs);
+        let classes = counted(n, "class", "classes", "lớp");
+        let ran = counted(runs, "run", "runs", "lần chạy");
         let title = Words::new(
-            format!("{wrong} of {n} classes wrong ({}, {runs} runs)", x.search),
-            format!("{wrong} trên {n} lớp SAI ({}, {runs} lần chạy)", x.search),
+            format!("{wrong} of {} wrong ({}, {})", classes.en, x.search, ran.en),
+            format!("{wrong} trên {} SAI ({}, {})", classes.vi, x.search, ran.vi),
         );
+        let name = part_name(x);
         let _ = write!(
             out,
-            r#"<article class="exploration" data-lab="{0}" data-variant="{1}"><h3><span translate="no">{0} · {1}</span> — {2}</h3><div class="classes">"#,
+            r#"<article class="exploration" data-lab="{0}" data-variant="{1}" data-part="{2}"><h3><span translate="no">{0} · {1}</span> — {3}</h3><details class="open-classes"><summary>{4}</summary><div class="classes" data-slot="{5}"></div></details></article>"#,
             esc(&x.lab),
             esc(&x.variant),
-            both(&title)
+            esc(&super::part::lab_script(&name)),
+            both(&title),
+            both(&Words::new(format!("show the {}", classes.en), format!("hiện {}", classes.vi))),
+            esc(&name),
         );
-        for (i, c) in x.classes.iter().enumerate() {
-            class(out, x, i, c);
-        }
-        out.push_str("</div></article>\n");
+        out.push('\n');
     }
     out.push_str("</section>\n");
 }
 
+/// What exploration `x`'s part holds: its classes.
+pub fn part(x: &ExploredFile) -> Vec<(String, String)> {
+    let mut html = String::new();
+    for (i, c) in x.classes.iter().enumerate() {
+        class(&mut html, x, i, c);
+    }
+    vec![(part_name(x), html)]
+}
+
 fn class(out: &mut String, x: &ExploredFile, i: usize, c: &ClassView) {
-    let kind = match c.verdict {
-        Verdict::Wrong => "wrong",
-        Verdict::Right => "right",
-        Verdict::Unknown => "unknown",
+    let (kind, mark, said) = match c.verdict {
+        Verdict::Wrong => ("wrong", "✕", Words::new("wrong", "sai")),
+        Verdict::Right => ("right", "✓", Words::new("right", "đúng")),
+        Verdict::Unknown => ("unknown", "?", Words::new("not judged", "chưa rõ")),
     };
     let fates = c.fates.as_ref().and_then(FatesView::words);
-    let marked = if fates.is_some() { " fates" } else { "" };
+    let (marked, flag) = if fates.is_some() { (" fates", "!") } else { ("", "") };
+    let label = Words::new(format!("class {}: {}", i + 1, said.en), format!("lớp {}: {}", i + 1, said.vi));
     let _ = write!(
         out,
-        r#"<details class="class {kind}{marked}"><summary title="{}" aria-label="{kind} {}"></summary><div class="steps"><p translate="no"><code>ordlab run {} --variant {} --schedule {}</code></p><ol>"#,
+        r#"<details class="class {kind}{marked}"><summary title="{}"><span class="glyph" aria-hidden="true">{mark}{flag}</span><span class="sr">{}</span></summary><div class="steps"><p translate="no"><code>ordlab run {} --variant {} --schedule {}</code></p><ol>"#,
         esc(&c.schedule),
-        i + 1,
+        both(&label),
         esc(&x.lab),
         esc(&x.variant),
         esc(&c.schedule)
@@ -153,7 +177,11 @@ fn class(out: &mut String, x: &ExploredFile, i: usize, c: &ClassView) {
     }
     out.push_str("</ol>");
     if let Some(r) = c.reasons.first() {
-        let _ = write!(out, "<p class=\"verdict\">{}</p>", esc(r));
+        let _ = write!(
+            out,
+            "<p class=\"verdict\">{}</p>",
+            both(&Words::new(r.clone(), crate::report::reasons::in_lang(r, crate::lang::Lang::Vi)))
+        );
     }
     if let Some(w) = &fates {
         let _ = write!(out, "<p class=\"fates\">{}</p>", both(w));
@@ -190,12 +218,16 @@ mod tests {
 
     #[test]
     fn each_class_is_a_square_coloured_by_verdict_that_opens_its_steps() {
-        let mut out = String::new();
-        render(&mut out, &[file()]);
+        let mut head = String::new();
+        render(&mut head, &[file()]);
+        assert!(head.contains("1 of 2 classes wrong (exhaustive, 3 runs)"), "{head}");
+        assert!(head.contains("1 trên 2 lớp SAI"), "{head}");
+        assert!(head.contains(r#"data-part="book/explored-baseline-baseline.js""#), "{head}");
+        assert!(!head.contains("class right"), "the classes are in the part: {head}");
+        let out = part(&file()).remove(0).1;
         assert_eq!(out.matches(r#"<details class="class right">"#).count(), 1);
         assert_eq!(out.matches(r#"<details class="class wrong">"#).count(), 1);
-        assert!(out.contains("1 of 2 classes wrong"), "{out}");
-        assert!(out.contains("1 trên 2 lớp SAI"), "{out}");
+        assert!(out.contains(r#"<span class="glyph" aria-hidden="true">✕</span>"#), "wrong by shape too: {out}");
         assert!(out.contains("ordlab run baseline --variant baseline --schedule C1.P"));
         assert!(out.contains("<li translate=\"no\">C1 XREADGROUP … → 1 entry e1</li>"));
         assert!(out.contains("expected paid"));
@@ -207,11 +239,20 @@ mod tests {
         let mut x = file();
         x.classes[0].fates = Some(FatesView { dropped: 1, ..FatesView::default() });
         x.classes[1].fates = Some(FatesView::default());
-        let mut out = String::new();
-        render(&mut out, &[x]);
+        let out = part(&x).remove(0).1;
         assert_eq!(out.matches(r#"<details class="class right fates">"#).count(), 1, "{out}");
         assert_eq!(out.matches(r#"<details class="class wrong">"#).count(), 1, "{out}");
         assert!(out.contains("events: 1 dropped") && out.contains("sự kiện: 1 bị bỏ"), "{out}");
+    }
+
+    #[test]
+    fn one_class_and_one_run_are_counted_in_the_singular() {
+        let mut x = file();
+        x.classes.truncate(1);
+        x.runs = 1;
+        let mut head = String::new();
+        render(&mut head, &[x]);
+        assert!(head.contains("0 of 1 class wrong (exhaustive, 1 run)"), "{head}");
     }
 
     #[test]

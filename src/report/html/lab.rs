@@ -1,26 +1,26 @@
-//! One lab's section: its question and set-up; per variant the step-through timeline of the
-//! drawn run with its steps as text, and the text report's lines on every run's outcome; the
-//! lab's charts; and the environment header to cite.
+//! One lab's section: its question and set-up, its tools (a page of its own, print, slides);
+//! per variant its verdict at a glance, the frame of its step-through timeline, and the text
+//! report's lines on every run's outcome (long lists folded, the checker's reasons in the
+//! page's language); the lab's charts; and the environment header to cite.
 
-use super::{both, esc};
+use super::figure::{self, Filled, Slot};
+use super::{both, esc, fold, part, unseen};
 use crate::lang::{Lang, Words};
-use crate::report::chart::{lab_charts, svg as chart_svg};
-use crate::report::svg::{readable_window, render_steps};
+use crate::report::chart::lab_charts;
 use crate::report::text::{self, TextOptions};
-use crate::report::words::{timeline_lines, Wording};
-use crate::report::{LabReport, Redactor, VariantReport};
+use crate::report::{LabReport, VariantReport};
 use std::fmt::Write;
 
-/// The run each variant's timeline shows.
-const DRAWN_RUN: u32 = 1;
-
-pub fn render(out: &mut String, r: &LabReport) {
+/// The lab's section; with `filled` (its part's slots), its figures filled in place (a
+/// standalone page).
+pub fn render(out: &mut String, r: &LabReport, filled: Option<&Filled>) {
     let lab = &r.lab;
     let id = esc(&lab.id);
     let _ = writeln!(
         out,
-        r#"<section class="lab" id="lab-{id}" data-lab="{id}" data-family="{}"><h2><span translate="no">{id}</span> — {}</h2>"#,
+        r#"<section class="lab" id="lab-{id}" data-lab="{id}" data-family="{}" data-part="{}"><h2><span translate="no">{id}</span> — {}</h2>"#,
         esc(lab.family.as_deref().unwrap_or("other")),
+        esc(&part::lab_script(&lab.id)),
         both(&lab.title)
     );
     if let Some(q) = &lab.question {
@@ -29,95 +29,95 @@ pub fn render(out: &mut String, r: &LabReport) {
     let source = Words::new("source", "nguồn");
     let _ =
         writeln!(out, r#"<p class="source">{}: <span translate="no">{}</span></p>"#, both(&source), esc(&lab.source));
+    tools(out, r, filled.is_some());
     for v in &r.variants {
-        variant(out, r, v);
+        variant(out, r, v, filled);
     }
     let table = Lang::ALL.map(|lang| r.side_by_side(lang));
     if !table[0].trim().is_empty() {
         let _ = writeln!(
             out,
-            r#"<pre class="side" lang="en">{}</pre><pre class="side" lang="vi">{}</pre>"#,
+            r#"<div class="side-wrap"><pre class="side" lang="en">{}</pre><pre class="side" lang="vi">{}</pre></div>"#,
             esc(table[0].trim()),
             esc(table[1].trim())
         );
     }
     for chart in lab_charts(r) {
-        let fig = format!("chart-{id}-{}", esc(&chart.id));
-        let _ = writeln!(out, r#"<figure class="chart" id="{fig}">"#);
-        for lang in Lang::ALL {
-            let _ = writeln!(out, r#"<div class="fig" lang="{}">{}</div>"#, lang.code(), chart_svg(&chart, lang));
-        }
-        let _ = writeln!(out, r#"<button type="button" class="pngbtn" translate="no">PNG</button></figure>"#);
+        figure::chart(out, r, &chart, filled);
     }
     cite(out, r);
     out.push_str("</section>\n");
 }
 
-fn variant(out: &mut String, r: &LabReport, v: &VariantReport) {
+/// The lab's own tools: the lab as a page of its own, printed, or as slides.
+fn tools(out: &mut String, r: &LabReport, inline: bool) {
+    let name = &r.lab.id;
+    let page = if inline {
+        String::new()
+    } else {
+        format!(
+            r#"<a class="standalone" href="{}" download="ordlab-{}.html">{}{}</a>"#,
+            esc(&part::standalone_path(name)),
+            esc(name),
+            both(&Words::new("⇩ page of its own", "⇩ trang riêng")),
+            unseen(&Words::new(format!(": {name}"), format!(": {name}")))
+        )
+    };
+    let _ = writeln!(
+        out,
+        r#"<div class="lab-tools">{page}<button type="button" data-print="lab">{}{}</button><button type="button" data-print="slides">{}{}</button></div>"#,
+        both(&Words::new("⎙ print", "⎙ in")),
+        unseen(&Words::new(format!(" {name}"), format!(" {name}"))),
+        both(&Words::new("▭ slides (PDF)", "▭ slide (PDF)")),
+        unseen(&Words::new(format!(" of {name}"), format!(" của {name}"))),
+    );
+}
+
+fn variant(out: &mut String, r: &LabReport, v: &VariantReport, filled: Option<&Filled>) {
     let (lab, vid) = (esc(&r.lab.id), esc(&v.id));
     let _ = writeln!(
         out,
-        r#"<article class="variant" id="v-{lab}-{vid}" data-variant="{vid}"><h3><span translate="no">{vid}</span>: {}</h3>"#,
-        both(&v.title)
+        r#"<article class="variant" id="v-{lab}-{vid}" data-variant="{vid}"><h3><span translate="no">{vid}</span>: {} {}</h3>"#,
+        both(&v.title),
+        badge(v)
     );
     let setup = Words::new(v.procedure.describe(Lang::En), v.procedure.describe(Lang::Vi));
     let _ = writeln!(out, r#"<p class="setup">{}</p>"#, both(&setup));
-    timeline(out, r, v);
+    figure::timeline(out, r, v, filled);
     for lang in Lang::ALL {
         let lines = r.outcome_lines(v, lang);
-        let _ = writeln!(out, r#"<pre class="result" lang="{}">{}</pre>"#, lang.code(), esc(lines.trim_end()));
+        let lines = match lang {
+            Lang::En => lines,
+            Lang::Vi => crate::report::reasons::outcome_lines_vi(&lines),
+        };
+        let _ = writeln!(
+            out,
+            r#"<pre class="result" lang="{}">{}</pre>"#,
+            lang.code(),
+            fold::lines(lines.trim_end(), lang)
+        );
     }
     out.push_str("</article>\n");
 }
 
-/// The drawn run as a picture per language with the step control, and its steps as text.
-fn timeline(out: &mut String, r: &LabReport, v: &VariantReport) {
-    let (windowed, _) = readable_window(v, DRAWN_RUN);
-    let Some(record) = windowed.record(DRAWN_RUN) else { return };
-    if record.events.is_empty() {
-        // Nothing happened on a timeline (a throughput sweep records none): no picture.
-        return;
-    }
-    let fig = format!("fig-{}-{}", esc(&r.lab.id), esc(&v.id));
-    let steps: Vec<Vec<(i64, String)>> = Lang::ALL
-        .iter()
-        .map(|&lang| {
-            let w = Wording { lang, many_orders: v.procedure.many_orders(), redact: Redactor::NONE };
-            timeline_lines(record, &v.procedure, &w, false).into_iter().map(|(e, line)| (e.t_ms(), line)).collect()
-        })
-        .collect();
-    let n = steps[0].len();
-    let _ = writeln!(out, r#"<figure class="timeline" id="{fig}" data-steps="{n}" tabindex="-1">"#);
-    for lang in Lang::ALL {
-        let code = lang.code();
-        let svg = render_steps(r, v, DRAWN_RUN, lang, &format!("{fig}-{code}"));
-        let _ = writeln!(out, r#"<div class="fig" lang="{code}">{svg}</div>"#);
-    }
-    let word = |en: &str, vi: &str| both(&Words::new(en, vi));
-    let _ = writeln!(
-        out,
-        r#"<div class="stepper" role="group"><button type="button" data-act="first">{}</button><button type="button" data-act="prev">{}</button><button type="button" data-act="play" aria-pressed="false">{}</button><button type="button" data-act="next">{}</button><button type="button" data-act="last">{}</button><input type="range" min="1" max="{m}" value="{m}" aria-label="step"/><span class="where" translate="no"></span><button type="button" class="pngbtn" translate="no">PNG</button></div>
-<output class="caption" aria-live="polite"></output><output class="detail"></output>"#,
-        word("|◀ start", "|◀ đầu"),
-        word("◀ back", "◀ lùi"),
-        word("▶ play", "▶ chạy"),
-        word("next ▶", "tiếp ▶"),
-        word("all ▶|", "tất cả ▶|"),
-        m = n.max(1)
-    );
-    for (lang, lines) in Lang::ALL.iter().zip(&steps) {
-        let summary = crate::lang::pick(*lang, "every step as text", "từng bước dạng chữ");
-        let _ = write!(
-            out,
-            r#"<details class="steps" lang="{0}"><summary>{summary}</summary><ol class="steps" lang="{0}">"#,
-            lang.code()
-        );
-        for (t, line) in lines {
-            let _ = write!(out, r#"<li data-t="{t}">{}</li>"#, esc(line));
-        }
-        out.push_str("</ol></details>\n");
-    }
-    out.push_str("</figure>\n");
+/// The variant's verdict at a glance, by symbol, words and colour.
+fn badge(v: &VariantReport) -> String {
+    let (class, words) = if v.wrong > 0 {
+        ("wrong", Words::new(format!("✕ wrong {}/{}", v.wrong, v.runs), format!("✕ sai {}/{}", v.wrong, v.runs)))
+    } else if v.runs > 0 && v.unknown == v.runs {
+        ("unknown", Words::new("? not judged", "? chưa rõ"))
+    } else if v.runs > 0 {
+        (
+            "right",
+            Words::new(
+                format!("✓ right {}/{}", v.runs - v.unknown, v.runs),
+                format!("✓ đúng {}/{}", v.runs - v.unknown, v.runs),
+            ),
+        )
+    } else {
+        ("skipped", Words::new("– skipped", "– bỏ qua"))
+    };
+    format!(r#"<span class="badge {class}">{}</span>"#, both(&words))
 }
 
 /// The environment header of the lab's own run, to cite with its figures.
@@ -132,4 +132,11 @@ fn cite(out: &mut String, r: &LabReport) {
             esc(text.trim_end())
         );
     }
+}
+
+/// Every slot of the lab's figures: what its part holds.
+pub fn part(r: &LabReport) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = r.variants.iter().flat_map(|v| figure::timeline_slots(r, v)).collect();
+    slots.extend(lab_charts(r).iter().map(|c| figure::chart_slot(r, c)));
+    slots
 }

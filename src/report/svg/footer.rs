@@ -2,7 +2,7 @@
 //! state with its verdict badge.
 
 use super::glyphs::{glyph, GREEN, GREY, INK, LOCK, LOCK_H, MUTED, RED, SQL, WORK};
-use super::layout::{esc, text_width};
+use super::layout::{esc, text_width, wrap};
 use super::model::{BarKind, Glyph, Timeline};
 use super::{MARGIN, WIDTH};
 use crate::checker::Verdict;
@@ -183,4 +183,34 @@ pub fn final_state(out: &mut String, r: &RunRecord, items: &[FinalItem], y0: f64
         esc(badge)
     );
     (bx - 14.0 - text_width(&text, 18.0), y0 + 12.0)
+}
+
+/// Why the run was judged as it was, under the badge: the checker's first reasons (in
+/// Vietnamese where their shape is known), wrapped on at most two lines; nothing for a right
+/// run. Returns its bottom (`y` when there is nothing to say).
+pub fn why(out: &mut String, r: &RunRecord, y: f64, lang: Lang) -> f64 {
+    let reasons: Vec<String> = r.verdict.reasons.iter().map(|x| crate::report::reasons::in_lang(x, lang)).collect();
+    if reasons.is_empty() || r.verdict.verdict == Verdict::Right {
+        return y;
+    }
+    let mut text = reasons.iter().take(2).cloned().collect::<Vec<_>>().join("; ");
+    if reasons.len() > 2 {
+        text.push_str(&crate::tr!(lang, " (+{} more)", " (+{} lý do nữa)", reasons.len() - 2));
+    }
+    let head = pick(lang, "why: ", "vì: ");
+    let lines = wrap(&format!("{head}{text}"), WIDTH - 2.0 * MARGIN, 16.0);
+    let shown = lines.len().min(2);
+    let color = if r.verdict.verdict == Verdict::Wrong { RED } else { GREY };
+    let mut ly = y;
+    for (i, line) in lines.iter().take(shown).enumerate() {
+        ly += 21.0;
+        // A second line that does not hold the rest ends on its last whole word and ` …`.
+        let line = if i == 1 && lines.len() > 2 { format!("{line} …") } else { line.clone() };
+        let _ = writeln!(
+            out,
+            r#"<text class="why" x="{MARGIN}" y="{ly:.1}" font-size="16" fill="{color}">{}</text>"#,
+            esc(&line)
+        );
+    }
+    ly + 5.0
 }

@@ -4,7 +4,7 @@
 use crate::fault::TimeScale;
 use crate::labs::{Procedure, RunRecord};
 use crate::lang::{pick, Lang};
-use crate::report::words::{crash_words, timeline_lines, Wording};
+use crate::report::words::{crash_words, timeline_lines_of, Wording};
 use crate::report::Redactor;
 pub use crate::timeline::vocabulary::Glyph;
 use crate::timeline::vocabulary::{job_mark_label as job_label, Drawing};
@@ -17,6 +17,9 @@ pub struct Mark {
     pub label: Option<String>,
     /// The step of the lab book's walk-through that shows it (0: shown from the start).
     pub step: u32,
+    /// Drawn for an event the run's verdict rests on ([`crate::labs::key_events`]): its
+    /// label is the last one a crowded lane leaves out.
+    pub key: bool,
 }
 
 pub enum BarKind {
@@ -97,9 +100,9 @@ struct StepIndex {
 }
 
 impl StepIndex {
-    fn new(record: &RunRecord, procedure: &Procedure) -> StepIndex {
+    fn new(events: &[Event], procedure: &Procedure) -> StepIndex {
         let wording = Wording { lang: Lang::En, many_orders: procedure.many_orders(), redact: Redactor::NONE };
-        let lines = timeline_lines(record, procedure, &wording, false);
+        let lines = timeline_lines_of(events, procedure, &wording, false);
         let line_of = lines.iter().enumerate().map(|(i, (e, _))| (*e as *const Event, i as u32 + 1)).collect();
         StepIndex { line_of, times: lines.iter().map(|(e, _)| e.t_us).collect() }
     }
@@ -112,6 +115,13 @@ impl StepIndex {
     fn at(&self, ms: f64) -> u32 {
         self.times.iter().filter(|t| **t as f64 / 1000.0 <= ms + 1e-9).count() as u32
     }
+
+    /// The first line at or after `ms` (the last line if none is): what happened in between
+    /// two lines, and is no line of its own (a lock's TTL running out), shows with the next.
+    fn from(&self, ms: f64) -> u32 {
+        let before = self.times.iter().filter(|t| (**t as f64 / 1000.0) < ms - 1e-9).count() as u32;
+        (before + 1).min(self.times.len() as u32)
+    }
 }
 
 /// The builder's memory while it walks a run's events.
@@ -119,6 +129,8 @@ struct Builder {
     steps: StepIndex,
     /// The step of the event being drawn.
     step: u32,
+    /// The event being drawn is a key event.
+    key: bool,
     lanes: Vec<Lane>,
     /// Lock taken per actor: (from, TTL) in ms.
     open_locks: HashMap<Actor, (f64, f64)>,
@@ -134,9 +146,18 @@ struct Builder {
 }
 
 impl Timeline {
-    pub fn build(record: &RunRecord, scale: TimeScale, procedure: &Procedure, lang: Lang) -> Timeline {
+    /// The lanes of `record`'s events; `keys` (indices into its events) are the events its
+    /// verdict rests on.
+    pub fn build(record: &RunRecord, scale: TimeScale, procedure: &Procedure, lang: Lang, keys: &[usize]) -> Timeline {
+        Timeline::of_events(&record.events, scale, procedure, lang, keys)
+    }
+
+    /// The lanes of a run's events alone (a run still going on).
+    pub fn of_events(all: &[Event], scale: TimeScale, procedure: &Procedure, lang: Lang, keys: &[usize]) -> Timeline {
         let multi_order = procedure.many_orders();
-        let mut events: Vec<&Event> = record.events.iter().collect();
+        let key_events: std::collections::HashSet<*const Event> =
+            keys.iter().filter_map(|&k| all.get(k)).map(|e| e as *const Event).collect();
+        let mut events: Vec<&Event> = all.iter().collect();
         events.sort_by_key(|e| e.t_us);
         let jobs = events
             .iter()
@@ -157,8 +178,9 @@ impl Timeline {
         cases.sort_unstable();
         cases.dedup();
         let mut b = Builder {
-            steps: StepIndex::new(record, procedure),
+            steps: StepIndex::new(all, procedure),
             step: 0,
+            key: false,
             lanes: Vec::new(),
             open_locks: HashMap::new(),
             applied: HashMap::new(),
@@ -170,6 +192,7 @@ impl Timeline {
         };
         for e in events {
             b.step = b.steps.of(e);
+            b.key = key_events.contains(&(e as *const Event));
             b.event(e);
         }
         b.finish()
@@ -189,8 +212,8 @@ impl Builder {
     }
 
     fn mark(&mut self, actor: Actor, t: f64, glyph: Glyph, label: Option<String>) {
-        let step = self.step;
-        self.lane(actor).marks.push(Mark { t, glyph, label, step });
+        let (step, key) = (self.step, self.key);
+        self.lane(actor).marks.push(Mark { t, glyph, label, step, key });
     }
 
     fn event(&mut self, e: &Event) {
@@ -382,12 +405,12 @@ impl Builder {
     fn lock_bar(&mut self, actor: Actor, from: f64, to: f64, ttl: f64) {
         let expiry = from + ttl;
         let label = crate::tr!(self.lang, "lock expired (TTL {} ms)", "lock hết hạn (TTL {} ms)", fmt_ms(ttl));
-        let (taken, expired) = (self.steps.at(from), self.steps.at(expiry));
+        let (taken, expired) = (self.steps.at(from), self.steps.from(expiry));
         let lane = self.lane(actor);
         if expiry < to {
             lane.bars.push(Bar { t0: from, t1: expiry, kind: BarKind::Lock, step: taken });
             lane.bars.push(Bar { t0: expiry, t1: to, kind: BarKind::LockExpired, step: expired });
-            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label), step: expired });
+            lane.marks.push(Mark { t: expiry, glyph: Glyph::Expired, label: Some(label), step: expired, key: true });
         } else {
             lane.bars.push(Bar { t0: from, t1: to, kind: BarKind::Lock, step: taken });
         }

@@ -77,7 +77,13 @@ fn output_is_well_formed_and_escaped() {
 #[test]
 fn labels_at_the_same_time_do_not_overlap() {
     let marks: Vec<Mark> = (0..4)
-        .map(|i| Mark { t: 100.0, glyph: Glyph::Received, label: Some(format!("label number {i}")), step: 0 })
+        .map(|i| Mark {
+            t: 100.0,
+            glyph: Glyph::Received,
+            label: Some(format!("label number {i}")),
+            step: 0,
+            key: false,
+        })
         .collect();
     let placed = place_labels(&marks, &|t| t);
     let mut slots: Vec<(bool, usize)> = placed.iter().map(|p| (p.above, p.row)).collect();
@@ -150,8 +156,10 @@ fn the_lab_book_flavour_tags_each_event_with_its_timeline_line() {
     // C2's 50 ms of work starts with its lock (no line of its own): shown with that line.
     let c2_lock = step_of("C2 took") as u32;
     assert!(tagged("work").contains(&c2_lock), "{:?} vs {c2_lock}", tagged("work"));
-    // The expiry at 500 ms comes after C2's lock at 502 ms? No: before it, so one step earlier.
-    assert_eq!(tagged("expired"), vec![c2_lock - 1]);
+    // The expiry at 500 ms is no line of its own: it shows with the first line after it (C2's
+    // lock at 502 ms), never with the line before it (C1's lock at 1 ms), which would show it
+    // ahead of its time.
+    assert_eq!(tagged("expired"), vec![c2_lock]);
     assert!(svg.contains(&format!(r#"<g data-step="{}">"#, lines.len())), "final state at the last step");
     assert!(svg.contains(r#"id="hatch-lock-s4c-en""#) && svg.contains("url(#hatch-lock-s4c-en)"));
     assert!(!svg.contains("url(#hatch)"));
@@ -200,7 +208,7 @@ fn long_labels_are_wrapped_whole() {
 
 #[test]
 fn a_wrapped_label_takes_a_row_per_line_on_one_side() {
-    let mark = |t: f64, label: &str| Mark { t, glyph: Glyph::Received, label: Some(label.into()), step: 0 };
+    let mark = |t: f64, label: &str| Mark { t, glyph: Glyph::Received, label: Some(label.into()), step: 0, key: false };
     let long = "a label much wider than one line of label text may be, so it wraps onto two";
     let marks = vec![mark(100.0, long), mark(100.0, "two"), mark(100.0, "three"), mark(100.0, "four")];
     let placed = place_labels(&marks, &|t| t);
@@ -250,7 +258,7 @@ fn leaders_through_labels(marks: &[Mark], placed: &[super::layout::Placed]) -> V
 /// first, the first label goes highest and each leader rises left of the texts below it.
 #[test]
 fn a_leader_rises_beside_the_labels_below_it() {
-    let mark = |t: f64, label: &str| Mark { t, glyph: Glyph::Received, label: Some(label.into()), step: 0 };
+    let mark = |t: f64, label: &str| Mark { t, glyph: Glyph::Received, label: Some(label.into()), step: 0, key: false };
     let marks =
         vec![mark(100.0, "first of three labels"), mark(110.0, "second of three"), mark(120.0, "third of three")];
     let placed = place_labels(&marks, &|t| t);
@@ -266,7 +274,7 @@ fn a_leader_rises_beside_the_labels_below_it() {
 /// lane), the earlier one moves a few px left and its leader bends under row 0 to reach it.
 #[test]
 fn a_label_moves_aside_rather_than_a_slot_out() {
-    let mark = |t: f64| Mark { t, glyph: Glyph::Received, label: Some("took lock".into()), step: 0 };
+    let mark = |t: f64| Mark { t, glyph: Glyph::Received, label: Some("took lock".into()), step: 0, key: false };
     let marks = vec![mark(100.0), mark(175.0)];
     let placed = place_labels(&marks, &|t| t);
     assert_eq!(leaders_through_labels(&marks, &placed), Vec::<(usize, usize)>::new());
@@ -288,6 +296,7 @@ fn a_dense_burst_is_placed_in_bounded_rows() {
             glyph: Glyph::Received,
             label: Some(format!("a label of burst mark {i}")),
             step: 0,
+            key: false,
         })
         .collect();
     let placed = place_labels(&marks, &|t| t);

@@ -85,6 +85,7 @@ fn curve(
         })
         .collect();
     Chart {
+        flags: Vec::new(),
         id: id.to_string(),
         title,
         x: Axis { label: crate::words!("worker processes", "số worker"), unit: String::new(), scale: Scale::Linear },
@@ -118,6 +119,7 @@ fn shares(runs: &[&VariantRuns<'_, ClusterSpec>]) -> Chart {
         .collect();
     let fair = if masters.is_empty() { 0.0 } else { 100.0 / masters.len() as f64 };
     Chart {
+        flags: Vec::new(),
         id: "shares".into(),
         title: crate::words!("Which master serves the queue", "Master nào phục vụ hàng đợi"),
         x: Axis {

@@ -93,6 +93,7 @@ pub fn latency_chart(variants: &[(&str, Latencies)]) -> Chart {
         }
     }
     Chart {
+        flags: Vec::new(),
         id: "latency".into(),
         title: Words::new("Publish → XACK latency per priority", "Độ trễ từ publish đến XACK theo mức ưu tiên"),
         x: Axis {

@@ -39,6 +39,7 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
             .collect()
     };
     let throughput = Chart {
+        flags: Vec::new(),
         id: "throughput".into(),
         title: crate::words!("Jobs/s by worker processes", "Job/s theo số process worker"),
         x: workers.clone(),
@@ -52,6 +53,7 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
     };
     let full = |label: Words| vec![Mark { label, axis: MarkAxis::Y, at: 100.0 }];
     let redis = Chart {
+        flags: Vec::new(),
         id: "redis-cpu".into(),
         title: crate::words!("Redis's one thread beside it", "Luồng duy nhất của Redis bên cạnh"),
         x: workers.clone(),
@@ -64,6 +66,7 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
         )),
     };
     let machine = Chart {
+        flags: Vec::new(),
         id: "machine-cpu".into(),
         title: crate::words!("The machine's cores beside it", "Các core của máy bên cạnh"),
         x: workers,

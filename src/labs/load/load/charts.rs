@@ -35,6 +35,7 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
     let orders = firsts[0].0.spec.generate.orders;
     vec![
         Chart {
+            flags: Vec::new(),
             id: "throughput".into(),
             title: Words::new("load: events acknowledged per second", "load: số sự kiện được ack mỗi giây"),
             x: strategy.clone(),
@@ -46,6 +47,7 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
             note: note.clone(),
         },
         Chart {
+            flags: Vec::new(),
             id: "wrong-orders".into(),
             title: words!(
                 "load: orders left in a wrong state, of {orders}",
@@ -79,6 +81,7 @@ fn latency(
         })
         .collect();
     Chart {
+        flags: Vec::new(),
         id: "latency".into(),
         title: Words::new(
             "load: publish → ack latency, share of events at or below",

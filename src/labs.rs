@@ -13,14 +13,14 @@ mod context;
 pub mod handler_time;
 pub mod key_events;
 pub mod order_stream;
-pub mod patience;
 mod procedure;
 mod record;
 
+pub use crate::lang::{Line, Piece};
 pub use context::RunContext;
 pub use procedure::{
-    FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Needs, NoFacts, Piece, Present, RunNotes, RunOutcome,
-    RunView, TimelineDisplay, VariantRuns,
+    FactRow, Facts, FinalItem, Judge, LabProcedure, Needs, NoFacts, Present, RunNotes, RunOutcome, RunView,
+    TimelineDisplay, VariantRuns,
 };
 pub use record::RunRecord;
 
@@ -43,7 +43,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::interposer::limits::WireEvent>(),
     entry::<crate::interposer::connections::ConnectionEvent>(),
     entry::<crate::pg_locks::LockEvent>(),
-    entry::<patience::PatienceEvent>(),
+    entry::<crate::timeline::patience::PatienceEvent>(),
     entry::<crate::fault::FaultEvent>(),
     entry::<crate::roles::patience::PatienceEvent>(),
 ];
@@ -123,14 +123,18 @@ fn mismatch(record: &RunRecord) -> RunVerdict {
     v
 }
 
-/// A run's verdict: the kind's judgement, made unknown when a fault it declares never fired
-/// (the run did not show what the lab says it shows, whatever else it shows).
+/// A run's verdict: the kind's judgement, with a reason for each fault it declares that never
+/// fired. A right run with such a fault is unknown (it did not show what the lab says it shows:
+/// never a silent right); a wrong one stays wrong (its final state is wrong whatever fired:
+/// a job lost before its fault's point never reaches it).
 fn judged<P: Judge>(p: &P, run: &RunView<'_, P::Observed>) -> RunVerdict {
     let mut v = p.judge(run);
     let unfired = crate::fault::unfired(&p.faults(run.observed), run.events);
     if !unfired.is_empty() {
         v.reasons.extend(unfired);
-        v.verdict = Verdict::Unknown;
+        if v.verdict != Verdict::Wrong {
+            v.verdict = Verdict::Unknown;
+        }
     }
     v
 }
@@ -258,9 +262,18 @@ macro_rules! lab_kinds {
                 all
             }
 
-            /// The events `record`'s verdict rests on (see [`Judge::key_events`]), by index.
+            /// The events `record`'s verdict rests on, by index, the most important first: the
+            /// kind's key events (see [`Judge::key_events`]), then its [`Self::evidence`] (a death,
+            /// a fault, a command given up on, a lock wait) not already among them. What a picture
+            /// draws its windows around.
             pub fn key_events(&self, record: &RunRecord) -> Vec<usize> {
-                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.key_events(o)).unwrap_or_default(), )* }
+                let mut keys = match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.key_events(o)).unwrap_or_default(), )* };
+                for e in self.evidence(record) {
+                    if !keys.contains(&e.index) {
+                        keys.push(e.index);
+                    }
+                }
+                keys
             }
 
             pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {

@@ -2,6 +2,9 @@
 //! lab output. This is the one place that chooses between them: [`pick`] for fixed words,
 //! [`tr!`](crate::tr) for words with values in them.
 
+mod line;
+pub use line::{Line, Piece};
+
 /// Output language of reports (text, SVG, lab book).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -258,8 +258,8 @@ impl LockWait {
     }
 
     /// The same as a report line in `lang`.
-    pub fn words(&self, lang: Lang) -> crate::labs::Line {
-        use crate::labs::{Line, Piece};
+    pub fn words(&self, lang: Lang) -> crate::lang::Line {
+        use crate::lang::{Line, Piece};
         let name = |who: Option<(Actor, u32)>, pid: u32| match who {
             Some((a, _)) => a.to_string(),
             None => crate::tr!(lang, "backend {pid}", "backend {pid}"),

@@ -183,13 +183,14 @@ pub struct EffectRecord {
     pub fault: Option<Fault>,
 }
 
+/// A partner's fault as the sink's table holds it: job, effect, what it does, how many matching
+/// requests to let through first, how many to hit, the delay in seconds.
+type PartnerRow = (Option<String>, Option<String>, &'static str, i32, i32, Option<f64>);
+
 /// The partner's side of a fault aimed at it: which requests (a job, an effect: `event` is
 /// the effect's name, or `request` for any), which of them (`nth`, then each one, `times`
 /// times) and what it does (`refuse`, `lose-reply`, `{ delay_ms = … }`).
-fn partner_row(
-    fault: &Fault,
-    scale: TimeScale,
-) -> Result<(Option<String>, Option<String>, &'static str, i32, i32, Option<f64>), SinkError> {
+fn partner_row(fault: &Fault, scale: TimeScale) -> Result<PartnerRow, SinkError> {
     let bad = |why: &str| SinkError::Config(format!("a partner's fault {}: {why}", fault.label().en));
     if fault.target != Target::Partner {
         return Err(bad("is not aimed at the partner (on = \"partner\")"));

@@ -3,6 +3,7 @@
 //! re-judged and re-rendered without servers.
 
 pub mod live;
+pub mod patience;
 pub mod vocabulary;
 
 use crate::lang::Words;

@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn deaths_give_ups_and_given_up_commands_are_what_a_verdict_rests_on() {
         let c1 = Actor::Consumer(1);
-        let gave_up = crate::labs::patience::PatienceEvent::GaveUp { patience_ms: 1.0, waiting_for: vec![] };
+        let gave_up = crate::timeline::patience::PatienceEvent::GaveUp { patience_ms: 1.0, waiting_for: vec![] };
         let no_reply = ConnectionEvent::NoReply {
             server: crate::timeline::ServerKind::Redis,
             connection: 1,

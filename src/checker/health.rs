@@ -13,7 +13,7 @@ use crate::timeline::{Event, EventKind};
 pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
     let mut v = RunVerdict::right();
     if timed_out {
-        match crate::labs::patience::gave_up(events) {
+        match crate::timeline::patience::gave_up(events) {
             Some((_, gave_up)) => v.add(Verdict::Unknown, gave_up.reason()),
             None => v.add(Verdict::Unknown, "the run timed out before every entry was acknowledged"),
         }
@@ -50,7 +50,7 @@ mod tests {
     fn timeouts_and_unplanned_deaths_are_unknown_planned_crashes_are_not() {
         assert_eq!(health(&[], false), RunVerdict::right());
         assert_eq!(health(&[], true).verdict, Verdict::Unknown);
-        use crate::labs::patience::PatienceEvent;
+        use crate::timeline::patience::PatienceEvent;
         use crate::timeline::vocabulary::Vocabulary as _;
         let gave_up = PatienceEvent::GaveUp { patience_ms: 12_000.0, waiting_for: vec!["c-0201".into()] };
         let gave_up = Event { t_us: 9, actor: Actor::Runner, kind: gave_up.event() };

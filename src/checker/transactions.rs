@@ -101,9 +101,9 @@ fn changed_rows(keyword: &str, tag: &str) -> bool {
 }
 
 impl OpenTransaction {
-    /// `C1's transaction (BEGIN at t=2 ms) changed rows (UPDATE ordlab.orders … [42] → UPDATE
-    /// 1) and was never committed: idle in transaction from t=5 ms until C1 was killed at
-    /// t=900 ms (PostgreSQL rolled it back)`, in English (a verdict's reason).
+    /// In English, a verdict's reason: `C1's transaction (BEGIN at t=2 ms) changed rows (UPDATE
+    /// ordlab.orders … [42] → UPDATE 1) and was never committed: idle in transaction from t=5 ms
+    /// until C1 was killed at t=900 ms (PostgreSQL rolled it back)`.
     pub fn reason(&self) -> String {
         let ms = |us: i64| (us as f64 / 1000.0).round() as i64;
         let writes: Vec<String> = self.writes.iter().map(|w| format!("{} → {}", w.args.join(" "), w.tag)).collect();
@@ -124,8 +124,8 @@ impl OpenTransaction {
 
 impl OpenTransaction {
     /// The same as a report line in `lang`, its times as measured pieces.
-    pub fn words(&self, lang: crate::lang::Lang) -> crate::labs::Line {
-        use crate::labs::{Line, Piece};
+    pub fn words(&self, lang: crate::lang::Lang) -> crate::lang::Line {
+        use crate::lang::{Line, Piece};
         let ms = |us: i64| Piece::Ms((us as f64 / 1000.0).round() as i64);
         let writes: Vec<String> = self.writes.iter().map(|w| format!("{} → {}", w.args.join(" "), w.tag)).collect();
         let (who, writes) = (self.actor, writes.join("; "));

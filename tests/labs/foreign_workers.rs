@@ -254,7 +254,7 @@ async fn foreign_job_workers_reach_the_verdicts_of_ordlab_s_own() {
         // `expect` names each cell's fate: a measured one that differs would make it unknown.
         assert_eq!((v.unknown, v.outcome), (0, Outcome::Matched), "{}: {:?}", v.id, v.run_records[0].verdict);
     }
-    let counts = |id: &str| -> Vec<(i64, i64, i64, i64, i64)> {
+    let counts = |id: &str| -> Vec<Counts> {
         let v = support::variant(&report, id);
         let of = |r| {
             let f = support::facts::<JobsSpec>(v, r);
@@ -284,7 +284,10 @@ async fn foreign_job_workers_reach_the_verdicts_of_ordlab_s_own() {
 /// committed; refused, the retry's UPDATE waits for C1's row lock, and the report names the
 /// holder as PostgreSQL does. `--literal-cursor` (`rows = db.execute(...)`): the truthy
 /// cursor lets the retry call the partner that the example's `.fetchall()` never calls.
-fn seed_lines_as_written(report: &ordlab::report::LabReport, counts: &dyn Fn(&str) -> Vec<(i64, i64, i64, i64, i64)>) {
+/// A run's counts: exactly once, lost, duplicated, redelivered, pending after the run.
+type Counts = (i64, i64, i64, i64, i64);
+
+fn seed_lines_as_written(report: &ordlab::report::LabReport, counts: &dyn Fn(&str) -> Vec<Counts>) {
     use ordlab::checker::Verdict;
     use ordlab::labs::Kind as _;
     use ordlab::pg_locks::LockWait;

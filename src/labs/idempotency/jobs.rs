@@ -289,7 +289,7 @@ impl JobsSpec {
                     // The lab gives up, and says on what: the entries never acknowledged.
                     let mut waiting: Vec<String> = seen.published.difference(&seen.acked).cloned().collect();
                     waiting.sort();
-                    let gave_up = crate::labs::patience::PatienceEvent::GaveUp {
+                    let gave_up = crate::timeline::patience::PatienceEvent::GaveUp {
                         patience_ms: bound.as_secs_f64() * 1000.0,
                         waiting_for: waiting,
                     };
@@ -886,7 +886,7 @@ fn describe(s: &JobsSpec, lang: Lang) -> String {
         parts.push(crate::tr!(lang, "XADD … IDMP (remembers {max} ids)", "XADD … IDMP (nhớ {max} id)"));
     }
     if let Some(ms) = s.patience_ms {
-        let limit = crate::labs::patience::PatienceEvent::limit_words(ms);
+        let limit = crate::timeline::patience::PatienceEvent::limit_words(ms);
         parts.push(crate::tr!(
             lang,
             "the lab waits at most {limit} for every job to be acknowledged",

@@ -285,7 +285,12 @@ impl LabProcedure for PipelineSpec {
             pending_after_run += streams::pending_count(&mut ctx.redis, s, GROUP).await?;
         }
         let dlq = read_dlq(&mut ctx.redis, &dlq_name).await?;
-        let applied = total_queue::effects_per_job(&ledger.records().await?)
+        let records = ledger.records().await?;
+        // The partner's faults that hit a request, as fault events (the effects themselves are
+        // counted, not drawn: a pipeline makes thousands).
+        let is_fault = |e: &RawEvent| e.kind.family::<crate::fault::FaultEvent>().is_some();
+        raw.extend(crate::side_effect::timeline_events(&records).into_iter().filter(is_fault));
+        let applied = total_queue::effects_per_job(&records)
             .into_iter()
             .map(|((job, effect), n)| (job, effect, n))
             .collect();

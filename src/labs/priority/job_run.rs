@@ -8,7 +8,7 @@
 //! job never served reads as "not served within the lab's patience", and the run is judged
 //! unknown by [`crate::checker::health`] with that reason, or with the death's.
 
-use crate::labs::patience::PatienceEvent;
+use crate::timeline::patience::PatienceEvent;
 use crate::labs::priority::wire::WireJobs;
 use crate::priority_queue::PhasePlan;
 use crate::priority_queue::PriorityEvent;

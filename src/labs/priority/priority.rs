@@ -603,7 +603,7 @@ impl Present for PrioritySpec {
             ));
         }
         if let Some(ms) = self.patience_ms {
-            let limit = crate::labs::patience::PatienceEvent::limit_words(ms);
+            let limit = crate::timeline::patience::PatienceEvent::limit_words(ms);
             parts.push(crate::tr!(
                 lang,
                 "the lab waits at most {limit} for a phase's jobs",

@@ -3,7 +3,7 @@
 //! never served gets no wait of its own: every output says "never served", with how long it had
 //! waited unserved when the lab stopped waiting for it, never a number that reads as its wait.
 
-use crate::labs::patience;
+use crate::timeline::patience;
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::timeline::{Actor, Event, EventKind};

@@ -181,7 +181,16 @@ impl StreamSpec {
     /// Can a lock of `ttl_ms` run out while a job holds it?
     pub(crate) fn lock_may_expire(&self, ttl_ms: u64) -> bool {
         let work = self.work();
-        self.events.iter().any(|e| work.cost_ms(&e.job()) >= ttl_ms as f64)
+        // A consumer paused while it holds the lock (a fault) holds it that much longer.
+        let paused: f64 = self
+            .faults
+            .iter()
+            .filter_map(|f| match f.action {
+                crate::fault::Action::PauseMs(ms) => Some(ms),
+                _ => None,
+            })
+            .sum();
+        self.events.iter().any(|e| work.cost_ms(&e.job()) + paused >= ttl_ms as f64)
     }
 
     /// What the servers say after the run, before its keys are deleted.

@@ -123,3 +123,17 @@ fn a_negative_duration_is_refused_where_it_is() {
     assert!(err.starts_with("x.toml:18:") && err.contains("retry_ms = -20"), "{err}");
     assert!(Scenario::parse(&MINIMAL.replace("paid = 50", "paid = 0"), "x.toml").is_ok(), "zero is a duration");
 }
+
+#[test]
+fn a_consumer_s_pause_is_refused_by_the_explorer_in_one_line_and_counts_for_the_lock_s_expiry() {
+    let with = |faults: &str| {
+        let text = MINIMAL.replace("consumers = 2\n", &format!("consumers = 2\nstrategy = {{ kind = \"lock\", ttl_ms = 500 }}\ncost_ms = {{ created = 50, paid = 50 }}\n{faults}\n"));
+        let text = text.replacen("cost_ms = { created = 800, paid = 50 }\n", "", 1);
+        stream(&Scenario::parse(&text, "demo.toml").unwrap().variants[0].procedure).clone()
+    };
+    let plain = with("");
+    assert!(crate::labs::order_stream::explorable(&plain).is_ok() && !plain.lock_may_expire(500));
+    let paused = with(r#"faults = [{ event = "lock_acquired", job = "created", action = { pause_ms = 1000 } }]"#);
+    assert!(crate::labs::order_stream::explorable(&paused).unwrap_err().contains("pause"));
+    assert!(paused.lock_may_expire(500), "50 ms of work and a 1000 ms pause outlive a 500 ms TTL");
+}

@@ -493,6 +493,13 @@ pub fn validate(spec: &mut StreamSpec) -> Result<(), String> {
     if spec.patience_ms.is_some_and(|p| !p.is_finite() || p <= 0.0) {
         return Err("setup.patience_ms: give a time in ms > 0".into());
     }
+    let del = spec
+        .strategy
+        .spec::<crate::handler::order::lock::LockSpec>()
+        .is_some_and(|l| l.release == crate::handler::order::lock::Release::Del);
+    if del && spec.worker.is_some() {
+        return Err("strategy.release = \"del\" is ordlab's own consumer's: a worker from a command line releases its lock its own way".into());
+    }
     if spec.reaper.as_ref().is_some_and(|r| r.by == ClaimerBy::Worker) && spec.worker.is_none() {
         return Err(
             "setup.reaper.by = \"worker\" needs setup.worker: the claimer is a process of the worker's command".into(),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Three structural rules of ordlab's source, checked from the text of src/:
+"""Four structural rules of ordlab's source, checked from the text of src/:
 
 1. No import cycle between modules. Every `crate::…` and `super::…` path in non-test code is
    an edge from the file's module to the module it names; edges are compared at the level
@@ -15,6 +15,15 @@
    `crate::…`/`super::…` path in it, use groups `{a, b::c}` expanded, that names a module of
    another kind is a finding. Shared modules that are no kind (a family's common parts,
    `labs::procedure`) may be imported by every kind.
+4. One fault type and one forwarding loop (issue 31). Outside `src/fault/` (and `fault.rs`),
+   no struct, enum, type alias or trait whose name ends in `Fault`, `Faults` or `Kill` (the
+   old `WorkerFault`, `SinkFault`, `LibraryFault`, `PlannedKill`): a new fault is an arm of
+   `fault::Action` or `fault::Trigger`. Outside `src/interposer/forward.rs`, no
+   `copy_bidirectional`, `io::copy` or `copy_buf`, and no hand-written forwarding loop: a
+   `loop`/`while` that reads from one stream (`x.read…(`) and writes to another (`y.write…(`,
+   y not read in that loop) and goes on (the write is not followed by `break`: a handshake
+   that passes one message on and leaves the loop, as the PostgreSQL start-up phase does, is
+   no forwarding loop). Test code is not checked.
 
 Exit status 1 and one line per finding when a rule is broken; 0 otherwise.
 Usage: scripts/check-structure.py [--warn 60] [src dir]
@@ -339,6 +348,52 @@ def kind_imports(src: Path, files):
     return [(label(a), label(b), where) for a, b, where in found]
 
 
+FAULT_SHAPE = re.compile(r"\b(struct|enum|type|trait)\s+(\w*(?:Fault|Faults|Kill))\b")
+COPY_CALL = re.compile(r"\b(copy_bidirectional|copy_buf|io\s*::\s*copy)\b")
+LOOP_HEAD = re.compile(r"\b(?:loop|while\b[^{;]*)\s*\{")
+READ_CALL = re.compile(r"\b(\w+)\s*\.\s*(?:read|read_buf|read_exact|read_to_end)\s*\(")
+WRITE_CALL = re.compile(r"\b(\w+)\s*\.\s*(?:write|write_all|write_buf)\s*\(")
+STATEMENT_END = re.compile(r"[^;{}]*;\s*")
+
+
+def fault_layer_outside(src: Path, files):
+    """Rule 4: (path:line, what) for every fault shape outside src/fault/ and every copy or
+    forwarding loop outside src/interposer/forward.rs."""
+    out = []
+    for f in files:
+        mod = module_of(f, src)
+        if f.name == "tests.rs":
+            continue
+        text = code_only(strip_tests(f.read_text()))
+        line = lambda at: text.count("\n", 0, at) + 1
+        if mod[:1] != ("fault",):
+            for m in FAULT_SHAPE.finditer(text):
+                out.append((f"{f}:{line(m.start())}", f"{m.group(1)} {m.group(2)} is a fault shape outside src/fault/: make it an arm of fault::Action or fault::Trigger"))
+        if mod == ("interposer", "forward"):
+            continue
+        for m in COPY_CALL.finditer(text):
+            out.append((f"{f}:{line(m.start())}", f"{m.group(1)} forwards bytes outside src/interposer/forward.rs: implement a forward::Direction"))
+        for m in LOOP_HEAD.finditer(text):
+            body = block(text, m.end() - 1)
+            readers = {r.group(1) for r in READ_CALL.finditer(body)}
+            if not readers:
+                continue
+            for w in WRITE_CALL.finditer(body):
+                if w.group(1) in readers:
+                    continue
+                rest = body[w.end():]
+                depth, j = 1, 0  # the call's closing parenthesis
+                while j < len(rest) and depth:
+                    depth += {"(": 1, ")": -1}.get(rest[j], 0)
+                    j += 1
+                after = STATEMENT_END.match(rest, j)
+                if after and rest.startswith("break", after.end()):
+                    continue
+                out.append((f"{f}:{line(m.start())}", f"a loop reads {', '.join(sorted(readers))} and writes {w.group(1)}: a forwarding loop outside src/interposer/forward.rs (implement a forward::Direction)"))
+                break
+    return out
+
+
 def findings(src: Path, kinds: bool):
     """One line per broken rule, in the order of the rules."""
     files = sorted(src.rglob("*.rs"))
@@ -352,6 +407,8 @@ def findings(src: Path, kinds: bool):
             out.append("no lab kind found (no `lab_families!` or `lab_kinds!` invocation): the kind rule checks nothing")
         for mine, theirs, where in kind_imports(src, files):
             out.append(f"kind {mine} imports kind {theirs} ({where})")
+    for where, what in fault_layer_outside(src, files):
+        out.append(f"{where}: {what}")
     return out
 
 
@@ -375,7 +432,8 @@ def main():
                 print(f"note: {where}: fn {name} is {length} lines (aim for {warn})")
     if not bad:
         rules = "no import cycle between modules, no function over " + str(MAX_FN_LINES) + " lines"
-        print(f"structure ok: {rules}" + (", no lab kind importing another" if kinds else ""))
+        print(f"structure ok: {rules}" + (", no lab kind importing another" if kinds else "")
+              + ", one fault layer (src/fault/) and one forwarding loop (src/interposer/forward.rs)")
     sys.exit(1 if bad else 0)
 
 
@@ -472,6 +530,55 @@ def self_test() -> int:
             root = tree(dict(clean, **{"labs.rs": "pub mod procedure;\n"}))
             self.assertEqual(findings(root, kinds=True), [
                 "no lab kind found (no `lab_families!` or `lab_kinds!` invocation): the kind rule checks nothing"])
+
+        def test_a_second_fault_shape_outside_the_fault_layer(self):
+            files = dict(clean, **{
+                "fault.rs": "pub mod declare;\n",
+                "fault/declare.rs": "pub struct Fault { pub n: u32 }\npub enum Action { Kill }\n",
+                "shared.rs": "pub fn help() {}\n// struct OldFault in a comment is no shape\n"
+                "pub(crate) enum SinkFault { Refuse }\n"
+                "#[cfg(test)]\nmod tests {\n    struct TestFault;\n}\n",
+                "labs/alpha.rs": "mod lines;\nstruct PlannedKill { at: u32 }\nstruct Crashed;\n",
+            })
+            root = tree(files)
+            rule = "a fault shape outside src/fault/: make it an arm of fault::Action or fault::Trigger"
+            self.assertEqual(findings(root, kinds=True), [
+                f"{root}/labs/alpha.rs:2: struct PlannedKill is {rule}",
+                f"{root}/shared.rs:3: enum SinkFault is {rule}",
+            ])
+
+        def test_a_second_forwarding_loop_outside_forward_rs(self):
+            pump = ("async fn pump(mut a: TcpStream, mut b: TcpStream) {\n"
+                    "    let mut buf = [0u8; 1024];\n"
+                    "    loop {\n"
+                    "        let n = a.read(&mut buf).await.unwrap();\n"
+                    "        if n == 0 { break; }\n"
+                    "        b.write_all(&buf[..n]).await.unwrap();\n"
+                    "    }\n"
+                    "}\n")
+            # A start-up phase: answers on the stream it reads, passes one message on, leaves.
+            handshake = ("async fn start(mut client: TcpStream, mut server: TcpStream) -> io::Result<()> {\n"
+                         "    loop {\n"
+                         "        let n = client.read_buf(&mut pending).await?;\n"
+                         "        if ssl { client.write_all(b\"N\").await?; } else {\n"
+                         "            server.write_all(&pending).await?;\n"
+                         "            break;\n"
+                         "        }\n"
+                         "    }\n"
+                         "}\n")
+            files = dict(clean, **{
+                "interposer.rs": "pub mod forward;\npub mod proxy;\npub mod link;\n",
+                "interposer/forward.rs": pump + "fn both(a: S, b: S) { tokio::io::copy_bidirectional(a, b); }\n",
+                "interposer/proxy.rs": handshake + "#[cfg(test)]\nmod tests {\n" + pump + "}\n",
+                "interposer/link.rs": "use tokio::io;\n" + pump + "fn both(a: S, b: S) { io::copy(a, b); }\n",
+            })
+            root = tree(files)
+            self.assertEqual(findings(root, kinds=True), [
+                f"{root}/interposer/link.rs:10: io::copy forwards bytes outside src/interposer/forward.rs: "
+                "implement a forward::Direction",
+                f"{root}/interposer/link.rs:4: a loop reads a and writes b: a forwarding loop outside "
+                "src/interposer/forward.rs (implement a forward::Direction)",
+            ])
 
         def test_kinds_are_read_from_the_invocation(self):
             root = tree(clean)

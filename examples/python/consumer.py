@@ -4,6 +4,7 @@ XREADGROUP ... COUNT 1 BLOCK, do the job's work, write the order's status, XACK.
     python3 examples/python/consumer.py            # plain UPDATE: the last writer wins
     python3 examples/python/consumer.py --cas      # UPDATE ... WHERE version < $v
     python3 examples/python/consumer.py --lock     # S4: SET lock NX PX ttl around the plain UPDATE
+    python3 examples/python/consumer.py --redis-defaults   # redis.Redis(host, port): retries
 
 ordlab starts it with its environment (examples/README.md): the servers (through ordlab's
 interposer, which records every command and statement), the stream, group and consumer
@@ -27,7 +28,16 @@ LOCK = "--lock" in sys.argv[1:]
 
 # redis-py 8.1 reads with a 5 s socket timeout unless told otherwise, which would end a wait
 # in XREADGROUP … BLOCK 0 longer than that with TimeoutError.
-r = redis.Redis.from_url(os.environ["ORDLAB_REDIS_URL"], decode_responses=True, socket_timeout=None)
+if "--redis-defaults" in sys.argv[1:]:
+    # Built by the constructor, redis-py 8.1 retries a command up to 10 times on a connection
+    # error (jittered backoff, a new connection); Redis.from_url gives it no retry at all.
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ["ORDLAB_REDIS_URL"])
+    r = redis.Redis(host=url.hostname, port=url.port, db=int(url.path.strip("/") or 0),
+                    decode_responses=True, socket_timeout=None)
+else:
+    r = redis.Redis.from_url(os.environ["ORDLAB_REDIS_URL"], decode_responses=True, socket_timeout=None)
 db = psycopg.connect(os.environ["ORDLAB_PG_URL"], autocommit=True)
 stream = os.environ["ORDLAB_STREAM"]
 group = os.environ["ORDLAB_GROUP"]

@@ -397,6 +397,31 @@ mod tests {
         assert!(err(r#"{ command = "SET", at = "send", color = 1 }"#).contains("unknown field"));
     }
 
+    /// The README's "A new fault" shows one example per action, each one a fault that reads.
+    #[test]
+    fn the_readme_s_examples_read_and_show_every_action() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("\n## A new fault\n").expect("README: ## A new fault")..];
+        let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").expect("its end")];
+        let faults = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+        // Exhaustive: a new action fails to compile here until the README shows it.
+        let index = |a: &Action| match a {
+            Action::Kill => 0,
+            Action::PauseMs(_) => 1,
+            Action::DelayMs(_) => 2,
+            Action::LoseReply => 3,
+            Action::Drop => 4,
+            Action::Reset => 5,
+            Action::Refuse => 6,
+            Action::RefuseConnectionsMs(_) => 7,
+            Action::Restart => 8,
+            Action::SkewMs(_) => 9,
+        };
+        let shown: std::collections::BTreeSet<usize> = faults.iter().map(|f| index(&f.action)).collect();
+        assert_eq!(shown, (0..10).collect(), "an action without an example in the README");
+    }
+
     #[test]
     fn a_label_says_whom_what_and_when() {
         let f = Fault::kill_at(Target::Process(Actor::Worker(1)), "BLPOP", 1, Moment::Reply);

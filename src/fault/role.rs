@@ -13,6 +13,7 @@ use super::trigger::Occurrence;
 use super::{Action, Fault, TimeScale};
 use crate::lang::Words;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink, StdoutSink};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// The run's faults of this process, with the run's time scale.
@@ -20,11 +21,17 @@ type Installed = Arc<(Injector, TimeScale)>;
 
 static INJECTOR: Mutex<Option<Installed>> = Mutex::new(None);
 
+/// The job each actor of this process is handling: the last one an event of it named. An event
+/// that names no job (`lock_acquired`, `lock_released`) is about that job, so a fault with
+/// `job = "created"` can fire at the lock taken for created.
+static HANDLING: Mutex<BTreeMap<Actor, String>> = Mutex::new(BTreeMap::new());
+
 /// This process's faults for the run that starts (counted from zero): consulted at each event
 /// it reports and at each named point.
 pub fn install(faults: &[Fault], seed: u64, scale: TimeScale) {
     let installed = (!faults.is_empty()).then(|| Arc::new((Injector::new(faults.to_vec(), seed), scale)));
     *INJECTOR.lock().unwrap_or_else(|p| p.into_inner()) = installed;
+    HANDLING.lock().unwrap_or_else(|p| p.into_inner()).clear();
     crate::timeline::on_record(at_event);
 }
 
@@ -73,6 +80,7 @@ fn at_event(event: &RawEvent) {
         return;
     }
     let (tag, job, delivery) = described(&event.kind);
+    let job = handled(&mut HANDLING.lock().unwrap_or_else(|p| p.into_inner()), event.actor, job);
     let occurrence = Occurrence::Event { by: event.actor, event: &tag, job: job.as_deref(), delivery };
     for fired in injector.fire(&occurrence) {
         carry_out(&fired, event.actor, kill_words(&event.kind, &tag));
@@ -91,6 +99,18 @@ fn described(kind: &EventKind) -> (String, Option<String>, Option<u64>) {
     };
     let delivery = ["deliveries", "delivery"].iter().find_map(|k| json.get(*k).and_then(|d| d.as_u64()));
     (tag, job, delivery)
+}
+
+/// The job an event of `actor` is about: the one it names (remembered as the job `actor`
+/// handles), else the one `actor` handles.
+fn handled(handling: &mut BTreeMap<Actor, String>, actor: Actor, named: Option<String>) -> Option<String> {
+    match named {
+        Some(job) => {
+            handling.insert(actor, job.clone());
+            Some(job)
+        }
+        None => handling.get(&actor).cloned(),
+    }
 }
 
 /// Where a role that kills itself at `tag` died: a consumer's receive in its own words.
@@ -116,5 +136,17 @@ mod tests {
         assert_eq!(described(&received), ("received".into(), Some("created".into()), Some(2)));
         assert_eq!(described(&EventKind::Ready), ("ready".into(), None, None));
         assert_eq!(kill_words(&received, "received").en, "after receiving created, before XACK");
+    }
+
+    #[test]
+    fn an_event_without_a_job_is_about_the_job_its_actor_handles() {
+        let mut handling = BTreeMap::new();
+        let (c1, c2) = (Actor::Consumer(1), Actor::Consumer(2));
+        assert_eq!(handled(&mut handling, c1, None), None, "nothing handled yet");
+        assert_eq!(handled(&mut handling, c1, Some("created".into())), Some("created".into()));
+        assert_eq!(handled(&mut handling, c2, Some("paid".into())), Some("paid".into()));
+        // C1's lock_acquired names no job: it is created's lock, not paid's.
+        assert_eq!(handled(&mut handling, c1, None), Some("created".into()));
+        assert_eq!(handled(&mut handling, c2, None), Some("paid".into()));
     }
 }

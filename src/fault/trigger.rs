@@ -38,7 +38,8 @@ pub enum Trigger {
     /// A named point of a process's run: a timeline event it records (`received`,
     /// `lock_acquired`, `work_started`) or a place ordlab's own roles name (`after-claim`,
     /// `after-effect`, `before-ack`, `after-take`), optionally only for one job (`job-1`, an
-    /// order event's type such as `created`) or one delivery (`1`: the first only).
+    /// order event's type such as `created`; an event that names none, such as `lock_acquired`,
+    /// is about the job its process last named) or one delivery (`1`: the first only).
     Event {
         event: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -310,7 +310,15 @@ mod tests {
     fn a_name_or_a_table_with_kind() {
         assert_eq!(parse("\"plain\"").unwrap(), Strategy::default());
         let lock = parse("{ kind = \"lock\", ttl_ms = 500 }").unwrap();
-        assert_eq!(lock, Strategy::Lock(lock::LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 0 }));
+        assert_eq!(
+            lock,
+            Strategy::Lock(lock::LockSpec {
+                ttl_ms: 500,
+                retry_ms: 20,
+                prework_max_ms: 0,
+                release: Default::default()
+            })
+        );
         assert_eq!(parse("\"lock\"").unwrap(), Strategy::Lock(lock::LockSpec::default()));
     }
 
@@ -325,7 +333,7 @@ mod tests {
 
     #[test]
     fn a_worker_from_a_command_line_is_told_the_lock_ordlab_s_own_consumer_takes() {
-        let lock = lock::LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 30 };
+        let lock = lock::LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 30, release: Default::default() };
         let env = lock.worker_env("run7:", crate::fault::TimeScale(0.5), false);
         let got: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(

@@ -60,6 +60,20 @@ fn redact_ids(text: &str, w: &Wording) -> String {
     id.replace_all(text, "[id]").into_owned()
 }
 
+/// Where a process's last words say it was (a client's error names the interposer's loopback
+/// port, a runtime's the script's absolute path): redacted, `127.0.0.1:[port]` and the path
+/// from `examples/` on.
+fn redact_places(text: &str, w: &Wording) -> String {
+    if !w.redact.active() {
+        return text.to_string();
+    }
+    static PORT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static PATH: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let port = PORT.get_or_init(|| regex::Regex::new(r"\b(127\.0\.0\.1|localhost):\d+").expect("a valid pattern"));
+    let path = PATH.get_or_init(|| regex::Regex::new(r"(?:/[^\s/:]+)+/(examples/)").expect("a valid pattern"));
+    path.replace_all(&port.replace_all(text, "$1:[port]"), "$1").into_owned()
+}
+
 /// A server command and its reply, as a protocol recorder saw it: `C1 [redis 1] XACK s g 1-0
 /// → 1`; arguments past the sixth are elided.
 fn command_line(e: &Event, w: &Wording) -> String {
@@ -248,7 +262,9 @@ fn session_line(e: &Event, w: &Wording) -> String {
                 "{a}: primary mất; chuyển sang {server}, primary mới, đọc lại các entry đang chờ của mình trước"
             ),
         },
-        EventKind::Crashed { .. } => format!("{a} {}", crash_words(&e.kind, w.lang).unwrap_or_default()),
+        EventKind::Crashed { .. } => {
+            format!("{a} {}", redact_places(&crash_words(&e.kind, w.lang).unwrap_or_default(), w))
+        }
         _ => String::new(),
     }
 }
@@ -367,6 +383,19 @@ mod tests {
 
     fn wording(lang: Lang, redact: Redactor) -> Wording {
         Wording { lang, many_orders: false, redact }
+    }
+
+    #[test]
+    fn a_dead_process_s_last_words_lose_their_port_and_absolute_path_in_a_snapshot() {
+        let said = "exit status: 255: PHP Fatal error:  Uncaught RedisException: read error on connection to \
+                    127.0.0.1:38845 in /work/wt/x/examples/php/consumer.php:62";
+        let e = Event { t_us: 0, actor: Actor::Consumer(1), kind: EventKind::crashed(false, said.to_string()) };
+        assert_eq!(
+            event_line(&e, &wording(Lang::En, Redactor::SNAPSHOT)).unwrap(),
+            "C1 DIED unexpectedly: exit status: 255: PHP Fatal error:  Uncaught RedisException: read error on \
+             connection to 127.0.0.1:[port] in examples/php/consumer.php:62"
+        );
+        assert!(event_line(&e, &wording(Lang::En, Redactor::NONE)).unwrap().ends_with(said));
     }
 
     #[test]

@@ -47,7 +47,10 @@ fn variants_override_only_what_they_name() {
     let b = s.variant("b").unwrap();
     let spec = stream(&b.procedure);
     assert_eq!((b.runs, spec.consumers), (5, 1));
-    assert_eq!(spec.strategy, Strategy::Lock(LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 0 }));
+    assert_eq!(
+        spec.strategy,
+        Strategy::Lock(LockSpec { ttl_ms: 500, retry_ms: 20, prework_max_ms: 0, release: Default::default() })
+    );
     assert_eq!((spec.cost_ms["paid"], spec.cost_ms["created"]), (60.0, 800.0));
     assert_eq!(b.expect, Expectation::Exactly(0));
     let a = s.variant("a").unwrap();
@@ -122,4 +125,28 @@ fn a_negative_duration_is_refused_where_it_is() {
     let err = Scenario::parse(&text, "x.toml").unwrap_err().to_string();
     assert!(err.starts_with("x.toml:18:") && err.contains("retry_ms = -20"), "{err}");
     assert!(Scenario::parse(&MINIMAL.replace("paid = 50", "paid = 0"), "x.toml").is_ok(), "zero is a duration");
+}
+
+#[test]
+fn a_consumer_s_pause_is_refused_by_the_explorer_in_one_line_and_counts_for_the_lock_s_expiry() {
+    let with = |faults: &str| {
+        let text = MINIMAL.replace("consumers = 2\n", &format!("consumers = 2\nstrategy = {{ kind = \"lock\", ttl_ms = 500 }}\ncost_ms = {{ created = 50, paid = 50 }}\n{faults}\n"));
+        let text = text.replacen("cost_ms = { created = 800, paid = 50 }\n", "", 1);
+        stream(&Scenario::parse(&text, "demo.toml").unwrap().variants[0].procedure).clone()
+    };
+    let plain = with("");
+    assert!(crate::labs::order_stream::explorable(&plain).is_ok() && !plain.lock_may_expire(500));
+    let paused = with(r#"faults = [{ event = "lock_acquired", job = "created", action = { pause_ms = 1000 } }]"#);
+    assert!(crate::labs::order_stream::explorable(&paused).unwrap_err().contains("pause"));
+    assert!(paused.lock_may_expire(500), "50 ms of work and a 1000 ms pause outlive a 500 ms TTL");
+}
+
+#[test]
+fn a_plain_del_release_reads_and_is_refused_for_a_worker_from_a_command_line() {
+    let own = MINIMAL.replace("consumers = 2\n", "consumers = 2\nstrategy = { kind = \"lock\", release = \"del\" }\n");
+    let spec = stream(&Scenario::parse(&own, "demo.toml").unwrap().variants[0].procedure).clone();
+    assert_eq!(spec.strategy.spec::<LockSpec>().map(|l| l.release), Some(crate::handler::order::lock::Release::Del));
+    let worker = own.replace("[expect]", "worker = { command = [\"python3\", \"w.py\"] }\n[expect]");
+    let err = Scenario::parse(&worker, "demo.toml").unwrap_err().to_string();
+    assert!(err.contains("release = \"del\""), "{err}");
 }

@@ -31,7 +31,8 @@ pub(crate) fn missing(check: &[&str]) -> Option<String> {
 }
 
 pub(crate) const PYTHON: [&str; 3] = ["python3", "-c", "import redis, psycopg"];
-const PHP: [&str; 3] = ["php", "-r", "if (!class_exists('Redis') || !function_exists('pg_connect')) exit(1);"];
+pub(crate) const PHP: [&str; 3] =
+    ["php", "-r", "if (!class_exists('Redis') || !function_exists('pg_connect')) exit(1);"];
 
 #[tokio::test]
 async fn foreign_consumers_reach_the_verdicts_of_ordlab_s_own() {

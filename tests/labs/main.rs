@@ -29,6 +29,9 @@ mod external_namespace;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// The fault layer's small labs: a lock holder paused past its TTL (`lock-pause`), a lost
+/// reply to XACK (`xack-lost-reply`).
+mod fault_labs;
 /// Every action of the fault layer on a real server and a real process (pause, lose a reply,
 /// reset, delay, refuse connections, kill, skew a clock, restart a server).
 mod faults;

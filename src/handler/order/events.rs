@@ -183,14 +183,18 @@ impl HandlerEvent {
                 )
             }
             HandlerEvent::LockReleased { method, released, .. } => {
-                let note = match (*released, vi) {
-                    (0, false) => " (the lock had expired: no longer ours)",
-                    (0, true) => " (lock đã hết hạn, không còn là của mình)",
+                let del = method == "DEL";
+                let note = match (*released, vi, del) {
+                    (0, false, false) => " (the lock had expired: no longer ours)",
+                    (0, true, false) => " (lock đã hết hạn, không còn là của mình)",
+                    // A plain DEL says only whether a key was there, whoever's it was.
+                    (0, false, true) => " (the key was gone: expired, or deleted by another)",
+                    (0, true, true) => " (key đã không còn: hết hạn, hoặc bị người khác xoá)",
                     _ => "",
                 };
                 // How a lock is released depends on the server's version (DELEX since 8.4): a
                 // snapshot holds on any supported version.
-                let method = if w.redact.active() { "[release]" } else { method.as_str() };
+                let method = if w.redact.active() && !del { "[release]" } else { method.as_str() };
                 format!("{a} {}: {method} → {released}{note}", pick(w.lang, "released the lock", "nhả lock"))
             }
             _ => return None,

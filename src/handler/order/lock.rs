@@ -21,7 +21,8 @@ use crate::fault::TimeScale;
 const COMPARE_AND_DELETE: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
-/// `strategy = { kind = "lock", ttl_ms = 5000, retry_ms = 20, prework_max_ms = 0 }`.
+/// `strategy = { kind = "lock", ttl_ms = 5000, retry_ms = 20, prework_max_ms = 0 }`, and
+/// `release = "del"` for a plain `DEL` instead of the release by token.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockSpec {
@@ -32,11 +33,37 @@ pub struct LockSpec {
     /// Random work before taking the lock, uniform in `[0, prework_max_ms]` (seeded RNG).
     #[serde(default)]
     pub prework_max_ms: u64,
+    /// How the holder releases it: by its token (default), or `"del"`, a plain `DEL` that
+    /// deletes the key whoever holds it by then (the mistake the token exists to prevent).
+    #[serde(default, skip_serializing_if = "Release::is_token")]
+    pub release: Release,
+}
+
+/// How a holder releases its lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Release {
+    /// Only if the key still holds our token: `DELEX IFEQ`, or the Lua compare-and-delete.
+    #[default]
+    Token,
+    /// `DEL key`, whoever's lock it is.
+    Del,
+}
+
+impl Release {
+    fn is_token(&self) -> bool {
+        *self == Release::Token
+    }
 }
 
 impl Default for LockSpec {
     fn default() -> Self {
-        LockSpec { ttl_ms: Self::default_ttl(), retry_ms: Self::default_retry(), prework_max_ms: 0 }
+        LockSpec {
+            ttl_ms: Self::default_ttl(),
+            retry_ms: Self::default_retry(),
+            prework_max_ms: 0,
+            release: Release::Token,
+        }
     }
 }
 
@@ -57,14 +84,18 @@ impl Described for LockSpec {
         if pre > 0 {
             t.push_str(&crate::tr!(lang, ", 0–{pre} ms random work first", ", làm việc ngẫu nhiên 0–{pre} ms trước"));
         }
+        if self.release == Release::Del {
+            t.push_str(&crate::tr!(lang, ", released by a plain DEL", ", nhả bằng DEL thường"));
+        }
         t
     }
 
     fn short(&self) -> String {
+        let del = if self.release == Release::Del { ", plain DEL" } else { "" };
         if self.prework_max_ms > 0 {
-            format!("lock TTL {} ms, 0–{} ms pre-work", self.ttl_ms, self.prework_max_ms)
+            format!("lock TTL {} ms, 0–{} ms pre-work{del}", self.ttl_ms, self.prework_max_ms)
         } else {
-            format!("lock TTL {} ms", self.ttl_ms)
+            format!("lock TTL {} ms{del}", self.ttl_ms)
         }
     }
 }
@@ -74,7 +105,7 @@ impl StrategyKind for LockSpec {
         let held = self.acquire(h, d.job.order).await?;
         h.work(d).await;
         plain::write(h, d).await?;
-        release(h, held).await
+        release(h, held, self.release).await
     }
 
     fn lock_ttl_ms(&self) -> Option<u64> {
@@ -145,12 +176,15 @@ impl LockSpec {
 }
 
 /// Release only if the lock is still ours; the server's answer goes into the timeline.
-async fn release(h: &mut Handler<'_>, held: Held) -> Result<(), Error> {
+async fn release(h: &mut Handler<'_>, held: Held, how: Release) -> Result<(), Error> {
     let full_key = format!("{}{}", h.key_prefix, held.key);
     // Stamped when sent, before the server deletes the key: with the acquisition stamped at its
     // reply, two holders' intervals can then never overlap under a correct lock.
     let sent_ns = crate::clock::now_ns();
-    let (method, released): (&str, i64) = if h.has_delex {
+    let (method, released): (&str, i64) = if how == Release::Del {
+        let n = redis::cmd("DEL").arg(&full_key).query_async(h.redis).await.context("DEL")?;
+        ("DEL", n)
+    } else if h.has_delex {
         let n = redis::cmd("DELEX")
             .arg(&full_key)
             .arg("IFEQ")

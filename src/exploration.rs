@@ -125,6 +125,10 @@ pub struct Exploration {
     pub classes: Vec<ExploredClass>,
     /// `--max-schedules` stopped the search before it was done.
     pub hit_max_schedules: bool,
+    /// Where it stopped there: the share of the search done, estimated from the branches at
+    /// each point of the last run taken as equal in size (races found later add branches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered: Option<f64>,
     /// The preemption bound left some schedules out.
     pub bounded: bool,
     /// PCT: the per-run lower bound on finding a bug of its depth, `1/(n·k^(d−1))`.
@@ -227,6 +231,7 @@ impl Exploration {
             unfollowed: 0,
             classes: Vec::new(),
             hit_max_schedules: false,
+            covered: None,
             bounded: false,
             pct_bound: None,
             processes: 0,
@@ -264,6 +269,8 @@ fn strategy_of(opts: &ExploreOptions) -> (Box<dyn Strategy>, String) {
             Reduction::Source => (Box::new(Dpor::new(dpor::Mode::Source)), "exhaustive, source sets".into()),
             Reduction::SleepSets => (Box::new(SleepSets::new(None)), "exhaustive, sleep sets".into()),
         },
+        // Sleep sets: a preemption bound on top of DPOR can leave out orders within the bound
+        // (Coons, Musuvathi, McKinley, OOPSLA 2013), so the bounded search does not use it.
         Search::Exhaustive { preemptions: Some(k) } => {
             (Box::new(SleepSets::new(Some(*k))), format!("exhaustive, at most {k} preemptions"))
         }
@@ -373,14 +380,16 @@ pub async fn explore(
     .await;
     pool.stop().await;
     searched?;
-    x.unfollowed = strategy.stats().unfollowed;
+    let stats = strategy.stats();
+    x.unfollowed = stats.unfollowed;
+    x.covered = stats.covered.filter(|_| x.hit_max_schedules);
     x.role_processes_started = pool.started().len();
     if let Search::Pct { depth, schedules, seed } = &opts.search {
         let pct = Pct::new(*depth, *schedules, *seed, pct_steps);
         x.pct_bound = Some(pct.bound(x.processes));
     }
     if let Search::Exhaustive { preemptions: Some(_) } = &opts.search {
-        x.bounded = x.cut_at_bound > 0 || x.hit_max_schedules;
+        x.bounded = x.cut_at_bound > 0 || stats.bounded;
     }
     x.seconds = started.elapsed().as_secs_f64();
     let shown = match &opts.search {
@@ -466,16 +475,58 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             )
         );
     }
-    if x.hit_max_schedules {
+    bounds_lines(&mut out, x, lang);
+    if let Some(p) = x.pct_bound {
+        let (runs, all) = (x.runs, pct_over_runs(p, x.runs));
         let _ = writeln!(
             out,
             "{}",
-            pick(
+            crate::tr!(
                 lang,
-                "stopped at --max-schedules: not every class was run",
-                "dừng ở --max-schedules: chưa chạy hết mọi lớp"
+                "pct: each run finds a bug of this depth with probability ≥ {p:.2e} ({} processes); the {runs} runs made, at least one of them: ≥ {all:.2e}",
+                "pct: mỗi lần chạy tìm ra lỗi ở độ sâu này với xác suất ≥ {p:.2e} ({} tiến trình); {runs} lần chạy đã làm, ít nhất một lần: ≥ {all:.2e}",
+                x.processes
             )
         );
+    }
+    wrong_classes(&mut out, x, lang);
+    out
+}
+
+/// PCT's runs are independent: the chance that at least one of `runs` finds a bug each finds
+/// with probability ≥ `p` is ≥ 1 − (1 − p)^runs.
+fn pct_over_runs(p: f64, runs: usize) -> f64 {
+    1.0 - (1.0 - p).powi(runs.min(i32::MAX as usize) as i32)
+}
+
+/// What a bound left out: where --max-schedules stopped the search (and how much of it was
+/// run, estimated), what --preemptions left out.
+fn bounds_lines(out: &mut String, x: &Exploration, lang: Lang) {
+    if x.hit_max_schedules {
+        let runs = x.runs;
+        let _ = match x.covered {
+            Some(f) => {
+                let pct = format!("{:.1}", 100.0 * f);
+                writeln!(
+                    out,
+                    "{}",
+                    crate::tr!(
+                        lang,
+                        "stopped at --max-schedules {runs}: not every class was run; about {pct}% of the search was (an estimate from the branches at each point of the last run, taken as equal in size; races not yet found add branches)",
+                        "dừng ở --max-schedules {runs}: chưa chạy hết mọi lớp; khoảng {pct}% việc tìm kiếm đã chạy (ước tính từ các nhánh ở mỗi điểm của lần chạy cuối, coi như bằng nhau; các cuộc đua chưa tìm thấy sẽ thêm nhánh)"
+                    )
+                )
+            }
+            None => writeln!(
+                out,
+                "{}",
+                crate::tr!(
+                    lang,
+                    "stopped at --max-schedules {runs}: not every class was run",
+                    "dừng ở --max-schedules {runs}: chưa chạy hết mọi lớp"
+                )
+            ),
+        };
     }
     if x.bounded {
         let _ = writeln!(
@@ -488,20 +539,6 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             )
         );
     }
-    if let Some(p) = x.pct_bound {
-        let _ = writeln!(
-            out,
-            "{}",
-            crate::tr!(
-                lang,
-                "pct: each run finds a bug of this depth with probability ≥ {p:.2e} ({} processes)",
-                "pct: mỗi lần chạy tìm ra lỗi ở độ sâu này với xác suất ≥ {p:.2e} ({} tiến trình)",
-                x.processes
-            )
-        );
-    }
-    wrong_classes(&mut out, x, lang);
-    out
 }
 
 /// In how many classes an event was lost, dropped or applied twice (only what happened).
@@ -566,5 +603,39 @@ fn wrong_classes(out: &mut String, x: &Exploration, lang: Lang) {
             x.variant,
             c.schedule
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary of 2 000 runs, nothing found, with `fields` (JSON) changed.
+    fn summary(fields: serde_json::Value) -> Exploration {
+        let mut json = serde_json::json!({"explore_version": 1, "lab": "l", "variant": "v", "search": "s", "runs": 2000,
+            "cut_as_repeats": 0, "cut_at_bound": 0, "classes": [], "hit_max_schedules": false, "bounded": false,
+            "pct_bound": null, "processes": 3, "seconds": 1.0});
+        for (k, v) in fields.as_object().expect("fields") {
+            json[k] = v.clone();
+        }
+        serde_json::from_value(json).expect("a summary")
+    }
+
+    #[test]
+    fn a_search_stopped_at_its_bound_says_the_bound_and_the_share_it_covered() {
+        let x = summary(serde_json::json!({"hit_max_schedules": true, "covered": 0.4213}));
+        let text = render(&x, Lang::En);
+        assert!(text.contains("stopped at --max-schedules 2000"), "{text}");
+        assert!(text.contains("about 42.1% of the search"), "{text}");
+        let done = render(&summary(serde_json::json!({"covered": 0.5})), Lang::En);
+        assert!(!done.contains("stopped at") && !done.contains("% of the search"), "{done}");
+    }
+
+    #[test]
+    fn pct_states_its_bound_per_run_and_for_the_runs_made() {
+        let x = summary(serde_json::json!({"runs": 100, "pct_bound": 0.01}));
+        let text = render(&x, Lang::En);
+        // 1 − 0.99^100 = 0.634
+        assert!(text.contains("≥ 1.00e-2 (3 processes); the 100 runs made, at least one of them: ≥ 6.34e-1"), "{text}");
     }
 }

@@ -116,6 +116,20 @@ impl Dpor {
         Some(Node { enabled: enabled.to_vec(), waiting, open, taken, sleep, wut, below, done: Vec::new() })
     }
 
+    /// How much of the search is done, estimated from the current run's points: at each, the
+    /// share of its branches (run, being run, planned) already run, each point's share scaled
+    /// by the branches above it. Planned branches grow as races are found, so while the search
+    /// goes on this can only overstate what was done.
+    fn covered(&self) -> f64 {
+        let (mut done, mut scale) = (0.0, 1.0);
+        for node in &self.stack {
+            let total = (node.done.len() + 1 + node.wut.firsts().count()) as f64;
+            done += scale * node.done.len() as f64 / total;
+            scale /= total;
+        }
+        done + scale
+    }
+
     /// Plan the reversal of every race of the run `taken`: between two of its steps; between
     /// a step and the candidate of a process it left unable to step (a take that emptied the
     /// list a poll was about to take from, a release that disarmed a timer); and between a
@@ -289,6 +303,7 @@ impl Strategy for Dpor {
     fn advance(&mut self, taken: &[Taken]) -> bool {
         self.plan(taken);
         self.stack.truncate(taken.len());
+        self.stats.covered = Some(self.covered());
         while let Some(d) = self.stack.len().checked_sub(1) {
             let node = &mut self.stack[d];
             let event = taken[d].event(candidate_of(&node.enabled, node.taken));

@@ -164,11 +164,15 @@ pub struct Seen<'a> {
 }
 
 /// What a search counts of itself.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SearchStats {
     /// Orders the reduction planned (a race reversed) that the run could not follow: the
     /// process it named could not step there.
     pub unfollowed: usize,
+    /// Some order was not run for the preemption bound.
+    pub bounded: bool,
+    /// The share of the search done, estimated after the last run (where it can tell).
+    pub covered: Option<f64>,
 }
 
 /// The processes able to step, for an error: `C1 GET k | C2 SET k v`.

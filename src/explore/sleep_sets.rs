@@ -5,7 +5,7 @@
 //! away from a process that could go on, as loom does), and what the optimal reduction
 //! ([`crate::explore::dpor`]) is compared with.
 
-use super::search::{describe, Candidate, Choice, Divergence, Strategy, Taken};
+use super::search::{describe, Candidate, Choice, Divergence, SearchStats, Strategy, Taken};
 use crate::timeline::Actor;
 
 /// One point of the depth-first search: who could step, who was tried, who is asleep.
@@ -92,6 +92,10 @@ impl Strategy for SleepSets {
         let actor = node.enabled[i].actor;
         self.stack.push(node);
         Ok(Choice::Take(actor))
+    }
+
+    fn stats(&self) -> SearchStats {
+        SearchStats { bounded: self.bounded, ..SearchStats::default() }
     }
 
     fn advance(&mut self, _taken: &[Taken]) -> bool {

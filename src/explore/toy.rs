@@ -189,13 +189,15 @@ pub struct Found {
     pub complete: usize,
     /// Runs cut short as repeats (every process able to step asleep).
     pub asleep: usize,
+    /// Runs cut short by the preemption bound (every process awake would exceed it).
+    pub bounded: usize,
     pub classes: BTreeSet<String>,
     pub outcomes: BTreeSet<String>,
 }
 
 impl Found {
     pub fn runs(&self) -> usize {
-        self.complete + self.asleep
+        self.complete + self.asleep + self.bounded
     }
 }
 
@@ -211,7 +213,8 @@ pub fn run_all(program: &Program, strategy: &mut dyn Strategy) -> Found {
                 found.outcomes.insert(run.outcome);
             }
             Some(Choice::Asleep) => found.asleep += 1,
-            other => panic!("a toy run ends done or asleep, not {other:?}"),
+            Some(Choice::Bound) => found.bounded += 1,
+            other => panic!("a toy run ends done, asleep or at the bound, not {other:?}"),
         }
         if !strategy.advance(&run.taken) {
             return found;

@@ -2,8 +2,11 @@
 //! interleaving: the same classes (and outcomes), one run each, none cut short.
 
 use super::{Dpor, Mode};
+use crate::explore::search::Strategy;
 use crate::explore::sleep_sets::SleepSets;
-use crate::explore::toy::{every_interleaving, random_program, read, run_all, touch, write, Found, Op, Program};
+use crate::explore::toy::{
+    every_interleaving, random_program, read, run_all, run_once, touch, write, Found, Op, Program,
+};
 use crate::timeline::Actor;
 
 const A: Actor = Actor::Consumer(1);
@@ -170,4 +173,25 @@ fn a_touch_that_reads_and_writes_orders_with_both() {
     let p = vec![(A, vec![touch(&["x"], &["y"])]), (B, vec![write("x")]), (C, vec![read("y")])];
     let found = exactly_once(&p);
     assert_eq!(found.classes.len(), 4);
+}
+
+/// The share of the search done, estimated after each run: below one until the last run,
+/// one there.
+#[test]
+fn the_share_covered_reaches_one_at_the_last_run_only() {
+    let p = vec![(A, vec![write("k"), write("k")]), (B, vec![write("k"), write("k")]), (C, vec![write("k")])];
+    let mut dpor = Dpor::new(Mode::Optimal);
+    let mut shares = Vec::new();
+    loop {
+        let run = run_once(&p, &mut dpor);
+        let more = dpor.advance(&run.taken);
+        shares.push(dpor.stats().covered.expect("the optimal search estimates its share"));
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(shares.len(), 30, "5!/(2!·2!·1!) orders");
+    let (last, before) = shares.split_last().expect("runs");
+    assert!((last - 1.0).abs() < 1e-9, "{shares:?}");
+    assert!(before.iter().all(|s| *s > 0.0 && *s < 1.0), "{shares:?}");
 }

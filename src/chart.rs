@@ -52,6 +52,17 @@ pub struct Series {
     /// Per point, the (low, high) ends of a whisker on y: min/max over runs, or a 95 % interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<Vec<(f64, f64)>>,
+    /// Where some runs have no value to plot at all (a job never served): drawn as a mark of
+    /// its own at the top of the plot, never as a bar or a point of some size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<Unmeasured>,
+}
+
+/// At `x`, runs with no value of the series, and why: `never served (C1 died): 2 of 2 runs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unmeasured {
+    pub x: f64,
+    pub label: Words,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,7 +169,13 @@ mod tests {
             title: Words::new("t", "t"),
             x: Axis { label: Words::new("x", "x"), unit: String::new(), scale },
             y: Axis { label: Words::new("y", "y"), unit: "%".into(), scale: Scale::Linear },
-            series: vec![Series { name: Words::new("s", "s"), style: Style::Bars, points, err }],
+            series: vec![Series {
+                name: Words::new("s", "s"),
+                style: Style::Bars,
+                points,
+                err,
+                unmeasured: Vec::new(),
+            }],
             marks: vec![],
             note: None,
         }

@@ -8,9 +8,11 @@
 //! status), [`fates`] (what became of every event: applied, dropped, lost, out of order),
 //! [`exclusion`] (no two lock holders at once: the lock strategy's, in stream and load labs),
 //! [`limit`] (what bounded a throughput measurement), [`total_queue`] (every job's effects
-//! exactly once, or the dead-letter queue, counted from the side-effect sink's ledger), and
+//! exactly once, or the dead-letter queue, counted from the side-effect sink's ledger),
+//! [`transactions`] (changes a process never committed, from its statements at the wire), and
 //! [`outcome`] (a variant's count of wrong runs against its expectation).
 
+pub mod evidence;
 pub mod exclusion;
 pub mod fates;
 pub mod final_state;
@@ -18,6 +20,7 @@ pub mod health;
 pub mod limit;
 pub mod outcome;
 pub mod total_queue;
+pub mod transactions;
 mod verdict;
 
 pub use outcome::{Expectation, Outcome};

@@ -8,6 +8,7 @@
 pub mod control;
 pub mod dpor;
 pub mod footprint;
+pub mod random_words;
 pub mod schedule;
 pub mod search;
 pub mod sleep_sets;

@@ -39,7 +39,8 @@
 //! queue: keys, scripts, the events of its workers), [`timeline`] (the record and its core
 //! vocabulary), [`clock`], and [`side_effect`] (the outside party that receives e-mails,
 //! charges and API calls, in its own schema, and keeps the ledger the idempotency labs count
-//! from).
+//! from), [`pg_locks`] (who waits for whom in PostgreSQL, read by the harness while a run's
+//! processes work).
 
 pub mod bench;
 pub mod catalog;
@@ -61,6 +62,7 @@ pub mod lang;
 pub mod list_queue;
 pub mod order_document;
 pub mod orders;
+pub mod pg_locks;
 pub mod priority_queue;
 pub mod redis_info;
 pub mod report;

@@ -91,6 +91,8 @@ struct VariantFile {
     #[serde(default)]
     scheduler_race: bool,
     #[serde(default)]
+    timer_race: bool,
+    #[serde(default)]
     runs: Option<u32>,
     #[serde(default)]
     seed: Option<SeedFigure>,
@@ -147,6 +149,11 @@ pub struct Variant {
     /// Who goes first is decided by the OS scheduler (e.g. two consumers racing for a lock):
     /// the timeline differs from run to run, so snapshots leave it out.
     pub scheduler_race: bool,
+    /// A run's details are decided by a race between two timers (a client's socket timeout
+    /// against the server's `BLOCK`): a job served late in one run is never served in the
+    /// next. The verdict holds either way; a snapshot keeps only the verdict, and the variant
+    /// runs alone as a scheduler race does.
+    pub timer_race: bool,
     /// What the seed published for this experiment, if it ran it.
     pub seed: Option<SeedFigure>,
     /// Why exploring every order shows what it shows beside what sampling shows (`ordlab
@@ -192,6 +199,29 @@ pub fn setup_from_toml(setup_table: &str) -> Result<Procedure, ScenarioError> {
     Ok(Scenario::parse(&text, "[setup]")?.variants.remove(0).procedure)
 }
 
+/// The procedure of the `index`-th table of the array `list` in `text` (a grade check list's
+/// `[[check]]`): its `setup` laid over the file's `base` `[setup]`, parsed as the kind it names.
+/// A mistake is located (line and column) as a scenario's is.
+pub fn procedure_in(
+    text: &str,
+    origin: &str,
+    list: &str,
+    index: usize,
+    base: &toml::Table,
+    over: &toml::Table,
+) -> Result<Procedure, ScenarioError> {
+    let at = locate::SetupAt { text, origin, variant: Some(index), list, variant_setup: over };
+    resolve_setup(base, over, &at).map_err(|e| match e {
+        SetupFailure::At(err) => err,
+        SetupFailure::Message(message) => ScenarioError::Invalid { path: origin.to_string(), message },
+    })
+}
+
+/// 1-based line and column of a byte offset in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    locate::line_col(text, offset)
+}
+
 fn one_line(message: &str) -> String {
     message.trim().replace('\n', " ")
 }
@@ -207,6 +237,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             id: file.id.clone(),
             title: None,
             scheduler_race: false,
+            timer_race: false,
             runs: None,
             seed: None,
             explored: file.explored.clone(),
@@ -224,7 +255,13 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
         if variants.iter().any(|x| x.id == v.id) {
             return Err(invalid(format!("variant id {:?} appears twice: give each variant its own id", v.id)));
         }
-        let at = locate::SetupAt { text, origin, variant: (!single).then_some(index), variant_setup: &v.setup };
+        let at = locate::SetupAt {
+            text,
+            origin,
+            variant: (!single).then_some(index),
+            list: "variant",
+            variant_setup: &v.setup,
+        };
         let procedure = resolve_setup(&file.setup, &v.setup, &at).map_err(|e| match e {
             SetupFailure::At(err) => err,
             SetupFailure::Message(m) => invalid(format!("variant {}: {m}", v.id)),
@@ -250,6 +287,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             expect,
             expect_dropped,
             scheduler_race: v.scheduler_race,
+            timer_race: v.timer_race,
             seed,
             explored: v.explored,
         });

@@ -30,7 +30,7 @@ pub fn plan<'a>(labs: &'a [Scenario], opts: &RunOptions) -> (Vec<Work<'a>>, Vec<
         .iter()
         .enumerate()
         .flat_map(|(lab, s)| s.variants.iter().filter(|v| opts.wants(v)).map(move |variant| Work { lab, variant }));
-    all.partition(|w| w.variant.scheduler_race)
+    all.partition(|w| w.variant.scheduler_race || w.variant.timer_race)
 }
 
 /// Run `labs` on `jobs` slots (see the module doc); `done` gets each lab's report as soon as
@@ -145,8 +145,11 @@ mod tests {
         let opts = RunOptions::new(1.0, 1);
         let (alone, together) = plan(&labs, &opts);
         assert!(!alone.is_empty() && !together.is_empty());
-        assert!(alone.iter().all(|w| w.variant.scheduler_race));
-        assert!(together.iter().all(|w| !w.variant.scheduler_race));
+        // A race of timers (a client's socket timeout against a BLOCK) runs alone too.
+        let races = |w: &&Work| w.variant.scheduler_race || w.variant.timer_race;
+        assert!(alone.iter().all(|w| races(&w)));
+        assert!(alone.iter().any(|w| w.variant.timer_race));
+        assert!(together.iter().all(|w| !races(&w)));
         let total: usize = labs.iter().map(|l| l.variants.len()).sum();
         assert_eq!(alone.len() + together.len(), total);
         let order: Vec<usize> = together.iter().map(|w| w.lab).collect();

@@ -138,6 +138,10 @@ pub enum EventKind {
         /// The same in Vietnamese, for a crash point ordlab names itself.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail_vi: Option<String>,
+        /// An unplanned death: the last lines the process wrote (stderr, or its stdout when it
+        /// wrote nothing there), oldest first; `detail` has its exit status or signal.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        last_lines: Vec<String>,
     },
     /// A SQL session sent a statement (it may then wait for a row lock).
     SqlSent { case: u32, order: i64, statement: String },
@@ -317,7 +321,13 @@ impl EventKind {
 
     /// A crash the runner caused: a planned SIGKILL it sent when it saw another event.
     pub fn killed_by_runner(detail: Words) -> EventKind {
-        EventKind::Crashed { planned: true, detail: detail.en, by_runner: true, detail_vi: Some(detail.vi) }
+        EventKind::Crashed {
+            planned: true,
+            detail: detail.en,
+            by_runner: true,
+            detail_vi: Some(detail.vi),
+            last_lines: Vec::new(),
+        }
     }
 
     /// The order-event entries this event says a process was handed: its own consumer's
@@ -334,12 +344,32 @@ impl EventKind {
 
     /// A crash: planned (injected) or not.
     pub fn crashed(planned: bool, detail: impl Into<String>) -> EventKind {
-        EventKind::Crashed { planned, detail: detail.into(), by_runner: false, detail_vi: None }
+        EventKind::Crashed { planned, detail: detail.into(), by_runner: false, detail_vi: None, last_lines: Vec::new() }
+    }
+
+    /// A process that died on its own, unplanned: `detail` says how (its exit status or
+    /// signal, and the line naming its error), `last_lines` what it wrote last.
+    pub fn died(detail: impl Into<String>, last_lines: Vec<String>) -> EventKind {
+        EventKind::Crashed { planned: false, detail: detail.into(), by_runner: false, detail_vi: None, last_lines }
+    }
+
+    /// An unplanned death's last lines of output (empty for anything else).
+    pub fn last_lines(&self) -> &[String] {
+        match self {
+            EventKind::Crashed { last_lines, .. } => last_lines,
+            _ => &[],
+        }
     }
 
     /// A planned crash at a point ordlab names, in both languages.
     pub fn crashed_at(detail: Words) -> EventKind {
-        EventKind::Crashed { planned: true, detail: detail.en, by_runner: false, detail_vi: Some(detail.vi) }
+        EventKind::Crashed {
+            planned: true,
+            detail: detail.en,
+            by_runner: false,
+            detail_vi: Some(detail.vi),
+            last_lines: Vec::new(),
+        }
     }
 
     /// A crash's detail in `lang`: the Vietnamese one where the crash has it.
@@ -460,14 +490,28 @@ pub trait Sink: Send + Sync {
 /// Events as JSON lines on stdout: how a child process reports to the orchestrator.
 pub struct StdoutSink;
 
+/// What a role process does with each event it has just reported, if anything: the fault
+/// layer's hook (a fault may fire at a timeline event), installed once per process.
+static ON_RECORD: std::sync::OnceLock<fn(&RawEvent)> = std::sync::OnceLock::new();
+
+/// Call `hook` with every event this process reports through [`StdoutSink`], after it is out.
+pub fn on_record(hook: fn(&RawEvent)) {
+    let _ = ON_RECORD.set(hook);
+}
+
 impl Sink for StdoutSink {
     fn record(&self, event: RawEvent) {
         use std::io::Write;
         let line = serde_json::to_string(&event).expect("events always serialize");
-        let mut out = std::io::stdout().lock();
-        // If the orchestrator is gone there is nobody to report to: stop this process.
-        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-            std::process::exit(3);
+        {
+            let mut out = std::io::stdout().lock();
+            // If the orchestrator is gone there is nobody to report to: stop this process.
+            if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+                std::process::exit(3);
+            }
+        }
+        if let Some(hook) = ON_RECORD.get() {
+            hook(&event);
         }
     }
 }

@@ -3,6 +3,20 @@ consumer group, run it, XACK; a job that fails is left pending for the retry (XA
 
     python3 examples/python/jobs_worker.py wrapper     # the seed's idempotent() context manager
     python3 examples/python/jobs_worker.py multistep   # the seed's complete_order_job
+    python3 examples/python/jobs_worker.py multistep --seed-db          # the seed's database lines as written
+    python3 examples/python/jobs_worker.py multistep --literal-cursor   # the seed's `rows = db.execute(...)`
+
+The example deviates from the seed in two lines to make the job do what the seed says it does,
+and each has a flag that puts the seed's line back, as written, so a lab shows what it does
+with today's libraries (psycopg 3.3, redis-py 8.1):
+
+- The seed never shows its `db`, and never commits. psycopg 3's `connect()` opens a transaction
+  at the first statement and keeps it until `commit()`: the job's UPDATE is never committed
+  (rolled back when the connection closes), and its row lock is held meanwhile. The example
+  connects with `autocommit=True`; `--seed-db` connects with psycopg's default.
+- `rows = db.execute(...)` is a psycopg 3 Cursor, which is always truthy: the seed's guard
+  `if not rows: return` never fires. The example adds `.fetchall()` (the rows RETURNING gave
+  back, empty when the order was completed before); `--literal-cursor` keeps the cursor.
 
 ordlab starts it with its environment (examples/README.md, the jobs kind): the servers
 (through ordlab's interposer, which records every command and statement), the stream, group
@@ -23,13 +37,21 @@ import psycopg
 import redis
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "wrapper"
-if MODE not in ("wrapper", "multistep"):
-    sys.exit(f"jobs_worker.py: unknown mode {MODE!r}: use wrapper or multistep")
+FLAGS = set(sys.argv[2:])
+if MODE not in ("wrapper", "multistep") or not FLAGS <= {"--seed-db", "--literal-cursor"}:
+    sys.exit(f"jobs_worker.py: usage: wrapper | multistep [--seed-db] [--literal-cursor], not {sys.argv[1:]}")
+SEED_DB = "--seed-db" in FLAGS
+LITERAL_CURSOR = "--literal-cursor" in FLAGS
 
 # redis-py 8.1 reads with a 5 s socket timeout unless told otherwise, which would end a wait
 # in XREADGROUP … BLOCK 0 longer than that with TimeoutError.
 r = redis.Redis.from_url(os.environ["ORDLAB_REDIS_URL"], decode_responses=True, socket_timeout=None)
-db = psycopg.connect(os.environ["ORDLAB_PG_URL"], autocommit=True)
+if SEED_DB:
+    # psycopg 3's default, as the seed's code has it: a transaction until commit(), which the
+    # seed never calls.
+    db = psycopg.connect(os.environ["ORDLAB_PG_URL"])
+else:
+    db = psycopg.connect(os.environ["ORDLAB_PG_URL"], autocommit=True)
 STREAM = os.environ["ORDLAB_STREAM"]
 GROUP = os.environ["ORDLAB_GROUP"]
 CONSUMER = os.environ["ORDLAB_CONSUMER"]
@@ -91,10 +113,12 @@ def wrapper_job(job_id: str, payload: dict) -> None:
 def complete_order_job(job_id: str, payload: dict) -> None:
     order_id = payload["order"]
     # Step 1: the database first, idempotent by its WHERE.
-    rows = db.execute(
+    cursor = db.execute(
         f"UPDATE {ORDERS} SET status='completed' WHERE id = %s AND status != 'completed' RETURNING id",
         [order_id],
-    ).fetchall()
+    )
+    # The seed's line is `rows = db.execute(...)`: with --literal-cursor, rows is the cursor.
+    rows = cursor if LITERAL_CURSOR else cursor.fetchall()
     if not rows:
         # Completed before: skip everything.
         return

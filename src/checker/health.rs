@@ -1,15 +1,22 @@
 //! Could the run be judged at all? A run that hit its deadline, in which a process died
-//! without announcing a planned crash, or whose worker sent a frame over a server's limit (the
-//! interposer closed that connection), is unknown: its final state may be an accident.
+//! without announcing a planned crash, whose worker sent a frame over a server's limit (the
+//! interposer closed that connection), or whose worker was cut when it ran out of patience
+//! (stopped mid-entry), is unknown: its final state may be an accident. Each reason says which:
+//! the process that died and how (its exit status or signal and the line naming its error), the
+//! limit that ran out and what the lab was waiting for.
 
 use super::{RunVerdict, Verdict};
 use crate::interposer::limits::WireEvent;
+use crate::roles::patience::PatienceEvent;
 use crate::timeline::{Event, EventKind};
 
 pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
     let mut v = RunVerdict::right();
     if timed_out {
-        v.add(Verdict::Unknown, "the run timed out before every entry was acknowledged");
+        match crate::labs::patience::gave_up(events) {
+            Some((_, gave_up)) => v.add(Verdict::Unknown, gave_up.reason()),
+            None => v.add(Verdict::Unknown, "the run timed out before every entry was acknowledged"),
+        }
     }
     for e in events {
         match &e.kind {
@@ -19,6 +26,9 @@ pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
             EventKind::Family(f) => {
                 if let Some(refused) = f.decode::<WireEvent>() {
                     v.add(Verdict::Unknown, refused.reason(e.actor));
+                }
+                if let Some(cut) = f.decode::<PatienceEvent>() {
+                    v.add(Verdict::Unknown, cut.reason(e.actor));
                 }
             }
             _ => {}
@@ -40,6 +50,11 @@ mod tests {
     fn timeouts_and_unplanned_deaths_are_unknown_planned_crashes_are_not() {
         assert_eq!(health(&[], false), RunVerdict::right());
         assert_eq!(health(&[], true).verdict, Verdict::Unknown);
+        use crate::labs::patience::PatienceEvent;
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let gave_up = PatienceEvent::GaveUp { patience_ms: 12_000.0, waiting_for: vec!["c-0201".into()] };
+        let gave_up = Event { t_us: 9, actor: Actor::Runner, kind: gave_up.event() };
+        assert_eq!(health(&[gave_up], true).reasons, ["the lab's patience (12 s) ran out waiting for c-0201"]);
         assert_eq!(health(&[crash(false)], false).reasons, ["C1 died unplanned: x"]);
         assert_eq!(health(&[crash(true)], false), RunVerdict::right());
     }

@@ -30,7 +30,7 @@ pub use state::create_tables_sql;
 
 use super::Described;
 use crate::error::{Context, Error};
-use crate::fault::{crash_due, crash_now, HandlerPoint, JobCrash, TimeScale};
+use crate::fault::{HandlerPoint, TimeScale};
 use crate::handler::job::events::JobEvent;
 use crate::handler::job::events::{FailReason, SkipReason};
 use crate::lang::Lang;
@@ -66,6 +66,12 @@ pub trait TechniqueKind: Described + Clone + fmt::Debug + PartialEq + Serialize 
     /// when it sets none. Whether the key can run out during a run decides whether the
     /// explorer can step it.
     fn key_ttl(&self) -> Option<(&'static str, f64)> {
+        None
+    }
+
+    /// The status the job is meant to leave its order's row in (`completed`), where it writes
+    /// one: the final state the verdict reads besides the effects. None: it writes no order.
+    fn order_status_after(&self) -> Option<&'static str> {
         None
     }
 }
@@ -106,6 +112,11 @@ macro_rules! techniques {
             /// See [`TechniqueKind::key_ttl`].
             pub fn key_ttl(&self) -> Option<(&'static str, f64)> {
                 match self { $( Technique::$variant(t) => t.key_ttl(), )* }
+            }
+
+            /// See [`TechniqueKind::order_status_after`].
+            pub fn order_status_after(&self) -> Option<&'static str> {
+                match self { $( Technique::$variant(t) => t.order_status_after(), )* }
             }
 
             /// The technique in one phrase of the set-up line.
@@ -208,7 +219,6 @@ pub struct JobRun<'a> {
     pub redis: &'a mut MultiplexedConnection,
     pub pg: &'a tokio_postgres::Client,
     pub sink: &'a SideEffectSink,
-    pub crashes: &'a [JobCrash],
     /// Prefix of every Redis key of the run; timeline lines show keys without it.
     pub key_prefix: &'a str,
     pub scale: TimeScale,
@@ -237,11 +247,11 @@ impl JobRun<'_> {
         Handled::Skipped(reason)
     }
 
-    /// A planned SIGKILL, if the plan says this job dies here.
+    /// A named point of the handler: the process's faults there fire (a planned SIGKILL).
     pub fn crash_point(&self, point: HandlerPoint) {
-        if crash_due(self.crashes, self.job, self.deliveries, point) {
-            crash_now(&StdoutSink, self.actor, point.detail());
-        }
+        crate::fault::role::at_point(self.actor, point.name(), Some(self.job), Some(self.deliveries), || {
+            point.detail()
+        });
     }
 
     fn full_key(&self, key: &str) -> String {

@@ -6,6 +6,7 @@ mod job_run;
 pub mod priority;
 mod seed_claims;
 pub mod served;
+pub mod unserved;
 mod wire;
 pub mod worker;
 pub mod zset;

@@ -67,6 +67,12 @@ pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
     /// What the run measured.
     fn facts(&self, run: &RunView<'_, Self::Observed>) -> Self::Facts;
 
+    /// The faults a run declares (its scenario's, and those its workload drew for the run),
+    /// each of which must fire: one that never did makes the run unknown (default: none).
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        Vec::new()
+    }
+
     /// The events the lab means to deliver, for the fates checker (`checker::fates`: applied,
     /// dropped, lost, out of order). None where nothing is delivered through a queue (default).
     fn intended(&self) -> Option<Vec<Intended>> {
@@ -78,6 +84,13 @@ pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
     /// wall time by. None where the lab injects no handler work (default).
     fn critical_path_ms(&self, _events: &[Event], _scale: f64) -> Option<f64> {
         None
+    }
+
+    /// The kind's own moments its verdict rests on (a probe never served, the write that
+    /// decided a final state), beside those every kind shares
+    /// ([`crate::checker::evidence::common`]); none by default.
+    fn evidence(&self, _run: &RunView<'_, Self::Observed>) -> Vec<crate::checker::evidence::Evidence> {
+        Vec::new()
     }
 }
 

@@ -95,7 +95,11 @@ pub(super) fn axis_title(a: &Axis, lang: Lang) -> String {
 pub fn table(chart: &Chart, lang: Lang) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", chart.title.get(lang));
-    let mut xs: Vec<f64> = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+    let mut xs: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0).chain(s.unmeasured.iter().map(|u| u.x)))
+        .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
     let header: Vec<String> = std::iter::once(axis_title(&chart.x, lang))
@@ -113,7 +117,14 @@ pub fn table(chart: &Chart, lang: Lang) -> String {
                     None => v,
                 }
             });
-            row.push(cell.unwrap_or_else(|| "–".into()));
+            // Runs with no value (a job never served) are said, never given a number.
+            let unmeasured = s.unmeasured.iter().find(|u| u.x == x).map(|u| format!("✕ {}", u.label.get(lang)));
+            row.push(match (cell, unmeasured) {
+                (Some(c), Some(u)) => format!("{c} · {u}"),
+                (Some(c), None) => c,
+                (None, Some(u)) => u,
+                (None, None) => "–".into(),
+            });
         }
         let _ = writeln!(out, "  {}", row.join(" | "));
     }

@@ -109,6 +109,7 @@ events = [{ order = 42, type = "created", version = 1 }, { order = 42, type = "p
             outcome: Outcome::Matched,
             planned_runs: 1,
             scheduler_race: false,
+            timer_race: false,
             seed: None,
             skipped: None,
             run_records: vec![run],

@@ -101,6 +101,9 @@ pub struct VariantReport {
     /// The interleaving depends on the OS scheduler (see [`Variant::scheduler_race`]).
     #[serde(default)]
     pub scheduler_race: bool,
+    /// A race of timers decides each run's details (see [`Variant::timer_race`]).
+    #[serde(default)]
+    pub timer_race: bool,
     /// What the seed published for this experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<SeedFigure>,
@@ -130,6 +133,7 @@ impl VariantReport {
             outcome: Outcome::Matched,
             planned_runs: variant.runs,
             scheduler_race: variant.scheduler_race,
+            timer_race: variant.timer_race,
             seed: variant.seed.clone(),
             skipped: None,
             run_records,

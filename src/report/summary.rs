@@ -247,6 +247,7 @@ mod tests {
             expect: expected,
             expect_dropped: Expectation::Any,
             scheduler_race: false,
+            timer_race: false,
             seed: None,
             explored: None,
         };

@@ -63,7 +63,16 @@ fn redact_ids(text: &str, w: &Wording) -> String {
 /// A server command and its reply, as a protocol recorder saw it: `C1 [redis 1] XACK s g 1-0
 /// → 1`; arguments past the sixth are elided.
 fn command_line(e: &Event, w: &Wording) -> String {
-    let EventKind::ServerCommand { server, connection, args, reply, error, .. } = &e.kind else { return String::new() };
+    let EventKind::ServerCommand { server, connection, args, reply, error, round_trip_us, .. } = &e.kind else {
+        return String::new();
+    };
+    // A statement that waited (on a lock) says how long: its duration, send to reply.
+    let waited = match (server, round_trip_us) {
+        (crate::timeline::ServerKind::Postgres, Some(us)) if *us >= crate::pg_locks::THRESHOLD.as_micros() as i64 => {
+            format!(" ({} {})", pick(w.lang, "after", "sau"), w.redact.ms((*us as f64 / 1000.0).round() as i64))
+        }
+        _ => String::new(),
+    };
     let server = match server {
         crate::timeline::ServerKind::Redis => "redis",
         crate::timeline::ServerKind::Postgres => "postgres",
@@ -88,7 +97,7 @@ fn command_line(e: &Event, w: &Wording) -> String {
         }
     };
     let err = if *error { pick(w.lang, "ERROR ", "LỖI ") } else { "" };
-    let line = format!("{} [{server} {connection}] {shown} → {err}{reply}", e.actor);
+    let line = format!("{} [{server} {connection}] {shown} → {err}{reply}{waited}", e.actor);
     redact_ids(&line, w)
 }
 

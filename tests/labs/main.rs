@@ -29,12 +29,18 @@ mod external_namespace;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// Every action of the fault layer on a real server and a real process (pause, lose a reply,
+/// reset, delay, refuse connections, kill, skew a clock, restart a server).
+mod faults;
 /// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
 mod foreign_list;
 /// Workers from a command line (the examples' Python and PHP consumers) under the baseline race
 /// and the S4 lock, seed 000's priority loops in Python, and its idempotent wrapper and
 /// multi-step job in Python: `foreign-ordering`, `foreign-priority`, `foreign-jobs`.
 mod foreign_workers;
+/// `ordlab grade` against examples/grade's student workers: each check tells one mistake apart,
+/// workers judged once back waiting, their output never breaking a run, a class's gradebook.
+mod grade;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.
 mod idmp;

@@ -75,6 +75,11 @@ impl TechniqueKind for Multistep {
     fn uses_database(&self) -> bool {
         true
     }
+
+    /// Step 1 completes the order.
+    fn order_status_after(&self) -> Option<&'static str> {
+        Some("completed")
+    }
 }
 
 /// ```python

@@ -69,6 +69,10 @@ pub struct JobsSpec {
     /// are the interposer's (`worker.faults`), not `jobs[].crash`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<WorkerCommand>,
+    /// How long the lab waits for every job to be acknowledged (ms, before `--time-scale`)
+    /// before it gives up; default: a generous bound that only a hung run reaches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patience_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -120,6 +124,10 @@ pub struct JobsObserved {
     /// order the clock picks, is no verdict there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub explored: bool,
+    /// The order rows the technique is meant to change, as they were once every worker had
+    /// stopped (what was never committed is gone by then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub orders: Vec<OrderRow>,
 }
 
 impl JobsSpec {
@@ -127,12 +135,28 @@ impl JobsSpec {
         self.technique.effects(&self.partner.effect)
     }
 
+    /// Each order the jobs are meant to change, and the status they are meant to leave it in.
+    pub fn intended_orders(&self) -> Vec<(i64, &'static str)> {
+        let Some(status) = self.technique.order_status_after() else { return Vec::new() };
+        let mut out: Vec<(i64, &'static str)> = Vec::new();
+        for j in &self.jobs {
+            if !out.iter().any(|(o, _)| *o == j.order) {
+                out.push((j.order, status));
+            }
+        }
+        out
+    }
+
     pub fn cells(&self, observed: &JobsObserved, lang: Lang) -> Vec<Cell> {
         plan::cells(&self.jobs, &self.effects(), &self.expect, &observed.ledger, &observed.redis_values, lang)
     }
 
-    /// Everything a run could wait for, tripled, plus 10 s: only a hung run reaches it.
+    /// Everything a run could wait for, tripled, plus 10 s: only a hung run reaches it. The
+    /// scenario's `patience_ms` instead, where it gives one.
     fn bound(&self, scale: TimeScale) -> Duration {
+        if let Some(ms) = self.patience_ms {
+            return scale.duration(ms);
+        }
         let per_job = self.reaper.min_idle_ms + self.reaper.poll_ms + 2.0 * self.partner.latency_ms;
         scale.duration(per_job * 3.0 * self.jobs.len() as f64 * 2.0) + Duration::from_secs(10)
     }
@@ -150,7 +174,7 @@ impl JobsSpec {
                 technique: self.technique.clone(),
                 effect: self.partner.effect.clone(),
                 sink,
-                crashes: plan::crashes(&self.jobs),
+                faults: plan::crashes(&self.jobs),
                 orders: self.jobs.iter().map(|j| (j.job.clone(), j.order)).collect(),
             },
         }
@@ -161,8 +185,8 @@ impl JobsSpec {
         let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config).await?.for_run(ctx.key_prefix());
         let ledger = SideEffectSink::connect(&sink_cfg).await?;
         ledger.reset().await?;
-        for fault in self.jobs.iter().filter_map(JobPlan::sink_fault) {
-            ledger.add_fault(&fault).await?;
+        for fault in self.jobs.iter().filter_map(JobPlan::partner_fault) {
+            ledger.add_fault(&fault, ctx.scale).await?;
         }
         for effect in self.effects() {
             ledger.set_latency(&effect, ctx.scale.duration(self.partner.latency_ms)).await?;
@@ -214,8 +238,13 @@ impl JobsSpec {
                 Workers::Own(Pool::start(ctx, self.worker_template(ctx, stream, sink_cfg), self.workers, tx).await?)
             }
         };
+        // A worker from a command line writing to the database: who waits for whose locks, as
+        // PostgreSQL says (its connections are named by the interposer).
+        let _locks = (matches!(pool, Workers::Foreign(_)) && self.technique.uses_database())
+            .then(|| crate::pg_locks::LockWatch::start(&ctx.services.pg_config, tx.clone()));
         let producer = connect::redis(&ctx.services.redis_url).await.context("producer connect")?;
-        let deadline = tokio::time::Instant::now() + self.bound(ctx.scale);
+        let bound = self.bound(ctx.scale);
+        let deadline = tokio::time::Instant::now() + bound;
         let t0_ns = crate::clock::now_ns();
         let publish = publish::publish(
             producer,
@@ -256,7 +285,18 @@ impl JobsSpec {
                     }
                     done.into_iter().for_each(|a| seen.release(a));
                 }
-                _ = tokio::time::sleep_until(deadline) => break false,
+                _ = tokio::time::sleep_until(deadline) => {
+                    // The lab gives up, and says on what: the entries never acknowledged.
+                    let mut waiting: Vec<String> = seen.published.difference(&seen.acked).cloned().collect();
+                    waiting.sort();
+                    let gave_up = crate::labs::patience::PatienceEvent::GaveUp {
+                        patience_ms: bound.as_secs_f64() * 1000.0,
+                        waiting_for: waiting,
+                    };
+                    use crate::timeline::vocabulary::Vocabulary as _;
+                    raw.push(RawEvent::now(Actor::Runner, gave_up.event()));
+                    break false;
+                }
             }
             for dead in std::mem::take(&mut seen.to_replace) {
                 pool.replace(ctx, dead, tx).await?;
@@ -487,6 +527,9 @@ impl LabProcedure for JobsSpec {
                 return Err("setup.jobs[].crash is for ordlab's own worker: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"SET\", at = \"reply\" }]".into());
             }
         }
+        if let Some(j) = self.jobs.iter().find(|j| j.partner.is_some_and(|p| !matches!(p, crate::fault::Action::Refuse | crate::fault::Action::LoseReply))) {
+            return Err(format!("setup.jobs[{}].partner: the partner can \"refuse\" or \"apply-then-fail\"", j.job));
+        }
         if self.worker.is_none() && self.jobs.iter().any(|j| j.fault.is_some()) {
             return Err("setup.jobs[].fault names what a worker from a command line's interposer fault stands for: add setup.worker, or use setup.jobs[].crash for ordlab's own worker".into());
         }
@@ -545,13 +588,23 @@ impl LabProcedure for JobsSpec {
         let pending_after_run = streams::pending_count(&mut ctx.redis, &stream, GROUP).await?;
         let log = read_jobs(&mut ctx.redis, &stream).await?;
         let redis_values = self.redis_values(ctx).await?;
+        let intended: Vec<i64> = self.intended_orders().iter().map(|(o, _)| *o).collect();
+        let orders =
+            if intended.is_empty() { Vec::new() } else { crate::orders::final_rows(ctx.pg, &intended).await? };
         let ledger_rows = ledger.records().await?;
         ledger.reset().await?;
         ctx.delete_run_keys().await?;
         raw.extend(crate::side_effect::timeline_events(&ledger_rows));
         let explored = ctx.control.is_some();
-        let observed =
-            JobsObserved { stream: log, ledger: ledger_rows, redis_values, entries, pending_after_run, explored };
+        let observed = JobsObserved {
+            stream: log,
+            ledger: ledger_rows,
+            redis_values,
+            entries,
+            pending_after_run,
+            explored,
+            orders,
+        };
         Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
     }
 
@@ -591,6 +644,14 @@ impl LabProcedure for JobsSpec {
 impl Judge for JobsSpec {
     type Observed = JobsObserved;
     type Facts = JobsFacts;
+
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        let mut all = plan::crashes(&self.jobs);
+        all.extend(self.jobs.iter().filter_map(JobPlan::partner_fault));
+        all.extend(self.worker.iter().flat_map(|w| w.faults.clone()));
+        all
+    }
+
     /// Wrong when an effect is not exactly once. A cell that differs from the lab's own
     /// prediction makes the run unknown whatever else it shows: the lab then does not show
     /// what it says it shows, and the variant must not pass as matching. Not so for one
@@ -616,6 +677,13 @@ impl Judge for JobsSpec {
                 );
             }
         }
+        v = v.and(self.judge_orders(run));
+        if run.timed_out {
+            // What held the run up, as PostgreSQL said it.
+            for w in crate::pg_locks::LockWait::of(run.events) {
+                v.add(Verdict::Unknown, w.reason());
+            }
+        }
         if mispredicted {
             v.verdict = Verdict::Unknown;
         }
@@ -623,15 +691,23 @@ impl Judge for JobsSpec {
     }
 
     fn final_state(&self, observed: &JobsObserved) -> Vec<FinalItem> {
-        self.cells(observed, Lang::En)
-            .into_iter()
-            .map(|c| FinalItem {
-                order: None,
-                subject: format!("{} {}", c.job, c.effect),
-                value: c.applied.to_string(),
-                should_be: (c.applied != 1).then(|| "1".to_string()),
-            })
-            .collect()
+        let cells = self.cells(observed, Lang::En).into_iter().map(|c| FinalItem {
+            order: None,
+            subject: format!("{} {}", c.job, c.effect),
+            value: c.applied.to_string(),
+            should_be: (c.applied != 1).then(|| "1".to_string()),
+        });
+        let rows = self.intended_orders().into_iter().map(|(order, want)| {
+            let status = observed.orders.iter().find(|r| r.order == order).map(|r| r.status.clone());
+            let status = status.unwrap_or_else(|| "missing".to_string());
+            FinalItem {
+                order: Some(order),
+                subject: format!("order {order}"),
+                should_be: (status != want).then(|| want.to_string()),
+                value: status,
+            }
+        });
+        cells.chain(rows).collect()
     }
 
     fn facts(&self, run: &RunView<'_, JobsObserved>) -> JobsFacts {
@@ -653,6 +729,33 @@ impl Judge for JobsSpec {
     }
 }
 
+impl JobsSpec {
+    /// The rows the jobs were meant to change, as the run left them: wrong when one is not
+    /// in the status the job writes, with the changes a process never committed named.
+    fn judge_orders(&self, run: &RunView<'_, JobsObserved>) -> RunVerdict {
+        let mut v = RunVerdict::right();
+        let intended = self.intended_orders();
+        if intended.is_empty() {
+            return v;
+        }
+        let open = crate::checker::transactions::open_at_end(run.events);
+        for (order, want) in intended {
+            let got = run.observed.orders.iter().find(|r| r.order == order).map(|r| r.status.as_str());
+            if got == Some(want) {
+                continue;
+            }
+            let got = got.unwrap_or("missing");
+            let mut reason = format!("order {order} ended {got}, expected {want}");
+            if !open.is_empty() {
+                let why: Vec<String> = open.iter().map(|t| t.reason()).collect();
+                reason.push_str(&format!(": {}", why.join("; ")));
+            }
+            v.add(Verdict::Wrong, reason);
+        }
+        v
+    }
+}
+
 impl Present for JobsSpec {
     fn describe(&self, lang: Lang) -> String {
         describe(self, lang)
@@ -663,12 +766,20 @@ impl Present for JobsSpec {
     }
 
     fn wrong_means(&self, lang: Lang) -> String {
-        pick(
+        let effects = pick(
             lang,
             "an effect not exactly once (lost or duplicated)",
             "có side effect không đúng một lần (mất hoặc lặp)",
-        )
-        .to_string()
+        );
+        let rows: Vec<String> = self
+            .intended_orders()
+            .iter()
+            .map(|(order, status)| crate::tr!(lang, "order {order} not {status}", "đơn {order} không {status}"))
+            .collect();
+        match rows.is_empty() {
+            true => effects.to_string(),
+            false => format!("{effects}{}{}", pick(lang, ", or ", ", hoặc "), rows.join(", ")),
+        }
     }
 
     fn timeline(&self) -> TimelineDisplay {
@@ -705,7 +816,20 @@ impl Present for JobsSpec {
                 .collect();
             Line::text("stream: ").and_line(Line::join(entries, ", "))
         });
-        RunNotes { heading, after: vec![Line::text(format!("{label}: ")).and_line(Line::join(cells, " · "))] }
+        let mut after = vec![Line::text(format!("{label}: ")).and_line(Line::join(cells, " · "))];
+        for (order, _) in self.intended_orders() {
+            if let Some(row) = run.observed.orders.iter().find(|r| r.order == order) {
+                let (label, status) = (pick(lang, "order", "đơn"), &row.status);
+                after.push(Line::text(crate::tr!(
+                    lang,
+                    "{label} {order} after the run: {status}",
+                    "{label} {order} sau lần chạy: {status}"
+                )));
+            }
+        }
+        after.extend(crate::checker::transactions::open_at_end(run.events).iter().map(|t| t.words(lang)));
+        after.extend(crate::pg_locks::LockWait::of(run.events).iter().map(|w| w.words(lang)));
+        RunNotes { heading, after }
     }
 
     fn table_row(&self, run: &RunView<'_, JobsObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
@@ -726,9 +850,13 @@ fn cell_word(applied: u32, lang: Lang) -> String {
 }
 
 /// `C1 is SIGKILLed by the interposer when the reply to its SET #1 arrives`.
-fn fault_words(f: &crate::roles::command_worker::WorkerFault, lang: Lang) -> String {
-    let who = if f.worker > 1000 { "reaper".to_string() } else { format!("C{}", f.worker) };
-    f.describe(&who, lang)
+fn fault_words(f: &crate::fault::Fault, lang: Lang) -> String {
+    let who = match f.target {
+        crate::fault::Target::Index(i) if i > 1000 => "reaper".to_string(),
+        crate::fault::Target::Index(i) => format!("C{i}"),
+        _ => f.target_words().get(lang).to_string(),
+    };
+    crate::roles::command_worker::fault_words(f, &who, lang)
 }
 
 fn describe(s: &JobsSpec, lang: Lang) -> String {
@@ -756,6 +884,14 @@ fn describe(s: &JobsSpec, lang: Lang) -> String {
     if let Some(i) = &s.idmp {
         let max = i.maxsize.map_or("100".to_string(), |n| n.to_string());
         parts.push(crate::tr!(lang, "XADD … IDMP (remembers {max} ids)", "XADD … IDMP (nhớ {max} id)"));
+    }
+    if let Some(ms) = s.patience_ms {
+        let limit = crate::labs::patience::PatienceEvent::limit_words(ms);
+        parts.push(crate::tr!(
+            lang,
+            "the lab waits at most {limit} for every job to be acknowledged",
+            "lab chờ mọi job được ack tối đa {limit}"
+        ));
     }
     parts.join("; ")
 }

@@ -14,7 +14,6 @@ use super::install::Installed;
 use super::manifest::{Guarantee, LibraryRef, Manifest, Recovery};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::Error;
-use crate::interposer::{Action, Moment};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
 };
@@ -70,35 +69,15 @@ impl LibraryJob {
     }
 }
 
-/// One worker process: the queues it serves, and its faults at named commands.
+/// One worker process: the queues it serves, and its faults (`{ command = "BLPOP", nth = 1,
+/// at = "reply" }`: SIGKILL the worker when the reply to its first BLPOP arrives, before the
+/// library can act on it; any fault of [`crate::fault`], aimed at this worker).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryWorker {
     pub queues: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub faults: Vec<LibraryFault>,
-}
-
-/// `{ command = "BLPOP", nth = 1, at = "reply" }`: SIGKILL the worker when the reply to its
-/// first BLPOP arrives, before the library can act on it.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LibraryFault {
-    pub command: String,
-    #[serde(default = "LibraryFault::first")]
-    pub nth: u32,
-    pub at: Moment,
-    #[serde(default = "LibraryFault::kill")]
-    pub action: Action,
-}
-
-impl LibraryFault {
-    fn first() -> u32 {
-        1
-    }
-    fn kill() -> Action {
-        Action::Kill
-    }
+    pub faults: Vec<crate::fault::Fault>,
 }
 
 impl LibrarySpec {
@@ -201,6 +180,15 @@ impl Judge for LibrarySpec {
     type Observed = LibraryObserved;
     type Facts = LibraryFacts;
 
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        let mut out = Vec::new();
+        for (i, w) in self.workers.iter().enumerate() {
+            let target = crate::fault::Target::Process(crate::timeline::Actor::Worker(i as u32 + 1));
+            out.extend(w.faults.iter().map(|f| crate::fault::Fault { target, ..f.clone() }));
+        }
+        out
+    }
+
     /// Wrong when a job did not run exactly once as the library says; a fate other than the
     /// lab's prediction makes the run unknown (the lab does not show what it says it shows).
     fn judge(&self, run: &RunView<'_, LibraryObserved>) -> RunVerdict {
@@ -275,16 +263,7 @@ impl Present for LibrarySpec {
                 let faults: Vec<String> = w
                     .faults
                     .iter()
-                    .map(|f| {
-                        let fault = crate::roles::command_worker::WorkerFault {
-                            worker: i as u32 + 1,
-                            command: f.command.clone(),
-                            nth: f.nth,
-                            at: f.at,
-                            action: f.action,
-                        };
-                        fault.describe(&format!("W{}", i + 1), lang)
-                    })
+                    .map(|f| crate::roles::command_worker::fault_words(f, &format!("W{}", i + 1), lang))
                     .collect();
                 let on = pick(lang, "on", "trên");
                 let faults = if faults.is_empty() { String::new() } else { format!(" ({})", faults.join("; ")) };

@@ -17,7 +17,7 @@
 
 pub mod seed_lines;
 
-use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style};
+use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style, Unmeasured};
 use crate::checker::health::health;
 use crate::checker::RunVerdict;
 use crate::error::{Context, Error};
@@ -25,6 +25,7 @@ use crate::fault::TimeScale;
 use crate::labs::priority::job_run::JobRun;
 use crate::labs::priority::seed_claims::ms;
 use crate::labs::priority::served::{self as priority, BacklogMeasures, Claims, PriorityMeasures};
+use crate::labs::priority::unserved::{NeverServed, Wait};
 use crate::labs::priority::worker::{describe, PriorityWorkerConfig, QueuedJob};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
@@ -74,6 +75,11 @@ pub struct PrioritySpec {
     /// it runs: the aligned probe is placed by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<WorkerCommand>,
+    /// How long the lab waits for a phase's jobs (ms, before `--time-scale`) before it gives
+    /// up: a job not served by then is "not served within the lab's patience". Default: a
+    /// generous bound on the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patience_ms: Option<f64>,
 }
 
 /// `trickle = { every_ms = 40, critical = 40, low = 3 }`: a critical job every `every_ms`,
@@ -340,7 +346,8 @@ impl Driver<'_> {
         if let Some(after) = after {
             let after = describe(&after, scale);
             let empty_read = |ev: &RawEvent| matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { read, got, .. }) if *read == after && got.iter().all(|n| *n == 0));
-            if !self.run.wait_for(empty_read).await {
+            let what = format!("an empty {after}");
+            if !self.run.wait_for(&what, empty_read).await {
                 return Ok(false);
             }
         }
@@ -436,6 +443,9 @@ impl LabProcedure for PrioritySpec {
                 return Err("setup.probes.max_delay_ms: use a duration ≥ 0 in ms".into());
             }
         }
+        if self.patience_ms.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
+            return Err("setup.patience_ms: use a duration > 0 in ms".into());
+        }
         Ok(())
     }
 
@@ -447,6 +457,9 @@ impl LabProcedure for PrioritySpec {
             streams::create_group(&mut conn, s, GROUP).await?;
         }
         let mut run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
+        if let Some(p) = self.patience_ms {
+            run = run.with_patience(ctx.scale.duration(p));
+        }
         if self.worker.is_some() {
             run = run.with_wire_jobs();
         }
@@ -467,6 +480,8 @@ impl LabProcedure for PrioritySpec {
         let worker = self.start_worker(shared, &names, &d.run.tx).await?;
         let finished = self.phases(&mut d, worker.process(), backlog).await;
         worker.stop().await;
+        // A worker that died is the reason the run stopped; it is not a time-out.
+        let died = d.run.stopped() == Some(crate::labs::priority::job_run::Stopped::Died);
         let raw = d.run.finish();
         let finished = finished?;
         let mut pending = 0;
@@ -481,13 +496,17 @@ impl LabProcedure for PrioritySpec {
             done: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobDone { .. }))),
             pending_after_run: pending,
         };
-        Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
+        Ok(RunOutcome { t0_ns, raw, timed_out: !finished && !died, observed })
     }
 }
 
 impl Judge for PrioritySpec {
     type Observed = PriorityObserved;
     type Facts = PriorityFacts;
+
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    }
 
     fn judge(&self, run: &RunView<'_, PriorityObserved>) -> RunVerdict {
         let m = priority::measure(run.events);
@@ -504,6 +523,31 @@ impl Judge for PrioritySpec {
         }]
     }
 
+    /// The aligned probe: its queueing, and its take (or, never served, the queueing marks
+    /// that); the probes at random moments alike.
+    fn evidence(&self, run: &RunView<'_, PriorityObserved>) -> Vec<crate::checker::evidence::Evidence> {
+        use crate::checker::evidence::{at, Why};
+        let mut queued: Vec<(String, usize)> = Vec::new();
+        let mut out = Vec::new();
+        for (i, e) in run.events.iter().enumerate() {
+            match e.kind.family::<PriorityEvent>() {
+                Some(PriorityEvent::JobQueued { job, phase: Phase::AlignedProbe | Phase::Probe, .. }) => {
+                    queued.push((job, i))
+                }
+                Some(PriorityEvent::PriorityJobTaken { job, .. }) => {
+                    if let Some(k) = queued.iter().position(|(j, _)| *j == job) {
+                        let (_, q) = queued.remove(k);
+                        out.extend(at(run.events, q, Why::Decisive));
+                        out.extend(at(run.events, i, Why::Decisive));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.extend(queued.into_iter().filter_map(|(_, q)| at(run.events, q, Why::NeverServed)));
+        out
+    }
+
     fn facts(&self, run: &RunView<'_, PriorityObserved>) -> PriorityFacts {
         let [c, n, l] = self.cost_ms.array();
         measure_facts(&priority::measure(run.events), &self.claims, c != n || n != l)
@@ -517,11 +561,19 @@ impl Present for PrioritySpec {
             parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
         }
         let [c, n, l] = self.cost_ms.array();
-        parts.push(crate::tr!(
-            lang,
-            "work {c}/{n}/{l} ms per critical/normal/low job",
-            "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"
-        ));
+        parts.push(match &self.worker {
+            // What anyone's program spends is its own (measured in the run's notes).
+            Some(_) => crate::tr!(
+                lang,
+                "work: the worker's own (told {c}/{n}/{l} ms per critical/normal/low job)",
+                "xử lý: của chính worker (được báo {c}/{n}/{l} ms mỗi job critical/normal/low)"
+            ),
+            None => crate::tr!(
+                lang,
+                "work {c}/{n}/{l} ms per critical/normal/low job",
+                "xử lý {c}/{n}/{l} ms mỗi job critical/normal/low"
+            ),
+        });
         if let Some(b) = self.backlog {
             parts.push(format!("{}: {}", pick(lang, "backlog", "tồn đọng"), counts_phrase(b.array())));
         }
@@ -550,6 +602,14 @@ impl Present for PrioritySpec {
                 "{k} job thăm dò vào lúc ngẫu nhiên (cách nhau 0–{max} ms)"
             ));
         }
+        if let Some(ms) = self.patience_ms {
+            let limit = crate::labs::patience::PatienceEvent::limit_words(ms);
+            parts.push(crate::tr!(
+                lang,
+                "the lab waits at most {limit} for a phase's jobs",
+                "lab chờ các job của một giai đoạn tối đa {limit}"
+            ));
+        }
         parts.join("; ")
     }
 
@@ -574,6 +634,23 @@ impl Present for PrioritySpec {
         let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
         let [c, n, l] = self.cost_ms.array();
         let mut after = phase_lines(run.events, c != n || n != l, lang);
+        if self.worker.is_some() {
+            let spent = crate::labs::handler_time::spent_ms(
+                run.events,
+                |e| match e.kind.family::<PriorityEvent>() {
+                    Some(PriorityEvent::PriorityJobTaken { job, .. }) => Some(job),
+                    _ => None,
+                },
+                |e| match e.kind.family::<PriorityEvent>() {
+                    Some(PriorityEvent::JobDone { job }) => Some(job),
+                    _ => None,
+                },
+            );
+            let between = pick(lang, "from its take to its XACK", "từ lúc lấy tới XACK");
+            let s = run.observed.scale;
+            let told = format!("{}/{}/{} ms (ORDLAB_COST_MS)", c * s, n * s, l * s);
+            after.extend(crate::labs::handler_time::lines(&spent, between, &told, lang));
+        }
         after.extend(Line::client_libraries(run.events, lang));
         RunNotes { heading: Some(heading), after }
     }
@@ -642,7 +719,7 @@ pub fn served_chart(events: &[crate::timeline::Event]) -> Chart {
                 total += counts[p.index()] as f64;
                 points.push((*start, total));
             }
-            Series { name: priority_name(*p), style: Style::Step, points, err: None }
+            Series { name: priority_name(*p), style: Style::Step, points, err: None, unmeasured: Vec::new() }
         })
         .collect();
     Chart {
@@ -670,6 +747,7 @@ pub fn rate_chart(events: &[crate::timeline::Event], window_ms: f64) -> Chart {
             style: Style::Line,
             points: windows.iter().map(|(start, c)| (*start, c[p.index()] as f64)).collect(),
             err: None,
+            unmeasured: Vec::new(),
         })
         .collect();
     let w = window_ms.round();
@@ -690,41 +768,70 @@ pub fn rate_chart(events: &[crate::timeline::Event], window_ms: f64) -> Chart {
 
 /// A critical job's worst wait where the worker had time (a probe, or the trickle's 90th
 /// percentile), and low's longest wait (the trickle's low jobs, else the backlog's longest
-/// stretch with no low job served), in ms.
+/// stretch with no low job served): a job never served is the worst, and has no number.
 fn critical_and_low(m: &PriorityMeasures) -> CriticalAndLow {
-    let probes = m.aligned_probe_ms.into_iter().chain(m.random_probes.as_ref().map(|w| w.max_ms));
-    let critical = probes.chain(m.trickle_critical.as_ref().map(|w| w.p90_ms)).reduce(f64::max);
-    let low = m.trickle_lower.as_ref().map(|w| w.max_ms).or(m.backlog.as_ref().and_then(|b| b.low_gap_ms));
+    let probe = m.aligned_probe.clone().into_iter();
+    let random = m.random_probes.iter().map(waits_worst);
+    let trickle = m.trickle_critical.iter().map(|w| match &w.never_served {
+        Some(n) => Wait::Never(n.clone()),
+        None => Wait::Served(w.p90_ms),
+    });
+    let critical = probe.chain(random).chain(trickle).reduce(worse);
+    let low =
+        m.trickle_lower.as_ref().map(waits_worst).or(m.backlog.as_ref().and_then(|b| b.low_gap_ms.map(Wait::Served)));
     CriticalAndLow { critical, low }
 }
 
-/// The two waits a variant is compared on, in ms.
+/// The longest wait of a phase's jobs: one never served, else the longest served.
+fn waits_worst(w: &priority::Waits) -> Wait {
+    match &w.never_served {
+        Some(n) => Wait::Never(n.clone()),
+        None => Wait::Served(w.max_ms),
+    }
+}
+
+/// The worse of two waits: never served beats any number.
+fn worse(a: Wait, b: Wait) -> Wait {
+    match (a, b) {
+        (Wait::Served(x), Wait::Served(y)) => Wait::Served(x.max(y)),
+        (Wait::Never(n), _) | (_, Wait::Never(n)) => Wait::Never(n),
+    }
+}
+
+/// The two waits a variant is compared on.
 struct CriticalAndLow {
-    critical: Option<f64>,
-    low: Option<f64>,
+    critical: Option<Wait>,
+    low: Option<Wait>,
 }
 
 /// Per variant: the critical and the low wait of [`critical_and_low`], median of the runs,
 /// whiskers from the least to the most (log scale: below 1 ms shows as 1 ms).
 pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
     let categories: Vec<Words> = variants.iter().map(|v| Words::same(v.id)).collect();
-    let pick_series = |name: Words, which: fn(CriticalAndLow) -> Option<f64>| {
+    let pick_series = |name: Words, which: fn(CriticalAndLow) -> Option<Wait>| {
         let mut points = Vec::new();
         let mut err = Vec::new();
+        let mut unmeasured = Vec::new();
         for (i, v) in variants.iter().enumerate() {
-            let mut xs: Vec<f64> = v
-                .runs
-                .iter()
-                .filter_map(|r| which(critical_and_low(&priority::measure(r.events))))
-                .map(|x| x.max(1.0))
-                .collect();
+            let waits: Vec<Wait> =
+                v.runs.iter().filter_map(|r| which(critical_and_low(&priority::measure(r.events)))).collect();
+            let mut xs: Vec<f64> = waits.iter().filter_map(Wait::served_ms).map(|x| x.max(1.0)).collect();
             xs.sort_by(f64::total_cmp);
             if let (Some(lo), Some(hi)) = (xs.first(), xs.last()) {
                 points.push((i as f64, xs[xs.len() / 2]));
                 err.push((*lo, *hi));
             }
+            let never: Vec<&NeverServed> = waits.iter().filter_map(Wait::never).collect();
+            if let Some(first) = never.first() {
+                let (k, n) = (never.len(), waits.len());
+                let label = Words::new(
+                    format!("{}: {k} of {n} runs", first.label(Lang::En)),
+                    format!("{}: {k}/{n} lần", first.label(Lang::Vi)),
+                );
+                unmeasured.push(Unmeasured { x: i as f64, label });
+            }
         }
-        Series { name, style: Style::Bars, points, err: Some(err) }
+        Series { name, style: Style::Bars, points, err: Some(err), unmeasured }
     };
     Chart {
         id: "waits".into(),
@@ -742,7 +849,10 @@ pub fn waits_chart(variants: &[VariantRuns<'_, PrioritySpec>]) -> Chart {
             pick_series(Words::new("low, longest unserved", "low, lâu nhất chưa được xử lý"), |w| w.low),
         ],
         marks: Vec::new(),
-        note: Some(Words::new("median of the runs, whiskers min–max", "trung vị các lần chạy, râu min–max")),
+        note: Some(Words::new(
+            "median of the runs, whiskers min–max; ✕ at the top: runs in which that job was never served (no wait to draw)",
+            "trung vị các lần chạy, râu min–max; ✕ ở trên cùng: các lần job đó không bao giờ được xử lý (không có thời gian chờ để vẽ)",
+        )),
     }
 }
 
@@ -821,7 +931,8 @@ fn measure_facts(m: &PriorityMeasures, claims: &Claims, costs_differ: bool) -> P
             }
         }
     }
-    f.aligned_probe_wait_ms = m.aligned_probe_ms.map(ms);
+    f.aligned_probe_wait_ms = m.aligned_probe.as_ref().and_then(Wait::served_ms).map(ms);
+    f.aligned_probe_never_served_ms = m.aligned_probe.as_ref().and_then(Wait::never).map(|n| ms(n.unserved_ms));
     f.burst_critical_jobs_per_s = m.burst_jobs_per_s.map(ms);
     f.trickle_critical_p50_ms = m.trickle_critical.as_ref().map(|w| ms(w.p50_ms));
     f.trickle_critical_p90_ms = m.trickle_critical.as_ref().map(|w| ms(w.p90_ms));
@@ -843,7 +954,12 @@ pub struct PriorityFacts {
     pub backlog_low_gap_ms: Option<i64>,
     /// The low priority's share of the handler time while all were backlogged, where costs differ.
     pub work_share_low_pct: Option<i64>,
+    /// The aligned probe's wait, if it was served.
     pub aligned_probe_wait_ms: Option<i64>,
+    /// The aligned probe was never served: how long it had waited unserved when the lab
+    /// stopped waiting for it (its worker died, or the lab's patience ran out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aligned_probe_never_served_ms: Option<i64>,
     pub burst_critical_jobs_per_s: Option<i64>,
     pub trickle_critical_p50_ms: Option<i64>,
     pub trickle_critical_p90_ms: Option<i64>,
@@ -867,6 +983,7 @@ impl Facts for PriorityFacts {
             ("backlog_low_gap_ms", self.backlog_low_gap_ms),
             ("work_share_low_pct", self.work_share_low_pct),
             ("aligned_probe_wait_ms", self.aligned_probe_wait_ms),
+            ("aligned_probe_never_served_ms", self.aligned_probe_never_served_ms),
             ("burst_critical_jobs_per_s", self.burst_critical_jobs_per_s),
             ("trickle_critical_p50_ms", self.trickle_critical_p50_ms),
             ("trickle_critical_p90_ms", self.trickle_critical_p90_ms),
@@ -889,9 +1006,16 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
     if let Some(b) = &m.backlog {
         out.extend(backlog_lines(&tracks, b, costs_differ, lang));
     }
-    if let Some(w) = m.aligned_probe_ms {
-        let label = pick(lang, "probe at the worst moment: waited", "job thăm dò vào lúc tệ nhất: chờ");
-        out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w))));
+    match &m.aligned_probe {
+        Some(Wait::Served(w)) => {
+            let label = pick(lang, "probe at the worst moment: waited", "job thăm dò vào lúc tệ nhất: chờ");
+            out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(*w))));
+        }
+        Some(Wait::Never(n)) => {
+            let label = pick(lang, "probe at the worst moment: ", "job thăm dò vào lúc tệ nhất: ");
+            out.push(Line::text(label).and_line(n.words(lang)));
+        }
+        None => {}
     }
     if let Some(r) = m.burst_jobs_per_s {
         let label = pick(lang, "burst, critical alone", "dồn critical, không có gì khác");
@@ -906,18 +1030,18 @@ fn phase_lines(events: &[crate::timeline::Event], costs_differ: bool, lang: Lang
         if let Some(w) = &m.trickle_critical {
             let label =
                 pick(lang, "trickle, critical waited p50 / p90 / max", "nhỏ giọt, critical chờ p50 / p90 / max");
-            out.push(waits_line(label, w));
+            out.push(waits_line(label, w, lang));
         }
         if let Some(w) = &m.trickle_lower {
             let label = pick(lang, "trickle, normal/low waited up to", "nhỏ giọt, normal/low chờ tới");
-            out.push(Line::text(format!("{label} ")).and(Piece::Ms(ms(w.max_ms))));
+            out.push(unserved_after(w, Line::text(format!("{label} ")).and(Piece::Ms(ms(w.max_ms))), lang));
         }
     }
     if let Some(w) = &m.random_probes {
         let label = pick(lang, "probes at random moments waited p50 / max", "job thăm dò lúc ngẫu nhiên chờ p50 / max");
-        out.push(
-            Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms))),
-        );
+        let line =
+            Line::text(format!("{label} ")).and(Piece::Ms(ms(w.p50_ms))).and_text(" / ").and(Piece::Ms(ms(w.max_ms)));
+        out.push(unserved_after(w, line, lang));
     }
     let label = pick(lang, "empty reads", "lần đọc rỗng");
     let longest = pick(lang, "the longest", "lâu nhất");
@@ -1010,13 +1134,31 @@ pub fn runs_text(runs: &[(Priority, u32)]) -> String {
     parts.join(", ")
 }
 
-fn waits_line(label: &str, w: &priority::Waits) -> Line {
-    Line::text(format!("{label} "))
+fn waits_line(label: &str, w: &priority::Waits, lang: Lang) -> Line {
+    let line = Line::text(format!("{label} "))
         .and(Piece::Ms(ms(w.p50_ms)))
         .and_text(" / ")
         .and(Piece::Ms(ms(w.p90_ms)))
         .and_text(" / ")
-        .and(Piece::Ms(ms(w.max_ms)))
+        .and(Piece::Ms(ms(w.max_ms)));
+    unserved_after(w, line, lang)
+}
+
+/// A phase's waits line as it stands when every job was served; when some were not, their
+/// count and why (the figures before it are of the served ones), or only that when none was.
+fn unserved_after(w: &priority::Waits, served: Line, lang: Lang) -> Line {
+    let Some(n) = &w.never_served else { return served };
+    let never = w.never;
+    let head = if w.any_served() {
+        served.and_text(crate::tr!(lang, " (of the served); {never} ", " (trong số đã xử lý); {never} "))
+    } else {
+        let label = served.0.first().map(|p| match p {
+            Piece::Text(t) => t.trim_end().to_string(),
+            _ => String::new(),
+        });
+        Line::text(format!("{}: {never} ", label.unwrap_or_default()))
+    };
+    head.and_text(pick(lang, "not served, the longest ", "không được xử lý, lâu nhất ")).and_line(n.words(lang))
 }
 
 /// Run 1's figures side by side with the other variants'.
@@ -1034,8 +1176,12 @@ fn table_cells(m: &PriorityMeasures, lang: Lang) -> Vec<(String, Line)> {
             cells.push((pick(lang, "low gap", "low chờ").to_string(), msl(g)));
         }
     }
-    if let Some(p) = m.aligned_probe_ms {
-        cells.push((pick(lang, "worst probe", "thăm dò tệ nhất").to_string(), msl(p)));
+    match &m.aligned_probe {
+        Some(Wait::Served(p)) => cells.push((pick(lang, "worst probe", "thăm dò tệ nhất").to_string(), msl(*p))),
+        Some(Wait::Never(n)) => {
+            cells.push((pick(lang, "worst probe", "thăm dò tệ nhất").to_string(), Line::text(n.label(lang))))
+        }
+        None => {}
     }
     if let Some(r) = m.burst_jobs_per_s {
         cells.push((pick(lang, "critical/s", "critical/s").to_string(), Line(vec![Piece::Count(ms(r))])));

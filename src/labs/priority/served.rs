@@ -7,6 +7,7 @@
 //! scenario's milliseconds and are scaled by the run's time scale before comparing.
 
 use crate::checker::{RunVerdict, Verdict};
+use crate::labs::priority::unserved::{Ending, NeverServed, Wait};
 use crate::priority_queue::PriorityEvent;
 use crate::priority_queue::{Phase, Priority};
 use crate::stats::quantile;
@@ -200,7 +201,8 @@ fn low_gap_ms(jobs: &[&JobTrack], first_read_us: Option<i64>) -> Option<f64> {
     Some(gap as f64 / 1000.0)
 }
 
-/// Waits of one priority in a phase, in ms.
+/// Waits of one priority in a phase, in ms: over the jobs served; the jobs never served are
+/// counted apart, never given a wait.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Waits {
     pub count: u32,
@@ -209,21 +211,41 @@ pub struct Waits {
     pub max_ms: f64,
     /// Jobs never taken.
     pub never: u32,
+    /// Of those, the one that waited longest unserved, and why it was never served.
+    pub never_served: Option<NeverServed>,
 }
 
-pub fn waits(tracks: &[JobTrack], phase: Phase, priorities: &[Priority]) -> Option<Waits> {
+impl Waits {
+    /// Some job of the phase was served (the percentiles mean something).
+    pub fn any_served(&self) -> bool {
+        self.count > self.never
+    }
+}
+
+pub fn waits(tracks: &[JobTrack], phase: Phase, priorities: &[Priority], ending: &Ending) -> Option<Waits> {
     let jobs: Vec<&JobTrack> = tracks.iter().filter(|t| t.phase == phase && priorities.contains(&t.priority)).collect();
     if jobs.is_empty() {
         return None;
     }
     let w: Vec<f64> = jobs.iter().filter_map(|t| t.wait_ms()).collect();
+    let never_served = jobs
+        .iter()
+        .filter(|t| t.taken_us.is_none())
+        .map(|t| ending.never_served(t.queued_us))
+        .max_by(|a, b| a.unserved_ms.total_cmp(&b.unserved_ms));
     Some(Waits {
         count: jobs.len() as u32,
         p50_ms: quantile(&w, 0.5).unwrap_or(0.0),
         p90_ms: quantile(&w, 0.9).unwrap_or(0.0),
         max_ms: w.iter().copied().fold(0.0, f64::max),
         never: (jobs.len() - w.len()) as u32,
+        never_served,
     })
+}
+
+/// The one job of `phase` (a probe): served after its wait, or never.
+fn single_wait(tracks: &[JobTrack], phase: Phase, ending: &Ending) -> Option<Wait> {
+    tracks.iter().find(|t| t.phase == phase).map(|t| ending.wait(t.queued_us, t.taken_us))
 }
 
 /// Jobs per second of a phase: its jobs over the time from the first queued to the last done.
@@ -243,8 +265,8 @@ pub struct PriorityMeasures {
     pub trickle_lower: Option<Waits>,
     /// Burst of critical jobs alone: jobs per second.
     pub burst_jobs_per_s: Option<f64>,
-    /// Probe waits in ms: the aligned one (if any), then the random ones.
-    pub aligned_probe_ms: Option<f64>,
+    /// The aligned probe's wait (if the run had one): served after so long, or never.
+    pub aligned_probe: Option<Wait>,
     pub random_probes: Option<Waits>,
     /// Reads that returned nothing: how many, and the longest wait of one.
     pub empty_reads: u32,
@@ -264,13 +286,14 @@ pub fn measure(events: &[Event]) -> PriorityMeasures {
             longest = longest.max(*waited_ms);
         }
     }
+    let ending = Ending::of(events);
     PriorityMeasures {
         backlog: backlog(events, &t),
-        trickle_critical: waits(&t, Phase::Trickle, &[Priority::Critical]),
-        trickle_lower: waits(&t, Phase::Trickle, &lower),
+        trickle_critical: waits(&t, Phase::Trickle, &[Priority::Critical], &ending),
+        trickle_lower: waits(&t, Phase::Trickle, &lower, &ending),
         burst_jobs_per_s: jobs_per_s(&t, Phase::Burst),
-        aligned_probe_ms: waits(&t, Phase::AlignedProbe, &Priority::ALL).map(|w| w.max_ms),
-        random_probes: waits(&t, Phase::Probe, &Priority::ALL),
+        aligned_probe: single_wait(&t, Phase::AlignedProbe, &ending),
+        random_probes: waits(&t, Phase::Probe, &Priority::ALL, &ending),
         empty_reads,
         longest_empty_read_ms: longest,
     }
@@ -316,28 +339,52 @@ pub fn judge(claims: &Claims, m: &PriorityMeasures, scale: f64) -> RunVerdict {
         }
     }
     if let (Some(max), Some(w)) = (claims.low_wait_ms, &m.trickle_lower) {
-        if w.max_ms > limit(max) || w.never > 0 {
+        if w.any_served() && w.max_ms > limit(max) {
             v.add(
                 Verdict::Wrong,
                 format!("low starved under light critical traffic: a low job waited {:.0} ms", w.max_ms),
             );
         }
+        if let Some(n) = &w.never_served {
+            unserved_against(&mut v, "a low job under light critical traffic", n, limit(max));
+        }
     }
     if let Some(max) = claims.critical_wait_ms {
-        let probes = m.aligned_probe_ms.into_iter().chain(m.random_probes.as_ref().map(|w| w.max_ms));
-        if let Some(worst) = probes.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))) {
+        let served = m.aligned_probe.as_ref().and_then(Wait::served_ms);
+        let random = m.random_probes.as_ref().filter(|w| w.any_served()).map(|w| w.max_ms);
+        if let Some(worst) = served.into_iter().chain(random).reduce(f64::max) {
             if worst > limit(max) {
                 v.add(Verdict::Wrong, format!("a critical job queued into an idle system waited {worst:.0} ms"));
             }
         }
-        if let Some(w) = m.trickle_critical.as_ref().filter(|w| w.p90_ms > limit(max)) {
+        let never = m.aligned_probe.as_ref().and_then(Wait::never);
+        for n in never.into_iter().chain(m.random_probes.as_ref().and_then(|w| w.never_served.as_ref())) {
+            unserved_against(&mut v, "a critical job queued into an idle system", n, limit(max));
+        }
+        if let Some(w) = m.trickle_critical.as_ref().filter(|w| w.any_served() && w.p90_ms > limit(max)) {
             v.add(
                 Verdict::Wrong,
                 format!("critical jobs under light traffic waited {:.0} ms (90th percentile)", w.p90_ms),
             );
         }
+        if let Some(n) = m.trickle_critical.as_ref().and_then(|w| w.never_served.as_ref()) {
+            unserved_against(&mut v, "a critical job under light traffic", n, limit(max));
+        }
     }
     v
+}
+
+/// A job never served against a claim that it waits at most `limit_ms`: wrong once it had
+/// waited longer unserved; unknown when the lab stopped waiting before (it may yet have been
+/// served in time).
+fn unserved_against(v: &mut RunVerdict, what: &str, n: &NeverServed, limit_ms: f64) {
+    let why = n.reason();
+    if n.unserved_ms > limit_ms {
+        v.add(Verdict::Wrong, format!("{what} was {why}"));
+    } else {
+        let (unserved, limit) = (n.unserved_ms.round(), limit_ms.round());
+        v.add(Verdict::Unknown, format!("{what} was {why}: only {unserved:.0} ms, within the claim's {limit:.0} ms"));
+    }
 }
 
 /// Jobs taken per priority in windows of `window_ms` from t=0 to the last take: for each
@@ -462,9 +509,10 @@ mod tests {
         }
         events.push(queued(0.0, "l1", L, Phase::Trickle));
         let t = tracks(&events);
-        let w = waits(&t, Phase::Trickle, &[C]).unwrap();
+        let end = Ending::of(&events);
+        let w = waits(&t, Phase::Trickle, &[C], &end).unwrap();
         assert_eq!((w.count, w.p50_ms, w.p90_ms, w.max_ms, w.never), (10, 40.0, 80.0, 90.0, 0));
-        assert_eq!(waits(&t, Phase::Trickle, &[N, L]).unwrap().never, 1);
+        assert_eq!(waits(&t, Phase::Trickle, &[N, L], &end).unwrap().never, 1);
         // 11 jobs from 0 to the last done at 450 + 90 + 2 ms.
         assert!((jobs_per_s(&t, Phase::Trickle).unwrap() - 11.0 / 0.542).abs() < 1e-9);
     }
@@ -492,11 +540,12 @@ mod tests {
         assert_eq!(judge(&gap, &m, 1.0).verdict, Verdict::Wrong);
         // At time scale 2 the same 4 ms gap is within a 3 ms limit (6 ms).
         assert_eq!(judge(&gap, &m, 2.0).verdict, Verdict::Right);
-        let mut slow = PriorityMeasures { aligned_probe_ms: Some(4980.0), ..PriorityMeasures::default() };
+        let mut slow = PriorityMeasures { aligned_probe: Some(Wait::Served(4980.0)), ..PriorityMeasures::default() };
         let critical = Claims { critical_wait_ms: Some(250.0), ..Claims::default() };
         assert!(judge(&critical, &slow, 1.0).reasons[0].contains("waited 4980 ms"));
-        slow.aligned_probe_ms = Some(1.0);
-        slow.trickle_critical = Some(Waits { count: 40, p50_ms: 150.0, p90_ms: 251.0, max_ms: 298.0, never: 0 });
+        slow.aligned_probe = Some(Wait::Served(1.0));
+        slow.trickle_critical =
+            Some(Waits { count: 40, p50_ms: 150.0, p90_ms: 251.0, max_ms: 298.0, ..Waits::default() });
         assert!(judge(&critical, &slow, 1.0).reasons[0].contains("251 ms (90th percentile)"));
         let starved =
             PriorityMeasures { trickle_lower: Some(Waits { count: 3, max_ms: 1882.0, ..Waits::default() }), ..slow };

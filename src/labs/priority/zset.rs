@@ -242,7 +242,7 @@ impl ZDriver<'_> {
             wait_for_client(&mut conn, &name, ClientState::Blocked, worker).await?;
             return Ok(true);
         }
-        Ok(self.run.wait_for(|ev| ev.actor == actor && matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { got, .. }) if *got == [0])).await)
+        Ok(self.run.wait_for("an empty read of the worker", |ev| ev.actor == actor && matches!(ev.kind.family::<PriorityEvent>(), Some(PriorityEvent::QueueRead { got, .. }) if *got == [0])).await)
     }
 
     async fn ties(&mut self, payments: u32) -> Result<bool, Error> {
@@ -272,7 +272,9 @@ impl ZDriver<'_> {
         let first = self.workers[0].actor();
         if !self
             .run
-            .wait_for(|ev| ev.actor == first && matches!(ev.kind, EventKind::Crashed { planned: true, .. }))
+            .wait_for("the planned crash", |ev| {
+                ev.actor == first && matches!(ev.kind, EventKind::Crashed { planned: true, .. })
+            })
             .await
         {
             return Ok(false);
@@ -442,6 +444,8 @@ impl LabProcedure for ZsetSpec {
         }
         let left = d.left().await;
         let ZDriver { run, mut conn, members, idle, .. } = d;
+        // A worker that died is the reason the run stopped; it is not a time-out.
+        let died = run.stopped() == Some(crate::labs::priority::job_run::Stopped::Died);
         let raw = run.finish();
         let (finished, left) = (finished?, left?);
         let done: u32 = redis::cmd("SCARD").arg(&keys.done).query_async(&mut conn).await.context("SCARD")?;
@@ -451,7 +455,7 @@ impl LabProcedure for ZsetSpec {
             .filter(|e| matches!(e.kind.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. })))
             .count() as u32;
         let observed = ZsetObserved { scale: ctx.scale.0, queued, done, left, members, idle };
-        Ok(RunOutcome { t0_ns, raw, timed_out: !finished, observed })
+        Ok(RunOutcome { t0_ns, raw, timed_out: !finished && !died, observed })
     }
 }
 
@@ -591,7 +595,7 @@ pub fn flood_chart(events: &[crate::timeline::Event], tau_ms: Option<f64>, scale
             // Keep a slide readable: every k-th point of a long series.
             let k = points.len().div_ceil(200).max(1);
             points = points.into_iter().step_by(k).collect();
-            Series { name: Words::same(p.name()), style: Style::Points, points, err: None }
+            Series { name: Words::same(p.name()), style: Style::Points, points, err: None, unmeasured: Vec::new() }
         })
         .collect();
     let marks = tau_ms
@@ -680,7 +684,7 @@ fn arrivals_chart(variants: &[&VariantRuns<'_, ZsetSpec>], figure: ArrivalFigure
             scale: Scale::Categories(variants.iter().map(|v| Words::same(v.id)).collect()),
         },
         y: Axis { label: y, unit: unit.into(), scale: Scale::Linear },
-        series: vec![Series { name, style: Style::Bars, points, err: Some(err) }],
+        series: vec![Series { name, style: Style::Bars, points, err: Some(err), unmeasured: Vec::new() }],
         marks: Vec::new(),
         note: Some(Words::new("median of the runs, whiskers min–max", "trung vị các lần chạy, râu min–max")),
     }

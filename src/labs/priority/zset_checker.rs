@@ -109,6 +109,7 @@ pub struct ZsetMeasures {
 
 pub fn measure(events: &[Event], queued: &[QueuedMember], lost: i64, idle: Option<IdleCount>) -> ZsetMeasures {
     let t = tracks(events);
+    let ending = crate::labs::priority::unserved::Ending::of(events);
     let mut taken: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     let decoded: Vec<PriorityEvent> = events.iter().filter_map(|e| e.kind.family()).collect();
     for e in &decoded {
@@ -120,10 +121,10 @@ pub fn measure(events: &[Event], queued: &[QueuedMember], lost: i64, idle: Optio
         ties: (!queued.is_empty()).then(|| tie_order(queued, events)),
         lost,
         taken_twice: taken.values().filter(|n| **n > 1).count() as u32,
-        arrivals: waits(&t, Phase::Probe, &Priority::ALL),
+        arrivals: waits(&t, Phase::Probe, &Priority::ALL, &ending),
         idle,
-        flood_low: waits(&t, Phase::Flood, &[Priority::Low]),
-        flood_critical: waits(&t, Phase::Flood, &[Priority::Critical]),
+        flood_low: waits(&t, Phase::Flood, &[Priority::Low], &ending),
+        flood_critical: waits(&t, Phase::Flood, &[Priority::Critical], &ending),
     }
 }
 
@@ -146,8 +147,11 @@ pub fn judge(claims: &ZsetClaims, m: &ZsetMeasures, scale: f64) -> RunVerdict {
         v.add(Verdict::Wrong, format!("{} job(s) lost: popped, never done, no longer in the set", m.lost));
     }
     if let (Some(max), Some(w)) = (claims.max_wait_ms, &m.arrivals) {
-        if w.max_ms > max * scale || w.never > 0 {
+        if w.any_served() && w.max_ms > max * scale {
             v.add(Verdict::Wrong, format!("a job queued into the idle set waited {:.0} ms", w.max_ms));
+        }
+        if let Some(n) = &w.never_served {
+            v.add(Verdict::Wrong, format!("a job queued into the idle set was {}", n.reason()));
         }
     }
     if let (Some(max), Some(idle)) = (claims.idle_commands_per_s, &m.idle) {
@@ -157,8 +161,11 @@ pub fn judge(claims: &ZsetClaims, m: &ZsetMeasures, scale: f64) -> RunVerdict {
         }
     }
     if let (Some(max), Some(w)) = (claims.low_wait_ms, &m.flood_low) {
-        if w.max_ms > max * scale || w.never > 0 {
+        if w.any_served() && w.max_ms > max * scale {
             v.add(Verdict::Wrong, format!("low starved under the flood: a low job waited {:.0} ms", w.max_ms));
+        }
+        if let Some(n) = &w.never_served {
+            v.add(Verdict::Wrong, format!("low starved under the flood: a low job was {}", n.reason()));
         }
     }
     v

@@ -27,7 +27,12 @@ pub(super) fn domain(chart: &Chart, x_axis: bool) -> (f64, f64) {
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !lo.is_finite() {
-        return (0.0, 1.0);
+        // Nothing to plot (every run of every series unmeasured): an empty axis that a
+        // logarithmic scale can draw too.
+        return match axis.scale {
+            Scale::Log2 | Scale::Log10 => (1.0, 10.0),
+            _ => (0.0, 1.0),
+        };
     }
     match axis.scale {
         Scale::Log2 | Scale::Log10 => (lo / 1.3, hi * 1.3),

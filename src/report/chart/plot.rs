@@ -81,6 +81,7 @@ where
             let centres: Vec<f64> = s.points.iter().map(|p| geometry.centre(i, p.0)).collect();
             draw_whiskers(&mut ctx, &centres, err, geometry.cap_half_width());
         }
+        draw_unmeasured(&mut ctx, s, |x| geometry.centre(i, x), color, lang);
         let style = s.style;
         ctx.draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
             .expect("legend")
@@ -172,6 +173,35 @@ where
         let lines =
             [vec![(cx, lo), (cx, hi)], vec![(cx - cap, lo), (cx + cap, lo)], vec![(cx - cap, hi), (cx + cap, hi)]];
         ctx.draw_series(lines.into_iter().map(|l| PathElement::new(l, INK.stroke_width(2)))).expect("whiskers");
+    }
+}
+
+/// Runs with no value at all (a job never served): a cross in the series' colour at the top
+/// of the plot, above where its bar or point would stand, and the reason under it; nothing
+/// that reads as a value on the axis.
+fn draw_unmeasured<X, Y>(
+    ctx: &mut Ctx<'_, '_, X, Y>,
+    s: &crate::chart::Series,
+    centre: impl Fn(f64) -> f64,
+    color: RGBColor,
+    lang: Lang,
+) where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for u in &s.unmeasured {
+        let (cx, top) = (centre(u.x), ctx.y_range().end);
+        let area = ctx.plotting_area().strip_coord_spec();
+        // The area draws in its own pixels, from its top-left corner.
+        let (bx, by) = area.get_base_pixel();
+        let (px, py) = ctx.backend_coord(&(cx, top));
+        let (px, py) = (px - bx, py - by + 24);
+        let arm = 11;
+        for (a, b) in [((px - arm, py - arm), (px + arm, py + arm)), ((px - arm, py + arm), (px + arm, py - arm))] {
+            area.draw(&PathElement::new(vec![a, b], color.stroke_width(5))).expect("unmeasured mark");
+        }
+        let style = (FONT, 17.0).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Top));
+        area.draw(&Text::new(u.label.get(lang).to_string(), (px, py + arm + 8), style)).expect("unmeasured label");
     }
 }
 
@@ -282,6 +312,7 @@ mod tests {
             style: Style::Line,
             points,
             err: None,
+            unmeasured: Vec::new(),
         };
         let chart = |series| Chart {
             id: "c".into(),

@@ -58,6 +58,7 @@ pub fn wrong_runs(report: &LabReport) -> Option<Chart> {
                 })
                 .collect(),
         ),
+        unmeasured: Vec::new(),
     };
     let seed_points: Vec<(f64, f64)> = report
         .variants
@@ -74,6 +75,7 @@ pub fn wrong_runs(report: &LabReport) -> Option<Chart> {
             style: Style::HollowPoints,
             points: seed_points,
             err: None,
+            unmeasured: Vec::new(),
         });
     }
     let runs: Vec<String> = report.variants.iter().map(|v| format!("{} {}", v.id, v.runs)).collect();

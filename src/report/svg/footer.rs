@@ -125,10 +125,37 @@ fn final_text(r: &RunRecord, items: &[FinalItem], lang: Lang) -> String {
             .collect();
         format!("{}: {}", t("final", "cuối"), shown.join(", "))
     };
-    if r.timed_out {
-        let _ = write!(text, " · {}", t("timed out", "hết giờ"));
+    // An unknown run says why (the process that died, the limit that ran out), never only
+    // that time ran out.
+    match (r.verdict.verdict, r.verdict.reasons.first()) {
+        (Verdict::Unknown, Some(why)) => {
+            let _ = write!(text, " · {}", shortened(why, 90));
+        }
+        _ if r.timed_out => {
+            let _ = write!(text, " · {}", t("timed out", "hết giờ"));
+        }
+        _ => {}
     }
     text
+}
+
+/// `text` in at most `max` characters, cut between words with `…`.
+fn shortened(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if out.chars().count() + word.chars().count() + 1 > max - 1 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out.push('…');
+    out
 }
 
 /// The final state and the verdict badge, right-aligned; returns their left edge and bottom.

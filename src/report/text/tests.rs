@@ -81,6 +81,7 @@ fn variant(id: &str, setup: &str, expect: Expectation, runs: Vec<RunRecord>) -> 
         expect,
         expect_dropped: Expectation::None,
         scheduler_race: false,
+        timer_race: false,
         seed: None,
         explored: None,
     };
@@ -189,6 +190,13 @@ fn a_measured_count_comes_with_its_interval_and_is_redacted_in_snapshots() {
 fn undecided_runs_and_mismatches_are_said() {
     let mut unknown = baseline_run(2, Verdict::Unknown, "paid");
     unknown.timed_out = true;
+    unknown.verdict.reasons =
+        vec!["C1 died unplanned: exit status: 1: TimeoutError: Timeout reading from socket".into()];
+    let died = EventKind::died(
+        "exit status: 1: TimeoutError: Timeout reading from socket",
+        vec!["  File \"w.py\", line 9, in <module>".into(), "TimeoutError: Timeout reading from socket".into()],
+    );
+    unknown.events.push(ev(900_000, Actor::Consumer(1), died));
     let r = report(vec![variant(
         "baseline",
         BASELINE,
@@ -199,12 +207,32 @@ fn undecided_runs_and_mismatches_are_said() {
     let text = render(&r, &TextOptions::default());
     assert!(text.contains("  final status per run: created✕ paid?"), "{text}");
     assert!(text.contains("  → could not judge: 1/2 runs"), "{text}");
+    // Why, always: the checker's reason and what the process wrote last.
+    assert!(
+        text.contains(
+            "  why it could not be judged (run 2): C1 died unplanned: exit status: 1: TimeoutError: Timeout reading from socket\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  C1's last lines before it died (run 2, t=900 ms):\n    |   File \"w.py\", line 9, in <module>\n    | TimeoutError"),
+        "{text}"
+    );
     assert!(text.contains("expected wrong: all → INCONCLUSIVE"), "{text}");
+    let snap = render(&r, &TextOptions { redact: Redactor::SNAPSHOT, ..TextOptions::default() });
+    assert!(
+        snap.contains("why it could not be judged (run 2): C1 died unplanned: exit status: 1: TimeoutError"),
+        "{snap}"
+    );
+    assert!(
+        snap.contains("C1's last lines before it died (run 2, t=[ms]): [left out: they name this machine's paths]"),
+        "{snap}"
+    );
 }
 
 #[test]
 fn facts_are_printed_per_run_and_only_measured_ones_are_redacted() {
-    let setup = format!("{BASELINE}\ncrash = {{ consumer = 1, after = \"receive\", event = \"created\" }}\nreaper = {{ min_idle_ms = 300 }}");
+    let setup = format!("{BASELINE}\nfaults = [{{ on = \"C1\", event = \"received\", job = \"created\" }}]\nreaper = {{ min_idle_ms = 300 }}");
     let mut run = baseline_run(1, Verdict::Wrong, "created");
     if let Observed::Stream(o) = &mut run.observed {
         o.pending_after_run = Some(0);
@@ -265,6 +293,7 @@ fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
         expect: Expectation::None,
         expect_dropped: Expectation::None,
         scheduler_race: false,
+        timer_race: false,
         seed: None,
         explored: None,
     };
@@ -290,6 +319,13 @@ fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
 fn the_renderer_marks_the_verdict_lines_it_writes() {
     let mut unknown = baseline_run(2, Verdict::Unknown, "paid");
     unknown.timed_out = true;
+    unknown.verdict.reasons =
+        vec!["C1 died unplanned: exit status: 1: TimeoutError: Timeout reading from socket".into()];
+    let died = EventKind::died(
+        "exit status: 1: TimeoutError: Timeout reading from socket",
+        vec!["  File \"w.py\", line 9, in <module>".into(), "TimeoutError: Timeout reading from socket".into()],
+    );
+    unknown.events.push(ev(900_000, Actor::Consumer(1), died));
     let r = report(vec![variant(
         "baseline",
         BASELINE,

@@ -20,6 +20,19 @@ pub fn render(out: &mut String, v: &VariantReport, opts: &TextOptions, verdicts:
         let _ = writeln!(out, "  {}: {why}", pick(opts.lang, "skipped", "bỏ qua"));
         return;
     }
+    if opts.redact.active() && v.timer_race {
+        // Served late in one run, never in the next: only the verdict is the same every run.
+        let note = pick(
+            opts.lang,
+            "[run details: a race between the client's timeout and the server's reply decides them, they differ run to run; the verdict does not]",
+            "[chi tiết từng lần: do cuộc đua giữa timeout của client và reply của server quyết định, khác nhau mỗi lần; kết luận thì không]",
+        );
+        let _ = writeln!(out, "  {note}");
+        verdict(out, v, opts, false, verdicts);
+        mark(out, verdicts);
+        expectation(out, v, opts, false);
+        return;
+    }
     let hidden = opts.redact.active() && v.scheduler_race && !v.procedure.per_process_stable();
     if hidden {
         let _ = writeln!(out, "  [timeline: decided by the OS scheduler, differs run to run]");
@@ -89,6 +102,9 @@ fn outcome_marked(out: &mut String, v: &VariantReport, opts: &TextOptions, verdi
     fates::per_run(out, v, opts, per_run_varies);
     facts(out, v, opts);
     verdict(out, v, opts, unstable, verdicts);
+    if let Some(r) = v.run_records.iter().find(|r| r.events.iter().any(|e| !e.kind.last_lines().is_empty())) {
+        last_lines(out, r, opts);
+    }
     fates::dropped_example(out, v, opts, per_run_varies);
     mark(out, verdicts);
     expectation(out, v, opts, unstable);
@@ -167,6 +183,52 @@ fn verdict(out: &mut String, v: &VariantReport, opts: &TextOptions, unstable: bo
             "  {}",
             crate::tr!(opts.lang, "→ could not judge: {u}/{n} runs", "→ không kết luận được: {u}/{n} lần")
         );
+        if let Some(r) = v.run_records.iter().find(|r| r.verdict.verdict == Verdict::Unknown) {
+            unknown_why(out, r, opts);
+        }
+    }
+}
+
+/// Why a run could not be judged, always: the checker's reasons (the process that died and
+/// how, the limit that ran out), then the last lines each process that died unplanned wrote.
+/// A snapshot redacts the reasons' numbers and leaves the lines out (they name paths of this
+/// machine), saying so.
+fn unknown_why(out: &mut String, r: &RunRecord, opts: &TextOptions) {
+    let (why, run) =
+        (pick(opts.lang, "why it could not be judged", "vì sao không kết luận được"), pick(opts.lang, "run", "lần"));
+    let reasons = r.verdict.reasons.join("; ");
+    let reasons = if opts.redact.active() { redact_reason(&reasons) } else { reasons };
+    let _ = writeln!(out, "  {why} ({run} {}): {reasons}", r.run);
+}
+
+/// A checker's reason as a snapshot keeps it: its times (`t=7163 ms`, `5053 ms`) and entry IDs
+/// redacted, its words and the names of processes kept.
+fn redact_reason(reason: &str) -> String {
+    static TIMES: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(\.\d+)? (ms|s)\b").expect("a valid pattern"));
+    static IDS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b\d+-\d+\b").expect("a valid pattern"));
+    IDS.replace_all(&TIMES.replace_all(reason, "[ms]"), "[id]").into_owned()
+}
+
+/// The last lines every process that died unplanned in run `r` wrote (a Python traceback's
+/// end): what it said before it went.
+fn last_lines(out: &mut String, r: &RunRecord, opts: &TextOptions) {
+    for e in r.events.iter().filter(|e| !e.kind.last_lines().is_empty()) {
+        let (actor, run, t) = (e.actor, r.run, opts.redact.ms(e.t_ms()));
+        let head = crate::tr!(
+            opts.lang,
+            "{actor}'s last lines before it died (run {run}, t={t})",
+            "những dòng cuối của {actor} trước khi chết (lần {run}, t={t})"
+        );
+        if opts.redact.active() {
+            let _ = writeln!(out, "  {head}: [left out: they name this machine's paths]");
+            continue;
+        }
+        let _ = writeln!(out, "  {head}:");
+        for line in e.kind.last_lines() {
+            let _ = writeln!(out, "    | {line}");
+        }
     }
 }
 

@@ -80,6 +80,7 @@ fn curve(
                 style: Style::Line,
                 points: points.iter().map(|(w, vs)| (*w as f64, median(vs))).collect(),
                 err: Some(points.values().map(|vs| spread(vs)).collect()),
+                unmeasured: Vec::new(),
             }
         })
         .collect();
@@ -112,6 +113,7 @@ fn shares(runs: &[&VariantRuns<'_, ClusterSpec>]) -> Chart {
             style: Style::Bars,
             points: measure(p).shares.iter().enumerate().take(masters.len()).map(|(i, s)| (i as f64, *s)).collect(),
             err: None,
+            unmeasured: Vec::new(),
         })
         .collect();
     let fair = if masters.is_empty() { 0.0 } else { 100.0 / masters.len() as f64 };

@@ -123,6 +123,7 @@ impl ForeignCrew {
             extra.insert("ORDLAB_CLAIM_POLL_MS".into(), ms(self.reaper.poll_ms));
         }
         let env = WorkerEnv {
+            scale: Some(ctx.scale),
             index,
             stream: self.stream.clone(),
             group: crate::streams::GROUP.to_string(),
@@ -154,9 +155,12 @@ impl ForeignCrew {
         Ok(readers.iter().copied().filter(|a| blocked_in_xreadgroup(&list, &ctx.client_name(*a))).collect())
     }
 
-    /// Kill every process, wait until its output is drained, stop the HTTP sink.
+    /// Kill every process, the last started first (the claimer before the readers: a retry
+    /// waiting on a reader's row lock is gone before the reader's end releases it, so what a
+    /// run records after it gave up does not depend on which kill lands first), wait until
+    /// its output is drained, stop the HTTP sink.
     pub async fn stop(self) {
-        for w in self.workers {
+        for w in self.workers.into_iter().rev() {
             w.stop().await;
         }
         drop(self.http);

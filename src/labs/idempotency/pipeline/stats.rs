@@ -88,6 +88,7 @@ pub fn latency_chart(variants: &[(&str, Latencies)]) -> Chart {
                 style: Style::Bars,
                 points,
                 err: None,
+                unmeasured: Vec::new(),
             });
         }
     }

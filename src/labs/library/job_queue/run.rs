@@ -15,7 +15,7 @@ use crate::labs::library::install::{self, Installed};
 use crate::labs::library::manifest::Manifest;
 use crate::labs::{RunContext, RunOutcome};
 use crate::roles::client_list::ClientState;
-use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv, WorkerFault};
+use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};
 use crate::side_effect::http::HttpSink;
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig};
 use crate::timeline::{Actor, EventKind, RawEvent};
@@ -129,7 +129,7 @@ impl Crew<'_> {
         &mut self,
         ctx: &mut RunContext<'_>,
         queues: &[String],
-        faults: &[super::LibraryFault],
+        faults: &[crate::fault::Fault],
     ) -> Result<(), Error> {
         let index = self.workers.len() as u32 + 1;
         let actor = Actor::Worker(index);
@@ -137,15 +137,10 @@ impl Crew<'_> {
         let command = WorkerCommand {
             command: self.manifest.worker.clone(),
             count: None,
+            // A worker's own faults, whatever they name: they are declared in its table.
             faults: faults
                 .iter()
-                .map(|f| WorkerFault {
-                    worker: index,
-                    command: f.command.clone(),
-                    nth: f.nth,
-                    at: f.at,
-                    action: f.action,
-                })
+                .map(|f| crate::fault::Fault { target: crate::fault::Target::Process(actor), ..f.clone() })
                 .collect(),
             env: BTreeMap::new(),
         };
@@ -153,7 +148,14 @@ impl Crew<'_> {
         extra.insert("ORDLAB_WORKER".into(), actor.to_string());
         extra.insert("ORDLAB_WORKER_NAME".into(), client_name.clone());
         extra.insert("ORDLAB_QUEUES".into(), queues.join(" "));
-        let env = WorkerEnv { index, redis_db: LIBRARY_DB, seed: ctx.seed_for(index), extra, ..WorkerEnv::default() };
+        let env = WorkerEnv {
+            index,
+            redis_db: LIBRARY_DB,
+            seed: ctx.seed_for(index),
+            extra,
+            scale: Some(ctx.scale),
+            ..WorkerEnv::default()
+        };
         let upstreams =
             Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
         let w = CommandWorker::start(&command, &env, actor, &client_name, upstreams, self.tx.clone()).await?;

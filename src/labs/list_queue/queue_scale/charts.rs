@@ -34,6 +34,7 @@ pub fn compare(variants: &[VariantRuns<'_, QueueScaleSpec>]) -> Vec<Chart> {
                 style: Style::Line,
                 points: points.iter().map(|p| (p.workers as f64, value(p))).collect(),
                 err: whiskers.then(|| points.iter().map(|p| (p.min_jobs_per_s, p.max_jobs_per_s)).collect()),
+                unmeasured: Vec::new(),
             })
             .collect()
     };

@@ -23,6 +23,7 @@ pub fn compare(variants: &[VariantRuns<'_, LoadSpec>]) -> Vec<Chart> {
         style: Style::Bars,
         points: values.into_iter().enumerate().map(|(i, y)| (i as f64, y)).collect(),
         err: None,
+        unmeasured: Vec::new(),
     };
     let note = Some(Words::new("run 1 of each variant", "lần 1 của mỗi biến thể"));
     let throughput: Vec<f64> =
@@ -74,7 +75,7 @@ fn latency(
                 .map(|us| (us / 1000.0).max(0.01))
                 .collect();
             ms.sort_by(f64::total_cmp);
-            Series { name: Words::same(v.id), style: Style::Step, points: ecdf(&ms), err: None }
+            Series { name: Words::same(v.id), style: Style::Step, points: ecdf(&ms), err: None, unmeasured: Vec::new() }
         })
         .collect();
     Chart {

@@ -6,6 +6,7 @@
 use crate::labs::priority::priority::{ratio_text, PrioritySpec};
 use crate::labs::priority::seed_claims::{ms, says, spread};
 use crate::labs::priority::served::{self as priority, PriorityMeasures};
+use crate::labs::priority::unserved::{NeverServed, Unserved, Wait};
 use crate::labs::{Line, Piece};
 use crate::lang::{pick, Lang};
 use crate::roles::priority_loop::LoopSpec;
@@ -44,8 +45,10 @@ pub fn lines(spec: &PrioritySpec, all: &[PriorityMeasures], lang: Lang) -> Vec<L
             out.push(says(lang, claim).and_line(n).and_text(tail));
         }
     }
-    let probe = of(|m| m.aligned_probe_ms);
-    if !probe.is_empty() && seeds {
+    let probes: Vec<&Wait> = all.iter().filter_map(|m| m.aligned_probe.as_ref()).collect();
+    if !probes.is_empty() && seeds {
+        let served: Vec<f64> = probes.iter().filter_map(|w| w.served_ms()).collect();
+        let never: Vec<&NeverServed> = probes.iter().filter_map(|w| w.never()).collect();
         let claim = pick(
             lang,
             "critical blocks only briefly 'so as not to delay new messages'",
@@ -56,12 +59,38 @@ pub fn lines(spec: &PrioritySpec, all: &[PriorityMeasures], lang: Lang) -> Vec<L
             " for a critical job queued while the worker sat in its longest read on another stream",
             " cho một job critical vào hàng đợi lúc worker đang nằm trong lần đọc dài nhất trên stream khác",
         );
-        out.push(
-            says(lang, claim)
-                .and(Piece::Text(pick(lang, "waited ", "chờ ").into()))
-                .and_line(spread(&probe, Piece::Ms))
-                .and_text(tail),
-        );
+        let mut line = says(lang, claim);
+        if !served.is_empty() {
+            line = line.and(Piece::Text(pick(lang, "waited ", "chờ ").into())).and_line(spread(&served, Piece::Ms));
+            if !never.is_empty() {
+                let n = served.len();
+                line = line.and_text(crate::tr!(lang, " in {n} run(s)", " trong {n} lần"));
+            }
+            line = line.and_text(tail);
+        }
+        if let Some(first) = never.first() {
+            let (k, n) = (never.len(), probes.len());
+            let sep = if served.is_empty() { "" } else { "; " };
+            line = match first.why {
+                Unserved::Patience { .. } => line.and_text(sep).and_line(first.why_words(lang)).and_text(crate::tr!(
+                    lang,
+                    " in {k} of {n} runs",
+                    " trong {k}/{n} lần"
+                )),
+                _ => line
+                    .and_text(crate::tr!(
+                        lang,
+                        "{sep}never served in {k} of {n} runs (",
+                        "{sep}không bao giờ được xử lý trong {k}/{n} lần ("
+                    ))
+                    .and_line(first.why_words(lang))
+                    .and_text(")"),
+            };
+            if served.is_empty() {
+                line = line.and_text(tail);
+            }
+        }
+        out.push(line);
     }
     if let (Some(t), true) = (&spec.trickle, spec.claims.strict && seeds) {
         let low = of(|m| m.trickle_lower.as_ref().map(|w| w.max_ms));

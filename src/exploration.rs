@@ -14,7 +14,9 @@ pub use crate::explore::{Control, Schedule};
 
 use crate::checker::Verdict;
 use crate::error::Error;
-use crate::explore::search::{self, Choice, Dfs, Pct, Replay, Strategy};
+use crate::explore::dpor::{self, Dpor};
+use crate::explore::search::{self, Choice, Pct, Replay, Strategy};
+use crate::explore::sleep_sets::SleepSets;
 use crate::labs::RunRecord;
 use crate::lang::{pick, Lang};
 use crate::runner::Runner;
@@ -22,6 +24,28 @@ use crate::scenario::{Scenario, Variant};
 use crate::service::Services;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
+
+/// How an exhaustive search leaves out orders that only swap commuting steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reduction {
+    /// Optimal dynamic partial-order reduction (wakeup trees): one run per class.
+    #[default]
+    Optimal,
+    /// Source sets alone: a run can be cut short where every process left is asleep.
+    Source,
+    /// Depth-first search with sleep sets (what `--preemptions` bounds).
+    SleepSets,
+}
+
+impl Reduction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Optimal => "optimal",
+            Reduction::Source => "source-sets",
+            Reduction::SleepSets => "sleep-sets",
+        }
+    }
+}
 
 /// How to search.
 #[derive(Clone, Debug)]
@@ -37,6 +61,8 @@ pub enum Search {
 #[derive(Clone, Debug)]
 pub struct ExploreOptions {
     pub search: Search,
+    /// How an exhaustive search without a preemption bound reduces (a bound is sleep sets').
+    pub reduction: Reduction,
     /// A hard stop on runs (said in the report when hit).
     pub max_schedules: usize,
     /// A run longer than this is cut (a process that loops without end).
@@ -52,6 +78,7 @@ impl Default for ExploreOptions {
     fn default() -> Self {
         ExploreOptions {
             search: Search::Exhaustive { preemptions: None },
+            reduction: Reduction::Optimal,
             max_schedules: 2000,
             max_steps: 400,
             seed: 1,
@@ -91,9 +118,17 @@ pub struct Exploration {
     pub cut_as_repeats: usize,
     /// Runs cut at the preemption bound or the step limit.
     pub cut_at_bound: usize,
+    /// Orders the reduction planned that a run could not follow (the process it named could
+    /// not step there): a race it took to be reversible was not.
+    #[serde(default)]
+    pub unfollowed: usize,
     pub classes: Vec<ExploredClass>,
     /// `--max-schedules` stopped the search before it was done.
     pub hit_max_schedules: bool,
+    /// Where it stopped there: the share of the search done, estimated from the branches at
+    /// each point of the last run taken as equal in size (races found later add branches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered: Option<f64>,
     /// The preemption bound left some schedules out.
     pub bounded: bool,
     /// PCT: the per-run lower bound on finding a bug of its depth, `1/(n·k^(d−1))`.
@@ -183,6 +218,35 @@ pub fn rejudge(x: &Exploration) -> Result<Vec<String>, Error> {
 }
 
 impl Exploration {
+    /// An exploration of `v` by `search` (its name), nothing found yet.
+    fn new(lab: &Scenario, v: &Variant, search: String) -> Exploration {
+        Exploration {
+            explore_version: EXPLORE_VERSION,
+            lab: lab.id.clone(),
+            variant: v.id.clone(),
+            search,
+            runs: 0,
+            cut_as_repeats: 0,
+            cut_at_bound: 0,
+            unfollowed: 0,
+            classes: Vec::new(),
+            hit_max_schedules: false,
+            covered: None,
+            bounded: false,
+            pct_bound: None,
+            processes: 0,
+            role_processes_started: 0,
+            seconds: 0.0,
+            sampled: None,
+            contrast: v.explored.clone(),
+        }
+    }
+
+    /// Runs per class found (1.00: no run repeated a class or was cut short).
+    pub fn runs_per_class(&self) -> f64 {
+        self.runs as f64 / self.classes.len().max(1) as f64
+    }
+
     pub fn wrong(&self) -> impl Iterator<Item = &ExploredClass> {
         self.classes.iter().filter(|c| c.verdict == Verdict::Wrong)
     }
@@ -200,9 +264,15 @@ impl Exploration {
 /// The search `opts` asks for, and its name in the report.
 fn strategy_of(opts: &ExploreOptions) -> (Box<dyn Strategy>, String) {
     match &opts.search {
-        Search::Exhaustive { preemptions: None } => (Box::new(Dfs::new(None)), "exhaustive".into()),
+        Search::Exhaustive { preemptions: None } => match opts.reduction {
+            Reduction::Optimal => (Box::new(Dpor::new(dpor::Mode::Optimal)), "exhaustive".into()),
+            Reduction::Source => (Box::new(Dpor::new(dpor::Mode::Source)), "exhaustive, source sets".into()),
+            Reduction::SleepSets => (Box::new(SleepSets::new(None)), "exhaustive, sleep sets".into()),
+        },
+        // Sleep sets: a preemption bound on top of DPOR can leave out orders within the bound
+        // (Coons, Musuvathi, McKinley, OOPSLA 2013), so the bounded search does not use it.
         Search::Exhaustive { preemptions: Some(k) } => {
-            (Box::new(Dfs::new(Some(*k))), format!("exhaustive, at most {k} preemptions"))
+            (Box::new(SleepSets::new(Some(*k))), format!("exhaustive, at most {k} preemptions"))
         }
         Search::Pct { depth, schedules, seed } => (
             Box::new(Pct::new(*depth, *schedules, *seed, 2 * opts.max_steps.min(50))),
@@ -267,24 +337,7 @@ pub async fn explore(
     let pg =
         crate::connect::postgres(&services.pg_config).await.map_err(|e| Error::Explore(format!("connect: {e}")))?;
     let (mut strategy, search) = strategy_of(opts);
-    let mut x = Exploration {
-        explore_version: EXPLORE_VERSION,
-        lab: lab.id.clone(),
-        variant: v.id.clone(),
-        search,
-        runs: 0,
-        cut_as_repeats: 0,
-        cut_at_bound: 0,
-        classes: Vec::new(),
-        hit_max_schedules: false,
-        bounded: false,
-        pct_bound: None,
-        processes: 0,
-        role_processes_started: 0,
-        seconds: 0.0,
-        sampled: None,
-        contrast: v.explored.clone(),
-    };
+    let mut x = Exploration::new(lab, v, search);
     let mut pct_steps = 0;
     let intended = v.procedure.intended();
     let pool = crate::roles::reuse::RolePool::new(opts.reuse_processes);
@@ -312,9 +365,9 @@ pub async fn explore(
             x.runs += 1;
             x.processes = x.processes.max(control.processes());
             pct_steps = pct_steps.max(stepped.turns.len());
-            let steps = stepped.turns.len();
+            let more = strategy.advance(&stepped.taken);
             count_run(&mut x, stepped, record, intended.as_deref());
-            if !strategy.advance(steps) {
+            if !more {
                 break;
             }
             if x.runs >= opts.max_schedules {
@@ -327,30 +380,37 @@ pub async fn explore(
     .await;
     pool.stop().await;
     searched?;
+    let stats = strategy.stats();
+    x.unfollowed = stats.unfollowed;
+    x.covered = stats.covered.filter(|_| x.hit_max_schedules);
     x.role_processes_started = pool.started().len();
     if let Search::Pct { depth, schedules, seed } = &opts.search {
         let pct = Pct::new(*depth, *schedules, *seed, pct_steps);
         x.pct_bound = Some(pct.bound(x.processes));
     }
     if let Search::Exhaustive { preemptions: Some(_) } = &opts.search {
-        x.bounded = x.cut_at_bound > 0 || x.hit_max_schedules;
+        x.bounded = x.cut_at_bound > 0 || stats.bounded;
     }
     x.seconds = started.elapsed().as_secs_f64();
     let shown = match &opts.search {
         Search::Replay(_) => x.classes.first(),
         _ => x.shortest_wrong(),
     };
-    let report = shown.map(|c| {
-        let mut run_opts = crate::runner::RunOptions::new(0.0, opts.seed);
-        run_opts.command_line = format!("ordlab run {} --variant {} --schedule {}", lab.id, v.id, c.schedule);
-        // One schedule's run, not a sample: the variant's expectation is about sampling.
-        let mut shown = v.clone();
-        shown.expect = crate::checker::outcome::Expectation::Any;
-        shown.expect_dropped = crate::checker::outcome::Expectation::Any;
-        let variant = crate::report::VariantReport::tally(&shown, vec![c.record.clone()]);
-        runner.lab_report(lab, vec![variant], &run_opts)
-    });
+    let report = shown.map(|c| report_of(&runner, lab, v, c, opts.seed));
     Ok((x, report))
+}
+
+/// One class's run as an ordinary lab report (what the text report, the SVG and the lab book
+/// draw).
+fn report_of(runner: &Runner, lab: &Scenario, v: &Variant, c: &ExploredClass, seed: u64) -> crate::report::LabReport {
+    let mut run_opts = crate::runner::RunOptions::new(0.0, seed);
+    run_opts.command_line = format!("ordlab run {} --variant {} --schedule {}", lab.id, v.id, c.schedule);
+    // One schedule's run, not a sample: the variant's expectation is about sampling.
+    let mut shown = v.clone();
+    shown.expect = crate::checker::outcome::Expectation::Any;
+    shown.expect_dropped = crate::checker::outcome::Expectation::Any;
+    let variant = crate::report::VariantReport::tally(&shown, vec![c.record.clone()]);
+    runner.lab_report(lab, vec![variant], &run_opts)
 }
 
 /// The exploration in words: counts, each wrong class with its reason and schedule string,
@@ -365,9 +425,10 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
         "{}",
         crate::tr!(
             lang,
-            "{classes} classes of schedules (runs that differ only in the order of commuting steps are one class), from {} runs ({} cut short as repeats, {} at a bound), {:.1} s",
-            "{classes} lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán là một lớp), từ {} lần chạy ({} dừng sớm vì lặp lại, {} ở giới hạn), {:.1} s",
+            "{classes} classes of schedules (runs that differ only in the order of commuting steps are one class), from {} runs ({:.2} runs per class; {} cut short as repeats, {} at a bound), {:.1} s",
+            "{classes} lớp lịch chạy (các lần chạy chỉ khác thứ tự của các bước giao hoán là một lớp), từ {} lần chạy ({:.2} lần chạy mỗi lớp; {} dừng sớm vì lặp lại, {} ở giới hạn), {:.1} s",
             x.runs,
+            x.runs_per_class(),
             x.cut_as_repeats,
             x.cut_at_bound,
             x.seconds
@@ -414,16 +475,58 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             )
         );
     }
-    if x.hit_max_schedules {
+    bounds_lines(&mut out, x, lang);
+    if let Some(p) = x.pct_bound {
+        let (runs, all) = (x.runs, pct_over_runs(p, x.runs));
         let _ = writeln!(
             out,
             "{}",
-            pick(
+            crate::tr!(
                 lang,
-                "stopped at --max-schedules: not every class was run",
-                "dừng ở --max-schedules: chưa chạy hết mọi lớp"
+                "pct: each run finds a bug of this depth with probability ≥ {p:.2e} ({} processes); the {runs} runs made, at least one of them: ≥ {all:.2e}",
+                "pct: mỗi lần chạy tìm ra lỗi ở độ sâu này với xác suất ≥ {p:.2e} ({} tiến trình); {runs} lần chạy đã làm, ít nhất một lần: ≥ {all:.2e}",
+                x.processes
             )
         );
+    }
+    wrong_classes(&mut out, x, lang);
+    out
+}
+
+/// PCT's runs are independent: the chance that at least one of `runs` finds a bug each finds
+/// with probability ≥ `p` is ≥ 1 − (1 − p)^runs.
+fn pct_over_runs(p: f64, runs: usize) -> f64 {
+    1.0 - (1.0 - p).powi(runs.min(i32::MAX as usize) as i32)
+}
+
+/// What a bound left out: where --max-schedules stopped the search (and how much of it was
+/// run, estimated), what --preemptions left out.
+fn bounds_lines(out: &mut String, x: &Exploration, lang: Lang) {
+    if x.hit_max_schedules {
+        let runs = x.runs;
+        let _ = match x.covered {
+            Some(f) => {
+                let pct = format!("{:.1}", 100.0 * f);
+                writeln!(
+                    out,
+                    "{}",
+                    crate::tr!(
+                        lang,
+                        "stopped at --max-schedules {runs}: not every class was run; about {pct}% of the search was (an estimate from the branches at each point of the last run, taken as equal in size; races not yet found add branches)",
+                        "dừng ở --max-schedules {runs}: chưa chạy hết mọi lớp; khoảng {pct}% việc tìm kiếm đã chạy (ước tính từ các nhánh ở mỗi điểm của lần chạy cuối, coi như bằng nhau; các cuộc đua chưa tìm thấy sẽ thêm nhánh)"
+                    )
+                )
+            }
+            None => writeln!(
+                out,
+                "{}",
+                crate::tr!(
+                    lang,
+                    "stopped at --max-schedules {runs}: not every class was run",
+                    "dừng ở --max-schedules {runs}: chưa chạy hết mọi lớp"
+                )
+            ),
+        };
     }
     if x.bounded {
         let _ = writeln!(
@@ -436,20 +539,6 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             )
         );
     }
-    if let Some(p) = x.pct_bound {
-        let _ = writeln!(
-            out,
-            "{}",
-            crate::tr!(
-                lang,
-                "pct: each run finds a bug of this depth with probability ≥ {p:.2e} ({} processes)",
-                "pct: mỗi lần chạy tìm ra lỗi ở độ sâu này với xác suất ≥ {p:.2e} ({} tiến trình)",
-                x.processes
-            )
-        );
-    }
-    wrong_classes(&mut out, x, lang);
-    out
 }
 
 /// In how many classes an event was lost, dropped or applied twice (only what happened).
@@ -514,5 +603,39 @@ fn wrong_classes(out: &mut String, x: &Exploration, lang: Lang) {
             x.variant,
             c.schedule
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary of 2 000 runs, nothing found, with `fields` (JSON) changed.
+    fn summary(fields: serde_json::Value) -> Exploration {
+        let mut json = serde_json::json!({"explore_version": 1, "lab": "l", "variant": "v", "search": "s", "runs": 2000,
+            "cut_as_repeats": 0, "cut_at_bound": 0, "classes": [], "hit_max_schedules": false, "bounded": false,
+            "pct_bound": null, "processes": 3, "seconds": 1.0});
+        for (k, v) in fields.as_object().expect("fields") {
+            json[k] = v.clone();
+        }
+        serde_json::from_value(json).expect("a summary")
+    }
+
+    #[test]
+    fn a_search_stopped_at_its_bound_says_the_bound_and_the_share_it_covered() {
+        let x = summary(serde_json::json!({"hit_max_schedules": true, "covered": 0.4213}));
+        let text = render(&x, Lang::En);
+        assert!(text.contains("stopped at --max-schedules 2000"), "{text}");
+        assert!(text.contains("about 42.1% of the search"), "{text}");
+        let done = render(&summary(serde_json::json!({"covered": 0.5})), Lang::En);
+        assert!(!done.contains("stopped at") && !done.contains("% of the search"), "{done}");
+    }
+
+    #[test]
+    fn pct_states_its_bound_per_run_and_for_the_runs_made() {
+        let x = summary(serde_json::json!({"runs": 100, "pct_bound": 0.01}));
+        let text = render(&x, Lang::En);
+        // 1 − 0.99^100 = 0.634
+        assert!(text.contains("≥ 1.00e-2 (3 processes); the 100 runs made, at least one of them: ≥ 6.34e-1"), "{text}");
     }
 }

@@ -4,6 +4,7 @@
 use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use ordlab::error::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MATCHED, EXIT_MISMATCH};
+use ordlab::exploration::ExploreOptions;
 use ordlab::lang::Lang;
 use ordlab::report::text::TextOptions;
 use ordlab::report::{files, json, record, snapshot, text, LabReport};
@@ -79,6 +80,10 @@ enum Command {
         /// Replay this one schedule (`P.C1x2.C2`), as `ordlab run --schedule` does.
         #[arg(long, conflicts_with_all = ["pct", "preemptions"])]
         schedule: Option<String>,
+        /// How an exhaustive search leaves out repeats: optimal DPOR (one run per class),
+        /// source sets alone, or the sleep sets `--preemptions` uses (to compare them).
+        #[arg(long, value_enum, default_value_t = ordlab::exploration::Reduction::Optimal, hide = true)]
+        reduction: ordlab::exploration::Reduction,
         /// Write explore-<lab>-<variant>.json.gz and .txt (and the shortest wrong run's SVG) here.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -471,7 +476,8 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
         Command::Run { labs, run, schedule: Some(schedule), lang, services, .. } => {
             let [lab] = labs.as_slice() else { anyhow::bail!("--schedule replays one lab: give one lab id") };
             let search = ordlab::exploration::Search::Replay(ordlab::explore::Schedule::parse(&schedule)?);
-            explore_cli(lab, run.variant.as_deref(), search, 1, run.seed.unwrap_or(1), None, lang, &services).await
+            let opts = ExploreOptions { search, max_schedules: 1, seed: run.seed.unwrap_or(1), ..Default::default() };
+            explore_cli(lab, run.variant.as_deref(), opts, None, lang, &services).await
         }
         Command::Explore {
             lab,
@@ -482,6 +488,7 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             seed,
             max_schedules,
             schedule,
+            reduction,
             out,
             lang,
             services,
@@ -491,7 +498,10 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
                 (None, Some(depth)) => ordlab::exploration::Search::Pct { depth, schedules, seed },
                 (None, None) => ordlab::exploration::Search::Exhaustive { preemptions },
             };
-            explore_cli(&lab, variant.as_deref(), search, max_schedules as usize, seed, out, lang, &services).await
+            let max_schedules = max_schedules as usize;
+            let opts =
+                ordlab::exploration::ExploreOptions { search, reduction, max_schedules, seed, ..Default::default() };
+            explore_cli(&lab, variant.as_deref(), opts, out, lang, &services).await
         }
         Command::Run { labs, run, out, format, lang, svg_run, services, schedule: None } => {
             let write = Output { dir: out, format, lang, svg_run };
@@ -666,13 +676,10 @@ async fn grade(worker: &[String], how: GradeArgs, services: &ServiceArgs) -> any
 
 /// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
 /// wrong one step by step and as the lab's own report.
-#[allow(clippy::too_many_arguments)]
 async fn explore_cli(
     id: &str,
     variant: Option<&str>,
-    search: ordlab::exploration::Search,
-    max_schedules: usize,
-    seed: u64,
+    opts: ExploreOptions,
     out: Option<PathBuf>,
     lang: Lang,
     services: &ServiceArgs,
@@ -696,8 +703,7 @@ async fn explore_cli(
     v.procedure.explorable().map_err(|why| anyhow::anyhow!("{}/{} cannot be explored: {why}", lab.id, v.id))?;
     check_worker_programs(std::slice::from_ref(&lab), Some(&v.id))?;
     check_services(services)?;
-    let replay = matches!(search, ordlab::exploration::Search::Replay(_));
-    let opts = ordlab::exploration::ExploreOptions { search, max_schedules, seed, ..Default::default() };
+    let replay = matches!(opts.search, ordlab::exploration::Search::Replay(_));
     let servers = Services::start(&services.options()).await?;
     let result = ordlab::exploration::explore(&servers, std::env::current_exe()?, &lab, v, &opts).await;
     servers.stop().await;

@@ -14,7 +14,7 @@
 //! step (a [`Fault`] whose trigger is that step: [`kill_after_step`]).
 
 use super::footprint::{self, Footprint};
-use super::search::{Candidate, Choice, Strategy, Taken};
+use super::search::{Candidate, Choice, Seen, Strategy, Taken};
 use super::timer::{Timer, TimerQueue, Timers};
 use crate::error::Error;
 use crate::fault::{Action, Count, Fault, Moment, Occurrence, Target, Trigger};
@@ -99,6 +99,14 @@ pub fn kill_after_step(victim: Actor, by: Actor, words: &[String]) -> Fault {
         count: Count::ONCE,
         probability: None,
         action: Action::Kill,
+    }
+}
+
+impl Probe {
+    /// What a poll that found something read: the list, or the sorted set.
+    fn guard(&self) -> Footprint {
+        let (Probe::NonEmptyList(key) | Probe::DueMember(key)) = self;
+        Footprint::of(vec![format!("r:{key}")], vec![])
     }
 }
 
@@ -376,6 +384,17 @@ pub fn with_application_name(url: &str, name: &str) -> String {
     format!("{url}{sep}application_name={name}")
 }
 
+/// What the explorer sees at a point between steps.
+#[derive(Default)]
+struct Point {
+    /// The processes that can step.
+    enabled: Vec<Candidate>,
+    /// Polls held with nothing to take.
+    waiting: Vec<Candidate>,
+    /// The guards that hold (as reads): lists with something to take, the armed timer's.
+    open: Footprint,
+}
+
 /// The stepping side's own view of each process between steps.
 #[derive(Default)]
 struct Book {
@@ -389,8 +408,8 @@ struct Book {
     ids: HashMap<(String, String), String>,
     /// Released steps not answered yet, per process (the count the tap had before the step).
     recorded_before: HashMap<Actor, u64>,
-    /// Inside MULTI: what the queued commands may touch (EXEC does it all).
-    multi: HashMap<Actor, Footprint>,
+    /// Each process's MULTI … EXEC and WATCHes (EXEC does what was queued).
+    multi: footprint::RedisTransactions<Actor>,
     /// Each process's open PostgreSQL transaction: what its COMMIT or ROLLBACK touches.
     tx: footprint::Transactions<Actor>,
     keys: HashMap<String, Vec<String>>,
@@ -407,6 +426,8 @@ struct Book {
     timer: Option<Timer>,
     /// Processes holding a poll that has nothing to take (see [`Shared::polls`]).
     idle: BTreeSet<Actor>,
+    /// The queue of waiting clients the step just settled joined, if it waits in its server.
+    queued: Footprint,
 }
 
 /// A command as the explorer reasons about it.
@@ -528,12 +549,13 @@ impl Control {
             if self.lab_is_done() {
                 return Ok(out);
             }
-            let enabled = self.candidates(&mut book, redis).await;
+            let point = self.candidates(&mut book, redis).await;
             if out.turns.len() >= max_steps {
                 out.end = Some(Choice::Bound);
                 return Ok(out);
             }
-            let choice = strategy.choose(out.turns.len(), &enabled).map_err(|d| Error::Explore(d.to_string()))?;
+            strategy.observe(&out.taken, Seen { waiting: &point.waiting, open: &point.open });
+            let choice = strategy.choose(&out.taken, &point.enabled).map_err(|d| Error::Explore(d.to_string()))?;
             let Choice::Take(actor) = choice else {
                 if choice == Choice::Done {
                     let pollers = self.shared().pollers.clone();
@@ -550,8 +572,13 @@ impl Control {
                 let command = step.args.join(" ");
                 let tx_end = transaction_end(&mut book, actor, &step);
                 let args = step.args.clone();
+                let server = step.server;
                 let (fp, reply, nothing) = self.settle(actor, step, &mut book, redis, pg).await?;
-                let fp = self.after_step(actor, &args, &reply, tx_end.unwrap_or(fp), &mut book);
+                let fp = match server {
+                    ServerKind::Redis => book.multi.step(actor, &args, fp, &reply),
+                    ServerKind::Postgres => tx_end.unwrap_or(fp),
+                };
+                let fp = self.after_step(actor, &args, &reply, fp, &mut book);
                 book.last.insert(actor, (command, nothing));
                 (line, fp, reply)
             };
@@ -567,7 +594,9 @@ impl Control {
             }
             out.lines.push(format!("{line} → {reply}"));
             out.turns.push(actor);
-            out.taken.push(Taken { actor, footprint: fp, woken: Vec::new() });
+            let mut taken = Taken::new(actor, fp, Vec::new());
+            taken.queued = std::mem::take(&mut book.queued);
+            out.taken.push(taken);
         }
     }
 
@@ -651,6 +680,7 @@ impl Control {
             }
             if steps.released > steps.recorded && waits_in_server(redis, pg, &name, step.server).await? {
                 let fp = footprint::effect(step.server, &step.args, &step.keys, "(nil)");
+                book.queued = footprint::waiting_queue(step.server, &step.args, &step.keys);
                 book.blocked.insert(actor, step);
                 return Ok((fp, "waits in the server".into(), false));
             }
@@ -787,14 +817,28 @@ impl Control {
     }
 
     /// Every process that holds a command, with what the command may touch.
-    async fn candidates(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Vec<Candidate> {
+    async fn candidates(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Point {
         let held: Vec<(Actor, ServerKind, Vec<String>)> =
             self.shared().held.iter().map(|(a, h)| (*a, h.server, h.args.clone())).collect();
         let (idle_pollers, polls, kills, key_prefix) = {
             let shared = self.shared();
             (shared.idle_pollers.clone(), shared.polls.clone(), shared.kills.clone(), shared.timers.key_prefix.clone())
         };
-        let mut out = Vec::new();
+        // Every poll's probe, held or not: which guards hold here.
+        let mut probed: Vec<(Probe, bool)> = Vec::new();
+        for (_, probe) in &polls {
+            if !probed.iter().any(|(p, _)| p == probe) {
+                let found = something_to_take(probe, &key_prefix, redis).await;
+                probed.push((probe.clone(), found));
+            }
+        }
+        let mut point = Point::default();
+        for (probe, found) in &probed {
+            if *found {
+                point.open.reads.extend(probe.guard().reads);
+            }
+        }
+        let out = &mut point.enabled;
         for (actor, server, args) in held {
             let keys = match server {
                 ServerKind::Redis => keys_of(book, redis, &args).await,
@@ -816,7 +860,7 @@ impl Control {
                 }
             }
             if server == ServerKind::Redis {
-                fp = in_transaction(book, actor, &numbered, fp);
+                fp = book.multi.view(&actor, &numbered, fp);
             }
             // The same command again after it changed nothing: a retry loop. It waits, parked,
             // until another process's step touches what it touches.
@@ -840,18 +884,29 @@ impl Control {
             if book.parked.contains_key(&actor) {
                 continue;
             }
+            let mut guard = Footprint::default();
             if let Some((_, probe)) = polls.iter().find(|(words, _)| starts_with(&numbered, words)) {
-                if !something_to_take(probe, &key_prefix, redis).await {
+                guard = probe.guard();
+                if !probed.iter().any(|(p, found)| p == probe && *found) {
                     book.idle.insert(actor);
+                    let fp = lives(&kills, actor, &numbered, fp);
+                    point.waiting.push(Candidate::new(actor, shape(&command), fp).guarded(guard));
                     continue; // nothing to take: it waits for work
                 }
             }
+            if claim && idle_pollers.contains(&actor) {
+                guard = Footprint::of(vec![format!("r:{}#idle", keys[0])], vec![]);
+            }
             book.idle.remove(&actor);
             let fp = lives(&kills, actor, &numbered, fp);
-            out.push(Candidate { actor, command: shape(&command), footprint: fp });
+            point.open.reads.extend(guard.reads.iter().cloned());
+            out.push(Candidate::new(actor, shape(&command), fp).guarded(guard));
         }
-        out.extend(self.timer_candidate(book, redis).await);
-        out
+        if let Some(timer) = self.timer_candidate(book, redis).await {
+            point.open.reads.extend(timer.guard.reads.iter().cloned());
+            point.enabled.push(timer);
+        }
+        point
     }
 
     /// The next armed server timer, as a step of actor `N`.
@@ -871,9 +926,9 @@ impl Control {
         let timer = armed.or_else(|| self.block_timeout(&timers, book))?;
         let group = timers.idle_group.clone().unwrap_or_default();
         let command = shape(&timer.words(&group).join(" "));
-        let footprint = timer.footprint();
+        let (footprint, guard) = (timer.footprint(), timer.guard());
         book.timer = Some(timer);
-        Some(Candidate { actor: Actor::Runner, command, footprint })
+        Some(Candidate::new(Actor::Runner, command, footprint).guarded(guard))
     }
 
     /// A process blocked in a read with a timeout (the one of lowest name first), as the timer
@@ -964,25 +1019,6 @@ fn transaction_end(book: &mut Book, actor: Actor, step: &Step) -> Option<Footpri
     }
     let fp = book.tx.step(actor, &step.args, footprint::postgres(&step.args));
     is_tx_end(&step.args).then_some(fp)
-}
-
-/// Inside MULTI a command only queues; EXEC does what they all do.
-fn in_transaction(book: &mut Book, actor: Actor, args: &[String], fp: Footprint) -> Footprint {
-    match args.first().map(|a| a.to_ascii_uppercase()).as_deref() {
-        Some("MULTI") => {
-            book.multi.insert(actor, Footprint::default());
-            Footprint::default()
-        }
-        Some("EXEC" | "DISCARD") => book.multi.remove(&actor).unwrap_or_default(),
-        _ => match book.multi.get_mut(&actor) {
-            Some(acc) => {
-                acc.reads.extend(fp.reads.iter().cloned());
-                acc.writes.extend(fp.writes.iter().cloned());
-                Footprint::default()
-            }
-            None => fp,
-        },
-    }
 }
 
 /// Can a poll find something now, by `probe` (keys under the run's `prefix`)? A server that

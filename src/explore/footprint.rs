@@ -2,11 +2,32 @@
 //! steps of different processes that touch disjoint resources (or only read the same ones) give
 //! the same state and the same replies in either order, and count as one schedule.
 //!
-//! A resource is a Redis key or a part of a stream key (its entries, a group's cursor, a
-//! group's pending list) or of a sorted set (one member: a lease), or a PostgreSQL table or
-//! one row of it (`WHERE id = $n`); a list is one resource (its order is its state). Before a
-//! step runs its footprint is what the command may do (conservative: a write command writes);
-//! after it ran, a reply that says nothing changed (`(nil)`, `0`, `UPDATE 0`) makes it a read.
+//! This module is the explorer's dependence relation, stated once: two steps of different
+//! processes are dependent (their order can matter) exactly when their footprints conflict
+//! ([`Footprint::conflicts`]: one writes what the other reads or writes); a process orders its
+//! own steps, and a step that woke a waiting process is part of that process's order
+//! ([`crate::explore::search::Event::depends`]). The search, the reduction and the classes all
+//! use this and nothing else. What a step's footprint is:
+//!
+//! - A resource is a Redis key or a part of a stream key (its entries, a group's cursor, a
+//!   group's pending list) or of a sorted set (one member: a lease), or a PostgreSQL table or
+//!   one row of it (`WHERE id = $n`); a list is one resource (its order is its state). Reads of
+//!   the same resource commute.
+//! - Before a step runs its footprint is what the command may do (conservative: a write
+//!   command writes every key it names); after it ran, a reply that says nothing changed
+//!   (`(nil)`, `0`, `UPDATE 0`) makes it a read ([`effect`]).
+//! - A script (`EVAL`, `EVALSHA`, `FCALL`) is one step that writes every key it declares;
+//!   `MULTI` … `EXEC` is one step, at `EXEC`, touching what the queued commands touch; `WATCH`
+//!   reads its keys, and the `EXEC` after it reads them again (a write in between makes it
+//!   fail), so `WATCH` depends on writes to its keys and on nothing else.
+//! - A PostgreSQL transaction's `COMMIT` or `ROLLBACK` touches what its statements wrote
+//!   ([`Transactions`]); a bare `BEGIN` nothing.
+//! - A step that waits inside its server (a blocked `XREADGROUP … BLOCK`, `BRPOP`, a row lock
+//!   wait) read what it waits on; the step that answers it carries what the answer did. It
+//!   also joined the queue of clients waiting there ([`waiting_queue`]), which the server
+//!   serves first come, first served; whether that order matters depends on whether an answer
+//!   comes, so it is not part of the relation (two waits nobody answers commute, as before),
+//!   and the search uses it only to wake a sleeping process that waits on the same key.
 
 use crate::timeline::ServerKind;
 use std::collections::BTreeSet;
@@ -183,6 +204,18 @@ pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str)
     }
 }
 
+/// The queue of clients a step that waits inside its server joined: one per key (or row) it
+/// waits on (`r:jobs#waiters`). The server answers them first come, first served (a push wakes
+/// the first taker blocked on the list), so two waits on one key may be answered in either
+/// order depending on which came first.
+pub fn waiting_queue(server: ServerKind, args: &[String], keys: &[String]) -> Footprint {
+    let queues: Vec<String> = match server {
+        ServerKind::Redis => keys.iter().map(|k| format!("r:{k}#waiters")).collect(),
+        ServerKind::Postgres => postgres(args).read_only().reads.iter().map(|r| format!("{}#waiters", r.0)).collect(),
+    };
+    Footprint::of(vec![], queues)
+}
+
 /// The entries a numbered reply names (`1 entry e1 order=42, e2 …` → `e1`, `e2`).
 pub fn ordinals(reply: &str) -> impl Iterator<Item = &str> {
     reply.split([' ', ',']).filter(|w| is_ordinal(w))
@@ -221,6 +254,8 @@ const READ_ONLY: &[&str] = &[
     "ZRANK",
     "ZCOUNT",
     "XINFO",
+    // It only marks its keys for the EXEC that follows (which reads them again).
+    "WATCH",
 ];
 
 /// The footprint of a PostgreSQL statement (`[sql, params…]`) before it runs: the tables it
@@ -341,6 +376,83 @@ impl<K: std::hash::Hash + Eq> Transactions<K> {
     /// What the end of `who`'s open transaction would touch now (for a step not taken yet).
     pub fn end_of(&self, who: &K) -> Option<Footprint> {
         self.open.get(who).map(|w| Footprint { reads: BTreeSet::new(), writes: w.clone() })
+    }
+}
+
+/// Each Redis client's `MULTI` … `EXEC` and the keys it `WATCH`es, as the explorer follows
+/// them: a queued command touches nothing when it is sent (the server answers `QUEUED`);
+/// `EXEC` does what they all do at once, and reads the keys watched (a write to one since
+/// `WATCH` makes it fail, and then it changed nothing); `DISCARD` touches nothing.
+#[derive(Debug)]
+pub struct RedisTransactions<K> {
+    open: std::collections::HashMap<K, Footprint>,
+    watched: std::collections::HashMap<K, BTreeSet<Resource>>,
+}
+
+impl<K> Default for RedisTransactions<K> {
+    fn default() -> Self {
+        RedisTransactions { open: Default::default(), watched: Default::default() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> RedisTransactions<K> {
+    /// What `args` (on its own: `fp`), which `who` is about to send, may touch.
+    pub fn view(&self, who: &K, args: &[String], fp: Footprint) -> Footprint {
+        let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+        match (name.as_str(), self.open.get(who)) {
+            ("MULTI" | "DISCARD", _) => Footprint::default(),
+            ("EXEC", Some(queued)) => self.at_exec(who, queued.clone()),
+            (_, Some(_)) => Footprint::default(),
+            (_, None) => fp,
+        }
+    }
+
+    /// `who` sent `args` (on its own: `fp`) and got `reply`: what the step touched.
+    pub fn step(&mut self, who: K, args: &[String], fp: Footprint, reply: &str) -> Footprint {
+        let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+        match name.as_str() {
+            "MULTI" => {
+                self.open.insert(who, Footprint::default());
+                Footprint::default()
+            }
+            "EXEC" => {
+                let queued = self.open.remove(&who).unwrap_or_default();
+                let all = self.at_exec(&who, queued);
+                self.watched.remove(&who);
+                if reply == "(nil)" {
+                    all.read_only()
+                } else {
+                    all
+                }
+            }
+            "DISCARD" => {
+                self.open.remove(&who);
+                self.watched.remove(&who);
+                Footprint::default()
+            }
+            "UNWATCH" => {
+                self.watched.remove(&who);
+                fp
+            }
+            "WATCH" => {
+                self.watched.entry(who).or_default().extend(fp.reads.iter().cloned());
+                fp
+            }
+            _ => match self.open.get_mut(&who) {
+                Some(queued) => {
+                    queued.reads.extend(fp.reads);
+                    queued.writes.extend(fp.writes);
+                    Footprint::default()
+                }
+                None => fp,
+            },
+        }
+    }
+
+    fn at_exec(&self, who: &K, queued: Footprint) -> Footprint {
+        let mut all = queued;
+        all.reads.extend(self.watched.get(who).into_iter().flatten().cloned());
+        all
     }
 }
 
@@ -811,6 +923,54 @@ mod tests {
         // Outside a transaction nothing is kept.
         step(&mut tx, 4, &["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "5"]);
         assert_eq!(tx.end_of(&4), None);
+    }
+
+    #[test]
+    fn two_waits_on_one_key_join_one_queue() {
+        let (r, p) = (ServerKind::Redis, ServerKind::Postgres);
+        let brpop = |list: &str| waiting_queue(r, &s(&["BRPOP", list, "0"]), &s(&[list]));
+        assert_eq!(brpop("q"), Footprint::of(vec![], vec!["r:q#waiters".into()]));
+        assert!(brpop("q").conflicts(&brpop("q")), "the first to wait is the first answered");
+        assert!(!brpop("q").conflicts(&brpop("other")));
+        let upd = s(&["UPDATE ordlab.orders SET status = $1 WHERE id = $2", "paid", "42"]);
+        let row_wait = waiting_queue(p, &upd, &[]);
+        assert_eq!(row_wait, Footprint::of(vec![], vec!["pg:ordlab.orders#42#waiters".into()]));
+        // What the wait itself touched is a read: two unanswered waits commute.
+        let wait = effect(r, &s(&["BRPOP", "q", "0"]), &s(&["q"]), "(nil)");
+        assert!(!wait.conflicts(&wait.clone()) && wait.conflicts(&redis(&s(&["LPUSH", "q", "j"]), &s(&["q"]))));
+    }
+
+    #[test]
+    fn multi_exec_is_one_step_and_it_reads_what_was_watched() {
+        let mut tx = RedisTransactions::default();
+        let keys = |k: &[&str]| s(k);
+        let hset = |k: &str| redis(&s(&["HSET", k, "status", "finished"]), &keys(&[k]));
+        let other_writer = |k: &str| redis(&s(&["SET", k, "x"]), &keys(&[k]));
+        let watch = redis(&s(&["WATCH", "deps"]), &keys(&["deps"]));
+        assert_eq!(tx.step(1, &s(&["WATCH", "deps"]), watch.clone(), "OK"), watch);
+        assert_eq!(tx.step(1, &s(&["MULTI"]), Footprint::default(), "OK"), Footprint::default());
+        assert_eq!(tx.view(&1, &s(&["HSET", "job", "status", "finished"]), hset("job")), Footprint::default());
+        assert_eq!(tx.step(1, &s(&["HSET", "job", "status", "finished"]), hset("job"), "QUEUED"), Footprint::default());
+        let exec = tx.view(&1, &s(&["EXEC"]), Footprint::default());
+        assert!(exec.conflicts(&other_writer("job")), "EXEC does what was queued");
+        assert!(exec.conflicts(&other_writer("deps")), "and a write to a watched key makes it fail");
+        assert!(!exec.conflicts(&redis(&s(&["GET", "deps"]), &keys(&["deps"]))));
+        assert!(!exec.conflicts(&other_writer("else")));
+        // Another client's transaction is its own.
+        assert_eq!(tx.view(&2, &s(&["HSET", "job", "a", "b"]), hset("job")), hset("job"));
+        let failed = tx.step(1, &s(&["EXEC"]), Footprint::default(), "(nil)");
+        assert!(failed.writes.is_empty() && failed.conflicts(&other_writer("job")), "an aborted EXEC read only");
+        assert_eq!(tx.view(&1, &s(&["HSET", "job", "a", "b"]), hset("job")), hset("job"), "closed");
+        assert!(!tx.view(&1, &s(&["EXEC"]), Footprint::default()).conflicts(&other_writer("deps")), "unwatched");
+    }
+
+    #[test]
+    fn watch_reads_its_keys() {
+        let watch = redis(&s(&["WATCH", "rq:job:1", "rq:job:2"]), &s(&["rq:job:1", "rq:job:2"]));
+        assert!(watch.writes.is_empty() && watch.reads.len() == 2);
+        assert!(watch.conflicts(&redis(&s(&["HSET", "rq:job:1", "status", "finished"]), &s(&["rq:job:1"]))));
+        assert!(!watch.conflicts(&redis(&s(&["HGET", "rq:job:1", "status"]), &s(&["rq:job:1"]))), "reads commute");
+        assert!(!watch.conflicts(&redis(&s(&["SET", "other", "1"]), &s(&["other"]))));
     }
 
     #[test]

@@ -95,6 +95,18 @@ impl Timer {
         }
     }
 
+    /// What made it possible (read): the key its TTL is on, the entry handed out, the read
+    /// waiting, the lease taken. The step that first wrote it can never come after it.
+    pub fn guard(&self) -> Footprint {
+        let made = match self {
+            Timer::Expire { key } => format!("r:{key}"),
+            Timer::Idle { stream, ordinal, .. } => format!("r:{stream}#pending#{ordinal}"),
+            Timer::Unblock { stream, .. } => format!("r:{stream}#waiters"),
+            Timer::Lease { key, member } => format!("r:{key}#m:{member}"),
+        };
+        Footprint::of(vec![made], vec![])
+    }
+
     /// What the step touches: the key, or that entry's place in the pending list.
     pub fn footprint(&self) -> Footprint {
         let (reads, writes) = match self {

@@ -139,6 +139,7 @@ pub async fn grade(
         max_steps: budget.max_steps,
         seed: budget.seed,
         reuse_processes: true,
+        reduction: crate::exploration::Reduction::default(),
     };
     let (x, _) = crate::exploration::explore(services, exe, lab, v, &opts).await.map_err(explain)?;
     let explored = ExploredGrade::of(x);
@@ -161,6 +162,7 @@ pub async fn replay(
         max_steps: Budget::default().max_steps,
         seed,
         reuse_processes: true,
+        reduction: crate::exploration::Reduction::default(),
     };
     let (x, _) = crate::exploration::explore(services, exe, lab, v, &opts).await.map_err(explain)?;
     x.classes.into_iter().next().ok_or_else(|| {

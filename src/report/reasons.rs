@@ -12,6 +12,10 @@ use std::sync::OnceLock;
 /// order; the first that matches the whole reason words it.
 const SHAPES: &[(&str, &str)] = &[
     (
+        r"mutual exclusion broken: (?P<a>\S+) took (?P<k>\S+) at t=(?P<t>\d+) ms while (?P<b>\S+) still held it",
+        "loại trừ lẫn nhau bị phá: $a lấy $k lúc t=$t ms khi $b vẫn còn giữ",
+    ),
+    (
         r"order (?P<o>\d+) ended (?P<s>\S+) \(v=(?P<v>\d+)\), expected (?P<e>\S+)",
         "đơn $o kết thúc ở $s (v=$v), đúng ra là $e",
     ),

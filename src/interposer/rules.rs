@@ -40,7 +40,8 @@ pub enum Action {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct Rule {
     /// A Redis command name (`XREADGROUP`, case-insensitive) or a statement's first keyword
-    /// (`UPDATE`, `COMMIT`).
+    /// (`UPDATE`, `COMMIT`); words after it must appear in the rest of the command (`EVALSHA
+    /// 3f2a…`: that script; `WITH get_job`: a statement that mentions get_job).
     pub command: String,
     pub nth: u32,
     pub moment: Moment,
@@ -50,7 +51,10 @@ pub struct Rule {
 impl Rule {
     /// Does this rule name the command in `view`?
     pub fn names(&self, view: &CommandView<'_>) -> bool {
-        command_word(view).is_some_and(|w| w.eq_ignore_ascii_case(&self.command))
+        let (word, rest) = self.command.split_once(' ').unwrap_or((&self.command, ""));
+        let rest = rest.trim().to_ascii_lowercase();
+        command_word(view).is_some_and(|w| w.eq_ignore_ascii_case(word))
+            && (rest.is_empty() || rest_of(view).to_ascii_lowercase().contains(&rest))
     }
 }
 
@@ -60,6 +64,14 @@ pub fn command_word<'a>(view: &'a CommandView<'a>) -> Option<&'a str> {
     match view.server {
         crate::timeline::ServerKind::Redis => Some(first.as_str()),
         crate::timeline::ServerKind::Postgres => first.split_whitespace().next(),
+    }
+}
+
+/// What follows the command word: a Redis command's arguments, a statement's text.
+fn rest_of(view: &CommandView<'_>) -> String {
+    match view.server {
+        crate::timeline::ServerKind::Redis => view.args.get(1..).unwrap_or_default().join(" "),
+        crate::timeline::ServerKind::Postgres => view.args.first().cloned().unwrap_or_default(),
     }
 }
 
@@ -124,5 +136,18 @@ mod tests {
         let sql = vec!["update orders set status = $1".to_string(), "paid".into()];
         let v = CommandView { server: ServerKind::Postgres, connection: 1, args: &sql };
         assert_eq!(set.decide(&v, Moment::Send), Action::Drop);
+    }
+
+    #[test]
+    fn words_after_the_command_must_appear_in_the_rest_of_it() {
+        let rule = |command: &str| Rule { command: command.into(), nth: 1, moment: Moment::Send, action: Action::Drop };
+        let script = vec!["EVALSHA".to_string(), "3f2a9c".into(), "2".into(), "bull:q:lock".into()];
+        assert!(rule("EVALSHA 3f2a").names(&view(&script)));
+        assert!(!rule("EVALSHA 77aa").names(&view(&script)));
+        let sql = vec!["with j as (select * from graphile_worker.get_job($1))".to_string(), "W1".into()];
+        let v = CommandView { server: ServerKind::Postgres, connection: 1, args: &sql };
+        assert!(rule("with GET_JOB").names(&v));
+        assert!(!rule("with complete_jobs").names(&v));
+        assert!(!rule("select get_job").names(&v), "the first keyword still decides");
     }
 }

@@ -185,6 +185,40 @@ pub struct CommandWorker {
     pub process: RoleProcess,
     /// Kept open while the process runs; dropped after it.
     endpoints: Vec<Endpoint>,
+    signaller: Signaller,
+}
+
+/// Sends a signal to a worker's process group as the runner's planned act: its exit is then
+/// no crash of its own, and a SIGKILL is a `killed by the runner` event.
+#[derive(Clone)]
+pub struct Signaller {
+    actor: Actor,
+    pid: Arc<AtomicU32>,
+    planned: Arc<AtomicBool>,
+    sink: mpsc::UnboundedSender<RawEvent>,
+}
+
+impl Signaller {
+    /// SIGKILL now; `detail` says where, for the timeline.
+    pub fn kill(&self, detail: Words) {
+        self.planned.store(true, Ordering::SeqCst);
+        self.sink.record(RawEvent::now(self.actor, EventKind::killed_by_runner(detail)));
+        self.send(nix::sys::signal::Signal::SIGKILL);
+    }
+
+    /// Send `signal` (a SIGTERM: the process shuts down as it does when its supervisor stops
+    /// it); its exit, whenever it comes, is planned.
+    pub fn send(&self, signal: nix::sys::signal::Signal) {
+        self.planned.store(true, Ordering::SeqCst);
+        let pid = self.pid.load(Ordering::SeqCst);
+        if pid != 0 {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), signal);
+        }
+    }
+
+    pub fn actor(&self) -> Actor {
+        self.actor
+    }
 }
 
 /// Where the worker's interposed endpoints forward to.
@@ -206,6 +240,20 @@ impl CommandWorker {
         client_name: &str,
         upstreams: Upstreams<'_>,
         sink: mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<CommandWorker, Error> {
+        CommandWorker::start_gated(spec, env, actor, client_name, upstreams, sink, None).await
+    }
+
+    /// [`CommandWorker::start`], every command of the worker announced to `gate` and held until
+    /// released there (a lab that places another process's step at one of them).
+    pub async fn start_gated(
+        spec: &WorkerCommand,
+        env: &WorkerEnv,
+        actor: Actor,
+        client_name: &str,
+        upstreams: Upstreams<'_>,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        gate: Option<mpsc::UnboundedSender<crate::interposer::Held>>,
     ) -> Result<CommandWorker, Error> {
         let rules: Vec<Rule> = spec
             .faults
@@ -239,7 +287,7 @@ impl CommandWorker {
                 control.register(actor, client_name, tap.clone());
                 tap
             }
-            None => WorkerTap::new(actor, rules, sink.clone(), kill),
+            None => WorkerTap::gated(actor, rules, sink.clone(), kill, gate),
         };
         let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
         let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
@@ -280,10 +328,11 @@ impl CommandWorker {
             },
         })?;
         pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
+        let signaller = Signaller { actor, pid, planned: planned.clone(), sink: sink.clone() };
         let process = RoleProcess::watch(child, actor, sink, planned, true);
         let mut endpoints = vec![redis];
         endpoints.extend(pg_endpoint);
-        Ok(CommandWorker { process, endpoints })
+        Ok(CommandWorker { process, endpoints, signaller })
     }
 
     /// Wait until the worker waits in `want` (`CLIENT LIST` on `conn`), or say why it did not:
@@ -301,6 +350,11 @@ impl CommandWorker {
             }
             other => other,
         })
+    }
+
+    /// A handle that signals the process (the runner's planned kill or stop).
+    pub fn signaller(&self) -> Signaller {
+        self.signaller.clone()
     }
 
     /// Kill the process, wait until its output is drained, close its endpoints.

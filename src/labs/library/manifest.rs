@@ -35,6 +35,31 @@ pub enum Runtime {
     Python,
     /// `npm install <package>@<version>` into a prefix of its own.
     Node,
+    /// A Debian package (`ruby-sidekiq`), installed by `scripts/setup.sh` with apt-get like the
+    /// other system packages; ordlab checks that the installed version is the one pinned.
+    Debian,
+}
+
+/// The server a library keeps its jobs in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// Its own Redis database ([`super::adapter::LIBRARY_DB`]), emptied before each run.
+    #[default]
+    Redis,
+    /// Its own PostgreSQL database (`ordlab_library`), made afresh for each run.
+    Postgres,
+}
+
+/// When a worker process is ready for the lab's jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Ready {
+    /// Ready once the interposer has passed the reply to a command of the worker's that this
+    /// names (a Redis command, `LISTEN`, or words its SQL contains: `get_job`); None: once one
+    /// of its Redis connections waits in a blocking command (`CLIENT LIST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// How often a job runs, as the library's documentation promises.
@@ -88,9 +113,16 @@ pub struct Manifest {
     pub runtime: Runtime,
     /// The registry package pinned to the scenario's version.
     pub package: String,
+    /// Packages installed beside it, pinned (`kombu==5.7.0`, `ioredis@5.8.2`).
+    #[serde(default)]
+    pub also: Vec<String>,
     /// Client libraries it brings (the report names their installed versions).
     #[serde(default)]
     pub clients: Vec<String>,
+    #[serde(default)]
+    pub backend: Backend,
+    #[serde(default)]
+    pub ready: Ready,
     pub guarantee: Guarantee,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
@@ -100,6 +132,10 @@ pub struct Manifest {
     pub worker: Vec<String>,
     /// Prints `{"jobs": {"<key>": {"status": …, "places": […]}}}` and exits 0.
     pub state: Vec<String>,
+    /// Optional: prints `{"<sha1>": "<script name>"}` for the Lua scripts the library loads,
+    /// so the timeline names each `EVALSHA` (BullMQ's `moveToActive`) and a fault can too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<String>,
 }
 
 /// Why an adapter's manifest cannot be used.
@@ -135,6 +171,11 @@ impl Manifest {
             if command.first().is_none_or(|p| p.trim().is_empty()) {
                 return Err(malformed(format!("{key} is empty: give the program and its arguments")));
             }
+        }
+        if m.backend == Backend::Postgres && m.ready.after.is_none() {
+            return Err(malformed(
+                "backend = \"postgres\" needs ready = { after = \"…\" }: the statement after which a worker takes jobs (LISTEN, its fetch)".into(),
+            ));
         }
         Ok(m)
     }

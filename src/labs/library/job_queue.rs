@@ -48,6 +48,14 @@ pub struct LibrarySpec {
     /// Each job's fate as the lab predicts it, in job order (`once`, `lost`, `stuck`, …).
     #[serde(default)]
     pub expect: Vec<Fate>,
+    /// The library's settings for this lab (`visibility_timeout`, `lockDuration`, …), told to
+    /// every adapter command as `ORDLAB_OPTIONS` (JSON), as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, serde_json::Value>,
+    /// Enqueue the jobs before any worker starts: a worker's first fetch takes the first job,
+    /// so a fault at its reply is placed however often the library polls.
+    #[serde(default)]
+    pub enqueue_first: bool,
 }
 
 /// One job: `{ key = "job-1", queue = "default", ms = 200, retry = 1 }`.
@@ -62,6 +70,27 @@ pub struct LibraryJob {
     /// Retries the library may make (its own `Retry`, `retryLimit`, `attempts`).
     #[serde(default)]
     pub retry: u32,
+    /// The handler fails on purpose on its first `fail` attempts: it tells the sink `fail`
+    /// and raises, as a job whose API call failed does.
+    #[serde(default)]
+    pub fail: u32,
+    /// When it is enqueued (default: with the others, before the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
+    /// The library's own options for this job (`depends_on`, `singleton_key`, `countdown`),
+    /// passed to the adapter as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, serde_json::Value>,
+}
+
+/// When a job is enqueued, if not with the others.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum When {
+    /// While a worker's `hold` holds its command at the interposer.
+    Hold,
+    /// When this job's handler starts (the handler's start answer waits until it is enqueued).
+    Start(String),
 }
 
 impl LibraryJob {
@@ -77,6 +106,42 @@ pub struct LibraryWorker {
     pub queues: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<LibraryFault>,
+    /// Hold one of its commands at the interposer until the `when = "hold"` jobs are enqueued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldAt>,
+    /// Signal it the moment a job's handler starts on it (the handler's start answer waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_start: Option<OnStart>,
+}
+
+/// `{ command = "EXEC", after = "WATCH" }`: the worker's first EXEC sent on a connection that
+/// sent WATCH before it (the `nth` such one).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoldAt {
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    #[serde(default = "LibraryFault::first")]
+    pub nth: u32,
+}
+
+/// `{ job = "job-1", signal = "term" }`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnStart {
+    pub job: String,
+    pub signal: StopSignal,
+}
+
+/// How the lab stops a worker whose job has started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopSignal {
+    /// SIGKILL: the process dies mid-job.
+    Kill,
+    /// SIGTERM: the library's own shutdown, as a supervisor or a deploy stops it.
+    Term,
 }
 
 /// `{ command = "BLPOP", nth = 1, at = "reply" }`: SIGKILL the worker when the reply to its
@@ -174,6 +239,28 @@ impl LabProcedure for LibrarySpec {
         }
         if let Some(w) = self.workers.iter().position(|w| w.queues.is_empty()) {
             return Err(format!("setup.workers[{w}].queues is empty: name the queues it serves"));
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            match &j.when {
+                Some(When::Start(first)) if !self.jobs[..i].iter().any(|k| &k.key == first && k.when.is_none()) => {
+                    return Err(format!(
+                        "setup.jobs[{i}].when = {{ start = {first:?} }}: name a job enqueued before it, with the others"
+                    ));
+                }
+                Some(When::Hold) if !self.workers.iter().any(|w| w.hold.is_some()) => {
+                    return Err(format!(
+                        "setup.jobs[{i}].when = \"hold\", but no worker has a hold: give one `hold = {{ command = \"EXEC\" }}`"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if let Some((w, s)) =
+            self.workers.iter().enumerate().find_map(|(w, k)| k.on_start.as_ref().map(|s| (w, s)))
+        {
+            if !self.jobs.iter().any(|j| j.key == s.job) {
+                return Err(format!("setup.workers[{w}].on_start.job = {:?} is no job of the lab", s.job));
+            }
         }
         if !self.expect.is_empty() && self.expect.len() != self.jobs.len() {
             return Err(format!(

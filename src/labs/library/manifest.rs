@@ -93,6 +93,11 @@ pub struct Guarantee {
     /// Jobs of one queue start in the order they were enqueued (with one worker).
     #[serde(default)]
     pub fifo: bool,
+    /// It keeps no record of a completed job (Sidekiq's OSS API knows only queued, scheduled,
+    /// retrying, dead and busy jobs): a job its state command cannot find ran to its end, or
+    /// was lost, as the ledger says.
+    #[serde(default)]
+    pub forgets_completed: bool,
 }
 
 /// What the library does, by its docs, with a job whose worker died holding it.
@@ -200,7 +205,7 @@ state = ["python3", "state.py"]
     #[test]
     fn a_manifest_parses_and_names_its_guarantee() {
         let m = Manifest::parse(RQ, "rq", "x/library.toml").unwrap();
-        assert_eq!(m.guarantee, Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false });
+        assert_eq!(m.guarantee, Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false, forgets_completed: false });
         assert_eq!(m.recovery.unwrap().after_s, 60.0);
     }
 

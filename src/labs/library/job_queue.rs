@@ -8,6 +8,7 @@
 //! ledger or among the workers for `patience_ms` (and not before `at_least_ms`).
 
 mod run;
+mod stage;
 
 use super::checker::{job_fates, order_broken, recovery_words, Fate, JobFate, LibraryState};
 use super::install::Installed;

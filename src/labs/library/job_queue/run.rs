@@ -1,27 +1,34 @@
-//! One run of a library lab: install (once), an empty library database, the side-effect sink
-//! over HTTP, the library's workers through their interposers, its enqueue command, the wait
-//! until the run is at rest, then its state command.
+//! One run of a library lab: install (once), an empty library database (its Redis database, or
+//! a PostgreSQL database of its own), the side-effect sink over HTTP, the library's workers
+//! through their interposers, its enqueue command, the wait until the run is at rest, then its
+//! state command.
 //!
 //! Each adapter command gets, besides `ORDLAB_REDIS_URL` and `ORDLAB_PG_URL`: `ORDLAB_JOBS`
-//! (`[{"key", "queue", "ms", "retry"}]`, time scale applied), `ORDLAB_SINK_URL`; a worker also
+//! (`[{"key", "queue", "ms", "retry", "fail", "options"}]`, time scale applied to `ms`),
+//! `ORDLAB_OPTIONS` (the lab's library settings, JSON), `ORDLAB_SINK_URL`; a worker also
 //! `ORDLAB_WORKER` (`W1`, the `from` of its ledger requests), `ORDLAB_WORKER_NAME` (the name
 //! its connections must carry, so CLIENT LIST finds it waiting) and `ORDLAB_QUEUES`
 //! (space-separated).
 
+use super::stage::{Place, Stage};
 use super::{LibraryObserved, LibrarySpec};
 use crate::error::{Context, Error};
 use crate::labs::library::adapter::{parse_state, run_once, Call, LIBRARY_DB};
 use crate::labs::library::install::{self, Installed};
-use crate::labs::library::manifest::Manifest;
+use crate::labs::library::manifest::{Backend, Manifest};
 use crate::labs::{RunContext, RunOutcome};
-use crate::roles::client_list::ClientState;
-use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv, WorkerFault};
 use crate::side_effect::http::HttpSink;
 use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig};
 use crate::timeline::{Actor, EventKind, RawEvent};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+mod crew;
+use crew::Crew;
+
+/// The PostgreSQL database a PostgreSQL-backed library keeps its jobs in, made afresh per run.
+pub const LIBRARY_PG_DB: &str = "ordlab_library";
 
 pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutcome<LibraryObserved>, Error> {
     let library = spec.library.shown();
@@ -31,36 +38,55 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
         .await
         .map_err(|e| broke(format!("cannot be installed: {}", e.detail)))?;
     empty_library_db(ctx).await?;
+    let pg_config = match manifest.backend {
+        Backend::Postgres => fresh_database(ctx).await?,
+        Backend::Redis => ctx.services.pg_config.clone(),
+    };
     let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config)
         .await?
         .for_run(format!("{}:{}:{}:{}", ctx.nonce, ctx.lab, ctx.variant, ctx.run));
     let ledger = SideEffectSink::connect(&sink_cfg).await?;
     ledger.reset().await?;
-    let http = HttpSink::start(sink_cfg).await?;
-    let env = common_env(spec, ctx, &installed, &http);
     let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-    let mut crew = Crew { manifest: &manifest, env: &env, tx: tx.clone(), workers: Vec::new() };
-    for w in &spec.workers {
-        crew.start(ctx, &w.queues, &w.faults).await?;
+    let stage = Stage::new(spec, manifest.enqueue.clone(), job_entries(spec, ctx), tx.clone());
+    let http = HttpSink::start_observed(sink_cfg, Some(stage.observer())).await?;
+    let env = common_env(spec, ctx, &installed, &http);
+    stage.set_place(Place { library: library.clone(), redis_url: ctx.services.redis_url.clone(), pg_config, env });
+    let scripts = scripts(&manifest, &stage).await?;
+    let mut crew = Crew::new(spec, &manifest, stage.clone(), tx.clone(), &scripts);
+    if !spec.enqueue_first {
+        for (i, w) in spec.workers.iter().enumerate() {
+            crew.start(ctx, &w.queues, Some(i), true).await?;
+        }
     }
-    let call =
-        Call { library: &library, redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, env: &env };
     let t0_ns = crate::clock::now_ns();
-    run_once(&call, "enqueue", &manifest.enqueue, Actor::Producer, Some(tx.clone())).await?;
-    let mut raw = Vec::new();
-    let timed_out = settle(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw).await?;
-    for w in std::mem::take(&mut crew.workers) {
-        w.stop().await;
+    stage.enqueue(Some(&stage.first_jobs(spec)), Actor::Producer).await?;
+    if spec.enqueue_first {
+        for (i, w) in spec.workers.iter().enumerate() {
+            crew.start(ctx, &w.queues, Some(i), false).await?;
+        }
     }
-    drop(crew);
+    let mut raw = Vec::new();
+    let settled = settle(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw).await;
+    crew.stop().await;
     drop(tx);
     drop(http);
+    let timed_out = settled?;
+    if let Some(e) = stage.error() {
+        return Err(e);
+    }
     crate::labs::consumer_group::drain(rx, &mut raw);
+    let place = stage.place();
+    let call = Call { library: &library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &place.env };
     let stdout = run_once(&call, "state", &manifest.state, Actor::Runner, None).await?;
     let states = parse_state(&library, &stdout)?;
     let records = ledger.records().await?;
     raw.extend(timeline_events(&records));
+    name_scripts(&mut raw, &scripts);
     empty_library_db(ctx).await?;
+    if manifest.backend == Backend::Postgres {
+        drop_database(ctx).await?;
+    }
     let workers_started = raw
         .iter()
         .filter_map(|e| match e.actor {
@@ -80,6 +106,21 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
     Ok(RunOutcome { t0_ns, raw, timed_out, observed })
 }
 
+/// Each job's entry of `ORDLAB_JOBS`, in the lab's order (time scale applied to `ms`).
+fn job_entries(spec: &LibrarySpec, ctx: &RunContext<'_>) -> Vec<(String, serde_json::Value)> {
+    let scaled = |ms: f64| ctx.scale.duration(ms).as_secs_f64() * 1000.0;
+    spec.jobs
+        .iter()
+        .map(|j| {
+            let entry = serde_json::json!({
+                "key": j.key, "queue": j.queue, "ms": scaled(j.ms.unwrap_or(spec.handler_ms)), "retry": j.retry,
+                "fail": j.fail, "options": j.options,
+            });
+            (j.key.clone(), entry)
+        })
+        .collect()
+}
+
 /// What every adapter command of the run is told, beyond its servers.
 fn common_env(
     spec: &LibrarySpec,
@@ -87,23 +128,56 @@ fn common_env(
     installed: &Installed,
     http: &HttpSink,
 ) -> Vec<(String, String)> {
-    let scaled = |ms: f64| ctx.scale.duration(ms).as_secs_f64() * 1000.0;
-    let jobs: Vec<serde_json::Value> = spec
-        .jobs
-        .iter()
-        .map(|j| {
-            serde_json::json!({
-                "key": j.key, "queue": j.queue, "ms": scaled(j.ms.unwrap_or(spec.handler_ms)), "retry": j.retry,
-            })
-        })
-        .collect();
+    let jobs: Vec<serde_json::Value> = job_entries(spec, ctx).into_iter().map(|(_, v)| v).collect();
     let mut env = installed.env();
     env.push(("ORDLAB_JOBS".into(), serde_json::Value::Array(jobs).to_string()));
+    env.push(("ORDLAB_OPTIONS".into(), serde_json::to_string(&spec.options).expect("JSON values")));
     env.push(("ORDLAB_SINK_URL".into(), http.url()));
     env
 }
 
-/// Empty the library's own database, before and after a run.
+/// The adapter's Lua scripts by SHA1 (`{"<sha>": "moveToActive"}`), empty when it names none.
+async fn scripts(manifest: &Manifest, stage: &Stage) -> Result<BTreeMap<String, String>, Error> {
+    if manifest.scripts.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let place = stage.place();
+    let call = Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &place.env };
+    let out = run_once(&call, "scripts", &manifest.scripts, Actor::Runner, None).await?;
+    let line = out.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or("");
+    serde_json::from_str(line).map_err(|e| Error::Library {
+        library: place.library.clone(),
+        detail: format!("the scripts command printed no JSON of the form {{\"<sha1>\": \"<name>\"}} ({e})"),
+    })
+}
+
+/// Name each script a command runs: `EVALSHA <sha>` → `EVALSHA moveToActive`, `EVAL <body>` and
+/// `SCRIPT LOAD <body>` → the script's name (its SHA1 looked up), where the adapter named it.
+fn name_scripts(raw: &mut [RawEvent], scripts: &BTreeMap<String, String>) {
+    if scripts.is_empty() {
+        return;
+    }
+    for e in raw.iter_mut() {
+        let EventKind::ServerCommand { args, .. } = &mut e.kind else { continue };
+        let at = match args.first().map(|a| a.to_ascii_uppercase()) {
+            Some(c) if c == "EVALSHA" || c == "EVALSHA_RO" => 1,
+            Some(c) if c == "EVAL" || c == "EVAL_RO" => 1,
+            Some(c) if c == "SCRIPT" && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case("LOAD")) => 2,
+            _ => continue,
+        };
+        let Some(arg) = args.get_mut(at) else { continue };
+        let sha = if arg.len() == 40 && arg.bytes().all(|b| b.is_ascii_hexdigit()) {
+            arg.to_ascii_lowercase()
+        } else {
+            sha1_smol::Sha1::from(arg.as_bytes()).digest().to_string()
+        };
+        if let Some(name) = scripts.get(&sha) {
+            *arg = name.clone();
+        }
+    }
+}
+
+/// Empty the library's own Redis database, before and after a run.
 async fn empty_library_db(ctx: &RunContext<'_>) -> Result<(), Error> {
     let mut url = url::Url::parse(&ctx.services.redis_url).map_err(|e| Error::Library {
         library: "-".into(),
@@ -114,57 +188,31 @@ async fn empty_library_db(ctx: &RunContext<'_>) -> Result<(), Error> {
     redis::cmd("FLUSHDB").query_async::<()>(&mut conn).await.context("FLUSHDB the library's database")
 }
 
-/// The library's worker processes of a run.
-struct Crew<'a> {
-    manifest: &'a Manifest,
-    env: &'a [(String, String)],
-    tx: mpsc::UnboundedSender<RawEvent>,
-    /// `W<i+1>` at index i, with the queues it serves.
-    workers: Vec<CommandWorker>,
+/// A PostgreSQL database of the library's own, made afresh (one a run before may have left);
+/// its config string.
+async fn fresh_database(ctx: &RunContext<'_>) -> Result<String, Error> {
+    drop_database(ctx).await?;
+    ctx.pg.batch_execute(&format!("CREATE DATABASE {LIBRARY_PG_DB}")).await.context("create the library's database")?;
+    Ok(with_dbname(&ctx.services.pg_config, LIBRARY_PG_DB))
 }
 
-impl Crew<'_> {
-    /// Start `W<n+1>` on `queues` and wait until it waits in its blocking command.
-    async fn start(
-        &mut self,
-        ctx: &mut RunContext<'_>,
-        queues: &[String],
-        faults: &[super::LibraryFault],
-    ) -> Result<(), Error> {
-        let index = self.workers.len() as u32 + 1;
-        let actor = Actor::Worker(index);
-        let client_name = ctx.client_name(actor);
-        let command = WorkerCommand {
-            command: self.manifest.worker.clone(),
-            count: None,
-            faults: faults
-                .iter()
-                .map(|f| WorkerFault {
-                    worker: index,
-                    command: f.command.clone(),
-                    nth: f.nth,
-                    at: f.at,
-                    action: f.action,
-                })
-                .collect(),
-            env: BTreeMap::new(),
-        };
-        let mut extra: BTreeMap<String, String> = self.env.iter().cloned().collect();
-        extra.insert("ORDLAB_WORKER".into(), actor.to_string());
-        extra.insert("ORDLAB_WORKER_NAME".into(), client_name.clone());
-        extra.insert("ORDLAB_QUEUES".into(), queues.join(" "));
-        let env = WorkerEnv { index, redis_db: LIBRARY_DB, seed: ctx.seed_for(index), extra, ..WorkerEnv::default() };
-        let upstreams =
-            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
-        let w = CommandWorker::start(&command, &env, actor, &client_name, upstreams, self.tx.clone()).await?;
-        let ready = w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, &command).await;
-        self.workers.push(w);
-        ready
-    }
+async fn drop_database(ctx: &RunContext<'_>) -> Result<(), Error> {
+    ctx.pg
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {LIBRARY_PG_DB} WITH (FORCE)"))
+        .await
+        .context("drop the library's database")
+}
+
+/// A libpq `key=value` config with its `dbname` replaced (or added).
+fn with_dbname(config: &str, db: &str) -> String {
+    let mut words: Vec<String> =
+        config.split_whitespace().filter(|w| !w.starts_with("dbname=")).map(str::to_string).collect();
+    words.push(format!("dbname={db}"));
+    words.join(" ")
 }
 
 /// Wait until the run is at rest: nothing new in the ledger or among the workers for the
-/// lab's patience (and at least `at_least_ms` in all). A worker the interposer killed is
+/// lab's patience (and at least `at_least_ms` in all). A worker the lab killed or stopped is
 /// replaced where the lab restarts workers. True: the deadline came first.
 async fn settle(
     spec: &LibrarySpec,
@@ -185,16 +233,19 @@ async fn settle(
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         while let Ok(ev) = rx.try_recv() {
-            if let (Actor::Worker(n), EventKind::Crashed { by_runner: true, .. }) = (ev.actor, &ev.kind) {
+            let replaced = match (&ev.actor, &ev.kind) {
+                (Actor::Worker(n), EventKind::Crashed { by_runner: true, .. }) => Some(*n),
+                (Actor::Worker(n), EventKind::Family(f)) if f.kind() == "stopped" => Some(*n),
+                _ => None,
+            };
+            raw.push(ev);
+            if let Some(n) = replaced {
                 last_change = Instant::now();
                 if spec.restart {
-                    raw.push(ev);
-                    let queues = replaced_queues(spec, n);
-                    crew.start(ctx, &queues, &[]).await?;
-                    continue;
+                    let queues = crew.queues_of(n);
+                    crew.start(ctx, &queues, None, false).await?;
                 }
             }
-            raw.push(ev);
         }
         let records = ledger.records().await?;
         if records.len() != seen {
@@ -210,8 +261,54 @@ async fn settle(
     }
 }
 
-/// The queues of worker `n`: a scenario's worker, or the one it replaced.
-fn replaced_queues(spec: &LibrarySpec, n: u32) -> Vec<String> {
-    let i = (n as usize - 1) % spec.workers.len();
-    spec.workers[i].queues.clone()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_database_replaces_the_runs() {
+        assert_eq!(
+            with_dbname("host=127.0.0.1 port=5 user=postgres dbname=postgres", "lib"),
+            "host=127.0.0.1 port=5 user=postgres dbname=lib"
+        );
+        assert_eq!(with_dbname("host=h password=x", "lib"), "host=h password=x dbname=lib");
+    }
+
+    #[test]
+    fn scripts_are_named_by_their_sha_or_their_body() {
+        let body = "return 1";
+        let sha = sha1_smol::Sha1::from(body).digest().to_string();
+        let scripts = BTreeMap::from([(sha.clone(), "one".to_string())]);
+        let cmd = |args: &[&str]| RawEvent {
+            mono_ns: 0,
+            actor: Actor::Worker(1),
+            kind: EventKind::ServerCommand {
+                server: crate::timeline::ServerKind::Redis,
+                connection: 1,
+                args: args.iter().map(|a| a.to_string()).collect(),
+                reply: String::new(),
+                error: false,
+                entries: Vec::new(),
+                round_trip_us: None,
+            },
+        };
+        let mut raw = vec![
+            cmd(&["EVALSHA", &sha.to_uppercase(), "0"]),
+            cmd(&["EVAL", body, "0"]),
+            cmd(&["SCRIPT", "LOAD", body]),
+            cmd(&["EVALSHA", "0000000000000000000000000000000000000000", "0"]),
+        ];
+        name_scripts(&mut raw, &scripts);
+        let shown: Vec<String> = raw
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::ServerCommand { args, .. } => args.join(" "),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            ["EVALSHA one 0", "EVAL one 0", "SCRIPT LOAD one", "EVALSHA 0000000000000000000000000000000000000000 0"]
+        );
+    }
 }

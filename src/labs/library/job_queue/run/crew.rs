@@ -1,0 +1,184 @@
+//! The library's worker processes of a run: each started through its interposer (its faults
+//! at named commands, a script named by the adapter's scripts map; its gate when the lab holds
+//! one of its commands), then waited for until it is ready as the adapter's manifest says:
+//! blocked in a blocking command (`CLIENT LIST`), or past the reply to a named command
+//! (`LISTEN`, a statement that mentions `get_job`) as the interposer recorded it.
+
+use super::super::stage::Stage;
+use super::super::LibrarySpec;
+use crate::error::Error;
+use crate::interposer::{CommandView, Rule};
+use crate::labs::library::adapter::LIBRARY_DB;
+use crate::labs::library::manifest::Manifest;
+use crate::labs::RunContext;
+use crate::roles::client_list::ClientState;
+use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv, WorkerFault};
+use crate::timeline::{Actor, EventKind, RawEvent};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+/// How long a worker may take to be ready (a Python or Ruby worker importing its library on a
+/// loaded 2-core machine takes seconds).
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Crew<'a> {
+    spec: &'a LibrarySpec,
+    manifest: &'a Manifest,
+    stage: Arc<Stage>,
+    tx: mpsc::UnboundedSender<RawEvent>,
+    scripts: &'a BTreeMap<String, String>,
+    /// `W<i+1>` at index i, with the queues it serves.
+    workers: Vec<(CommandWorker, Vec<String>)>,
+}
+
+impl<'a> Crew<'a> {
+    pub fn new(
+        spec: &'a LibrarySpec,
+        manifest: &'a Manifest,
+        stage: Arc<Stage>,
+        tx: mpsc::UnboundedSender<RawEvent>,
+        scripts: &'a BTreeMap<String, String>,
+    ) -> Crew<'a> {
+        Crew { spec, manifest, stage, tx, scripts, workers: Vec::new() }
+    }
+
+    /// The queues worker `W<n>` serves.
+    pub fn queues_of(&self, n: u32) -> Vec<String> {
+        self.workers.get(n as usize - 1).map(|(_, q)| q.clone()).unwrap_or_default()
+    }
+
+    /// A fault's command as the interposer matches it: a script the adapter names becomes
+    /// `EVALSHA <its sha>`.
+    fn wire_command(&self, command: &str) -> String {
+        match self.scripts.iter().find(|(_, name)| name.as_str() == command) {
+            Some((sha, _)) => format!("EVALSHA {sha}"),
+            None => command.to_string(),
+        }
+    }
+
+    /// Start `W<n+1>` on `queues` (the scenario's worker `scenario` with its faults, hold and
+    /// stop; a replacement has none) and, with `wait`, wait until it is ready.
+    pub async fn start(
+        &mut self,
+        ctx: &mut RunContext<'_>,
+        queues: &[String],
+        scenario: Option<usize>,
+        wait: bool,
+    ) -> Result<(), Error> {
+        let index = self.workers.len() as u32 + 1;
+        let actor = Actor::Worker(index);
+        let client_name = ctx.client_name(actor);
+        let planned = scenario.map(|i| &self.spec.workers[i]);
+        let faults = planned.map(|w| w.faults.as_slice()).unwrap_or_default();
+        let command = WorkerCommand {
+            command: self.manifest.worker.clone(),
+            count: None,
+            faults: faults
+                .iter()
+                .map(|f| WorkerFault {
+                    worker: index,
+                    command: self.wire_command(&f.command),
+                    nth: f.nth,
+                    at: f.at,
+                    action: f.action,
+                })
+                .collect(),
+            env: BTreeMap::new(),
+        };
+        let mut extra: BTreeMap<String, String> = self.stage.place().env.iter().cloned().collect();
+        extra.insert("ORDLAB_WORKER".into(), actor.to_string());
+        extra.insert("ORDLAB_WORKER_NAME".into(), client_name.clone());
+        extra.insert("ORDLAB_QUEUES".into(), queues.join(" "));
+        let env = WorkerEnv { index, redis_db: LIBRARY_DB, seed: ctx.seed_for(index), extra, ..WorkerEnv::default() };
+        let place = self.stage.place();
+        let upstreams = Upstreams { redis_url: &place.redis_url, pg_config: &place.pg_config, control: None };
+        let gate = planned.and_then(|w| w.hold.clone()).map(|hold| {
+            let (gate, held) = mpsc::unbounded_channel();
+            self.stage.serve_gate(actor, hold, held);
+            gate
+        });
+        let (sink, ready) = self.watch_ready(actor);
+        let w = CommandWorker::start_gated(&command, &env, actor, &client_name, upstreams, sink, gate).await?;
+        self.stage.register(index, w.signaller());
+        let result = if !wait {
+            Ok(())
+        } else if self.manifest.ready.after.is_some() {
+            self.wait_after(&w, ready, &command).await
+        } else {
+            w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, &command).await
+        };
+        self.workers.push((w, queues.to_vec()));
+        result
+    }
+
+    /// The worker's event sink: its events go on to the run's, and the first reply to the
+    /// command the manifest's `ready.after` names flips the returned flag.
+    fn watch_ready(&self, actor: Actor) -> (mpsc::UnboundedSender<RawEvent>, watch::Receiver<bool>) {
+        let (sink, mut events) = mpsc::unbounded_channel::<RawEvent>();
+        let (flag, ready) = watch::channel(false);
+        let tx = self.tx.clone();
+        let after = self.manifest.ready.after.clone().map(|command| Rule {
+            command,
+            nth: 1,
+            moment: crate::interposer::Moment::Reply,
+            action: crate::interposer::Action::Forward,
+        });
+        tokio::spawn(async move {
+            while let Some(e) = events.recv().await {
+                if let (Some(rule), EventKind::ServerCommand { server, connection, args, error: false, .. }) =
+                    (&after, &e.kind)
+                {
+                    let view = CommandView { server: *server, connection: *connection, args };
+                    if e.actor == actor && !*flag.borrow() && rule.names(&view) {
+                        let _ = flag.send(true);
+                    }
+                }
+                if tx.send(e).is_err() {
+                    return;
+                }
+            }
+        });
+        (sink, ready)
+    }
+
+    /// Wait until the worker has had its reply to the `ready.after` command, or say in one line
+    /// why not: it exited (its last line), or it never got there.
+    async fn wait_after(
+        &self,
+        w: &CommandWorker,
+        mut ready: watch::Receiver<bool>,
+        command: &WorkerCommand,
+    ) -> Result<(), Error> {
+        let after = self.manifest.ready.after.as_deref().unwrap_or_default();
+        let started = Instant::now();
+        while !*ready.borrow() {
+            if let Some(detail) = w.process.exited() {
+                return Err(Error::WorkerCommand {
+                    command: command.shown(),
+                    detail: format!("{} exited before it was ready ({after}): {detail}", w.signaller().actor()),
+                });
+            }
+            if started.elapsed() >= READY_TIMEOUT {
+                return Err(Error::WorkerCommand {
+                    command: command.shown(),
+                    detail: format!(
+                        "{} never sent {after} in {} s: does the worker connect to ORDLAB_PG_URL / ORDLAB_REDIS_URL?",
+                        w.signaller().actor(),
+                        READY_TIMEOUT.as_secs()
+                    ),
+                });
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(20), ready.changed()).await;
+        }
+        Ok(())
+    }
+
+    /// Stop every worker (and close its endpoints).
+    pub async fn stop(&mut self) {
+        for (w, _) in std::mem::take(&mut self.workers) {
+            w.stop().await;
+        }
+    }
+}

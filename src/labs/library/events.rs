@@ -22,10 +22,13 @@ pub enum LibraryEvent {
     /// The worker was sent `signal` (`SIGTERM`) while `job` ran, as a supervisor or a deploy
     /// stops it.
     Stopped { signal: String, job: String },
+    /// The runner ran the library's own recovery once, as the library runs it `after_s`
+    /// seconds after the run came to rest.
+    RecoveryRun { after_s: f64 },
 }
 
 impl Vocabulary for LibraryEvent {
-    const KINDS: &'static [&'static str] = &["command_held", "command_released", "enqueued_at_start", "stopped"];
+    const KINDS: &'static [&'static str] = &["command_held", "command_released", "enqueued_at_start", "stopped", "recovery_run"];
 
     fn line(&self, a: Actor, w: &Wording) -> Option<String> {
         let l = w.lang;
@@ -56,6 +59,11 @@ impl Vocabulary for LibraryEvent {
                 "{a} gets {signal} while {job} runs, as its supervisor stops it",
                 "{a} nhận {signal} trong lúc {job} đang chạy, như supervisor dừng nó"
             ),
+            LibraryEvent::RecoveryRun { after_s } => crate::tr!(
+                l,
+                "{a} runs the library's own recovery now, as it runs {after_s} s later (its clock argument set ahead)",
+                "{a} chạy cơ chế phục hồi của chính thư viện ngay bây giờ, như nó chạy sau {after_s} s (tham số thời gian đặt trước)"
+            ),
         })
     }
 
@@ -68,6 +76,9 @@ impl Vocabulary for LibraryEvent {
             LibraryEvent::CommandReleased { command } => Drawing::Mark(Glyph::Released, command.clone()),
             LibraryEvent::EnqueuedAtStart { jobs, .. } => Drawing::Mark(Glyph::Published, jobs.join(", ")),
             LibraryEvent::Stopped { signal, .. } => Drawing::Mark(Glyph::Crash, signal.clone()),
+            LibraryEvent::RecoveryRun { after_s } => {
+                Drawing::Mark(Glyph::Published, format!("{} +{after_s} s", t("recovery", "phục hồi")))
+            }
         }
     }
 }
@@ -85,12 +96,13 @@ mod tests {
             LibraryEvent::CommandReleased { command: "EXEC".into() },
             LibraryEvent::EnqueuedAtStart { job: "A".into(), jobs: vec!["C".into(), "D".into()] },
             LibraryEvent::Stopped { signal: "SIGTERM".into(), job: "job-1".into() },
+            LibraryEvent::RecoveryRun { after_s: 61.0 },
         ];
         for (e, kind) in events.iter().zip(LibraryEvent::KINDS) {
             assert_eq!(serde_json::to_value(e).unwrap()["kind"], *kind);
             for lang in [Lang::En, Lang::Vi] {
                 let w = Wording { lang, many_orders: false, redact: Redactor::NONE };
-                assert!(e.line(Actor::Worker(1), &w).is_some_and(|l| l.starts_with("W1") || l.contains("W1")));
+                assert!(e.line(Actor::Worker(1), &w).is_some_and(|l| l.contains("W1")));
             }
         }
     }

@@ -57,6 +57,10 @@ pub struct LibrarySpec {
     /// so a fault at its reply is placed however often the library polls.
     #[serde(default)]
     pub enqueue_first: bool,
+    /// Once the run is at rest, run the adapter's `recover` command: the library's own
+    /// recovery as it runs this many seconds later; then wait until it is at rest again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recover_after_s: Option<f64>,
 }
 
 /// One job: `{ key = "job-1", queue = "default", ms = 200, retry = 1 }`.
@@ -234,7 +238,13 @@ impl Facts for LibraryFacts {
 
 impl LabProcedure for LibrarySpec {
     fn validate(&mut self) -> Result<(), String> {
-        Manifest::read(&self.library).map_err(|e| e.to_string())?;
+        let manifest = Manifest::read(&self.library).map_err(|e| e.to_string())?;
+        if self.recover_after_s.is_some() && manifest.recover.is_empty() {
+            return Err(format!(
+                "setup.recover_after_s: the {} adapter has no recover command (library.toml: recover = […])",
+                self.library.name
+            ));
+        }
         if self.jobs.is_empty() || self.workers.is_empty() {
             return Err("setup.jobs and setup.workers: give at least one of each".into());
         }

@@ -141,6 +141,11 @@ pub struct Manifest {
     /// so the timeline names each `EVALSHA` (BullMQ's `moveToActive`) and a fault can too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scripts: Vec<String>,
+    /// Optional: runs the library's own periodic recovery once, now, as it runs
+    /// `ORDLAB_RECOVER_AFTER_S` seconds later (RQ's `StartedJobRegistry.cleanup(timestamp=…)`),
+    /// for a lab whose recovery time the library hard-codes in minutes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recover: Vec<String>,
 }
 
 /// Why an adapter's manifest cannot be used.

@@ -11,11 +11,12 @@ use std::fmt::Write;
 const HEAD: usize = 40;
 const TAIL: usize = 10;
 
-/// Lines shown on either side of a crash or a side effect, where the kind focuses on them.
+/// Lines shown on either side of a crash, a side effect or a lab's own step (a family event),
+/// where the kind focuses on them.
 const AROUND: usize = 3;
 
 /// Which lines a long timeline shows: its first `HEAD` and last `TAIL`, or, focused, the
-/// lines around each crash and side effect (and the first and last).
+/// lines around each crash, side effect and family event (and the first and last).
 fn shown_lines(lines: &[(&crate::timeline::Event, String)], focus: bool) -> Vec<bool> {
     let n = lines.len();
     if n <= HEAD + TAIL + 1 {
@@ -28,7 +29,8 @@ fn shown_lines(lines: &[(&crate::timeline::Event, String)], focus: bool) -> Vec<
     shown[0] = true;
     shown[n - 1] = true;
     for (i, (e, _)) in lines.iter().enumerate() {
-        if matches!(e.kind, crate::timeline::EventKind::Crashed { .. } | crate::timeline::EventKind::Effect { .. }) {
+        use crate::timeline::EventKind::{Crashed, Effect, Family};
+        if matches!(e.kind, Crashed { .. } | Effect { .. } | Family(_)) {
             shown[i.saturating_sub(AROUND)..(i + AROUND + 1).min(n)].iter_mut().for_each(|s| *s = true);
         }
     }

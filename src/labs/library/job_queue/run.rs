@@ -67,7 +67,10 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
         }
     }
     let mut raw = Vec::new();
-    let settled = settle(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw).await;
+    let mut settled = settle(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw).await;
+    if let (Ok(false), Some(after_s)) = (&settled, spec.recover_after_s) {
+        settled = recover(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw, &manifest, &stage, after_s).await;
+    }
     crew.stop().await;
     drop(tx);
     drop(http);
@@ -104,6 +107,35 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
         workers_started,
     };
     Ok(RunOutcome { t0_ns, raw, timed_out, observed })
+}
+
+/// Run the library's own recovery as it runs `after_s` later, then wait until the run is at
+/// rest again.
+#[allow(clippy::too_many_arguments)]
+async fn recover(
+    spec: &LibrarySpec,
+    ctx: &mut RunContext<'_>,
+    crew: &mut Crew<'_>,
+    ledger: &SideEffectSink,
+    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
+    raw: &mut Vec<RawEvent>,
+    manifest: &Manifest,
+    stage: &Stage,
+    after_s: f64,
+) -> Result<bool, Error> {
+    use crate::timeline::vocabulary::Vocabulary as _;
+    let place = stage.place();
+    let mut env = place.env.clone();
+    env.push(("ORDLAB_RECOVER_AFTER_S".into(), after_s.to_string()));
+    let call = Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &env };
+    let event = crate::labs::library::events::LibraryEvent::RecoveryRun { after_s };
+    raw.push(RawEvent::now(Actor::Runner, event.event()));
+    let (tx, mut commands) = mpsc::unbounded_channel();
+    run_once(&call, "recover", &manifest.recover, Actor::Runner, Some(tx)).await?;
+    while let Ok(e) = commands.try_recv() {
+        raw.push(e);
+    }
+    settle(spec, ctx, crew, ledger, rx, raw).await
 }
 
 /// Each job's entry of `ORDLAB_JOBS`, in the lab's order (time scale applied to `ms`).

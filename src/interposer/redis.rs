@@ -45,6 +45,9 @@ struct Sent {
     hello: Option<Protocol>,
     /// When it was passed on to the server (the monotonic clock).
     sent_ns: u64,
+    /// What rules match it against, where that is more than its args: an `EXEC` with the
+    /// commands its transaction queued (`EXEC ZADD unacked_index … HSET unacked …`).
+    matched: Option<Vec<String>>,
 }
 
 /// What the two directions of one connection share.
@@ -55,6 +58,8 @@ struct Wire {
     passthrough: bool,
     /// A rule dropped a command or reply: nothing passes any more, the connection stays open.
     hung: bool,
+    /// Since `MULTI`: the commands queued, each as one string, for rules to match its `EXEC`.
+    transaction: Option<Vec<String>>,
 }
 
 /// Commands after which a connection carries messages, not replies.
@@ -85,6 +90,7 @@ pub async fn serve(
         protocol: Protocol::Resp2,
         passthrough: false,
         hung: false,
+        transaction: None,
     }));
     let (mut client_read, mut client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
@@ -253,7 +259,7 @@ impl Link {
                 }
                 // Too large to hold: decide on what has been read of it, then stream it.
                 let so_far = command.reader.args_so_far();
-                match self.send_moment(&so_far, &mut out, to).await? {
+                match self.send_moment(&so_far, &so_far, &mut out, to).await? {
                     Err(stop) => break Some(stop),
                     Ok(delay) => self.delay(delay, &mut out, to).await?,
                 }
@@ -268,8 +274,9 @@ impl Link {
                 continue;
             }
             let mut delay = None;
+            let matched = self.transaction_view(&args);
             if !command.streaming {
-                match self.send_moment(&args, &mut out, to).await? {
+                match self.send_moment(&args, matched.as_deref().unwrap_or(&args), &mut out, to).await? {
                     Err(stop) => break Some(stop),
                     Ok(d) => delay = d,
                 }
@@ -279,7 +286,8 @@ impl Link {
                 .flatten()
                 .map(|v| if v >= 3 { Protocol::Resp3 } else { Protocol::Resp2 });
             let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
-            self.wire.lock().unwrap().sent.push_back(Sent { args: shown, hello, sent_ns: crate::clock::now_ns() });
+            let sent = Sent { args: shown, hello, sent_ns: crate::clock::now_ns(), matched };
+            self.wire.lock().unwrap().sent.push_back(sent);
             self.delay(delay, &mut out, to).await?;
             out.append(&mut command.held);
             command.streaming = false;
@@ -288,12 +296,40 @@ impl Link {
         Ok(stop)
     }
 
+    /// Follow a transaction: after `MULTI`, each command is queued; its `EXEC` is matched by
+    /// rules as `EXEC` followed by them (None: the command is matched as it is).
+    fn transaction_view(&self, args: &[String]) -> Option<Vec<String>> {
+        let mut wire = self.wire.lock().unwrap();
+        match args[0].to_ascii_uppercase().as_str() {
+            "MULTI" => {
+                wire.transaction = Some(Vec::new());
+                None
+            }
+            "EXEC" => wire.transaction.take().map(|queued| {
+                let mut view = vec![args[0].clone()];
+                view.extend(queued);
+                view
+            }),
+            "DISCARD" => {
+                wire.transaction = None;
+                None
+            }
+            _ => {
+                if let Some(queued) = wire.transaction.as_mut() {
+                    queued.push(args.join(" "));
+                }
+                None
+            }
+        }
+    }
+
     /// A command's send moment, before its bytes are forwarded: under a gate it waits for the
     /// explorer (what came before it passes first), then the rules decide: a stop, or the
     /// delay (ms) before it passes.
     async fn send_moment(
         &self,
         args: &[String],
+        matched: &[String],
         out: &mut Vec<u8>,
         to: &mut OwnedWriteHalf,
     ) -> std::io::Result<Result<Option<f64>, Stop>> {
@@ -305,7 +341,7 @@ impl Link {
                 return Ok(Err(Stop::Close));
             }
         }
-        Ok(match self.tap.decide(&self.view(args), Moment::Send) {
+        Ok(match self.tap.decide(&self.view(matched), Moment::Send) {
             Action::Kill | Action::Close => Err(Stop::Close),
             Action::Drop => Err(Stop::Hang),
             Action::Forward => Ok(None),
@@ -365,7 +401,7 @@ impl Link {
                 self.wire.lock().unwrap().protocol = p;
             }
             let subscribes = SUBSCRIBER_COMMANDS.contains(&name.as_str()) && !reply.is_error();
-            let action = self.tap.decide(&self.view(&sent.args), Moment::Reply);
+            let action = self.tap.decide(&self.view(sent.matched.as_deref().unwrap_or(&sent.args)), Moment::Reply);
             let mut shown = self.shown(&frame::abbreviate(&name, &reply));
             if subscribes {
                 shown.push_str(" (passed through unrecorded from here)");

@@ -184,30 +184,38 @@ async fn scripts(manifest: &Manifest, stage: &Stage) -> Result<BTreeMap<String, 
 }
 
 /// Name each script a command runs: `EVALSHA <sha>` → `EVALSHA moveToActive`, `EVAL <body>` and
-/// `SCRIPT LOAD <body>` → the script's name (its SHA1 looked up), where the adapter named it.
+/// `SCRIPT LOAD <body>` → the script's name (its SHA1 looked up) where the adapter named it,
+/// `<script 9a2b966a>` otherwise; and cut every argument longer than a timeline line holds
+/// (a message body, a heartbeat) to its start and its length.
 fn name_scripts(raw: &mut [RawEvent], scripts: &BTreeMap<String, String>) {
-    if scripts.is_empty() {
-        return;
-    }
     for e in raw.iter_mut() {
-        let EventKind::ServerCommand { args, .. } = &mut e.kind else { continue };
-        let at = match args.first().map(|a| a.to_ascii_uppercase()) {
-            Some(c) if c == "EVALSHA" || c == "EVALSHA_RO" => 1,
-            Some(c) if c == "EVAL" || c == "EVAL_RO" => 1,
-            Some(c) if c == "SCRIPT" && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case("LOAD")) => 2,
-            _ => continue,
+        let EventKind::ServerCommand { args, server: crate::timeline::ServerKind::Redis, .. } = &mut e.kind else {
+            continue;
         };
-        let Some(arg) = args.get_mut(at) else { continue };
-        let sha = if arg.len() == 40 && arg.bytes().all(|b| b.is_ascii_hexdigit()) {
-            arg.to_ascii_lowercase()
-        } else {
-            sha1_smol::Sha1::from(arg.as_bytes()).digest().to_string()
+        let at = match args.first().map(|a| a.to_ascii_uppercase()).as_deref() {
+            Some("EVALSHA" | "EVALSHA_RO" | "EVAL" | "EVAL_RO") => Some(1),
+            Some("SCRIPT") if args.get(1).is_some_and(|s| s.eq_ignore_ascii_case("LOAD")) => Some(2),
+            _ => None,
         };
-        if let Some(name) = scripts.get(&sha) {
-            *arg = name.clone();
+        if let Some(arg) = at.and_then(|at| args.get_mut(at)) {
+            let is_sha = arg.len() == 40 && arg.bytes().all(|b| b.is_ascii_hexdigit());
+            let sha =
+                if is_sha { arg.to_ascii_lowercase() } else { sha1_smol::Sha1::from(arg.as_bytes()).digest().to_string() };
+            match scripts.get(&sha) {
+                Some(name) => *arg = name.clone(),
+                None if !is_sha => *arg = format!("<script {}>", &sha[..8]),
+                None => {}
+            }
+        }
+        for arg in args.iter_mut().filter(|a| a.len() > LONG_ARG) {
+            let cut = (0..=60).rev().find(|&i| arg.is_char_boundary(i)).unwrap_or(0);
+            *arg = format!("{}… ({} bytes)", arg[..cut].replace('\n', " "), arg.len());
         }
     }
 }
+
+/// An argument longer than this is cut in the timeline (the JSON keeps it cut too).
+const LONG_ARG: usize = 120;
 
 /// Empty the library's own Redis database, before and after a run.
 async fn empty_library_db(ctx: &RunContext<'_>) -> Result<(), Error> {
@@ -329,6 +337,8 @@ mod tests {
             cmd(&["EVAL", body, "0"]),
             cmd(&["SCRIPT", "LOAD", body]),
             cmd(&["EVALSHA", "0000000000000000000000000000000000000000", "0"]),
+            cmd(&["SCRIPT", "LOAD", "return 2"]),
+            cmd(&["LPUSH", "q", &"x".repeat(200)]),
         ];
         name_scripts(&mut raw, &scripts);
         let shown: Vec<String> = raw
@@ -340,7 +350,14 @@ mod tests {
             .collect();
         assert_eq!(
             shown,
-            ["EVALSHA one 0", "EVAL one 0", "SCRIPT LOAD one", "EVALSHA 0000000000000000000000000000000000000000 0"]
+            [
+                "EVALSHA one 0",
+                "EVAL one 0",
+                "SCRIPT LOAD one",
+                "EVALSHA 0000000000000000000000000000000000000000 0",
+                &format!("SCRIPT LOAD <script {}>", &sha1_smol::Sha1::from("return 2").digest().to_string()[..8]),
+                &format!("LPUSH q {}… (200 bytes)", "x".repeat(60)),
+            ]
         );
     }
 }

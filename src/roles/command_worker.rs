@@ -219,6 +219,11 @@ impl Signaller {
     pub fn actor(&self) -> Actor {
         self.actor
     }
+
+    /// Has the runner (or a rule of the interposer) killed or stopped it?
+    pub fn is_planned(&self) -> bool {
+        self.planned.load(Ordering::SeqCst)
+    }
 }
 
 /// Where the worker's interposed endpoints forward to.

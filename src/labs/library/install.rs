@@ -181,7 +181,8 @@ async fn debian(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Resul
             manifest.package, versions[0].1, library.version
         ));
     }
-    Ok(Installed { home: home.to_path_buf(), bin: PathBuf::from("/usr/bin"), versions })
+    let _ = home;
+    Ok(Installed { home: PathBuf::from(format!("dpkg:{}", manifest.package)), bin: PathBuf::from("/usr/bin"), versions })
 }
 
 /// `6.4.1+dfsg-1` → `6.4.1`; `1:2.3-4` → `2.3`.

@@ -56,14 +56,14 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
     let mut crew = Crew::new(spec, &manifest, stage.clone(), tx.clone(), &scripts);
     if !spec.enqueue_first {
         for (i, w) in spec.workers.iter().enumerate() {
-            crew.start(ctx, &w.queues, Some(i), true).await?;
+            crew.start(ctx, &w.queues, Some(i), false).await?;
         }
     }
     let t0_ns = crate::clock::now_ns();
     stage.enqueue(Some(&stage.first_jobs(spec)), Actor::Producer).await?;
     if spec.enqueue_first {
         for (i, w) in spec.workers.iter().enumerate() {
-            crew.start(ctx, &w.queues, Some(i), false).await?;
+            crew.start(ctx, &w.queues, Some(i), true).await?;
         }
     }
     let mut raw = Vec::new();
@@ -284,6 +284,8 @@ async fn settle(
                 if spec.restart {
                     let queues = crew.queues_of(n);
                     crew.start(ctx, &queues, None, false).await?;
+                    // Its start took time the run was not at rest.
+                    last_change = Instant::now();
                 }
             }
         }

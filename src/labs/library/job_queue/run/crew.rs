@@ -11,7 +11,6 @@ use crate::interposer::{CommandView, Rule};
 use crate::labs::library::adapter::LIBRARY_DB;
 use crate::labs::library::manifest::Manifest;
 use crate::labs::RunContext;
-use crate::roles::client_list::ClientState;
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv, WorkerFault};
 use crate::timeline::{Actor, EventKind, RawEvent};
 use std::collections::BTreeMap;
@@ -59,13 +58,14 @@ impl<'a> Crew<'a> {
     }
 
     /// Start `W<n+1>` on `queues` (the scenario's worker `scenario` with its faults, hold and
-    /// stop; a replacement has none) and, with `wait`, wait until it is ready.
+    /// stop; a replacement has none) and wait until it is ready, or (`or_killed`) killed or
+    /// stopped by the lab first (a fault at its first fetch).
     pub async fn start(
         &mut self,
         ctx: &mut RunContext<'_>,
         queues: &[String],
         scenario: Option<usize>,
-        wait: bool,
+        or_killed: bool,
     ) -> Result<(), Error> {
         let index = self.workers.len() as u32 + 1;
         let actor = Actor::Worker(index);
@@ -102,13 +102,7 @@ impl<'a> Crew<'a> {
         let (sink, ready) = self.watch_ready(actor);
         let w = CommandWorker::start_gated(&command, &env, actor, &client_name, upstreams, sink, gate).await?;
         self.stage.register(index, w.signaller());
-        let result = if !wait {
-            Ok(())
-        } else if self.manifest.ready.after.is_some() {
-            self.wait_after(&w, ready, &command).await
-        } else {
-            w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, &command).await
-        };
+        let result = self.wait(ctx, &w, &client_name, ready, or_killed, &command).await;
         self.workers.push((w, queues.to_vec()));
         result
     }
@@ -143,36 +137,57 @@ impl<'a> Crew<'a> {
         (sink, ready)
     }
 
-    /// Wait until the worker has had its reply to the `ready.after` command, or say in one line
-    /// why not: it exited (its last line), or it never got there.
-    async fn wait_after(
+    /// Wait until the worker is ready: blocked in a blocking command (`CLIENT LIST`), or past
+    /// its reply to the `ready.after` command; with `or_killed`, also done once the lab has
+    /// killed or stopped it. Otherwise one line says why not: it exited (its last line), or it
+    /// never got there.
+    async fn wait(
         &self,
+        ctx: &mut RunContext<'_>,
         w: &CommandWorker,
-        mut ready: watch::Receiver<bool>,
+        client_name: &str,
+        ready: watch::Receiver<bool>,
+        or_killed: bool,
         command: &WorkerCommand,
     ) -> Result<(), Error> {
-        let after = self.manifest.ready.after.as_deref().unwrap_or_default();
+        let signaller = w.signaller();
+        let actor = signaller.actor();
+        let needle = format!(" name={client_name} ");
+        let broke = |detail: String| Error::WorkerCommand { command: command.shown(), detail };
         let started = Instant::now();
-        while !*ready.borrow() {
+        loop {
+            if or_killed && signaller.is_planned() {
+                return Ok(());
+            }
             if let Some(detail) = w.process.exited() {
-                return Err(Error::WorkerCommand {
-                    command: command.shown(),
-                    detail: format!("{} exited before it was ready ({after}): {detail}", w.signaller().actor()),
-                });
+                return Err(broke(format!("{actor} exited before it was ready: {detail}")));
+            }
+            let is_ready = match &self.manifest.ready.after {
+                Some(_) => *ready.borrow(),
+                None => {
+                    let list: String = redis::cmd("CLIENT")
+                        .arg("LIST")
+                        .query_async(&mut ctx.redis)
+                        .await
+                        .map_err(|e| broke(format!("CLIENT LIST: {e}")))?;
+                    list.lines().any(|l| l.contains(&needle) && crate::roles::client_list::is_blocked(l))
+                }
+            };
+            if is_ready {
+                return Ok(());
             }
             if started.elapsed() >= READY_TIMEOUT {
-                return Err(Error::WorkerCommand {
-                    command: command.shown(),
-                    detail: format!(
-                        "{} never sent {after} in {} s: does the worker connect to ORDLAB_PG_URL / ORDLAB_REDIS_URL?",
-                        w.signaller().actor(),
-                        READY_TIMEOUT.as_secs()
-                    ),
-                });
+                let wanted = match &self.manifest.ready.after {
+                    Some(after) => format!("never sent {after}"),
+                    None => "never waited in a blocking command".into(),
+                };
+                return Err(broke(format!(
+                    "{actor} {wanted} in {} s: does the worker connect to ORDLAB_REDIS_URL / ORDLAB_PG_URL?",
+                    READY_TIMEOUT.as_secs()
+                )));
             }
-            let _ = tokio::time::timeout(Duration::from_millis(20), ready.changed()).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Ok(())
     }
 
     /// Stop every worker (and close its endpoints).

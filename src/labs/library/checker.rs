@@ -207,8 +207,8 @@ fn breaks(fate: Fate, state: &LibraryState, guarantee: &Guarantee, name: &str) -
             state.status,
             if state.places.as_ref().is_some_and(Vec::is_empty) { ", held in no queue or registry" } else { "" }
         )),
-        Fate::DuplicateSequential | Fate::DuplicateOverlapping if guarantee.runs == Runs::AtMostOnce => {
-            Some(format!("{name} promises at-most-once: this job ran more than once"))
+        Fate::DuplicateSequential | Fate::DuplicateOverlapping if guarantee.runs != Runs::AtLeastOnce => {
+            Some(format!("{name} promises {}: this job ran more than once", guarantee.runs.name()))
         }
         Fate::Disagreement => Some(format!("{name}'s own state ({}) contradicts what ran", state.status)),
         _ => None,
@@ -317,6 +317,8 @@ mod tests {
             [rec("j", START, 1, 1, 0), rec("j", START, 2, 1, 100), rec("j", END, 1, 1, 300), rec("j", END, 2, 1, 400)];
         let f = one(&both, state("completed", &[]), LEAST);
         assert_eq!((f.fate, f.breaks), (Fate::DuplicateOverlapping, None), "at-least-once allows it: reported only");
+        let exactly = Guarantee { runs: Runs::ExactlyOnce, ..LEAST };
+        assert!(one(&both, state("completed", &[]), exactly).breaks.unwrap().contains("promises exactly-once"));
         // Back to back on one worker: sequential.
         let back =
             [rec("j", START, 1, 1, 0), rec("j", END, 1, 1, 100), rec("j", START, 1, 2, 100), rec("j", END, 1, 2, 200)];

@@ -70,6 +70,8 @@ pub enum Runs {
     AtMostOnce,
     /// At least once; a crash may run it again.
     AtLeastOnce,
+    /// Exactly once (pg-boss's README: "exactly-once job delivery").
+    ExactlyOnce,
 }
 
 impl Runs {
@@ -77,6 +79,7 @@ impl Runs {
         match self {
             Runs::AtMostOnce => "at-most-once",
             Runs::AtLeastOnce => "at-least-once",
+            Runs::ExactlyOnce => "exactly-once",
         }
     }
 }

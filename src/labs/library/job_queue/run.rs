@@ -189,9 +189,15 @@ async fn scripts(manifest: &Manifest, stage: &Stage) -> Result<BTreeMap<String, 
 /// (a message body, a heartbeat) to its start and its length.
 fn name_scripts(raw: &mut [RawEvent], scripts: &BTreeMap<String, String>) {
     for e in raw.iter_mut() {
-        let EventKind::ServerCommand { args, server: crate::timeline::ServerKind::Redis, .. } = &mut e.kind else {
+        let EventKind::ServerCommand { args, server, .. } = &mut e.kind else { continue };
+        if *server == crate::timeline::ServerKind::Postgres {
+            // A library's SQL spans many lines: one line, its start and its length.
+            if let Some(sql) = args.first_mut() {
+                let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                *sql = cut(&one_line, LONG_SQL);
+            }
             continue;
-        };
+        }
         let at = match args.first().map(|a| a.to_ascii_uppercase()).as_deref() {
             Some("EVALSHA" | "EVALSHA_RO" | "EVAL" | "EVAL_RO") => Some(1),
             Some("SCRIPT") if args.get(1).is_some_and(|s| s.eq_ignore_ascii_case("LOAD")) => Some(2),
@@ -207,15 +213,25 @@ fn name_scripts(raw: &mut [RawEvent], scripts: &BTreeMap<String, String>) {
                 None => {}
             }
         }
-        for arg in args.iter_mut().filter(|a| a.len() > LONG_ARG) {
-            let cut = (0..=60).rev().find(|&i| arg.is_char_boundary(i)).unwrap_or(0);
-            *arg = format!("{}… ({} bytes)", arg[..cut].replace('\n', " "), arg.len());
+        for arg in args.iter_mut() {
+            *arg = cut(arg, LONG_ARG);
         }
     }
 }
 
+/// `text`, or its start and its length when it is longer than `max` bytes.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let end = (0..=max / 2).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    format!("{}… ({} bytes)", text[..end].replace('\n', " "), text.len())
+}
+
 /// An argument longer than this is cut in the timeline (the JSON keeps it cut too).
 const LONG_ARG: usize = 120;
+/// A statement longer than this (on one line) is cut.
+const LONG_SQL: usize = 600;
 
 /// Empty the library's own Redis database, before and after a run.
 async fn empty_library_db(ctx: &RunContext<'_>) -> Result<(), Error> {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure what ordlab needs is installed: redis-server, PostgreSQL (postgres + initdb) and a
-# font with Vietnamese glyphs for the PNG pictures (DejaVu Sans); with --browser also Chromium
+# font with Vietnamese glyphs for the PNG pictures (DejaVu Sans), libfaketime (Debian's faketime: a
+# fault that skews a worker's clock); with --browser also Chromium
 # and its WebDriver (the lab book's browser test). Installs with apt-get where possible,
 # otherwise says exactly what to install. Then, when the system's Redis is older than 8.4 (no
 # DELEX IFEQ), build Redis 8 once into the user's cache (scripts/build-redis8.sh, about 90 s on
@@ -57,6 +58,24 @@ ensure_redis8() {
     echo "setup: Redis 8 could not be built (see above); labs run on the system's Redis ${v:-?} and release locks with Lua instead of DELEX IFEQ" >&2
   fi
 }
+
+# libfaketime: a fault that skews a worker's clock preloads it (src/fault/process.rs). Without
+# it only that fault is unavailable (its test says NOT TESTED; in CI it must be there).
+have_faketime() {
+  local f
+  for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do [ -f "$f" ] && return 0; done
+  return 1
+}
+if ! have_faketime; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing faketime (libfaketime) with apt-get" >&2
+    { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends faketime >/dev/null; } || true
+  fi
+  if ! have_faketime; then
+    [ -n "${CI:-}" ] && { echo "setup: libfaketime could not be installed, and CI tests the clock-skew fault" >&2; exit 2; }
+    echo "setup: no libfaketime (install Debian's faketime package): a fault that skews a clock is unavailable" >&2
+  fi
+fi
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)

@@ -1,25 +1,48 @@
-//! Faults injected on purpose, each one data from the scenario with a no-op default: handler
-//! work (a sleep standing in for an API call), publish failures with their retry schedule,
-//! planned SIGKILLs of role processes (at a consumer's receive, or at a named point of a job
-//! handler), a replication link with a shape (delay, bandwidth, partition, the primary's
-//! machine dying), a hash slot moved between cluster masters while workers run, and the time
-//! scale that stretches or shrinks them all.
+//! A fault is one declarative trigger and one action ([`Fault`]), declared in a scenario for any
+//! kind and any process; one [`Injector`] per process or party decides when each fires, and
+//! every party that can carry an action out consults it: the interposer at command boundaries,
+//! ordlab's own roles at their named points, the side-effect partner per request, the explorer
+//! per step. Every fault that fires is a timeline event ([`FaultEvent`]); one declared and never
+//! fired makes the run unknown.
 //!
-//! A lab that injects nothing gets the no-op versions: zero work, no failing attempt, no
-//! crash, time scale 1.
+//! - [`trigger`]: when (a command at its send or reply, a named point or timeline event, a
+//!   moment of the run, the process's start), which of the matches (the n-th, every k-th), and
+//!   with what probability.
+//! - [`action`]: what (SIGKILL, pause, delay, lose the reply, hang, reset, refuse connections,
+//!   restart a server, skew a clock; the partner's refuse, lost reply and delay).
+//! - [`declare`]: the two together as a scenario's table, checked in one line.
+//! - [`injector`]: the counts, and which faults fire now.
+//! - [`event`]: the timeline events, and the check that every declared fault fired.
+//! - [`process`]: the actions on a process (kill, pause, skew).
+//!
+//! Beside them, the injected conditions that are no fault of a process: handler work (a
+//! sleep standing in for an API call), publish failures with their retries, a hash slot
+//! moved while workers run, and the time scale that stretches them all. A lab that injects
+//! nothing gets the no-op versions: zero work, no failing attempt, time scale 1.
 
+pub mod action;
 mod crash;
+pub mod declare;
+pub mod event;
+pub mod injector;
 mod job_crash;
-pub mod link;
 mod list_crash;
+pub mod process;
 mod publish;
+pub mod server;
 pub mod slot_migration;
 mod time_scale;
+pub mod trigger;
 mod work;
 
+pub use action::Action;
 pub use crash::{crash_now, CrashPoint, CrashSpec, PlannedCrashes};
+pub use declare::{Fault, Target};
+pub use event::{unfired, FaultEvent};
+pub use injector::{Fired, Injector};
 pub use job_crash::{crash_due, HandlerPoint, JobCrash};
 pub use list_crash::{ListCrash, ListCrashPoint};
 pub use publish::PublishSchedule;
 pub use time_scale::{TimeScale, NEVER_BY_THE_CLOCK_MS};
+pub use trigger::{Count, Moment, Occurrence, Trigger};
 pub use work::HandlerWork;

@@ -4,23 +4,29 @@
 //!
 //! Because it speaks the real protocols (RESP2/RESP3 in [`redis`], PostgreSQL v3 in
 //! [`postgres`]), the worker can be anyone's program in any language: ordlab records what it
-//! did at the only place every client library must pass. The same place is where faults are
-//! injected at command boundaries ([`Rule`]: kill the worker right after the reply to its n-th
-//! `XREADGROUP`, when it sends `XACK`, drop a reply, close the connection, delay a command), and
-//! where a command can be held until the runner lets it go (what `explore` steps through).
+//! did at the only place every client library must pass. The same place is where the fault
+//! layer acts at command boundaries (the worker's [`crate::fault::Injector`]: kill the worker
+//! right after the reply to its n-th `XREADGROUP`, pause it when it sends `XACK`, lose a reply,
+//! hang or reset the connection, delay a command, refuse its new connections), and where a
+//! command can be held until the runner lets it go (what `explore` steps through).
 //!
 //! A connection is parsed in both directions by pure, incremental parsers (frames split across
-//! reads, pipelines, push frames); the forwarding itself copies bytes unchanged, so the worker's
-//! client library sees exactly what the server sent.
+//! reads, pipelines, push frames); the forwarding itself ([`forward`], the one loop every proxy
+//! of ordlab runs on) copies bytes unchanged, so the worker's client library sees exactly what
+//! the server sent.
 
+pub mod forward;
 pub mod limits;
+pub mod link;
 pub mod postgres;
 pub mod redis;
-mod rules;
 
-pub use rules::{Action, Moment, Rule, RuleSet};
+pub use crate::fault::Moment;
 
+use crate::fault::process::ProcessHandle;
+use crate::fault::{Action, Injector, Occurrence};
 use crate::timeline::ServerKind;
+use std::time::{Duration, Instant};
 
 /// What the interposer knows of one command (Redis) or statement (PostgreSQL) when it decides
 /// what to do with it: who sent it, on which of its connections, and the command's words.
@@ -39,13 +45,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// One worker's side of the interposer: who it is, its fault rules, where its events go and how
-/// to kill it. Every connection of the worker, to either server, shares it.
+/// One worker's side of the interposer: who it is, its faults, where its events go and how
+/// to act on its process. Every connection of the worker, to either server, shares it.
 pub struct WorkerTap {
     pub actor: Actor,
-    rules: RuleSet,
+    injector: Injector,
     sink: mpsc::UnboundedSender<RawEvent>,
-    kill: Box<dyn Fn() + Send + Sync>,
+    process: ProcessHandle,
+    /// New connections to each server are refused until then (a fault cut the worker off).
+    refusing: std::sync::Mutex<[Option<Instant>; 2]>,
     redis_connections: AtomicU32,
     postgres_connections: AtomicU32,
     /// Under exploration: every command is announced here and waits until released.
@@ -100,30 +108,71 @@ pub struct Exchange {
     pub sent_ns: Option<u64>,
 }
 
+/// What the interposer does with a command or a reply at one of its moments.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Passage {
+    /// Pass it on.
+    Forward,
+    /// Pass it on this much later (what comes after it waits).
+    Delay(Duration),
+    /// Pass nothing more on the connection, which stays open.
+    Hang,
+    /// End the connection without passing it on; `reset`: with a TCP RST.
+    Cut { reset: bool },
+}
+
+impl Passage {
+    /// The stronger of two: a cut over a hang over a delay (the longer) over passing.
+    fn and(self, other: Passage) -> Passage {
+        use Passage::*;
+        match (self, other) {
+            (Cut { reset: a }, Cut { reset: b }) => Cut { reset: a || b },
+            (Cut { reset }, _) | (_, Cut { reset }) => Cut { reset },
+            (Hang, _) | (_, Hang) => Hang,
+            (Delay(a), Delay(b)) => Delay(a.max(b)),
+            (Delay(d), Forward) | (Forward, Delay(d)) => Delay(d),
+            (Forward, Forward) => Forward,
+        }
+    }
+
+    /// Is what it applies to not passed on?
+    pub fn withholds(&self) -> bool {
+        matches!(self, Passage::Hang | Passage::Cut { .. })
+    }
+}
+
+fn server_slot(server: ServerKind) -> usize {
+    match server {
+        ServerKind::Redis => 0,
+        ServerKind::Postgres => 1,
+    }
+}
+
 impl WorkerTap {
     pub fn new(
         actor: Actor,
-        rules: Vec<Rule>,
+        injector: Injector,
         sink: mpsc::UnboundedSender<RawEvent>,
-        kill: Box<dyn Fn() + Send + Sync>,
+        process: ProcessHandle,
     ) -> Arc<WorkerTap> {
-        WorkerTap::gated(actor, rules, sink, kill, None)
+        WorkerTap::gated(actor, injector, sink, process, None)
     }
 
     /// A tap whose every command (but a client library's handshake) is held until released
     /// through `gate`.
     pub fn gated(
         actor: Actor,
-        rules: Vec<Rule>,
+        injector: Injector,
         sink: mpsc::UnboundedSender<RawEvent>,
-        kill: Box<dyn Fn() + Send + Sync>,
+        process: ProcessHandle,
         gate: Option<mpsc::UnboundedSender<Held>>,
     ) -> Arc<WorkerTap> {
         Arc::new(WorkerTap {
             actor,
-            rules: RuleSet::new(rules),
+            injector,
             sink,
-            kill,
+            process,
+            refusing: Default::default(),
             redis_connections: AtomicU32::new(0),
             postgres_connections: AtomicU32::new(0),
             gate,
@@ -181,14 +230,100 @@ impl WorkerTap {
         counter.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// What to do with a command at `moment`; a `Kill` is carried out here (the proxy then
-    /// drops what it held).
-    pub fn decide(&self, view: &CommandView<'_>, moment: Moment) -> Action {
-        let action = self.rules.decide(view, moment);
-        if action == Action::Kill {
-            (self.kill)();
+    /// What to do with a command at `moment`: every fault of the worker that fires there is
+    /// recorded and carried out (a kill, a pause, a skew act on the process here), and what
+    /// becomes of the command or reply is returned for the proxy to carry out.
+    pub fn decide(&self, view: &CommandView<'_>, moment: Moment) -> Passage {
+        let occurrence = Occurrence::Command { by: self.actor, server: view.server, args: view.args, moment };
+        let mut passage = Passage::Forward;
+        for fired in self.injector.fire(&occurrence) {
+            fired.announce(&self.sink, self.actor);
+            passage = passage.and(self.carry_out(&fired, Some(view.server)));
         }
-        action
+        passage
+    }
+
+    /// Carry out a fault that fired on this worker (at a command of `server`, if any).
+    fn carry_out(&self, fired: &crate::fault::Fired, server: Option<ServerKind>) -> Passage {
+        let over = {
+            let (sink, actor, end) = (self.sink.clone(), self.actor, fired.over(self.actor));
+            move || sink.record(RawEvent::now(actor, end))
+        };
+        match fired.fault.action {
+            Action::Kill => {
+                self.process.kill();
+                Passage::Cut { reset: false }
+            }
+            Action::PauseMs(ms) => {
+                self.process.pause(ms, over);
+                Passage::Forward
+            }
+            Action::SkewMs(ms) => {
+                if let Err(e) = self.process.skew(ms) {
+                    self.sink.record(RawEvent::now(self.actor, EventKind::crashed(false, e.to_string())));
+                }
+                Passage::Forward
+            }
+            Action::DelayMs(ms) => Passage::Delay(self.process.duration(ms)),
+            Action::LoseReply => Passage::Cut { reset: false },
+            Action::Drop => Passage::Hang,
+            Action::Reset => Passage::Cut { reset: true },
+            Action::RefuseConnectionsMs(ms) => {
+                let until = Instant::now() + self.process.duration(ms);
+                let mut refusing = self.refusing.lock().expect("not poisoned");
+                for s in [ServerKind::Redis, ServerKind::Postgres] {
+                    if server.is_none_or(|only| only == s) {
+                        refusing[server_slot(s)] = Some(until);
+                    }
+                }
+                let wait = until.saturating_duration_since(Instant::now());
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    over();
+                });
+                Passage::Forward
+            }
+            // Checked before the run: a process has no partner's or server's action.
+            Action::Refuse | Action::Restart => Passage::Forward,
+        }
+    }
+
+    /// Is a new connection of this worker to `server` to be refused now?
+    pub fn refuses(&self, server: ServerKind) -> bool {
+        self.refusing.lock().expect("not poisoned")[server_slot(server)].is_some_and(|until| Instant::now() < until)
+    }
+
+    /// A fault at a named point or a moment of the worker's run (not at the wire): carried
+    /// out on the process.
+    pub fn at(&self, occurrence: &Occurrence<'_>) {
+        for fired in self.injector.fire(occurrence) {
+            fired.announce(&self.sink, self.actor);
+            self.carry_out(&fired, None);
+        }
+    }
+
+    /// The worker's process has started: its faults at its start fire now, those at a moment
+    /// of the run are scheduled from now (the task ends after the last, or when the tap goes).
+    pub fn start(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        self.at(&Occurrence::Start { by: self.actor });
+        let moments = self.injector.moments();
+        let tap = Arc::downgrade(self);
+        let started = Instant::now();
+        tokio::spawn(async move {
+            for after_ms in moments {
+                let Some(due) = tap.upgrade().map(|t| started + t.process.duration(after_ms)) else { return };
+                tokio::time::sleep_until(due.into()).await;
+                match tap.upgrade() {
+                    Some(t) => t.at(&Occurrence::Time { after_ms }),
+                    None => return,
+                }
+            }
+        })
+    }
+
+    /// The process the tap acts on.
+    pub fn process(&self) -> &ProcessHandle {
+        &self.process
     }
 
     /// Record that a frame of this worker's over the server's limit was refused on its

@@ -38,6 +38,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::list_queue::events::ListEvent>(),
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
+    entry::<crate::fault::FaultEvent>(),
 ];
 
 const SHARED_ROLES: &[RoleEntry] = &[
@@ -112,6 +113,18 @@ pub trait Kind: LabProcedure {
 fn mismatch(record: &RunRecord) -> RunVerdict {
     let mut v = RunVerdict::right();
     v.add(Verdict::Unknown, format!("run {} records a {} run, not this kind", record.run, record.observed.kind()));
+    v
+}
+
+/// A run's verdict: the kind's judgement, made unknown when a fault it declares never fired
+/// (the run did not show what the lab says it shows, whatever else it shows).
+fn judged<P: Judge>(p: &P, run: &RunView<'_, P::Observed>) -> RunVerdict {
+    let mut v = p.judge(run);
+    let unfired = crate::fault::unfired(&p.faults(), run.events);
+    if !unfired.is_empty() {
+        v.reasons.extend(unfired);
+        v.verdict = Verdict::Unknown;
+    }
     v
 }
 
@@ -205,7 +218,7 @@ macro_rules! lab_kinds {
                 match self { $( Procedure::$kind(p) => {
                     let out = p.run(ctx).await?;
                     let events = crate::timeline::place(out.raw, out.t0_ns);
-                    let verdict = p.judge(&RunView { run: ctx.run, events: &events, timed_out: out.timed_out, observed: &out.observed });
+                    let verdict = judged(p, &RunView { run: ctx.run, events: &events, timed_out: out.timed_out, observed: &out.observed });
                     Ok(RunRecord { run: ctx.run, events, timed_out: out.timed_out, observed: Observed::$kind(out.observed), verdict })
                 } )* }
             }
@@ -224,7 +237,7 @@ macro_rules! lab_kinds {
             }
 
             pub fn judge(&self, record: &RunRecord) -> RunVerdict {
-                match self { $( Procedure::$kind(p) => with_view(p, record, |o| p.judge(o)).unwrap_or_else(|| mismatch(record)), )* }
+                match self { $( Procedure::$kind(p) => with_view(p, record, |o| judged(p, o)).unwrap_or_else(|| mismatch(record)), )* }
             }
 
             pub fn final_state(&self, record: &RunRecord) -> Vec<FinalItem> {

@@ -245,7 +245,7 @@ async fn measure(services: &Services) -> Result<Measurement, Error> {
             drained.fetch_add(1, Ordering::Relaxed);
         }
     });
-    let tap = WorkerTap::new(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}));
+    let tap = WorkerTap::new(Actor::Consumer(1), Default::default(), tx, Default::default());
     let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
     let upstream = upstream_of(&services.redis_url).await.map_err(io)?;
     // The benchmark's own client authenticates (its URL keeps the password).

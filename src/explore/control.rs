@@ -192,11 +192,11 @@ impl Control {
     pub fn tap(
         &self,
         actor: Actor,
-        rules: Vec<crate::interposer::Rule>,
+        injector: crate::fault::Injector,
         sink: mpsc::UnboundedSender<RawEvent>,
-        kill: Box<dyn Fn() + Send + Sync>,
+        process: crate::fault::process::ProcessHandle,
     ) -> Arc<WorkerTap> {
-        WorkerTap::gated(actor, rules, sink, kill, Some(self.gate.clone()))
+        WorkerTap::gated(actor, injector, sink, process, Some(self.gate.clone()))
     }
 
     /// Put `actor`, whose connections are named `client_name` and go through `tap`, under control.
@@ -210,7 +210,7 @@ impl Control {
     pub async fn endpoints(&self, actor: Actor, client_name: &str, key_prefix: &str) -> Result<ActorUrls, Error> {
         let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
         let (sink, _) = mpsc::unbounded_channel();
-        let tap = self.tap(actor, Vec::new(), sink, Box::new(|| {}));
+        let tap = self.tap(actor, Default::default(), sink, Default::default());
         let up = upstream_of(&self.redis_url).await.map_err(io)?;
         let setup = RedisSetup {
             client_name: Some(client_name.to_string()),

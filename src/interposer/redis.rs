@@ -11,8 +11,9 @@
 pub mod command;
 pub mod frame;
 
+use super::forward::{forward, Direction, Outbox, Step};
 use super::limits::{Breach, HELD_MAX};
-use super::{Action, CommandView, Exchange, Moment, WorkerTap};
+use super::{CommandView, Exchange, Moment, Passage, WorkerTap};
 use crate::timeline::ServerKind;
 use command::{CommandReader, Fed, ReadError};
 use frame::{Protocol, Reply};
@@ -20,7 +21,6 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 /// What every Redis connection of a worker is set up with.
@@ -65,14 +65,19 @@ struct Wire {
 /// Commands after which a connection carries messages, not replies.
 const SUBSCRIBER_COMMANDS: [&str; 4] = ["SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR"];
 
-/// Proxy one connection of the worker to `upstream` until either side closes (or a rule
-/// closes it).
+/// Proxy one connection of the worker to `upstream` until either side closes (or a fault
+/// ends it).
 pub async fn serve(
     client: TcpStream,
     upstream: SocketAddr,
     tap: Arc<WorkerTap>,
     setup: Arc<RedisSetup>,
 ) -> std::io::Result<()> {
+    if tap.refuses(ServerKind::Redis) {
+        // Cut off from the server: the connection is reset as soon as it is accepted.
+        let _ = client.set_zero_linger();
+        return Ok(());
+    }
     let mut server = TcpStream::connect(upstream).await?;
     let _ = server.set_nodelay(true);
     let _ = client.set_nodelay(true);
@@ -93,20 +98,41 @@ pub async fn serve(
         transaction: None,
     }));
     let (mut client_read, mut client_write) = client.into_split();
-    let (server_read, server_write) = server.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
     let link = Link { tap, setup, wire, connection };
-    let refused = tokio::select! {
-        r = link.commands(&mut client_read, server_write) => r?,
-        r = link.replies(server_read, &mut client_write) => r.map(|()| None)?,
+    let mut commands = Commands { link: &link, command: InFlight::default() };
+    let mut replies = Replies { link: &link, buf: Vec::new() };
+    let end = tokio::select! {
+        r = forward(&mut client_read, Outbox::now(&mut server_write), &mut commands, &[], None) => r?,
+        r = forward(&mut server_read, Outbox::now(&mut client_write), &mut replies, &[], None) => r?,
     };
-    if let Some(breach) = refused {
-        // As Redis does: its error line, then the connection closes.
-        link.tap.refused(&breach, connection);
-        client_write.write_all(&breach.reply()).await?;
-        client_write.shutdown().await?;
-        super::limits::linger(&mut client_read).await;
+    match end {
+        End::Closed => {}
+        End::Cut { reset: true } => {
+            // No FIN first (dropping a write half shuts it down): the RST is all the client gets.
+            let _ = client_write.as_ref().set_zero_linger();
+            client_write.forget();
+        }
+        End::Cut { reset: false } => {}
+        End::Refused(breach) => {
+            // As Redis does: its error line, then the connection closes.
+            link.tap.refused(&breach, connection);
+            client_write.write_all(&breach.reply()).await?;
+            client_write.shutdown().await?;
+            super::limits::linger(&mut client_read).await;
+        }
     }
     Ok(())
+}
+
+/// How a connection's forwarding ends.
+enum End {
+    /// One side closed.
+    Closed,
+    /// A fault ended it.
+    Cut { reset: bool },
+    /// A frame over the server's limit: refuse it with the server's error, then close.
+    Refused(Breach),
 }
 
 /// A command of the interposer's own on a fresh connection (`AUTH …`, `CLIENT SETNAME <name>`),
@@ -139,12 +165,83 @@ struct Link {
     connection: u32,
 }
 
-/// How a rule (or a limit) ends the forwarding of one direction.
+/// How a fault (or a limit) ends the forwarding of one direction.
 enum Stop {
-    Close,
+    Cut {
+        reset: bool,
+    },
     Hang,
     /// A frame over the server's limit: refuse it with the server's error, then close.
     Refuse(Breach),
+}
+
+impl Stop {
+    fn of(passage: Passage) -> Result<Option<std::time::Duration>, Stop> {
+        match passage {
+            Passage::Forward => Ok(None),
+            Passage::Delay(d) => Ok(Some(d)),
+            Passage::Hang => Err(Stop::Hang),
+            Passage::Cut { reset } => Err(Stop::Cut { reset }),
+        }
+    }
+}
+
+/// Worker → server: parse each command, let the faults decide, forward.
+struct Commands<'a> {
+    link: &'a Link,
+    command: InFlight,
+}
+
+impl Direction for Commands<'_> {
+    type End = End;
+
+    async fn relay(&mut self, input: &[u8], out: &mut Outbox<'_>) -> std::io::Result<Step<End>> {
+        if self.link.wire.lock().unwrap().hung {
+            return Ok(Step::Continue);
+        }
+        Ok(match self.link.forward_commands(&mut self.command, input, out).await? {
+            None => Step::Continue,
+            Some(Stop::Cut { reset }) => Step::End(End::Cut { reset }),
+            Some(Stop::Hang) => {
+                self.link.wire.lock().unwrap().hung = true;
+                Step::Continue
+            }
+            Some(Stop::Refuse(breach)) => Step::End(End::Refused(breach)),
+        })
+    }
+
+    fn closed(&mut self) -> End {
+        End::Closed
+    }
+}
+
+/// Server → worker: pair each reply with its command, record it, let the faults decide.
+struct Replies<'a> {
+    link: &'a Link,
+    buf: Vec<u8>,
+}
+
+impl Direction for Replies<'_> {
+    type End = End;
+
+    async fn relay(&mut self, input: &[u8], out: &mut Outbox<'_>) -> std::io::Result<Step<End>> {
+        if self.link.wire.lock().unwrap().hung {
+            return Ok(Step::Continue);
+        }
+        self.buf.extend_from_slice(input);
+        Ok(match self.link.forward_replies(&mut self.buf, out).await? {
+            None | Some(Stop::Refuse(_)) => Step::Continue,
+            Some(Stop::Cut { reset }) => Step::End(End::Cut { reset }),
+            Some(Stop::Hang) => {
+                self.link.wire.lock().unwrap().hung = true;
+                Step::Continue
+            }
+        })
+    }
+
+    fn closed(&mut self) -> End {
+        End::Closed
+    }
 }
 
 /// The worker's command in progress, as the commands direction forwards it.
@@ -171,65 +268,22 @@ impl Link {
         CommandView { server: ServerKind::Redis, connection: self.connection, args }
     }
 
-    /// Worker → server: parse each command, let the rules decide, forward. A frame over the
-    /// server's limit ends it with the breach, for [`serve`] to refuse.
-    async fn commands(&self, from: &mut OwnedReadHalf, mut to: OwnedWriteHalf) -> std::io::Result<Option<Breach>> {
-        let mut command = InFlight::default();
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            let n = from.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(None);
-            }
-            if self.wire.lock().unwrap().hung {
-                continue;
-            }
-            match self.forward_commands(&mut command, &chunk[..n], &mut to).await? {
-                None => {}
-                Some(Stop::Close) => return Ok(None),
-                Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
-                Some(Stop::Refuse(breach)) => return Ok(Some(breach)),
-            }
-        }
-    }
-
-    /// Server → worker: pair each reply with its command, record it, let the rules decide.
-    async fn replies(&self, mut from: OwnedReadHalf, to: &mut OwnedWriteHalf) -> std::io::Result<()> {
-        let mut buf: Vec<u8> = Vec::new();
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            let n = from.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            if self.wire.lock().unwrap().hung {
-                continue;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            match self.forward_replies(&mut buf, to).await? {
-                None | Some(Stop::Refuse(_)) => {}
-                Some(Stop::Close) => return Ok(()),
-                Some(Stop::Hang) => self.wire.lock().unwrap().hung = true,
-            }
-        }
-    }
-
     /// Forward every whole command of `input` (holding an incomplete one up to [`HELD_MAX`],
     /// streaming it beyond); a rule or a limit may stop it.
     async fn forward_commands(
         &self,
         command: &mut InFlight,
         mut input: &[u8],
-        to: &mut OwnedWriteHalf,
+        out: &mut Outbox<'_>,
     ) -> std::io::Result<Option<Stop>> {
-        let mut out: Vec<u8> = Vec::new();
         let stop = loop {
             if input.is_empty() {
                 break None;
             }
             if self.wire.lock().unwrap().passthrough {
-                out.append(&mut command.held);
-                out.extend_from_slice(input);
+                out.push(&command.held);
+                command.held.clear();
+                out.push(input);
                 break None;
             }
             let (used, args) = match command.reader.feed(input) {
@@ -249,7 +303,7 @@ impl Link {
             let (piece, rest) = input.split_at(used);
             input = rest;
             if command.streaming {
-                out.extend_from_slice(piece);
+                out.push(piece);
             } else {
                 command.held.extend_from_slice(piece);
             }
@@ -259,24 +313,26 @@ impl Link {
                 }
                 // Too large to hold: decide on what has been read of it, then stream it.
                 let so_far = command.reader.args_so_far();
-                match self.send_moment(&so_far, &so_far, &mut out, to).await? {
+                match self.send_moment(&so_far, &so_far, out).await? {
                     Err(stop) => break Some(stop),
-                    Ok(delay) => self.delay(delay, &mut out, to).await?,
+                    Ok(delay) => self.delay(delay, out).await?,
                 }
                 command.streaming = true;
-                out.append(&mut command.held);
+                out.push(&command.held);
+                command.held.clear();
                 continue;
             };
             if args.is_empty() {
                 // An empty line or `*0`: Redis answers nothing.
-                out.append(&mut command.held);
+                out.push(&command.held);
+                command.held.clear();
                 command.streaming = false;
                 continue;
             }
             let mut delay = None;
             let matched = self.transaction_view(&args);
             if !command.streaming {
-                match self.send_moment(&args, matched.as_deref().unwrap_or(&args), &mut out, to).await? {
+                match self.send_moment(&args, matched.as_deref().unwrap_or(&args), out).await? {
                     Err(stop) => break Some(stop),
                     Ok(d) => delay = d,
                 }
@@ -288,16 +344,17 @@ impl Link {
             let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
             let sent = Sent { args: shown, hello, sent_ns: crate::clock::now_ns(), matched };
             self.wire.lock().unwrap().sent.push_back(sent);
-            self.delay(delay, &mut out, to).await?;
-            out.append(&mut command.held);
+            self.delay(delay, out).await?;
+            out.push(&command.held);
+            command.held.clear();
             command.streaming = false;
         };
-        to.write_all(&out).await?;
         Ok(stop)
     }
 
     /// Follow a transaction: after `MULTI`, each command is queued; its `EXEC` is matched by
-    /// rules as `EXEC` followed by them (None: the command is matched as it is).
+    /// the faults as `EXEC` followed by them, so a pattern can name what the transaction does
+    /// (`EXEC` with `pattern = "unacked_index"`); None: the command is matched as it is.
     fn transaction_view(&self, args: &[String]) -> Option<Vec<String>> {
         let mut wire = self.wire.lock().unwrap();
         match args[0].to_ascii_uppercase().as_str() {
@@ -324,49 +381,39 @@ impl Link {
     }
 
     /// A command's send moment, before its bytes are forwarded: under a gate it waits for the
-    /// explorer (what came before it passes first), then the rules decide: a stop, or the
-    /// delay (ms) before it passes.
+    /// explorer (what came before it passes first), then the faults decide: a stop, or the
+    /// delay before it passes.
     async fn send_moment(
         &self,
         args: &[String],
         matched: &[String],
-        out: &mut Vec<u8>,
-        to: &mut OwnedWriteHalf,
-    ) -> std::io::Result<Result<Option<f64>, Stop>> {
+        out: &mut Outbox<'_>,
+    ) -> std::io::Result<Result<Option<std::time::Duration>, Stop>> {
         if self.tap.is_gated() {
-            to.write_all(out).await?;
-            out.clear();
+            out.flush().await?;
             let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
             if !self.tap.hold(&self.view(&shown)).await {
-                return Ok(Err(Stop::Close));
+                return Ok(Err(Stop::Cut { reset: false }));
             }
         }
-        Ok(match self.tap.decide(&self.view(matched), Moment::Send) {
-            Action::Kill | Action::Close => Err(Stop::Close),
-            Action::Drop => Err(Stop::Hang),
-            Action::Forward => Ok(None),
-            Action::DelayMs(ms) => Ok(Some(ms)),
-        })
+        Ok(Stop::of(self.tap.decide(&self.view(matched), Moment::Send)))
     }
 
-    /// A rule's delay: what came before passes, then the command waits `ms`.
-    async fn delay(&self, ms: Option<f64>, out: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<()> {
-        if let Some(ms) = ms {
-            to.write_all(out).await?;
-            out.clear();
-            tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+    /// A fault's delay: what came before passes, then the command waits.
+    async fn delay(&self, d: Option<std::time::Duration>, out: &mut Outbox<'_>) -> std::io::Result<()> {
+        match d {
+            Some(d) => out.hold(d).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    async fn forward_replies(&self, buf: &mut Vec<u8>, to: &mut OwnedWriteHalf) -> std::io::Result<Option<Stop>> {
+    async fn forward_replies(&self, buf: &mut Vec<u8>, out: &mut Outbox<'_>) -> std::io::Result<Option<Stop>> {
         let mut pos = 0;
-        let mut out: Vec<u8> = Vec::new();
         let stop = loop {
             let protocol = {
                 let wire = self.wire.lock().unwrap();
                 if wire.passthrough {
-                    out.extend_from_slice(&buf[pos..]);
+                    out.push(&buf[pos..]);
                     pos = buf.len();
                     break None;
                 }
@@ -393,7 +440,7 @@ impl Link {
             };
             let Some(sent) = sent else {
                 // Out-of-band data, or a reply to nothing the worker sent: pass it on.
-                out.extend_from_slice(bytes);
+                out.push(bytes);
                 continue;
             };
             let name = sent.args.first().cloned().unwrap_or_default();
@@ -401,14 +448,13 @@ impl Link {
                 self.wire.lock().unwrap().protocol = p;
             }
             let subscribes = SUBSCRIBER_COMMANDS.contains(&name.as_str()) && !reply.is_error();
-            let action = self.tap.decide(&self.view(sent.matched.as_deref().unwrap_or(&sent.args)), Moment::Reply);
+            let passage = self.tap.decide(&self.view(sent.matched.as_deref().unwrap_or(&sent.args)), Moment::Reply);
             let mut shown = self.shown(&frame::abbreviate(&name, &reply));
             if subscribes {
                 shown.push_str(" (passed through unrecorded from here)");
             }
-            match action {
-                Action::Kill | Action::Close | Action::Drop => shown.push_str(" (not passed on)"),
-                Action::Forward | Action::DelayMs(_) => {}
+            if passage.withholds() {
+                shown.push_str(" (not passed on)");
             }
             let entries = frame::delivered(&name, &reply);
             self.tap.record(Exchange {
@@ -421,23 +467,16 @@ impl Link {
                 replied_ns,
                 sent_ns: Some(sent.sent_ns),
             });
-            match action {
-                Action::Kill | Action::Close => break Some(Stop::Close),
-                Action::Drop => break Some(Stop::Hang),
-                Action::DelayMs(ms) => {
-                    to.write_all(&out).await?;
-                    out.clear();
-                    tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
-                }
-                Action::Forward => {}
+            match Stop::of(passage) {
+                Err(stop) => break Some(stop),
+                Ok(delay) => self.delay(delay, out).await?,
             }
-            out.extend_from_slice(bytes);
+            out.push(bytes);
             if subscribes {
                 self.wire.lock().unwrap().passthrough = true;
             }
         };
         buf.drain(..pos);
-        to.write_all(&out).await?;
         Ok(stop)
     }
 }

@@ -173,6 +173,7 @@ impl<'p> ConsumerGroup<'p> {
         let actor = Actor::Consumer(index);
         let client_name = ctx.client_name(actor);
         let env = WorkerEnv {
+            scale: Some(ctx.scale),
             index,
             stream: self.streams[(index - 1) as usize % self.streams.len()].clone(),
             group: GROUP.to_string(),

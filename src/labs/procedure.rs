@@ -67,6 +67,12 @@ pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
     /// What the run measured.
     fn facts(&self, run: &RunView<'_, Self::Observed>) -> Self::Facts;
 
+    /// The faults the run declares (its scenario's, and those its workload makes), each of
+    /// which must fire: one that never did makes the run unknown (default: none).
+    fn faults(&self) -> Vec<crate::fault::Fault> {
+        Vec::new()
+    }
+
     /// The events the lab means to deliver, for the fates checker (`checker::fates`: applied,
     /// dropped, lost, out of order). None where nothing is delivered through a queue (default).
     fn intended(&self) -> Option<Vec<Intended>> {

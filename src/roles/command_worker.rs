@@ -11,8 +11,10 @@
 use super::client_list::{wait_for_client, ClientState};
 use super::RoleProcess;
 use crate::error::Error;
+use crate::fault::process::ProcessHandle;
+use crate::fault::{Fault, Injector, Target};
 use crate::interposer::redis::RedisSetup;
-use crate::interposer::{upstream_of, Action, Endpoint, Moment, Rule, WorkerTap};
+use crate::interposer::{upstream_of, Endpoint, WorkerTap};
 use crate::lang::Words;
 use crate::timeline::{Actor, EventKind, RawEvent, Sink as _};
 use redis::aio::MultiplexedConnection;
@@ -32,61 +34,41 @@ pub struct WorkerCommand {
     /// How many processes (default: the lab's number of consumers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
-    /// Faults at command boundaries, per worker process.
+    /// Faults of the worker processes (`worker = 1`: the first; at command boundaries, named
+    /// events, moments of the run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub faults: Vec<WorkerFault>,
+    pub faults: Vec<Fault>,
     /// Extra environment for every process.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
 }
 
-/// `{ worker = 1, command = "XREADGROUP", nth = 1, at = "reply", action = "kill" }`: SIGKILL
-/// worker 1 the moment the reply to its first XREADGROUP arrives (before it can act on it).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkerFault {
-    pub worker: u32,
-    /// A Redis command name, or a statement's first keyword (`UPDATE`).
-    pub command: String,
-    #[serde(default = "first")]
-    pub nth: u32,
-    pub at: Moment,
-    #[serde(default = "kill")]
-    pub action: Action,
-}
-
-impl WorkerFault {
-    /// The fault in words, for process `who` (`C1`, `W2`, `reaper`): `C1 is SIGKILLed by the
-    /// interposer when the reply to its SET #1 arrives`.
-    pub fn describe(&self, who: &str, lang: crate::lang::Lang) -> String {
-        use crate::interposer::{Action, Moment};
-        let (c, n) = (&self.command, self.nth);
-        match (self.at, self.action) {
-            (Moment::Reply, Action::Kill) => crate::tr!(
+/// A worker fault in words, for process `who` (`C1`, `W2`, `reaper`): `C1 is SIGKILLed by the
+/// interposer when the reply to its SET #1 arrives`.
+pub fn fault_words(f: &Fault, who: &str, lang: crate::lang::Lang) -> String {
+    use crate::fault::{Action, Moment, Trigger};
+    match (&f.trigger, f.action, f.count.nth, f.count.every) {
+        (Trigger::Command { command: Some(c), moment: Moment::Reply, of: None, .. }, Action::Kill, n, None) => {
+            crate::tr!(
                 lang,
                 "{who} is SIGKILLed by the interposer when the reply to its {c} #{n} arrives",
                 "{who} bị interposer SIGKILL khi reply của {c} #{n} tới"
-            ),
-            (Moment::Send, Action::Kill) => crate::tr!(
+            )
+        }
+        (Trigger::Command { command: Some(c), moment: Moment::Send, of: None, .. }, Action::Kill, n, None) => {
+            crate::tr!(
                 lang,
                 "{who} is SIGKILLed by the interposer when it sends its {c} #{n}",
                 "{who} bị interposer SIGKILL khi gửi {c} #{n}"
-            ),
-            (at, action) => crate::tr!(
-                lang,
-                "interposer fault on {who}: {action:?} at the {at:?} of its {c} #{n}",
-                "lỗi interposer trên {who}: {action:?} lúc {at:?} của {c} #{n}"
-            ),
+            )
+        }
+        _ => {
+            let label = f.resolved(Actor::Runner).label();
+            let label = label.get(lang);
+            let rest = label.split_once(": ").map_or(label, |(_, r)| r);
+            crate::tr!(lang, "fault on {who}: {rest}", "lỗi cài sẵn trên {who}: {rest}")
         }
     }
-}
-
-fn first() -> u32 {
-    1
-}
-
-fn kill() -> Action {
-    Action::Kill
 }
 
 impl WorkerCommand {
@@ -96,14 +78,16 @@ impl WorkerCommand {
             return Err("setup.worker.command is empty: give the program and its arguments, e.g. [\"python3\", \"examples/python/consumer.py\"]".into());
         }
         for f in &self.faults {
-            if !(1..=processes).contains(&f.worker) {
-                return Err(format!(
-                    "setup.worker.faults: worker = {} but there are {processes} worker processes",
-                    f.worker
-                ));
-            }
-            if f.nth == 0 {
-                return Err("setup.worker.faults: nth = 0: the first command is nth = 1".into());
+            match f.target {
+                Target::Index(i) if !(1..=processes).contains(&i) => {
+                    return Err(format!(
+                        "setup.worker.faults: worker = {i} but there are {processes} worker processes"
+                    ));
+                }
+                Target::Server(_) | Target::Partner => {
+                    return Err("setup.worker.faults: a worker's faults hit its processes (worker = 1, on = \"W1\"); declare a server's or the partner's in setup.faults".into());
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -178,6 +162,8 @@ pub struct WorkerEnv {
     /// The kind's own variables (`ORDLAB_QUEUE`, `ORDLAB_SINK_URL`, …); a kind without a stream
     /// leaves `stream`, `group` and `orders_table` empty.
     pub extra: BTreeMap<String, String>,
+    /// The lab's time scale, for the durations of its faults (None: real time).
+    pub scale: Option<crate::fault::TimeScale>,
 }
 
 /// A running worker process with its interposed endpoints.
@@ -185,29 +171,25 @@ pub struct CommandWorker {
     pub process: RoleProcess,
     /// Kept open while the process runs; dropped after it.
     endpoints: Vec<Endpoint>,
+    /// Fires its faults at moments of the run.
+    timer: tokio::task::JoinHandle<()>,
+    /// Where its clock's skew is written, if a fault skews it.
+    _skew: Option<tempfile::TempDir>,
+    tap: Arc<WorkerTap>,
     signaller: Signaller,
 }
 
-/// Sends a signal to a worker's process group as the runner's planned act: its exit is then
-/// no crash of its own, and a SIGKILL is a `killed by the runner` event.
+/// Sends a signal to a worker's process group as the runner's planned act (a supervisor's
+/// SIGTERM): its exit, whenever it comes, is then no crash of its own.
 #[derive(Clone)]
 pub struct Signaller {
     actor: Actor,
     pid: Arc<AtomicU32>,
     planned: Arc<AtomicBool>,
-    sink: mpsc::UnboundedSender<RawEvent>,
 }
 
 impl Signaller {
-    /// SIGKILL now; `detail` says where, for the timeline.
-    pub fn kill(&self, detail: Words) {
-        self.planned.store(true, Ordering::SeqCst);
-        self.sink.record(RawEvent::now(self.actor, EventKind::killed_by_runner(detail)));
-        self.send(nix::sys::signal::Signal::SIGKILL);
-    }
-
-    /// Send `signal` (a SIGTERM: the process shuts down as it does when its supervisor stops
-    /// it); its exit, whenever it comes, is planned.
+    /// Send `signal`; the process's exit is planned from now on.
     pub fn send(&self, signal: nix::sys::signal::Signal) {
         self.planned.store(true, Ordering::SeqCst);
         let pid = self.pid.load(Ordering::SeqCst);
@@ -220,7 +202,7 @@ impl Signaller {
         self.actor
     }
 
-    /// Has the runner (or a rule of the interposer) killed or stopped it?
+    /// Has the runner, or a fault, killed or stopped it?
     pub fn is_planned(&self) -> bool {
         self.planned.load(Ordering::SeqCst)
     }
@@ -260,39 +242,40 @@ impl CommandWorker {
         sink: mpsc::UnboundedSender<RawEvent>,
         gate: Option<mpsc::UnboundedSender<crate::interposer::Held>>,
     ) -> Result<CommandWorker, Error> {
-        let rules: Vec<Rule> = spec
-            .faults
-            .iter()
-            .filter(|f| f.worker == env.index)
-            .map(|f| Rule { command: f.command.clone(), nth: f.nth, moment: f.at, action: f.action })
-            .collect();
-        let pid = Arc::new(AtomicU32::new(0));
+        let faults: Vec<Fault> =
+            spec.faults.iter().filter(|f| f.aims_at(actor, env.index)).map(|f| f.resolved(actor)).collect();
+        let injector = Injector::new(faults, env.seed);
         let planned = Arc::new(AtomicBool::new(false));
-        let kill = {
-            let (pid, planned, sink) = (pid.clone(), planned.clone(), sink.clone());
-            Box::new(move || {
+        let mut process = ProcessHandle::new(env.scale.unwrap_or(crate::fault::TimeScale::REAL)).on_kill({
+            let (planned, sink) = (planned.clone(), sink.clone());
+            move || {
                 planned.store(true, Ordering::SeqCst);
                 let detail = Words::new(
                     "SIGKILL from the interposer, at a command boundary",
                     "SIGKILL từ interposer, giữa hai lệnh",
                 );
                 sink.record(RawEvent::now(actor, EventKind::killed_by_runner(detail)));
-                let pid = pid.load(Ordering::SeqCst);
-                if pid != 0 {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pid as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
-            })
+            }
+        });
+        let skew_dir = if injector.skews() {
+            Some(tempfile::tempdir().map_err(|e| Error::Io { context: "a clock skew file".into(), source: e })?)
+        } else {
+            None
         };
+        let mut skew_env = Vec::new();
+        if let Some(dir) = &skew_dir {
+            let skew = crate::fault::process::ClockSkew::new(dir.path(), &actor.to_string())
+                .map_err(|e| Error::WorkerCommand { command: spec.shown(), detail: e.to_string() })?;
+            skew_env = skew.env();
+            process = process.with_skew(skew);
+        }
         let tap = match upstreams.control {
             Some(control) => {
-                let tap = control.tap(actor, rules, sink.clone(), kill);
+                let tap = control.tap(actor, injector, sink.clone(), process.clone());
                 control.register(actor, client_name, tap.clone());
                 tap
             }
-            None => WorkerTap::gated(actor, rules, sink.clone(), kill, gate),
+            None => WorkerTap::gated(actor, injector, sink.clone(), process.clone(), gate),
         };
         let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
         let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
@@ -323,6 +306,7 @@ impl CommandWorker {
             .env("PYTHONUNBUFFERED", "1");
         cmd.envs(&env.extra);
         cmd.envs(&spec.env);
+        cmd.envs(skew_env);
         let child = RoleProcess::start(cmd, None).map_err(|e| Error::WorkerCommand {
             command: spec.shown(),
             detail: match e.kind() {
@@ -332,12 +316,14 @@ impl CommandWorker {
                 _ => e.to_string(),
             },
         })?;
-        pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
-        let signaller = Signaller { actor, pid, planned: planned.clone(), sink: sink.clone() };
-        let process = RoleProcess::watch(child, actor, sink, planned, true);
+        process.started(child.id().unwrap_or(0));
+        let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
+        let signaller = Signaller { actor, pid, planned: planned.clone() };
+        let timer = tap.start();
+        let role = RoleProcess::watch(child, actor, sink, planned, true);
         let mut endpoints = vec![redis];
         endpoints.extend(pg_endpoint);
-        Ok(CommandWorker { process, endpoints, signaller })
+        Ok(CommandWorker { process: role, endpoints, timer, _skew: skew_dir, tap, signaller })
     }
 
     /// Wait until the worker waits in `want` (`CLIENT LIST` on `conn`), or say why it did not:
@@ -357,13 +343,20 @@ impl CommandWorker {
         })
     }
 
-    /// A handle that signals the process (the runner's planned kill or stop).
+    /// A handle that signals the process (the runner's planned stop).
     pub fn signaller(&self) -> Signaller {
         self.signaller.clone()
     }
 
+    /// Its side of the interposer: where a party that sees a named point of its run (the
+    /// side-effect partner, at a job's start) asks its faults.
+    pub fn tap(&self) -> &Arc<WorkerTap> {
+        &self.tap
+    }
+
     /// Kill the process, wait until its output is drained, close its endpoints.
     pub async fn stop(self) {
+        self.timer.abort();
         self.process.stop().await;
         drop(self.endpoints);
     }

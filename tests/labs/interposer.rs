@@ -1,8 +1,10 @@
 //! The interposer on real servers: a client library's traffic passes through unchanged and
 //! every command is recorded with its reply; faults fire at command boundaries.
 
+use ordlab::fault::process::ProcessHandle;
+use ordlab::fault::{Fault, Injector, Moment, Target};
 use ordlab::interposer::redis::RedisSetup;
-use ordlab::interposer::{upstream_of, Action, Endpoint, Moment, Rule, WorkerTap};
+use ordlab::interposer::{upstream_of, Endpoint, WorkerTap};
 use ordlab::service::start_local_redis;
 use ordlab::timeline::{Actor, EventKind, RawEvent};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -24,7 +26,7 @@ fn lines(rx: &mut mpsc::UnboundedReceiver<RawEvent>) -> Vec<String> {
 async fn redis_traffic_passes_unchanged_and_each_command_is_recorded_with_its_reply() {
     let server = start_local_redis(&[]).await.expect("redis-server starts");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let tap = WorkerTap::new(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}));
+    let tap = WorkerTap::new(Actor::Consumer(1), Injector::default(), tx, ProcessHandle::default());
     let setup = RedisSetup { client_name: Some("ordlab-test-C1".into()), key_prefix: "t:".into(), auth: None };
     let endpoint = Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, setup).await.unwrap();
     for protocol in ["resp2", "resp3"] {
@@ -115,15 +117,11 @@ async fn a_kill_after_the_reply_to_xreadgroup_leaves_the_entry_pending_and_the_w
     let (tx, mut rx) = mpsc::unbounded_channel();
     let kills = Arc::new(AtomicU32::new(0));
     let k = kills.clone();
-    let rule = Rule { command: "XREADGROUP".into(), nth: 1, moment: Moment::Reply, action: Action::Kill };
-    let tap = WorkerTap::new(
-        Actor::Consumer(1),
-        vec![rule],
-        tx,
-        Box::new(move || {
-            k.fetch_add(1, Ordering::SeqCst);
-        }),
-    );
+    let fault = Fault::kill_at(Target::Any, "XREADGROUP", 1, Moment::Reply);
+    let process = ProcessHandle::default().on_kill(move || {
+        k.fetch_add(1, Ordering::SeqCst);
+    });
+    let tap = WorkerTap::new(Actor::Consumer(1), Injector::new(vec![fault], 1), tx, process);
     let endpoint = Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, RedisSetup::default()).await.unwrap();
     let client = redis::Client::open(format!("redis://{}/", endpoint.addr)).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -167,7 +165,7 @@ async fn a_gated_worker_s_commands_and_statements_wait_at_the_wire_until_release
     let services = ordlab::service::Services::start(&super::support::local()).await.expect("local servers start");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (gate, mut held) = mpsc::unbounded_channel::<Held>();
-    let tap = WorkerTap::gated(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}), Some(gate));
+    let tap = WorkerTap::gated(Actor::Consumer(1), Injector::default(), tx, ProcessHandle::default(), Some(gate));
     let redis_ep = Endpoint::redis(upstream_of(&services.redis_url).await.unwrap(), tap.clone(), RedisSetup::default())
         .await
         .unwrap();

@@ -29,6 +29,9 @@ mod external_namespace;
 /// `failover`: a promoted asynchronous replica lacks what its link held at the crash
 /// (entries, deliveries, acks); plain goes wrong, CAS does not.
 mod failover_lab;
+/// Every action of the fault layer on a real server and a real process (pause, lose a reply,
+/// reset, delay, refuse connections, kill, skew a clock, restart a server).
+mod faults;
 /// A list worker from a command line (seed 003's Node worker) beside ordlab's own: `foreign-list`.
 mod foreign_list;
 /// Workers from a command line (the examples' Python and PHP consumers) under the baseline race

@@ -129,7 +129,7 @@ async fn hostile_frames_are_refused_in_the_server_s_words_with_bounded_memory() 
     }
     let services = ordlab::service::Services::start(&super::support::local()).await.expect("local servers start");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let tap = WorkerTap::new(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}));
+    let tap = WorkerTap::new(Actor::Consumer(1), Default::default(), tx, Default::default());
     let redis_ep = Endpoint::redis(upstream_of(&services.redis_url).await.unwrap(), tap.clone(), RedisSetup::default())
         .await
         .unwrap();

@@ -54,7 +54,7 @@ pub async fn run(redis_url: &str, key: &str) -> Result<(), Error> {
     let value = vec![b'v'; BULK];
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let tap = WorkerTap::new(Actor::Consumer(1), Vec::new(), tx, Box::new(|| {}));
+    let tap = WorkerTap::new(Actor::Consumer(1), Default::default(), tx, Default::default());
     let endpoint = Endpoint::redis(upstream, tap, RedisSetup::default()).await.context("start the interposer")?;
     let before = peak_rss_mb();
     let direct = flood(upstream, key, &value).await?;

@@ -5,7 +5,7 @@
 //!
 //! One run, on two redis-servers of its own (PostgreSQL is the shared one and survives):
 //!
-//! 1. the replica replicates through a link of the harness ([`crate::fault::link`]: a delay,
+//! 1. the replica replicates through a link of the harness ([`crate::interposer::link`]: a delay,
 //!    a bandwidth, a partition) or directly on loopback; consumer processes read the group on
 //!    the primary, each ready to follow the primary elsewhere;
 //! 2. a steady producer publishes each order's `created`, then its `paid` a little later;
@@ -25,7 +25,7 @@ pub mod events;
 
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::{Context as _, Error};
-use crate::fault::link::{Link, LinkCounts, LinkShape};
+use crate::interposer::link::{Link, LinkCounts, LinkShape};
 use crate::fault::{HandlerWork, TimeScale};
 use crate::handler::order::Strategy;
 use crate::labs::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};

@@ -591,6 +591,10 @@ impl LabProcedure for JobsSpec {
 impl Judge for JobsSpec {
     type Observed = JobsObserved;
     type Facts = JobsFacts;
+
+    fn faults(&self) -> Vec<crate::fault::Fault> {
+        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    }
     /// Wrong when an effect is not exactly once. A cell that differs from the lab's own
     /// prediction makes the run unknown whatever else it shows: the lab then does not show
     /// what it says it shows, and the variant must not pass as matching. Not so for one
@@ -726,9 +730,13 @@ fn cell_word(applied: u32, lang: Lang) -> String {
 }
 
 /// `C1 is SIGKILLed by the interposer when the reply to its SET #1 arrives`.
-fn fault_words(f: &crate::roles::command_worker::WorkerFault, lang: Lang) -> String {
-    let who = if f.worker > 1000 { "reaper".to_string() } else { format!("C{}", f.worker) };
-    f.describe(&who, lang)
+fn fault_words(f: &crate::fault::Fault, lang: Lang) -> String {
+    let who = match f.target {
+        crate::fault::Target::Index(i) if i > 1000 => "reaper".to_string(),
+        crate::fault::Target::Index(i) => format!("C{i}"),
+        _ => f.target_words().get(lang).to_string(),
+    };
+    crate::roles::command_worker::fault_words(f, &who, lang)
 }
 
 fn describe(s: &JobsSpec, lang: Lang) -> String {

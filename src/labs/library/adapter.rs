@@ -39,7 +39,7 @@ pub async fn run_once(
 ) -> Result<String, Error> {
     let broke = |detail: String| Error::Library { library: call.library.to_string(), detail };
     let (tx, _unrecorded) = mpsc::unbounded_channel();
-    let tap = WorkerTap::new(actor, Vec::new(), sink.unwrap_or(tx), Box::new(|| {}));
+    let tap = WorkerTap::new(actor, Default::default(), sink.unwrap_or(tx), Default::default());
     let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
     let up = upstream_of(call.redis_url).await.map_err(io)?;
     let setup = RedisSetup {

@@ -15,7 +15,6 @@ use super::install::Installed;
 use super::manifest::{Guarantee, LibraryRef, Manifest, Recovery};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::Error;
-use crate::interposer::{Action, Moment};
 use crate::labs::{
     FactRow, Facts, FinalItem, Judge, LabProcedure, Line, Piece, Present, RunContext, RunNotes, RunOutcome, RunView,
 };
@@ -104,17 +103,20 @@ impl LibraryJob {
     }
 }
 
-/// One worker process: the queues it serves, and its faults at named commands.
+/// One worker process: the queues it serves, and its faults (`{ command = "BLPOP", nth = 1,
+/// at = "reply" }`: SIGKILL the worker when the reply to its first BLPOP arrives, before the
+/// library can act on it; any fault of [`crate::fault`], aimed at this worker).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryWorker {
     pub queues: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub faults: Vec<LibraryFault>,
+    pub faults: Vec<crate::fault::Fault>,
     /// Hold one of its commands at the interposer until the `when = "hold"` jobs are enqueued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldAt>,
-    /// Signal it the moment a job's handler starts on it (the handler's start answer waits).
+    /// Stop it (SIGTERM, as its supervisor does) the moment a job's handler starts on it (the
+    /// handler's start answer waits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_start: Option<OnStart>,
 }
@@ -127,8 +129,14 @@ pub struct HoldAt {
     pub command: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
-    #[serde(default = "LibraryFault::first")]
+    #[serde(default = "HoldAt::first")]
     pub nth: u32,
+}
+
+impl HoldAt {
+    fn first() -> u32 {
+        1
+    }
 }
 
 /// `{ job = "job-1", signal = "term" }`.
@@ -139,36 +147,13 @@ pub struct OnStart {
     pub signal: StopSignal,
 }
 
-/// How the lab stops a worker whose job has started.
+/// How the lab stops a worker whose job has started: as its supervisor does (a deploy). A
+/// SIGKILL there is a fault (`{ event = "start", job = "job-1", action = "kill" }`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopSignal {
-    /// SIGKILL: the process dies mid-job.
-    Kill,
-    /// SIGTERM: the library's own shutdown, as a supervisor or a deploy stops it.
+    /// SIGTERM: the library's own shutdown.
     Term,
-}
-
-/// `{ command = "BLPOP", nth = 1, at = "reply" }`: SIGKILL the worker when the reply to its
-/// first BLPOP arrives, before the library can act on it.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LibraryFault {
-    pub command: String,
-    #[serde(default = "LibraryFault::first")]
-    pub nth: u32,
-    pub at: Moment,
-    #[serde(default = "LibraryFault::kill")]
-    pub action: Action,
-}
-
-impl LibraryFault {
-    fn first() -> u32 {
-        1
-    }
-    fn kill() -> Action {
-        Action::Kill
-    }
 }
 
 impl LibrarySpec {
@@ -299,6 +284,15 @@ impl Judge for LibrarySpec {
     type Observed = LibraryObserved;
     type Facts = LibraryFacts;
 
+    fn faults(&self) -> Vec<crate::fault::Fault> {
+        let mut out = Vec::new();
+        for (i, w) in self.workers.iter().enumerate() {
+            let target = crate::fault::Target::Process(crate::timeline::Actor::Worker(i as u32 + 1));
+            out.extend(w.faults.iter().map(|f| crate::fault::Fault { target, ..f.clone() }));
+        }
+        out
+    }
+
     /// Wrong when a job did not run exactly once as the library says; a fate other than the
     /// lab's prediction makes the run unknown (the lab does not show what it says it shows).
     fn judge(&self, run: &RunView<'_, LibraryObserved>) -> RunVerdict {
@@ -373,16 +367,7 @@ impl Present for LibrarySpec {
                 let faults: Vec<String> = w
                     .faults
                     .iter()
-                    .map(|f| {
-                        let fault = crate::roles::command_worker::WorkerFault {
-                            worker: i as u32 + 1,
-                            command: f.command.clone(),
-                            nth: f.nth,
-                            at: f.at,
-                            action: f.action,
-                        };
-                        fault.describe(&format!("W{}", i + 1), lang)
-                    })
+                    .map(|f| crate::roles::command_worker::fault_words(f, &format!("W{}", i + 1), lang))
                     .collect();
                 let on = pick(lang, "on", "trên");
                 let faults = if faults.is_empty() { String::new() } else { format!(" ({})", faults.join("; ")) };

@@ -56,10 +56,25 @@ pub enum Backend {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Ready {
     /// Ready once the interposer has passed the reply to a command of the worker's that this
-    /// names (a Redis command, `LISTEN`, or words its SQL contains: `get_job`); None: once one
-    /// of its Redis connections waits in a blocking command (`CLIENT LIST`).
+    /// names (a Redis command, a statement's first keyword: `LISTEN`); None: once one of its
+    /// Redis connections waits in a blocking command (`CLIENT LIST`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// With `after`: a regular expression the command's words must match too (`(?i)skip\s+locked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+}
+
+impl Ready {
+    /// The trigger that watches for the readiness reply, if the manifest names one.
+    pub fn trigger(&self) -> Option<crate::fault::Trigger> {
+        self.after.as_ref().map(|command| crate::fault::Trigger::Command {
+            command: Some(command.clone()),
+            pattern: self.pattern.clone(),
+            moment: crate::fault::Moment::Reply,
+            of: None,
+        })
+    }
 }
 
 /// How often a job runs, as the library's documentation promises.
@@ -184,6 +199,9 @@ impl Manifest {
             if command.first().is_none_or(|p| p.trim().is_empty()) {
                 return Err(malformed(format!("{key} is empty: give the program and its arguments")));
             }
+        }
+        if let Some(Err(e)) = m.ready.trigger().map(|t| t.check()) {
+            return Err(malformed(format!("ready: {e}")));
         }
         if m.backend == Backend::Postgres && m.ready.after.is_none() {
             return Err(malformed(

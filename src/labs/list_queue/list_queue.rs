@@ -371,6 +371,10 @@ impl Judge for ListQueueSpec {
     type Observed = ListQueueObserved;
     type Facts = ListQueueFacts;
 
+    fn faults(&self) -> Vec<crate::fault::Fault> {
+        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    }
+
     fn judge(&self, run: &RunView<'_, ListQueueObserved>) -> RunVerdict {
         let mut v = health(run.events, run.timed_out).and(self.tally(run.observed));
         judge_schedule(self, run.events, run.observed.scale, &mut v);
@@ -528,7 +532,13 @@ fn worker_parts(s: &ListQueueSpec, lang: Lang) -> Vec<String> {
     let mut parts = Vec::new();
     let Some(w) = &s.worker else { return parts };
     parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown()));
-    parts.extend(w.faults.iter().map(|f| f.describe(&format!("W{}", f.worker), lang)));
+    parts.extend(w.faults.iter().map(|f| {
+        let who = match f.target {
+            crate::fault::Target::Index(i) => format!("W{i}"),
+            _ => f.target_words().get(lang).to_string(),
+        };
+        crate::roles::command_worker::fault_words(f, &who, lang)
+    }));
     parts
 }
 

@@ -85,6 +85,10 @@ impl Judge for StreamSpec {
     type Observed = StreamObserved;
     type Facts = StreamFacts;
 
+    fn faults(&self) -> Vec<crate::fault::Fault> {
+        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    }
+
     fn judge(&self, run: &RunView<'_, StreamObserved>) -> RunVerdict {
         order_stream::judge(self, run)
     }

@@ -489,6 +489,10 @@ impl Judge for PrioritySpec {
     type Observed = PriorityObserved;
     type Facts = PriorityFacts;
 
+    fn faults(&self) -> Vec<crate::fault::Fault> {
+        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    }
+
     fn judge(&self, run: &RunView<'_, PriorityObserved>) -> RunVerdict {
         let m = priority::measure(run.events);
         health(run.events, run.timed_out).and(priority::judge(&self.claims, &m, run.observed.scale))

@@ -123,6 +123,7 @@ impl ForeignCrew {
             extra.insert("ORDLAB_CLAIM_POLL_MS".into(), ms(self.reaper.poll_ms));
         }
         let env = WorkerEnv {
+            scale: Some(ctx.scale),
             index,
             stream: self.stream.clone(),
             group: crate::streams::GROUP.to_string(),

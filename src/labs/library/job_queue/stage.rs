@@ -7,10 +7,11 @@
 //! the timeline shows its commands between the held command and its release.
 
 use super::{HoldAt, LibrarySpec, OnStart, StopSignal, When};
-use crate::interposer::{CommandView, Held, Rule};
+use crate::fault::trigger::command_word;
+use crate::fault::Occurrence;
+use crate::interposer::{Held, WorkerTap};
 use crate::labs::library::adapter::{run_once, Call};
 use crate::labs::library::events::LibraryEvent;
-use crate::lang::Words;
 use crate::roles::command_worker::Signaller;
 use crate::side_effect::http::{Observer, Performed};
 use crate::timeline::vocabulary::Vocabulary;
@@ -40,7 +41,9 @@ pub struct Stage {
     at_hold: Vec<String>,
     /// The scenario's worker `W<n>` stopped when its job starts.
     on_start: BTreeMap<u32, OnStart>,
-    signallers: Mutex<BTreeMap<u32, Signaller>>,
+    /// Each worker's signaller and its side of the interposer (whose faults a job's start,
+    /// end or planned failure may trigger).
+    workers: Mutex<BTreeMap<u32, (Signaller, Arc<WorkerTap>)>>,
     /// Steps done (each is done once).
     done: Mutex<BTreeSet<String>>,
     tx: mpsc::UnboundedSender<RawEvent>,
@@ -77,7 +80,7 @@ impl Stage {
             at_start,
             at_hold,
             on_start,
-            signallers: Mutex::default(),
+            workers: Mutex::default(),
             done: Mutex::default(),
             tx,
             errors: Mutex::default(),
@@ -115,9 +118,9 @@ impl Stage {
         spec.jobs.iter().filter(|j| j.when.is_none()).map(|j| j.key.clone()).collect()
     }
 
-    /// Worker `W<n>` can be signalled from now on.
-    pub fn register(&self, n: u32, signaller: Signaller) {
-        self.signallers.lock().unwrap().insert(n, signaller);
+    /// Worker `W<n>` can be signalled, and its faults asked, from now on.
+    pub fn register(&self, n: u32, signaller: Signaller, tap: Arc<WorkerTap>) {
+        self.workers.lock().unwrap().insert(n, (signaller, tap));
     }
 
     /// The first step not done yet of these: true once, to whoever asks first.
@@ -138,8 +141,11 @@ impl Stage {
         let _ = self.tx.send(RawEvent::now(actor, e.event()));
     }
 
-    /// The sink's observer: at each job's first start, its `when = { start }` jobs are
-    /// enqueued and its worker stopped as the lab says, before the handler hears back.
+    /// The sink's observer: each effect a worker's handler reports (`start`, `end`, `fail`) is
+    /// a named point of that worker's run, where its faults may fire (`{ event = "start", job =
+    /// "job-1", action = { pause_ms = 2500 } }`); at a job's first start, its `when = { start
+    /// }` jobs are enqueued and its worker stopped as the lab says; all before the handler
+    /// hears back.
     pub fn observer(self: &Arc<Stage>) -> Observer {
         let stage = self.clone();
         Arc::new(move |p: Performed| {
@@ -149,6 +155,12 @@ impl Stage {
     }
 
     async fn on_effect(&self, p: Performed) {
+        if let Actor::Worker(n) = p.actor {
+            let tap = self.workers.lock().unwrap().get(&n).map(|(_, t)| t.clone());
+            if let Some(tap) = tap {
+                tap.at(&Occurrence::Event { by: p.actor, event: &p.effect, job: Some(&p.job), delivery: None });
+            }
+        }
         if p.effect != crate::labs::library::checker::START {
             return;
         }
@@ -163,12 +175,8 @@ impl Stage {
         if !self.first_time(format!("stop:{n}")) {
             return;
         }
-        let Some(signaller) = self.signallers.lock().unwrap().get(&n).cloned() else { return };
+        let Some(signaller) = self.workers.lock().unwrap().get(&n).map(|(s, _)| s.clone()) else { return };
         match stop.signal {
-            StopSignal::Kill => signaller.kill(Words::new(
-                &format!("SIGKILL from the runner, mid-job: {} started", p.job),
-                &format!("SIGKILL từ runner, giữa job: {} đã bắt đầu", p.job),
-            )),
             StopSignal::Term => {
                 self.emit(p.actor, LibraryEvent::Stopped { signal: "SIGTERM".into(), job: p.job.clone() });
                 signaller.send(nix::sys::signal::Signal::SIGTERM);
@@ -181,22 +189,15 @@ impl Stage {
     pub fn serve_gate(self: &Arc<Stage>, actor: Actor, hold: HoldAt, mut gate: mpsc::UnboundedReceiver<Held>) {
         let stage = self.clone();
         tokio::spawn(async move {
-            let rule = Rule {
-                command: hold.command.clone(),
-                nth: hold.nth,
-                moment: crate::interposer::Moment::Send,
-                action: crate::interposer::Action::Forward,
-            };
-            let after = hold.after.map(|a| Rule { command: a, ..rule.clone() });
             let mut armed: HashSet<(bool, u32)> = HashSet::new();
             let mut seen = 0;
             while let Some(held) = gate.recv().await {
-                let view = CommandView { server: held.server, connection: held.connection, args: &held.args };
+                let word = command_word(held.server, &held.args).unwrap_or_default();
                 let conn = (held.server == crate::timeline::ServerKind::Redis, held.connection);
-                if after.as_ref().is_some_and(|a| a.names(&view)) {
+                if hold.after.as_ref().is_some_and(|a| a.eq_ignore_ascii_case(word)) {
                     armed.insert(conn);
                 }
-                let named = rule.names(&view) && (after.is_none() || armed.remove(&conn));
+                let named = hold.command.eq_ignore_ascii_case(word) && (hold.after.is_none() || armed.remove(&conn));
                 if named {
                     seen += 1;
                 }

@@ -7,11 +7,11 @@
 use super::super::stage::Stage;
 use super::super::LibrarySpec;
 use crate::error::Error;
-use crate::interposer::{CommandView, Rule};
+use crate::fault::{Fault, Occurrence, Trigger};
 use crate::labs::library::adapter::LIBRARY_DB;
 use crate::labs::library::manifest::Manifest;
 use crate::labs::RunContext;
-use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv, WorkerFault};
+use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerCommand, WorkerEnv};
 use crate::timeline::{Actor, EventKind, RawEvent};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,13 +48,17 @@ impl<'a> Crew<'a> {
         self.workers.get(n as usize - 1).map(|(_, q)| q.clone()).unwrap_or_default()
     }
 
-    /// A fault's command as the interposer matches it: a script the adapter names becomes
-    /// `EVALSHA <its sha>`.
-    fn wire_command(&self, command: &str) -> String {
-        match self.scripts.iter().find(|(_, name)| name.as_str() == command) {
-            Some((sha, _)) => format!("EVALSHA {sha}"),
-            None => command.to_string(),
+    /// A fault as the interposer matches it, aimed at `actor`: a script the adapter names
+    /// (`command = "moveToActive"`) becomes `EVALSHA` with its SHA1 as the pattern.
+    fn wire_fault(&self, f: &Fault, actor: Actor) -> Fault {
+        let mut f = Fault { target: crate::fault::Target::Process(actor), ..f.clone() };
+        if let Trigger::Command { command: Some(c), pattern, .. } = &mut f.trigger {
+            if let Some((sha, _)) = self.scripts.iter().find(|(_, name)| name.as_str() == c.as_str()) {
+                *pattern = Some(sha.clone());
+                *c = "EVALSHA".into();
+            }
         }
+        f
     }
 
     /// Start `W<n+1>` on `queues` (the scenario's worker `scenario` with its faults, hold and
@@ -75,23 +79,21 @@ impl<'a> Crew<'a> {
         let command = WorkerCommand {
             command: self.manifest.worker.clone(),
             count: None,
-            faults: faults
-                .iter()
-                .map(|f| WorkerFault {
-                    worker: index,
-                    command: self.wire_command(&f.command),
-                    nth: f.nth,
-                    at: f.at,
-                    action: f.action,
-                })
-                .collect(),
+            faults: faults.iter().map(|f| self.wire_fault(f, actor)).collect(),
             env: BTreeMap::new(),
         };
         let mut extra: BTreeMap<String, String> = self.stage.place().env.iter().cloned().collect();
         extra.insert("ORDLAB_WORKER".into(), actor.to_string());
         extra.insert("ORDLAB_WORKER_NAME".into(), client_name.clone());
         extra.insert("ORDLAB_QUEUES".into(), queues.join(" "));
-        let env = WorkerEnv { index, redis_db: LIBRARY_DB, seed: ctx.seed_for(index), extra, ..WorkerEnv::default() };
+        let env = WorkerEnv {
+            index,
+            redis_db: LIBRARY_DB,
+            seed: ctx.seed_for(index),
+            extra,
+            scale: Some(ctx.scale),
+            ..WorkerEnv::default()
+        };
         let place = self.stage.place();
         let upstreams = Upstreams { redis_url: &place.redis_url, pg_config: &place.pg_config, control: None };
         let gate = planned.and_then(|w| w.hold.clone()).map(|hold| {
@@ -101,7 +103,7 @@ impl<'a> Crew<'a> {
         });
         let (sink, ready) = self.watch_ready(actor);
         let w = CommandWorker::start_gated(&command, &env, actor, &client_name, upstreams, sink, gate).await?;
-        self.stage.register(index, w.signaller());
+        self.stage.register(index, w.signaller(), w.tap().clone());
         let result = self.wait(ctx, &w, &client_name, ready, or_killed, &command).await;
         self.workers.push((w, queues.to_vec()));
         result
@@ -113,19 +115,16 @@ impl<'a> Crew<'a> {
         let (sink, mut events) = mpsc::unbounded_channel::<RawEvent>();
         let (flag, ready) = watch::channel(false);
         let tx = self.tx.clone();
-        let after = self.manifest.ready.after.clone().map(|command| Rule {
-            command,
-            nth: 1,
-            moment: crate::interposer::Moment::Reply,
-            action: crate::interposer::Action::Forward,
-        });
+        let after = self.manifest.ready.trigger();
         tokio::spawn(async move {
             while let Some(e) = events.recv().await {
                 if let (Some(rule), EventKind::ServerCommand { server, connection, args, error: false, .. }) =
                     (&after, &e.kind)
                 {
-                    let view = CommandView { server: *server, connection: *connection, args };
-                    if e.actor == actor && !*flag.borrow() && rule.names(&view) {
+                    let _ = connection;
+                    let seen =
+                        Occurrence::Command { by: e.actor, server: *server, args, moment: crate::fault::Moment::Reply };
+                    if e.actor == actor && !*flag.borrow() && rule.matches(&seen, Some(actor)) {
                         let _ = flag.send(true);
                     }
                 }

@@ -12,12 +12,11 @@
 //! everything in both directions from then on, sockets left open (as a network partition:
 //! neither side sees a close).
 
+use super::forward::{deliver, forward, Direction, Outbox, Piece, Schedule, Step};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -56,7 +55,6 @@ enum Mode {
     Crashed = 2,
 }
 
-#[derive(Default)]
 struct Shared {
     mode: AtomicU8,
     from_primary: AtomicU64,
@@ -67,6 +65,10 @@ struct Shared {
     crashed_at: Mutex<Option<Instant>>,
     /// When the replica stops taking the old primary's stream (its promotion).
     cutoff: Mutex<Option<Instant>>,
+    /// Bumped at each change of mode: a writer waiting on a piece looks at it again.
+    changes: watch::Sender<u64>,
+    /// True once the primary's machine is gone: nothing more is read from it.
+    crashed: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -77,13 +79,90 @@ impl Shared {
             _ => Mode::Crashed,
         }
     }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+}
+
+/// One direction's schedule: the primary → replica one counts what it delivers and drops.
+struct Way {
+    shared: Arc<Shared>,
+    primary_to_replica: bool,
+}
+
+impl Schedule for Way {
+    /// A partition loses whatever it has not delivered yet; the primary's crash loses what had
+    /// not left it yet, and what would land after the promotion.
+    fn lost(&self, piece: &Piece) -> bool {
+        let s = &self.shared;
+        match s.mode() {
+            Mode::Forwarding => false,
+            Mode::Partitioned => true,
+            Mode::Crashed => {
+                s.crashed_at.lock().unwrap().is_some_and(|at| piece.sent > at)
+                    || s.cutoff.lock().unwrap().is_some_and(|at| piece.due > at)
+            }
+        }
+    }
+
+    fn delivered(&self, piece: &Piece) {
+        if self.primary_to_replica {
+            self.shared.to_replica.fetch_add(piece.bytes.len() as u64, Ordering::SeqCst);
+        }
+    }
+
+    fn dropped(&self, piece: &Piece) {
+        if self.primary_to_replica {
+            self.shared.dropped.fetch_add(piece.bytes.len() as u64, Ordering::SeqCst);
+        }
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.shared.changes.subscribe()
+    }
+}
+
+/// The read side of one direction: each chunk is *transmitted* when the line is free (a
+/// token bucket of one chunk at `bytes_per_s`) and due `delay` after that.
+struct Shaped {
+    shape: LinkShape,
+    way: Arc<Way>,
+    line_free: Instant,
+}
+
+impl Direction for Shaped {
+    type End = ();
+
+    async fn relay(&mut self, input: &[u8], out: &mut Outbox<'_>) -> std::io::Result<Step<()>> {
+        let shared = &self.way.shared;
+        let n = input.len();
+        if self.way.primary_to_replica {
+            shared.from_primary.fetch_add(n as u64, Ordering::SeqCst);
+        }
+        if shared.mode() != Mode::Forwarding {
+            if self.way.primary_to_replica {
+                shared.dropped.fetch_add(n as u64, Ordering::SeqCst);
+            }
+            return Ok(Step::Continue);
+        }
+        let now = Instant::now();
+        let transmitted = match self.shape.bytes_per_s {
+            Some(rate) => self.line_free.max(now) + Duration::from_secs_f64(n as f64 / rate.max(1) as f64),
+            None => now,
+        };
+        self.line_free = transmitted;
+        out.push_due(input, transmitted, transmitted + self.shape.delay)?;
+        Ok(Step::Continue)
+    }
+
+    fn closed(&mut self) {}
 }
 
 /// A running link. Dropping it stops every task of it and closes its sockets.
 pub struct Link {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    crash_tx: watch::Sender<bool>,
     tasks: Arc<Mutex<JoinSet<()>>>,
 }
 
@@ -97,8 +176,17 @@ impl Link {
     /// gateway of a Docker network) and forward each connection to `primary`.
     pub fn start_on(listener: TcpListener, primary: SocketAddr, shape: LinkShape) -> std::io::Result<Link> {
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::default());
-        let (crash_tx, crash_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            mode: AtomicU8::new(Mode::Forwarding as u8),
+            from_primary: AtomicU64::new(0),
+            to_replica: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            crashed_at: Mutex::new(None),
+            cutoff: Mutex::new(None),
+            changes: watch::channel(0).0,
+            crashed: watch::channel(false).0,
+        });
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
         let (s, t) = (shared.clone(), tasks.clone());
         tasks.lock().unwrap().spawn(async move {
@@ -112,12 +200,12 @@ impl Link {
                 let (pr, pw) = upstream.into_split();
                 let (rr, rw) = replica.into_split();
                 let mut set = t.lock().unwrap();
-                spawn_direction(&mut set, pr, rw, shape, s.clone(), crash_rx.clone(), true);
+                direction(&mut set, pr, rw, shape, &s, true);
                 let back = LinkShape { delay: shape.delay, bytes_per_s: None };
-                spawn_direction(&mut set, rr, pw, back, s.clone(), crash_rx.clone(), false);
+                direction(&mut set, rr, pw, back, &s, false);
             }
         });
-        Ok(Link { addr, shared, crash_tx, tasks })
+        Ok(Link { addr, shared, tasks })
     }
 
     /// Where the replica connects (`--replicaof <ip> <port>`).
@@ -133,6 +221,7 @@ impl Link {
     /// From now on nothing passes in either direction; the sockets stay open.
     pub fn partition(&self) {
         let _ = self.shared.mode.compare_exchange(0, Mode::Partitioned as u8, Ordering::SeqCst, Ordering::SeqCst);
+        self.shared.changed();
     }
 
     /// The primary's machine dies now: stop reading it, drop what was not yet transmitted;
@@ -146,7 +235,8 @@ impl Link {
         *self.shared.cutoff.lock().unwrap() = Some(now + promotion_after);
         // A partitioned link stays partitioned: what it held is lost either way.
         let _ = self.shared.mode.compare_exchange(0, Mode::Crashed as u8, Ordering::SeqCst, Ordering::SeqCst);
-        let _ = self.crash_tx.send(true);
+        self.shared.crashed.send_replace(true);
+        self.shared.changed();
     }
 
     pub fn counts(&self) -> LinkCounts {
@@ -164,121 +254,29 @@ impl Drop for Link {
     }
 }
 
-/// A chunk on its way: when it left the sender (line free) and when it arrives.
-struct Chunk {
-    transmitted: Instant,
-    due: Instant,
-    bytes: Vec<u8>,
-}
-
-fn spawn_direction(
+/// One direction through the forwarding loop: its reader shapes, its writer delivers.
+fn direction(
     set: &mut JoinSet<()>,
-    from: OwnedReadHalf,
-    to: OwnedWriteHalf,
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    to: tokio::net::tcp::OwnedWriteHalf,
     shape: LinkShape,
-    shared: Arc<Shared>,
-    crash: watch::Receiver<bool>,
+    shared: &Arc<Shared>,
     primary_to_replica: bool,
 ) {
-    let (tx, rx) = mpsc::unbounded_channel::<Chunk>();
-    set.spawn(read_side(from, tx, shape, shared.clone(), crash.clone(), primary_to_replica));
-    set.spawn(write_side(rx, to, shared, crash, primary_to_replica));
-}
-
-async fn read_side(
-    mut from: OwnedReadHalf,
-    tx: mpsc::UnboundedSender<Chunk>,
-    shape: LinkShape,
-    shared: Arc<Shared>,
-    mut crash: watch::Receiver<bool>,
-    primary_to_replica: bool,
-) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut line_free = Instant::now();
-    loop {
-        let n = tokio::select! {
-            r = from.read(&mut buf) => match r { Ok(0) | Err(_) => return, Ok(n) => n },
-            _ = crash.wait_for(|c| *c) => return,
-        };
-        if primary_to_replica {
-            shared.from_primary.fetch_add(n as u64, Ordering::SeqCst);
-        }
-        if shared.mode() != Mode::Forwarding {
-            if primary_to_replica {
-                shared.dropped.fetch_add(n as u64, Ordering::SeqCst);
-            }
-            continue;
-        }
-        let now = Instant::now();
-        let transmitted = match shape.bytes_per_s {
-            Some(rate) => line_free.max(now) + Duration::from_secs_f64(n as f64 / rate.max(1) as f64),
-            None => now,
-        };
-        line_free = transmitted;
-        let chunk = Chunk { transmitted, due: transmitted + shape.delay, bytes: buf[..n].to_vec() };
-        if tx.send(chunk).is_err() {
-            return;
-        }
-    }
-}
-
-async fn write_side(
-    mut rx: mpsc::UnboundedReceiver<Chunk>,
-    mut to: OwnedWriteHalf,
-    shared: Arc<Shared>,
-    mut crash: watch::Receiver<bool>,
-    primary_to_replica: bool,
-) {
-    let mut crash_seen = false;
-    'chunks: while let Some(chunk) = rx.recv().await {
-        // Wait for the chunk's arrival; a crash meanwhile may drop it at once.
-        loop {
-            if lost(&shared, &chunk) {
-                if primary_to_replica {
-                    shared.dropped.fetch_add(chunk.bytes.len() as u64, Ordering::SeqCst);
-                }
-                continue 'chunks;
-            }
-            if crash_seen {
-                tokio::time::sleep_until(chunk.due.into()).await;
-                break;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep_until(chunk.due.into()) => break,
-                r = crash.wait_for(|c| *c) => { crash_seen = true; if r.is_err() { return } }
-            }
-        }
-        if lost(&shared, &chunk) {
-            if primary_to_replica {
-                shared.dropped.fetch_add(chunk.bytes.len() as u64, Ordering::SeqCst);
-            }
-            continue;
-        }
-        if to.write_all(&chunk.bytes).await.is_err() {
-            return;
-        }
-        if primary_to_replica {
-            shared.to_replica.fetch_add(chunk.bytes.len() as u64, Ordering::SeqCst);
-        }
-    }
-}
-
-/// Is the chunk lost in the link's present mode? A partition loses whatever it has not
-/// delivered yet; the primary's crash loses what had not left it yet.
-fn lost(shared: &Shared, chunk: &Chunk) -> bool {
-    match shared.mode() {
-        Mode::Forwarding => false,
-        Mode::Partitioned => true,
-        Mode::Crashed => {
-            shared.crashed_at.lock().unwrap().is_some_and(|at| chunk.transmitted > at)
-                || shared.cutoff.lock().unwrap().is_some_and(|at| chunk.due > at)
-        }
-    }
+    let way = Arc::new(Way { shared: shared.clone(), primary_to_replica });
+    let (queue, pieces) = mpsc::unbounded_channel::<Piece>();
+    let crashed = shared.crashed.subscribe();
+    let mut shaped = Shaped { shape, way: way.clone(), line_free: Instant::now() };
+    set.spawn(async move {
+        let _ = forward(&mut from, Outbox::scheduled(queue), &mut shaped, &[], Some(crashed)).await;
+    });
+    set.spawn(deliver(pieces, to, way));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A "primary" that writes `payload` to whoever connects, in `pieces` writes `gap` apart.
     async fn primary(payload: Vec<u8>, pieces: usize, gap: Duration) -> SocketAddr {

@@ -151,7 +151,6 @@ impl<'a> Crew<'a> {
     ) -> Result<(), Error> {
         let signaller = w.signaller();
         let actor = signaller.actor();
-        let needle = format!(" name={client_name} ");
         let broke = |detail: String| Error::WorkerCommand { command: command.shown(), detail };
         let started = Instant::now();
         loop {
@@ -169,7 +168,7 @@ impl<'a> Crew<'a> {
                         .query_async(&mut ctx.redis)
                         .await
                         .map_err(|e| broke(format!("CLIENT LIST: {e}")))?;
-                    list.lines().any(|l| l.contains(&needle) && crate::roles::client_list::is_blocked(l))
+                    list.lines().any(|l| names(l, client_name) && crate::roles::client_list::is_blocked(l))
                 }
             };
             if is_ready {
@@ -194,5 +193,26 @@ impl<'a> Crew<'a> {
         for (w, _) in std::mem::take(&mut self.workers) {
             w.stop().await;
         }
+    }
+}
+
+/// Is `client_line` (of `CLIENT LIST`) a connection named `name` by the interposer, or by a
+/// library that names its connections itself and keeps the worker's name at the end (BullMQ:
+/// `bull:<queue>:w:<worker name>`)?
+fn names(client_line: &str, name: &str) -> bool {
+    client_line.split(' ').filter_map(|kv| kv.strip_prefix("name=")).any(|n| {
+        n == name || n.strip_suffix(name).is_some_and(|head| head.ends_with(':'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_connection_is_the_worker_s_by_its_name_or_a_library_s_name_ending_in_it() {
+        let line = |name: &str| format!("id=7 addr=127.0.0.1:1 name={name} age=1 flags=b cmd=bzpopmin");
+        assert!(super::names(&line("ordlab-1-W1"), "ordlab-1-W1"));
+        assert!(super::names(&line("bull:ZGVmYXVsdA==:w:ordlab-1-W1"), "ordlab-1-W1"));
+        assert!(!super::names(&line("ordlab-1-W11"), "ordlab-1-W1"));
+        assert!(!super::names(&line("xordlab-1-W1"), "ordlab-1-W1"));
     }
 }

@@ -119,6 +119,10 @@ pub struct LibraryWorker {
     /// handler's start answer waits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_start: Option<OnStart>,
+    /// Start it only when this job's handler starts (on another worker): a second worker that
+    /// joins once the first holds the job, so which worker takes the job is no race.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<String>,
 }
 
 /// `{ command = "EXEC", after = "WATCH" }`: the worker's first EXEC sent on a connection that
@@ -257,6 +261,14 @@ impl LabProcedure for LibrarySpec {
             if !self.jobs.iter().any(|j| j.key == s.job) {
                 return Err(format!("setup.workers[{w}].on_start.job = {:?} is no job of the lab", s.job));
             }
+        }
+        for (w, k) in self.workers.iter().enumerate() {
+            if let Some(job) = k.starts_at.as_ref().filter(|j| !self.jobs.iter().any(|x| &x.key == *j)) {
+                return Err(format!("setup.workers[{w}].starts_at = {job:?} is no job of the lab"));
+            }
+        }
+        if self.workers.first().is_some_and(|w| w.starts_at.is_some()) {
+            return Err("setup.workers[0].starts_at: the first worker starts with the run".into());
         }
         if !self.expect.is_empty() && self.expect.len() != self.jobs.len() {
             return Err(format!(

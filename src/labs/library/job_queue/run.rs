@@ -48,28 +48,31 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
     let ledger = SideEffectSink::connect(&sink_cfg).await?;
     ledger.reset().await?;
     let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
-    let stage = Stage::new(spec, manifest.enqueue.clone(), job_entries(spec, ctx), tx.clone());
+    let (stage, mut to_start) = Stage::new(spec, manifest.enqueue.clone(), job_entries(spec, ctx), tx.clone());
     let http = HttpSink::start_observed(sink_cfg, Some(stage.observer())).await?;
     let env = common_env(spec, ctx, &installed, &http);
     stage.set_place(Place { library: library.clone(), redis_url: ctx.services.redis_url.clone(), pg_config, env });
     let scripts = scripts(&manifest, &stage).await?;
     let mut crew = Crew::new(spec, &manifest, stage.clone(), tx.clone(), &scripts);
+    // A worker that starts at a job's start waits for it (the stage says when).
+    let with_run = || spec.workers.iter().enumerate().filter(|(_, w)| w.starts_at.is_none());
     if !spec.enqueue_first {
-        for (i, w) in spec.workers.iter().enumerate() {
+        for (i, w) in with_run() {
             crew.start(ctx, &w.queues, Some(i), false).await?;
         }
     }
     let t0_ns = crate::clock::now_ns();
     stage.enqueue(Some(&stage.first_jobs(spec)), Actor::Producer).await?;
     if spec.enqueue_first {
-        for (i, w) in spec.workers.iter().enumerate() {
+        for (i, w) in with_run() {
             crew.start(ctx, &w.queues, Some(i), true).await?;
         }
     }
     let mut raw = Vec::new();
-    let mut settled = settle(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw).await;
+    let mut at = Settle { ctx, crew: &mut crew, ledger: &ledger, rx: &mut rx, to_start: &mut to_start, raw: &mut raw };
+    let mut settled = at.settle(spec).await;
     if let (Ok(false), Some(after_s)) = (&settled, spec.recover_after_s) {
-        settled = recover(spec, ctx, &mut crew, &ledger, &mut rx, &mut raw, &manifest, &stage, after_s).await;
+        settled = at.recover(spec, &manifest, &stage, after_s).await;
     }
     crew.stop().await;
     drop(tx);
@@ -107,35 +110,6 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
         workers_started,
     };
     Ok(RunOutcome { t0_ns, raw, timed_out, observed })
-}
-
-/// Run the library's own recovery as it runs `after_s` later, then wait until the run is at
-/// rest again.
-#[allow(clippy::too_many_arguments)]
-async fn recover(
-    spec: &LibrarySpec,
-    ctx: &mut RunContext<'_>,
-    crew: &mut Crew<'_>,
-    ledger: &SideEffectSink,
-    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
-    raw: &mut Vec<RawEvent>,
-    manifest: &Manifest,
-    stage: &Stage,
-    after_s: f64,
-) -> Result<bool, Error> {
-    use crate::timeline::vocabulary::Vocabulary as _;
-    let place = stage.place();
-    let mut env = place.env.clone();
-    env.push(("ORDLAB_RECOVER_AFTER_S".into(), after_s.to_string()));
-    let call = Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &env };
-    let event = crate::labs::library::events::LibraryEvent::RecoveryRun { after_s };
-    raw.push(RawEvent::now(Actor::Runner, event.event()));
-    let (tx, mut commands) = mpsc::unbounded_channel();
-    run_once(&call, "recover", &manifest.recover, Actor::Runner, Some(tx)).await?;
-    while let Ok(e) = commands.try_recv() {
-        raw.push(e);
-    }
-    settle(spec, ctx, crew, ledger, rx, raw).await
 }
 
 /// Each job's entry of `ORDLAB_JOBS`, in the lab's order (time scale applied to `ms`).
@@ -267,55 +241,89 @@ fn with_dbname(config: &str, db: &str) -> String {
     words.join(" ")
 }
 
-/// Wait until the run is at rest: nothing new in the ledger or among the workers for the
-/// lab's patience (and at least `at_least_ms` in all). A worker the lab killed or stopped is
-/// replaced where the lab restarts workers. True: the deadline came first.
-async fn settle(
-    spec: &LibrarySpec,
-    ctx: &mut RunContext<'_>,
-    crew: &mut Crew<'_>,
-    ledger: &SideEffectSink,
-    rx: &mut mpsc::UnboundedReceiver<RawEvent>,
-    raw: &mut Vec<RawEvent>,
-) -> Result<bool, Error> {
-    let (patience, at_least, deadline) = (
-        ctx.scale.duration(spec.patience_ms),
-        ctx.scale.duration(spec.at_least_ms),
-        ctx.scale.duration(spec.deadline_ms),
-    );
-    let start = Instant::now();
-    let mut last_change = Instant::now();
-    let mut seen = 0;
-    loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        while let Ok(ev) = rx.try_recv() {
-            let replaced = match (&ev.actor, &ev.kind) {
-                (Actor::Worker(n), EventKind::Crashed { by_runner: true, .. }) => Some(*n),
-                (Actor::Worker(n), EventKind::Family(f)) if f.kind() == "stopped" => Some(*n),
-                _ => None,
-            };
-            raw.push(ev);
-            if let Some(n) = replaced {
+/// What waiting for the run to come to rest reads and moves: the workers, the ledger, the
+/// events, and the scenario's workers the stage says to start now.
+struct Settle<'a, 'c, 'w> {
+    ctx: &'a mut RunContext<'c>,
+    crew: &'a mut Crew<'w>,
+    ledger: &'a SideEffectSink,
+    rx: &'a mut mpsc::UnboundedReceiver<RawEvent>,
+    to_start: &'a mut mpsc::UnboundedReceiver<usize>,
+    raw: &'a mut Vec<RawEvent>,
+}
+
+impl Settle<'_, '_, '_> {
+    /// Wait until the run is at rest: nothing new in the ledger or among the workers for the
+    /// lab's patience (and at least `at_least_ms` in all). A worker the lab killed or stopped
+    /// is replaced where the lab restarts workers; a worker that starts at a job's start is
+    /// started. True: the deadline came first.
+    async fn settle(&mut self, spec: &LibrarySpec) -> Result<bool, Error> {
+        let scale = self.ctx.scale;
+        let (patience, at_least, deadline) =
+            (scale.duration(spec.patience_ms), scale.duration(spec.at_least_ms), scale.duration(spec.deadline_ms));
+        let start = Instant::now();
+        let mut last_change = Instant::now();
+        let mut seen = 0;
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            while let Ok(i) = self.to_start.try_recv() {
+                self.crew.start(self.ctx, &spec.workers[i].queues, Some(i), false).await?;
                 last_change = Instant::now();
-                if spec.restart {
-                    let queues = crew.queues_of(n);
-                    crew.start(ctx, &queues, None, false).await?;
-                    // Its start took time the run was not at rest.
+            }
+            while let Ok(ev) = self.rx.try_recv() {
+                let replaced = match (&ev.actor, &ev.kind) {
+                    (Actor::Worker(n), EventKind::Crashed { by_runner: true, .. }) => Some(*n),
+                    (Actor::Worker(n), EventKind::Family(f)) if f.kind() == "stopped" => Some(*n),
+                    _ => None,
+                };
+                self.raw.push(ev);
+                if let Some(n) = replaced {
                     last_change = Instant::now();
+                    if spec.restart {
+                        let queues = self.crew.queues_of(n);
+                        self.crew.start(self.ctx, &queues, None, false).await?;
+                        // Its start took time the run was not at rest.
+                        last_change = Instant::now();
+                    }
                 }
             }
+            let records = self.ledger.records().await?;
+            if records.len() != seen {
+                seen = records.len();
+                last_change = Instant::now();
+            }
+            if start.elapsed() >= at_least && last_change.elapsed() >= patience {
+                return Ok(false);
+            }
+            if start.elapsed() >= deadline {
+                return Ok(true);
+            }
         }
-        let records = ledger.records().await?;
-        if records.len() != seen {
-            seen = records.len();
-            last_change = Instant::now();
+    }
+
+    /// Run the library's own recovery as it runs `after_s` later, then wait until the run is
+    /// at rest again.
+    async fn recover(
+        &mut self,
+        spec: &LibrarySpec,
+        manifest: &Manifest,
+        stage: &Stage,
+        after_s: f64,
+    ) -> Result<bool, Error> {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let place = stage.place();
+        let mut env = place.env.clone();
+        env.push(("ORDLAB_RECOVER_AFTER_S".into(), after_s.to_string()));
+        let call =
+            Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &env };
+        let event = crate::labs::library::events::LibraryEvent::RecoveryRun { after_s };
+        self.raw.push(RawEvent::now(Actor::Runner, event.event()));
+        let (tx, mut commands) = mpsc::unbounded_channel();
+        run_once(&call, "recover", &manifest.recover, Actor::Runner, Some(tx)).await?;
+        while let Ok(e) = commands.try_recv() {
+            self.raw.push(e);
         }
-        if start.elapsed() >= at_least && last_change.elapsed() >= patience {
-            return Ok(false);
-        }
-        if start.elapsed() >= deadline {
-            return Ok(true);
-        }
+        self.settle(spec).await
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Stage {
     at_start: BTreeMap<String, Vec<String>>,
     /// Jobs enqueued while a held command waits.
     at_hold: Vec<String>,
+    /// The scenario's workers (by index) started when a job starts, and where to say so.
+    starts_at: BTreeMap<String, Vec<usize>>,
+    starts: mpsc::UnboundedSender<usize>,
     /// The scenario's worker `W<n>` stopped when its job starts.
     on_start: BTreeMap<u32, OnStart>,
     /// Each worker's signaller and its side of the interposer (whose faults a job's start,
@@ -52,12 +55,13 @@ pub struct Stage {
 }
 
 impl Stage {
+    /// The stage, and where the run learns which of the scenario's workers to start now.
     pub fn new(
         spec: &LibrarySpec,
         enqueue: Vec<String>,
         jobs: Vec<(String, serde_json::Value)>,
         tx: mpsc::UnboundedSender<RawEvent>,
-    ) -> Arc<Stage> {
+    ) -> (Arc<Stage>, mpsc::UnboundedReceiver<usize>) {
         let mut at_start: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut at_hold = Vec::new();
         for j in &spec.jobs {
@@ -73,8 +77,17 @@ impl Stage {
             .enumerate()
             .filter_map(|(i, w)| w.on_start.clone().map(|s| (i as u32 + 1, s)))
             .collect();
-        Arc::new(Stage {
+        let mut starts_at: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, w) in spec.workers.iter().enumerate() {
+            if let Some(job) = &w.starts_at {
+                starts_at.entry(job.clone()).or_default().push(i);
+            }
+        }
+        let (starts, to_start) = mpsc::unbounded_channel();
+        let stage = Arc::new(Stage {
             place: OnceLock::new(),
+            starts_at,
+            starts,
             enqueue,
             jobs,
             at_start,
@@ -84,7 +97,8 @@ impl Stage {
             done: Mutex::default(),
             tx,
             errors: Mutex::default(),
-        })
+        });
+        (stage, to_start)
     }
 
     /// Where the adapter's commands run (set once the sink's URL is known).
@@ -164,7 +178,11 @@ impl Stage {
         if p.effect != crate::labs::library::checker::START {
             return;
         }
-        if let Some(jobs) = self.at_start.get(&p.job).filter(|_| self.first_time(format!("start:{}", p.job))) {
+        let first = self.first_time(format!("start:{}", p.job));
+        for &i in self.starts_at.get(&p.job).filter(|_| first).into_iter().flatten() {
+            let _ = self.starts.send(i);
+        }
+        if let Some(jobs) = self.at_start.get(&p.job).filter(|_| first) {
             match self.enqueue(Some(jobs), Actor::Producer).await {
                 Ok(()) => self.emit(Actor::Producer, LibraryEvent::EnqueuedAtStart { job: p.job.clone(), jobs: jobs.clone() }),
                 Err(e) => self.failed(e),

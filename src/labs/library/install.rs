@@ -21,6 +21,10 @@ pub struct Installed {
     /// The library and each client library with the version installed: `[("rq", "2.12.0"),
     /// ("redis", "8.1.0")]`.
     pub versions: Vec<(String, String)>,
+    /// What was asked of the package manager (`rq==2.12.0`, `redis==8.2.0`): an install made
+    /// for other pins is made again.
+    #[serde(default)]
+    pub requirements: Vec<String>,
 }
 
 impl Installed {
@@ -71,7 +75,8 @@ pub async fn ensure(manifest: &Manifest, library: &LibraryRef) -> Result<Install
         // have changed it).
         return debian(manifest, library, &home).await.map_err(fail);
     }
-    if let Some(done) = read_done(&home) {
+    let wanted = requirements(manifest, library);
+    if let Some(done) = read_done(&home, &wanted) {
         return Ok(done);
     }
     std::fs::create_dir_all(&home).map_err(|e| fail(format!("cannot create {}: {e}", home.display())))?;
@@ -83,7 +88,7 @@ pub async fn ensure(manifest: &Manifest, library: &LibraryRef) -> Result<Install
     .map_err(|e| fail(e.to_string()))?
     .map_err(|e| fail(format!("lock: {e}")))?;
     // Another ordlab may have finished it while this one waited.
-    if let Some(done) = read_done(&home) {
+    if let Some(done) = read_done(&home, &wanted) {
         return Ok(done);
     }
     let installed = match manifest.runtime {
@@ -92,14 +97,28 @@ pub async fn ensure(manifest: &Manifest, library: &LibraryRef) -> Result<Install
         Runtime::Debian => debian(manifest, library, &home).await,
     }
     .map_err(fail)?;
+    let installed = Installed { requirements: wanted, ..installed };
     let json = serde_json::to_string_pretty(&installed).expect("plain data");
     std::fs::write(home.join(DONE), json).map_err(|e| fail(format!("write {DONE}: {e}")))?;
     drop(lock);
     Ok(installed)
 }
 
-fn read_done(home: &Path) -> Option<Installed> {
-    serde_json::from_str(&std::fs::read_to_string(home.join(DONE)).ok()?).ok()
+/// The finished install in `home`, if it was made for `wanted`.
+fn read_done(home: &Path, wanted: &[String]) -> Option<Installed> {
+    let done: Installed = serde_json::from_str(&std::fs::read_to_string(home.join(DONE)).ok()?).ok()?;
+    (done.requirements == wanted).then_some(done)
+}
+
+/// What the package manager is asked for: the library at its version, and what the manifest
+/// installs beside it.
+fn requirements(manifest: &Manifest, library: &LibraryRef) -> Vec<String> {
+    let pinned = match manifest.runtime {
+        Runtime::Python => format!("{}=={}", manifest.package, library.version),
+        Runtime::Node => format!("{}@{}", manifest.package, library.version),
+        Runtime::Debian => format!("{} {}", manifest.package, library.version),
+    };
+    std::iter::once(pinned).chain(manifest.also.iter().cloned()).collect()
 }
 
 /// Run `program args`, its output kept; Err: the command and its last output line.
@@ -135,7 +154,7 @@ async fn python(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Resul
     let mut args = vec!["-c", script];
     args.extend(names.iter().copied());
     let listed = step(&home.join("bin/python"), &args).await?;
-    Ok(Installed { home: home.to_path_buf(), bin: home.join("bin"), versions: pairs(&listed) })
+    Ok(Installed { home: home.to_path_buf(), bin: home.join("bin"), versions: pairs(&listed), requirements: Vec::new() })
 }
 
 async fn node(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<Installed, String> {
@@ -151,7 +170,12 @@ async fn node(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", package.display()))?;
         listed.push_str(&format!("{name} {}\n", v["version"].as_str().unwrap_or("?")));
     }
-    Ok(Installed { home: home.to_path_buf(), bin: home.join("node_modules/.bin"), versions: pairs(&listed) })
+    Ok(Installed {
+        home: home.to_path_buf(),
+        bin: home.join("node_modules/.bin"),
+        versions: pairs(&listed),
+        requirements: Vec::new(),
+    })
 }
 
 /// A Debian package: installed (by `scripts/setup.sh`) at the pinned upstream version? Its
@@ -182,7 +206,12 @@ async fn debian(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Resul
         ));
     }
     let _ = home;
-    Ok(Installed { home: PathBuf::from(format!("dpkg:{}", manifest.package)), bin: PathBuf::from("/usr/bin"), versions })
+    Ok(Installed {
+        home: PathBuf::from(format!("dpkg:{}", manifest.package)),
+        bin: PathBuf::from("/usr/bin"),
+        versions,
+        requirements: requirements(manifest, library),
+    })
 }
 
 /// `6.4.1+dfsg-1` → `6.4.1`; `1:2.3-4` → `2.3`.

@@ -20,7 +20,7 @@ async function main () {
     if (!row) {
       out[job.key] = { status: 'missing', places: [] }
     } else if (row.locked_by) {
-      out[job.key] = { status: 'locked', places: [`locked_by:${row.locked_by}`] }
+      out[job.key] = { status: 'locked', places: ['locked_by'] }
     } else if (row.attempts >= row.max_attempts) {
       out[job.key] = { status: 'failed', places: ['jobs'] }
     } else {

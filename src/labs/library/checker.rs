@@ -29,6 +29,9 @@ pub struct LibraryState {
     /// adapter does not say. Empty: nowhere a worker or a cleanup will look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub places: Option<Vec<String>>,
+    /// Why the library says it failed, in its own words (BullMQ's `failedReason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A library's status word, as the checker reads it.
@@ -223,7 +226,7 @@ pub fn job_fates(
     guarantee: &Guarantee,
     name: &str,
 ) -> Vec<JobFate> {
-    let missing = || LibraryState { status: "missing".into(), places: None };
+    let missing = || LibraryState { status: "missing".into(), places: None, reason: None };
     keys.iter().map(|k| fate(k, records, states.get(k).cloned().unwrap_or_else(missing), guarantee, name)).collect()
 }
 
@@ -268,7 +271,11 @@ mod tests {
     }
 
     fn state(status: &str, places: &[&str]) -> LibraryState {
-        LibraryState { status: status.into(), places: Some(places.iter().map(|p| p.to_string()).collect()) }
+        LibraryState {
+            status: status.into(),
+            places: Some(places.iter().map(|p| p.to_string()).collect()),
+            reason: None,
+        }
     }
 
     fn one(records: &[EffectRecord], s: LibraryState, g: Guarantee) -> JobFate {
@@ -297,7 +304,7 @@ mod tests {
     fn a_job_the_library_still_holds_is_stuck_not_lost() {
         let f = one(&[], state("queued", &["intermediate:default"]), MOST);
         assert_eq!((f.fate, f.breaks), (Fate::Stuck, None));
-        let f = one(&[rec("j", START, 1, 1, 0)], LibraryState { status: "active".into(), places: None }, LEAST);
+        let f = one(&[rec("j", START, 1, 1, 0)], LibraryState { status: "active".into(), places: None, reason: None }, LEAST);
         assert_eq!(f.fate, Fate::Stuck, "an adapter that names no places: the status decides");
     }
 

@@ -462,14 +462,23 @@ fn fate_line(f: &JobFate, name: &str, recovery: Option<&Recovery>, lang: Lang) -
         Some(p) => p.join(", "),
         None => "-".into(),
     };
+    let reason = f.state.reason.as_ref().map(|r| format!(": {r:?}")).unwrap_or_default();
     let mut text = crate::tr!(
         lang,
-        "{}: {} — started {ran}×, ended {ends}×; {name} says {} ({places})",
-        "{}: {} — bắt đầu {ran}×, kết thúc {ends}×; {name} nói {} ({places})",
+        "{}: {} — started {ran}×, ended {ends}×; {name} says {}{reason} ({places})",
+        "{}: {} — bắt đầu {ran}×, kết thúc {ends}×; {name} nói {}{reason} ({places})",
         f.key,
         f.fate.name(),
         f.state.status
     );
+    if f.planned_failures() > 0 {
+        let n = f.planned_failures();
+        text.push_str(&crate::tr!(
+            lang,
+            "; {n} planned failure(s) before",
+            "; {n} lần lỗi cài sẵn trước đó"
+        ));
+    }
     if f.fate == Fate::Stuck {
         text.push_str(&format!("; {}", recovery_words(recovery)));
     }

@@ -241,6 +241,25 @@ fn with_dbname(config: &str, db: &str) -> String {
     words.join(" ")
 }
 
+/// The workers with a handler started and not ended (nor failed) in `records`.
+fn open_on(records: &[crate::side_effect::EffectRecord]) -> Vec<u32> {
+    use crate::labs::library::checker::{END, FAIL, START};
+    let mut open: Vec<(u32, &str, Option<u32>)> = Vec::new();
+    for r in records {
+        let Actor::Worker(n) = r.actor else { continue };
+        match r.effect.as_str() {
+            START => open.push((n, r.job.as_str(), r.delivery)),
+            END | FAIL => {
+                if let Some(i) = open.iter().position(|o| *o == (n, r.job.as_str(), r.delivery)) {
+                    open.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    open.into_iter().map(|(n, _, _)| n).collect()
+}
+
 /// What waiting for the run to come to rest reads and moves: the workers, the ledger, the
 /// events, and the scenario's workers the stage says to start now.
 struct Settle<'a, 'c, 'w> {
@@ -290,6 +309,11 @@ impl Settle<'_, '_, '_> {
             let records = self.ledger.records().await?;
             if records.len() != seen {
                 seen = records.len();
+                last_change = Instant::now();
+            }
+            // A job whose handler started on a worker still alive (paused, or working long)
+            // is no rest, however long the ledger stays quiet.
+            if open_on(&records).into_iter().any(|n| self.crew.is_alive(n)) {
                 last_change = Instant::now();
             }
             if start.elapsed() >= at_least && last_change.elapsed() >= patience {

@@ -43,6 +43,11 @@ impl<'a> Crew<'a> {
         Crew { spec, manifest, stage, tx, scripts, workers: Vec::new() }
     }
 
+    /// Is worker `W<n>`'s process still there (running, or paused)?
+    pub fn is_alive(&self, n: u32) -> bool {
+        self.workers.get(n as usize - 1).is_some_and(|(w, _)| w.process.exited().is_none())
+    }
+
     /// The queues worker `W<n>` serves.
     pub fn queues_of(&self, n: u32) -> Vec<String> {
         self.workers.get(n as usize - 1).map(|(_, q)| q.clone()).unwrap_or_default()

@@ -37,6 +37,38 @@ fn shown_lines(lines: &[(&crate::timeline::Event, String)], focus: bool) -> Vec<
     shown
 }
 
+/// A focused timeline under the snapshot redactor: its story only (side effects, crashes, fault
+/// events and a lab's own steps, with the command each fault at a command hit), since what a
+/// real library sends around them (polls, heartbeats), and on which of its connections,
+/// varies from run to run.
+fn story_lines(lines: &[(&crate::timeline::Event, String)]) -> Vec<bool> {
+    use crate::timeline::EventKind::ServerCommand;
+    let mut shown: Vec<bool> = lines.iter().map(|(e, _)| !matches!(e.kind, ServerCommand { .. })).collect();
+    for (i, (e, _)) in lines.iter().enumerate() {
+        let at_command = match e.kind.family::<crate::fault::FaultEvent>() {
+            Some(crate::fault::FaultEvent::FaultFired { fault, .. }) => {
+                matches!(fault.trigger, crate::fault::Trigger::Command { .. })
+            }
+            _ => false,
+        };
+        if !at_command {
+            continue;
+        }
+        let last = lines[..i].iter().rposition(|(c, _)| c.actor == e.actor && matches!(c.kind, ServerCommand { .. }));
+        if let Some(j) = last {
+            shown[j] = true;
+        }
+    }
+    shown
+}
+
+/// A story line without its connection number (`W1 [redis 2] BRPOP …` → `W1 [redis] BRPOP …`).
+fn without_connection(line: &str) -> String {
+    static CONNECTION: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\[(redis|postgres) \d+\]").expect("a valid expression"));
+    CONNECTION.replace(line, "[$1]").into_owned()
+}
+
 /// `race`: the variant's interleaving across processes is the race it measures; redacted, the
 /// timeline is then listed process by process.
 pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &TextOptions, race: bool) {
@@ -49,21 +81,32 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
     .expect("writing to a String");
     let wording = Wording { lang: opts.lang, many_orders: procedure.many_orders(), redact: opts.redact };
     let lines = timeline_lines(r, procedure, &wording, race);
-    let shown = shown_lines(&lines, procedure.timeline().focus_on_faults);
+    let focus = procedure.timeline().focus_on_faults;
+    let story = focus && opts.redact.active();
+    let shown = if story { story_lines(&lines) } else { shown_lines(&lines, focus) };
     let more = pick(opts.lang, "more lines (every event is in the JSON)", "dòng nữa (mọi sự kiện có trong JSON)");
+    if story {
+        let only = pick(
+            opts.lang,
+            "only the story: side effects, faults, steps and the commands faults hit (every event is in the JSON)",
+            "chỉ phần chính: side effect, lỗi cài sẵn, các bước và lệnh bị lỗi chạm tới (mọi sự kiện có trong JSON)",
+        );
+        let _ = writeln!(out, "  … {only}");
+    }
     let mut omitted = 0;
     for (i, (e, line)) in lines.iter().enumerate() {
         if !shown[i] {
             omitted += 1;
             continue;
         }
-        if omitted > 0 {
+        if omitted > 0 && !story {
             let _ = writeln!(out, "  … {omitted} {more}");
-            omitted = 0;
         }
+        omitted = 0;
+        let line = if story { without_connection(line) } else { line.clone() };
         let _ = writeln!(out, "  {}  {line}", opts.redact.stamp(e.t_ms()));
     }
-    if omitted > 0 {
+    if omitted > 0 && !story {
         let _ = writeln!(out, "  … {omitted} {more}");
     }
     for line in &notes.after {

@@ -7,6 +7,10 @@ use redis::AsyncConnectionConfig;
 /// The PostgreSQL schema the tool owns; it touches nothing outside it.
 pub const SCHEMA: &str = "ordlab";
 
+/// The side-effect sink's own schema ([`crate::side_effect`]), named here so that what owns
+/// schemas on a server (the service layer) needs nothing of the sink.
+pub const SINK_SCHEMA: &str = "ordlab_sink";
+
 /// A Redis connection without a response timeout (blocking commands wait as long as needed).
 pub async fn redis(url: &str) -> redis::RedisResult<MultiplexedConnection> {
     let client = redis::Client::open(url)?;

@@ -7,6 +7,7 @@
 
 pub mod control;
 pub mod footprint;
+pub mod random_words;
 pub mod schedule;
 pub mod search;
 pub mod timer;

@@ -15,9 +15,9 @@
 //! - [`event`]: the timeline events, and the check that every declared fault fired.
 //! - [`process`]: the actions on a process (kill, pause, skew).
 //!
-//! Beside them, the injected conditions that are no fault of a process: handler work (a
-//! sleep standing in for an API call), publish failures with their retries, a hash slot
-//! moved while workers run, and the time scale that stretches them all. A lab that injects
+//! Beside them, the time scale that stretches every duration of a lab (the workload's own
+//! conditions, handler work and publish failures, are the order events' in [`crate::orders`];
+//! a hash slot moved while workers run is the cluster family's). A lab that injects
 //! nothing gets the no-op versions: zero work, no failing attempt, time scale 1.
 
 pub mod action;
@@ -25,24 +25,18 @@ mod crash;
 pub mod declare;
 pub mod event;
 pub mod injector;
-mod job_crash;
-mod list_crash;
+mod point;
 pub mod process;
-mod publish;
+pub mod role;
 pub mod server;
-pub mod slot_migration;
 mod time_scale;
 pub mod trigger;
-mod work;
 
 pub use action::Action;
-pub use crash::{crash_now, CrashPoint, CrashSpec, PlannedCrashes};
+pub use crash::{crash_now, PlannedCrashes};
 pub use declare::{Fault, Target};
 pub use event::{unfired, FaultEvent};
 pub use injector::{Fired, Injector};
-pub use job_crash::{crash_due, HandlerPoint, JobCrash};
-pub use list_crash::{ListCrash, ListCrashPoint};
-pub use publish::PublishSchedule;
+pub use point::{HandlerPoint, ListPoint};
 pub use time_scale::{TimeScale, NEVER_BY_THE_CLOCK_MS};
 pub use trigger::{Count, Moment, Occurrence, Trigger};
-pub use work::HandlerWork;

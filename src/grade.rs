@@ -1,103 +1,276 @@
 //! `ordlab grade`: a class exercise. A student's worker, given as a command line, is put through
-//! a set of labs that attack it, and each check says right or wrong, with the timeline of its
-//! first wrong run; the exit code is 0 only when every check ends right.
+//! a check list ([`checklist`]): stream labs that attack it, each telling one classic mistake
+//! apart, and each check says right, wrong or unknown, with a one-line hint and the timeline of
+//! its first wrong run. A whole class is graded with one command into a gradebook ([`book`]).
 //!
-//! A set is a scenario in `src/grade/` whose worker command is the placeholder `WORKER`; the
-//! student's command line takes its place, and the lab runs as any other (same servers,
-//! interposer, checkers). Grading is sampling: a race the worker loses only sometimes shows in
-//! some runs, so a set's checks are chosen where the wrong order is what usually happens.
+//! A check's run is an ordinary lab run with the submission as its worker (same servers,
+//! interposer, checkers), judged only once every worker is back waiting for work
+//! ([`crate::roles::patience`]): a worker cut mid-entry makes its run unknown, never wrong.
+//! Grading is sampling, except where a check is explored ([`explored`]): every order of its
+//! steps, graded by classes.
 
-use crate::lang::{pick, Lang};
-use crate::report::{words, LabReport};
-use crate::scenario::{Scenario, ScenarioError};
-use crate::timeline::vocabulary::{Redactor, Wording};
-use std::fmt::Write;
+pub mod book;
+pub mod checklist;
+pub mod explored;
+mod render;
+mod submission;
 
-/// The sets `--set` names, each with its scenario text.
+pub use checklist::{Check, CheckList};
+pub use render::render;
+pub use submission::{is_class, submissions, worker_command, Submission};
+
+use crate::checker::Verdict;
+use crate::error::Error;
+use crate::report::VariantReport;
+use crate::roles::patience::PatienceEvent;
+use crate::runner::{RunOptions, Runner};
+use crate::scenario::ScenarioError;
+use crate::service::Services;
+
+/// The built-in check lists `--set` names, each with its text.
 pub const SETS: [(&str, &str); 1] = [("ordering", include_str!("grade/ordering.toml"))];
 
-/// Errors of choosing a set or building its scenario.
+/// Errors of choosing a check list, finding the submissions, or grading.
 #[derive(Debug, thiserror::Error)]
 pub enum GradeError {
-    #[error("unknown exercise set {0:?}: the sets are {known}", known = SETS.map(|s| s.0).join(", "))]
+    #[error("unknown exercise set {0:?}: the sets are {known}; or give a check list file with --checks", known = SETS.map(|s| s.0).join(", "))]
     UnknownSet(String),
-    #[error("no worker given: `ordlab grade my_consumer.py`, or `ordlab grade -- php my_consumer.php`")]
+    #[error("no worker given: `ordlab grade my_consumer.py`, `ordlab grade -- php my_consumer.php`, or a class: `ordlab grade submissions/*`")]
     NoWorker,
+    #[error("{0}")]
+    Submission(String),
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    Run(#[from] Error),
 }
 
-/// The command line for a worker given as a file: its interpreter by extension
-/// (`x.py` → `python3 x.py`, `.php` → php, `.js`/`.mjs` → node); anything else as it is.
-pub fn worker_command(args: &[String]) -> Result<Vec<String>, GradeError> {
-    let first = args.first().ok_or(GradeError::NoWorker)?;
-    let interpreter = match std::path::Path::new(first).extension().and_then(|e| e.to_str()) {
-        Some("py") => Some("python3"),
-        Some("php") => Some("php"),
-        Some("js" | "mjs" | "cjs") => Some("node"),
-        _ => None,
-    };
-    Ok(interpreter.map(str::to_string).into_iter().chain(args.iter().cloned()).collect())
-}
-
-/// The set's scenario with `command` as its worker.
-pub fn scenario(set: &str, command: &[String]) -> Result<Scenario, GradeError> {
-    let (_, text) =
+/// The built-in check list `set`.
+pub fn builtin(set: &str) -> Result<CheckList, GradeError> {
+    let (name, text) =
         SETS.iter().find(|(name, _)| *name == set).ok_or_else(|| GradeError::UnknownSet(set.to_string()))?;
-    let quoted: Vec<String> = command.iter().map(|a| toml_string(a)).collect();
-    let text = text.replace("command = WORKER", &format!("command = [{}]", quoted.join(", ")));
-    Ok(Scenario::parse(&text, &format!("exercise set {set}"))?)
+    Ok(CheckList::parse(text, &format!("exercise set {name}"))?)
 }
 
-/// A TOML basic string.
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
+/// A check's grade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// No run (or class of orders) ended wrong, and every one could be judged.
+    Right,
+    /// Some run ended wrong.
+    Wrong,
+    /// None wrong, but some could not be judged (the reasons say why).
+    Unknown,
+}
+
+impl Mark {
+    /// `right`, `wrong`, `unknown`: the gradebook's words.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mark::Right => "right",
+            Mark::Wrong => "wrong",
+            Mark::Unknown => "unknown",
+        }
+    }
+}
+
+/// What one check gave a submission.
+#[derive(Clone, Debug)]
+pub struct CheckGrade {
+    pub id: String,
+    pub mark: Mark,
+    /// Its sampled runs (judged), when it was sampled.
+    pub runs: Option<VariantReport>,
+    /// The runs the check asks for.
+    pub planned: u32,
+    /// Why it stopped before its planned runs (a worker that made no progress is cut once per
+    /// check, not once per run), or why it could not run at all.
+    pub stopped: Option<String>,
+    /// Its classes of orders, when it was explored.
+    pub explored: Option<explored::ExploredGrade>,
+}
+
+impl CheckGrade {
+    /// `wrong 2/3`, `right 3/3`, `unknown 1/1`, `wrong in 12 of 68 orders`: the cell.
+    pub fn cell(&self) -> String {
+        if let Some(x) = &self.explored {
+            return x.cell(self.mark);
+        }
+        let (done, wrong, unknown) = self.runs.as_ref().map_or((0, 0, 0), |v| (v.runs, v.wrong, v.unknown));
+        match self.mark {
+            Mark::Right => format!("right {done}/{done}"),
+            Mark::Wrong => format!("wrong {wrong}/{done}"),
+            Mark::Unknown if done == 0 => "unknown".into(),
+            Mark::Unknown => format!("unknown {unknown}/{done}"),
+        }
+    }
+
+    /// The reasons of its first wrong run (or first unknown one, or why it stopped).
+    pub fn reasons(&self) -> Vec<String> {
+        if let Some(x) = &self.explored {
+            return x.reasons();
+        }
+        let first = self.first_run_not_right().map(|r| r.verdict.reasons.clone()).unwrap_or_default();
+        first.into_iter().chain(self.stopped.clone()).collect()
+    }
+
+    /// Its first wrong run, else its first unknown one.
+    pub fn first_run_not_right(&self) -> Option<&crate::labs::RunRecord> {
+        let records = &self.runs.as_ref()?.run_records;
+        records
+            .iter()
+            .find(|r| r.verdict.verdict == Verdict::Wrong)
+            .or_else(|| records.iter().find(|r| r.verdict.verdict == Verdict::Unknown))
+    }
+}
+
+/// One submission graded: its checks, or why it could not start.
+#[derive(Clone, Debug)]
+pub struct Graded {
+    pub submission: Submission,
+    pub result: Result<Vec<CheckGrade>, String>,
+}
+
+impl Graded {
+    /// Checks right, of all.
+    pub fn score(&self) -> (usize, usize) {
+        match &self.result {
+            Ok(checks) => (checks.iter().filter(|c| c.mark == Mark::Right).count(), checks.len()),
+            Err(_) => (0, 0),
+        }
+    }
+
+    /// Every check right.
+    pub fn all_right(&self) -> bool {
+        matches!(&self.result, Ok(checks) if checks.iter().all(|c| c.mark == Mark::Right))
+    }
+}
+
+/// Where grading is: for the terminal.
+#[derive(Clone, Debug)]
+pub struct Step<'a> {
+    /// 1-based, of `submissions`.
+    pub submission: usize,
+    pub submissions: usize,
+    pub name: &'a str,
+    pub check: &'a str,
+    pub run: u32,
+    pub runs: u32,
+}
+
+impl std::fmt::Display for Step<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Step { submission, submissions, name, check, run, runs } = self;
+        write!(f, "[{submission}/{submissions}] {name}: {check} run {run}/{runs}")
+    }
+}
+
+/// How to grade: the check list, its runs, whether to explore every check.
+pub struct GradeOptions<'a> {
+    pub list: &'a CheckList,
+    pub run: RunOptions,
+    /// Explore every check instead of sampling it (`--explore`); a check list's `explore =
+    /// true` explores that check either way.
+    pub explore_all: bool,
+    /// The explorer's budget per explored check.
+    pub explore: explored::Budget,
+}
+
+/// Grade each submission in turn on the same `services`, telling `on_step` where it is.
+pub async fn grade(
+    subs: &[Submission],
+    opts: &GradeOptions<'_>,
+    services: &Services,
+    exe: std::path::PathBuf,
+    on_step: &mut dyn FnMut(&Step<'_>),
+) -> Result<Vec<Graded>, GradeError> {
+    let mut runner = Runner::new(services, exe.clone()).await?;
+    let runner = &mut runner;
+    let mut book = Vec::new();
+    for (i, sub) in subs.iter().enumerate() {
+        let at = |check: &str, run: u32, runs: u32| (i + 1, subs.len(), check.to_string(), run, runs);
+        let mut tell = |(submission, submissions, check, run, runs): (usize, usize, String, u32, u32)| {
+            on_step(&Step { submission, submissions, name: &sub.name, check: &check, run, runs });
+        };
+        let result = grade_one(sub, opts, runner, (services, &exe), &mut |c, r, n| tell(at(c, r, n))).await?;
+        book.push(Graded { submission: sub.clone(), result });
+    }
+    Ok(book)
+}
+
+/// Grade one submission: every check, or the one line saying why it could not start.
+async fn grade_one(
+    sub: &Submission,
+    opts: &GradeOptions<'_>,
+    runner: &mut Runner<'_>,
+    (services, exe): (&Services, &std::path::Path),
+    on_step: &mut dyn FnMut(&str, u32, u32),
+) -> Result<Result<Vec<CheckGrade>, String>, GradeError> {
+    if let Err(e) = crate::roles::command_worker::check_program(&sub.command) {
+        return Ok(Err(one_line(&e.to_string())));
+    }
+    let lab = opts.list.scenario(&sub.command)?;
+    let mut grades = Vec::new();
+    for (check, v) in opts.list.checks.iter().zip(&lab.variants) {
+        let grade = if check.explore || opts.explore_all {
+            on_step(&check.id, 1, 1);
+            explored::grade(services, exe.to_path_buf(), &lab, v, &opts.explore).await?
+        } else {
+            let planned = opts.run.runs.unwrap_or(check.runs);
+            let mut records = Vec::new();
+            let mut stopped = None;
+            for run in 1..=planned {
+                on_step(&check.id, run, planned);
+                match runner.run_once(&lab, v, run, &opts.run).await {
+                    Ok(record) => {
+                        let stalled = record.timed_out
+                            || record.events.iter().any(|e| {
+                                matches!(e.kind.family::<PatienceEvent>(), Some(PatienceEvent::NoProgress { .. }))
+                            });
+                        records.push(record);
+                        if stalled && run < planned {
+                            stopped = Some(format!(
+                                "a worker made no progress: the check stopped after run {run} of {planned}"
+                            ));
+                            break;
+                        }
+                    }
+                    // The submission does not start at all: one line, and no other check.
+                    Err(Error::WorkerCommand { detail, .. }) if grades.is_empty() && records.is_empty() => {
+                        return Ok(Err(one_line(&detail)));
+                    }
+                    Err(Error::WorkerCommand { detail, .. }) => {
+                        stopped = Some(one_line(&format!("the worker did not start: {detail}")));
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let report = VariantReport::tally(v, records);
+            let mark = if report.wrong > 0 {
+                Mark::Wrong
+            } else if report.unknown > 0 || stopped.is_some() || report.runs == 0 {
+                Mark::Unknown
+            } else {
+                Mark::Right
+            };
+            CheckGrade { id: check.id.clone(), mark, runs: Some(report), planned, stopped, explored: None }
+        };
+        grades.push(grade);
+    }
+    Ok(Ok(grades))
+}
+
+/// One line, whatever a worker printed: newlines and control characters shown as escapes.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.trim().chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            '\n' | '\r' => out.push_str(" ⏎ "),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32 & 0xff)),
             c => out.push(c),
         }
     }
-    out.push('"');
-    out
-}
-
-/// Per check: right or wrong (how many runs), and the timeline of the first wrong run with
-/// the checker's reason.
-pub fn render(report: &LabReport, lang: Lang) -> String {
-    let mut out = String::new();
-    let w = Wording { lang, many_orders: false, redact: Redactor::NONE };
-    for v in &report.variants {
-        let n = v.run_records.len();
-        let title = v.title.get(lang);
-        if v.wrong == 0 && v.unknown == 0 {
-            let _ = writeln!(out, "✓ {}: {title}: {} {n}/{n}", v.id, pick(lang, "right in", "đúng"));
-            continue;
-        }
-        let (mark, label) = if v.wrong > 0 {
-            ("✕", crate::tr!(lang, "WRONG in {}/{n} runs", "SAI {}/{n} lần", v.wrong))
-        } else {
-            ("?", crate::tr!(lang, "could not be judged in {}/{n} runs", "không phán được {}/{n} lần", v.unknown))
-        };
-        let _ = writeln!(out, "{mark} {}: {title}: {label}", v.id);
-        let first = v.run_records.iter().position(|r| r.verdict.verdict != crate::checker::Verdict::Right);
-        if let Some(i) = first {
-            let r = &v.run_records[i];
-            let _ = writeln!(out, "  {} {}:", pick(lang, "run", "lần"), i + 1);
-            for (e, line) in words::timeline_lines(r, &v.procedure, &w, false) {
-                let _ = writeln!(out, "    {}  {line}", w.redact.stamp(e.t_us / 1000));
-            }
-            for reason in &r.verdict.reasons {
-                let _ = writeln!(out, "    → {reason}");
-            }
-        }
-    }
-    let right = report.variants.iter().filter(|v| v.wrong == 0 && v.unknown == 0).count();
-    let total = report.variants.len();
-    let _ = writeln!(out, "{}", crate::tr!(lang, "{right} of {total} checks right", "{right}/{total} bài kiểm đúng"));
     out
 }
 
@@ -106,20 +279,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_file_gets_its_interpreter_and_a_command_stays_as_it_is() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(worker_command(&args(&["c.py", "--cas"])).unwrap(), args(&["python3", "c.py", "--cas"]));
-        assert_eq!(worker_command(&args(&["w.js"])).unwrap(), args(&["node", "w.js"]));
-        assert_eq!(worker_command(&args(&["php", "c.php"])).unwrap(), args(&["php", "c.php"]));
-        assert!(matches!(worker_command(&[]), Err(GradeError::NoWorker)));
+    fn every_set_parses_and_takes_a_command_that_needs_quoting() {
+        for (set, _) in SETS {
+            let list = builtin(set).unwrap();
+            let lab = list.scenario(&["python3".into(), "my \"odd\" path\\x.py".into()]).unwrap();
+            assert_eq!(lab.variants.len(), list.checks.len(), "{set}");
+        }
+        assert!(matches!(builtin("nope"), Err(GradeError::UnknownSet(_))));
     }
 
     #[test]
-    fn every_set_parses_with_a_command_that_needs_quoting() {
-        for (set, _) in SETS {
-            let s = scenario(set, &["python3".into(), "my \"odd\" path\\x.py".into()]).unwrap();
-            assert!(!s.variants.is_empty(), "{set}");
-        }
-        assert!(matches!(scenario("nope", &["x".into()]), Err(GradeError::UnknownSet(_))));
+    fn the_ordering_set_tells_the_classic_mistakes_apart() {
+        let list = builtin("ordering").unwrap();
+        let ids: Vec<&str> = list.checks.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["race", "late-duplicate", "redelivery", "crash-after-ack", "lock-ttl"]);
+        assert!(list.check("crash-after-ack").unwrap().hint.en.contains("early ack"));
+    }
+
+    #[test]
+    fn a_reason_is_one_line_whatever_the_worker_printed() {
+        assert_eq!(one_line("a\nb\x1b[31m\r\n"), "a ⏎ b\\x1b[31m");
     }
 }

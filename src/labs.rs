@@ -39,6 +39,7 @@ const SHARED_VOCABULARIES: &[Entry] = &[
     entry::<crate::cluster_queue::ClusterEvent>(),
     entry::<crate::interposer::limits::WireEvent>(),
     entry::<crate::fault::FaultEvent>(),
+    entry::<crate::roles::patience::PatienceEvent>(),
 ];
 
 const SHARED_ROLES: &[RoleEntry] = &[
@@ -120,7 +121,7 @@ fn mismatch(record: &RunRecord) -> RunVerdict {
 /// (the run did not show what the lab says it shows, whatever else it shows).
 fn judged<P: Judge>(p: &P, run: &RunView<'_, P::Observed>) -> RunVerdict {
     let mut v = p.judge(run);
-    let unfired = crate::fault::unfired(&p.faults(), run.events);
+    let unfired = crate::fault::unfired(&p.faults(run.observed), run.events);
     if !unfired.is_empty() {
         v.reasons.extend(unfired);
         v.verdict = Verdict::Unknown;

@@ -178,21 +178,18 @@ enum Command {
         #[command(flatten)]
         services: ServiceArgs,
     },
-    /// A class exercise: run a set of checks against your worker (a command line, or a file
-    /// whose interpreter its extension names) and say right or wrong for each, with the
-    /// timeline of the first wrong run. Exit code 0 only when every check ends right.
+    /// A class exercise: run a check list against your worker (a command line, or a file
+    /// whose interpreter its extension names) and say right, wrong or unknown for each check,
+    /// with its hint and the timeline of its first wrong run; exit code 0 only when every check
+    /// ends right. Given a class (program files and folders: `submissions/*`, or one folder of
+    /// them), grade each in turn on the same servers into a gradebook (CSV and a page).
     Grade {
-        /// `my_consumer.py`, or after `--` a whole command line: `-- php my_consumer.php`.
+        /// `my_consumer.py`, after `--` a whole command line (`-- php my_consumer.php`), or a
+        /// class's submissions (`submissions/*`, `submissions/`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         worker: Vec<String>,
-        /// The exercise set.
-        #[arg(long = "set", default_value = "ordering")]
-        set: String,
-        /// Runs per check (default: the set's).
-        #[arg(long, value_parser = parse_runs)]
-        runs: Option<u32>,
-        #[arg(long, value_enum, default_value_t = Lang::En)]
-        lang: Lang,
+        #[command(flatten)]
+        how: GradeArgs,
         #[command(flatten)]
         services: ServiceArgs,
     },
@@ -278,6 +275,13 @@ fn parse_runs(s: &str) -> Result<u32, String> {
         Ok(0) => Err("0 runs judge nothing, and a lab that judged nothing cannot match: use 1 or more".into()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("{s:?} is not a number of runs (for example 5)")),
+    }
+}
+
+fn parse_patience(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 100.0 => Ok(f),
+        _ => Err(format!("{s:?}: give a time in ms of at least 100 (for example 5000)")),
     }
 }
 
@@ -519,32 +523,145 @@ async fn execute(command: Command) -> anyhow::Result<i32> {
             }
             Ok(EXIT_MATCHED)
         }
-        Command::Grade { worker, set, runs, lang, services } => grade(&worker, &set, runs, lang, &services).await,
+        Command::Grade { worker, how, services } => grade(&worker, how, &services).await,
         Command::Role { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 
-/// `ordlab grade`: the set's checks against the student's worker, one line per check.
-async fn grade(
-    worker: &[String],
-    set: &str,
+/// `ordlab grade`'s options but the worker and the servers.
+#[derive(clap::Args)]
+struct GradeArgs {
+    /// The built-in exercise set.
+    #[arg(long = "set", default_value = "ordering")]
+    set: String,
+    /// A check list file of your own instead (src/grade/ordering.toml is one to copy).
+    #[arg(long, conflicts_with = "set")]
+    checks: Option<PathBuf>,
+    /// Only this check.
+    #[arg(long)]
+    check: Option<String>,
+    /// Runs per check (default: the check list's).
+    #[arg(long, value_parser = parse_runs)]
     runs: Option<u32>,
+    /// Multiply every duration of the checks (handler work, lock TTLs, min-idle) by F.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
+    time_scale: f64,
+    /// Seed for every random choice (default: random).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Grade every check by exploring every order of its steps (classes), not by sampling.
+    #[arg(long)]
+    explore: bool,
+    /// Replay one schedule of the check --check names (as a grade's shortest wrong schedule
+    /// says): its steps in order, each with what followed it, and its verdict.
+    #[arg(long, requires = "check")]
+    schedule: Option<String>,
+    /// With --explore (or a check list's `explore = true`): at most this many runs per
+    /// explored check (the grade says when the search stopped there).
+    #[arg(long, default_value_t = 500)]
+    max_schedules: usize,
+    /// How long (ms) a worker may take to start, may go without progress, and has to be
+    /// back waiting for work after the last ack, before its run is cut (default: the check
+    /// list's).
+    #[arg(long, value_parser = parse_patience)]
+    patience_ms: Option<f64>,
+    /// Where a class's gradebook is written (gradebook.csv, index.html, students/).
+    #[arg(long, default_value = "gradebook")]
+    out: PathBuf,
+    #[arg(long, value_enum, default_value_t = Lang::En)]
     lang: Lang,
-    services: &ServiceArgs,
-) -> anyhow::Result<i32> {
-    let command = ordlab::grade::worker_command(worker)?;
-    let lab = ordlab::grade::scenario(set, &command)?;
-    check_worker_programs(std::slice::from_ref(&lab), None)?;
+}
+
+/// `ordlab grade`: the check list against one worker (its report, exit 0 when every check is
+/// right), or against a class's submissions, one at a time on the same servers (a gradebook).
+async fn grade(worker: &[String], how: GradeArgs, services: &ServiceArgs) -> anyhow::Result<i32> {
+    use ordlab::grade::{self, CheckList, Submission};
+    let mut list = match &how.checks {
+        Some(path) => CheckList::from_path(path)?,
+        None => grade::builtin(&how.set)?,
+    };
+    if let Some(ms) = how.patience_ms {
+        list.checks.iter_mut().for_each(|c| c.patience_ms = ms);
+    }
+    if let Some(id) = &how.check {
+        let ids: Vec<String> = list.checks.iter().map(|c| c.id.clone()).collect();
+        list.checks.retain(|c| c.id == *id);
+        if list.checks.is_empty() {
+            anyhow::bail!("no check {id:?} in {}: the checks are {}", list.origin, ids.join(", "));
+        }
+    }
+    // `--` before the worker: one command line, whatever its words are.
+    let one_command = std::env::args().any(|a| a == "--");
+    let class = grade::is_class(worker, one_command);
+    let subs = if class {
+        grade::submissions(worker)?
+    } else {
+        let command = grade::worker_command(worker)?;
+        ordlab::roles::command_worker::check_program(&command)?;
+        // Named by its program file (`my_consumer.py` → my_consumer), else by its command.
+        let file = worker.iter().map(std::path::Path::new).find(|p| p.is_file());
+        let name = file.and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned());
+        vec![Submission { name: name.unwrap_or_else(|| command.join(" ")), command }]
+    };
     check_services(services)?;
-    let mut opts = RunOptions::new(1.0, rand::random());
-    opts.runs = runs;
-    opts.command_line = command_line();
+    let seed = how.seed.unwrap_or_else(rand::random);
+    if let Some(text) = &how.schedule {
+        anyhow::ensure!(!class, "--schedule replays one worker's run: give one worker, not a class");
+        let schedule =
+            ordlab::exploration::Schedule::parse(text).map_err(|e| anyhow::anyhow!("--schedule {text}: {e}"))?;
+        let lab = list.scenario(&subs[0].command)?;
+        let v = &lab.variants[0];
+        let started = ordlab::service::Services::start(&services.options()).await?;
+        let replayed = grade::explored::replay(&started, std::env::current_exe()?, &lab, v, schedule, seed).await;
+        started.stop().await;
+        let c = replayed?;
+        println!("# {} (`{}`): {}, replayed", subs[0].name, subs[0].command.join(" "), v.id);
+        print!("{}", grade::explored::render_replay(&c, v, how.lang));
+        if c.verdict != ordlab::checker::Verdict::Right {
+            println!("hint: {}", list.checks[0].hint.get(how.lang));
+        }
+        return Ok(if c.verdict == ordlab::checker::Verdict::Right { EXIT_MATCHED } else { EXIT_MISMATCH });
+    }
+    let mut run = RunOptions::new(how.time_scale, seed);
+    run.runs = how.runs;
+    run.command_line = command_line();
+    let budget = grade::explored::Budget { seed, max_schedules: how.max_schedules, ..Default::default() };
+    let opts = grade::GradeOptions { list: &list, run, explore_all: how.explore, explore: budget };
+    let started = ordlab::service::Services::start(&services.options()).await?;
     let exe = std::env::current_exe()?;
-    let reports =
-        ordlab::schedule::run_labs(std::slice::from_ref(&lab), &opts, &services.options(), 1, exe, &mut |_| {}).await?;
-    let report = &reports[0];
-    print!("{}", ordlab::grade::render(report, lang));
-    Ok(if report.variants.iter().all(|v| v.wrong == 0 && v.unknown == 0) { EXIT_MATCHED } else { EXIT_MISMATCH })
+    let mut on_step = |step: &grade::Step<'_>| {
+        if class {
+            eprintln!("{step}");
+        }
+    };
+    let graded = grade::grade(&subs, &opts, &started, exe, &mut on_step).await;
+    started.stop().await;
+    let graded = graded?;
+    if !class {
+        let g = &graded[0];
+        if let Err(why) = &g.result {
+            // The one line a worker that cannot start gets, as `ordlab run` gives it.
+            return Err(
+                ordlab::Error::WorkerCommand { command: g.submission.command.join(" "), detail: why.clone() }.into()
+            );
+        }
+        print!("{}", grade::render(g, &list, how.lang));
+        return Ok(if g.all_right() { EXIT_MATCHED } else { EXIT_MISMATCH });
+    }
+    let header = format!("{} · {} · seed {seed} · time scale {}", list.origin, command_line(), how.time_scale);
+    let written = grade::book::write(&how.out, &graded, &list, how.lang, &header)?;
+    for g in &graded {
+        let (right, total) = g.score();
+        match &g.result {
+            Ok(checks) => {
+                let cells: Vec<String> = checks.iter().map(|c| format!("{} {}", c.id, c.cell())).collect();
+                println!("{}: {right}/{total} right ({})", g.submission.name, cells.join(", "));
+            }
+            Err(why) => println!("{}: did not start: {why}", g.submission.name),
+        }
+    }
+    println!("gradebook: {} and {}", written.csv.display(), written.page.display());
+    Ok(EXIT_MATCHED)
 }
 
 /// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
@@ -587,14 +704,16 @@ async fn explore_cli(
     let (mut x, report) = result?;
     let sampled = record::load(&record::path_of(Path::new("results"), &x.lab)).ok();
     x.sampled = sampled.and_then(|r| ordlab::exploration::Sampled::of(&r, &x.variant));
+    // A replay starts with its schedule, then its run (whose timeline follows the steps).
+    if let Some(c) = x.classes.first().filter(|_| replay) {
+        println!("schedule {} ({} steps)", c.schedule, c.steps.len());
+    }
     if let Some(report) = &report {
         print!("{}", text::render(report, &TextOptions { lang, ..TextOptions::default() }));
     }
     let summary = ordlab::exploration::render(&x, lang);
     if !replay {
         print!("{summary}");
-    } else if let Some(c) = x.classes.first() {
-        println!("schedule {} ({} steps)", c.schedule, c.steps.len());
     }
     if let Some(dir) = out {
         let saved = ordlab::exploration::path_in(&dir, &x);

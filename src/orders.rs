@@ -9,6 +9,12 @@ use crate::timeline::Job;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod publish;
+mod work;
+
+pub use publish::PublishSchedule;
+pub use work::HandlerWork;
+
 /// One event to publish, and when.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

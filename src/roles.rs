@@ -19,6 +19,7 @@ mod config;
 pub mod consumer;
 pub mod fanout;
 mod keyed_queues;
+pub mod patience;
 pub mod primary;
 pub mod priority_loop;
 pub mod producer;
@@ -26,7 +27,7 @@ pub mod reuse;
 mod role_process;
 
 pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};
-pub use role_process::{ExitCheck, RoleProcess};
+pub use role_process::{ExitCheck, OutputLines, RoleProcess};
 
 /// A consumer reads the group one entry at a time, or as a fan-out reader when its strategy
 /// says so (here, above both, so neither imports the other to choose).

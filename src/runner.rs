@@ -145,26 +145,8 @@ impl<'a> Runner<'a> {
         let mut records = Vec::new();
         let variant_started = Instant::now();
         for run in 1..=runs {
-            let mut ctx = RunContext {
-                services: self.services,
-                exe: &self.exe,
-                redis: self.redis.clone(),
-                pg: &self.pg,
-                scale: opts.scale,
-                lab: &lab.id,
-                variant: &v.id,
-                run,
-                seed: opts.seed,
-                nonce: &self.services.nonce,
-                control: None,
-                roles: None,
-            };
             let tapped = opts.on_event.clone().map(live::tap);
-            let started = Instant::now();
-            let record = v.procedure.run_once(&mut ctx).await?;
-            let step = Step::Run { own_ms: timing::own_span_ms(&record.events) };
-            self.spans.push(Span { lab: lab.id.clone(), step, ms: timing::ms_since(started) });
-            records.push(record);
+            records.push(self.run_once(lab, v, run, opts).await?);
             drop(tapped);
             if let Some(cb) = &opts.on_run {
                 cb(&v.id, run, runs);
@@ -173,6 +155,40 @@ impl<'a> Runner<'a> {
         let report = VariantReport::tally(v, records);
         self.spans.push(Span { lab: lab.id.clone(), step: Step::Variant, ms: timing::ms_since(variant_started) });
         Ok(report)
+    }
+
+    /// Run `v` once, as its run number `run`. A run that fails (a worker that does not start)
+    /// leaves none of its keys behind.
+    pub async fn run_once(
+        &mut self,
+        lab: &Scenario,
+        v: &Variant,
+        run: u32,
+        opts: &RunOptions,
+    ) -> Result<crate::labs::RunRecord, Error> {
+        let mut ctx = RunContext {
+            services: self.services,
+            exe: &self.exe,
+            redis: self.redis.clone(),
+            pg: &self.pg,
+            scale: opts.scale,
+            lab: &lab.id,
+            variant: &v.id,
+            run,
+            seed: opts.seed,
+            nonce: &self.services.nonce,
+            control: None,
+            roles: None,
+        };
+        let started = Instant::now();
+        let record = v.procedure.run_once(&mut ctx).await;
+        if record.is_err() {
+            let _ = ctx.delete_run_keys().await;
+        }
+        let record = record?;
+        let step = Step::Run { own_ms: timing::own_span_ms(&record.events) };
+        self.spans.push(Span { lab: lab.id.clone(), step, ms: timing::ms_since(started) });
+        Ok(record)
     }
 
     /// One run of `v` under the explorer's `control`: handler work takes no time (time scale

@@ -192,6 +192,29 @@ pub fn setup_from_toml(setup_table: &str) -> Result<Procedure, ScenarioError> {
     Ok(Scenario::parse(&text, "[setup]")?.variants.remove(0).procedure)
 }
 
+/// The procedure of the `index`-th table of the array `list` in `text` (a grade check list's
+/// `[[check]]`): its `setup` laid over the file's `base` `[setup]`, parsed as the kind it names.
+/// A mistake is located (line and column) as a scenario's is.
+pub fn procedure_in(
+    text: &str,
+    origin: &str,
+    list: &str,
+    index: usize,
+    base: &toml::Table,
+    over: &toml::Table,
+) -> Result<Procedure, ScenarioError> {
+    let at = locate::SetupAt { text, origin, variant: Some(index), list, variant_setup: over };
+    resolve_setup(base, over, &at).map_err(|e| match e {
+        SetupFailure::At(err) => err,
+        SetupFailure::Message(message) => ScenarioError::Invalid { path: origin.to_string(), message },
+    })
+}
+
+/// 1-based line and column of a byte offset in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    locate::line_col(text, offset)
+}
+
 fn one_line(message: &str) -> String {
     message.trim().replace('\n', " ")
 }
@@ -224,7 +247,13 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
         if variants.iter().any(|x| x.id == v.id) {
             return Err(invalid(format!("variant id {:?} appears twice: give each variant its own id", v.id)));
         }
-        let at = locate::SetupAt { text, origin, variant: (!single).then_some(index), variant_setup: &v.setup };
+        let at = locate::SetupAt {
+            text,
+            origin,
+            variant: (!single).then_some(index),
+            list: "variant",
+            variant_setup: &v.setup,
+        };
         let procedure = resolve_setup(&file.setup, &v.setup, &at).map_err(|e| match e {
             SetupFailure::At(err) => err,
             SetupFailure::Message(m) => invalid(format!("variant {}: {m}", v.id)),

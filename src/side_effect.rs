@@ -7,11 +7,15 @@
 //! All of its logic is one server-side function, `perform_effect`: one round trip, atomic,
 //! and it runs to the end even when the caller dies mid-request, like a remote API. It can
 //! honour an idempotency key the way payment APIs do (same key → the first request's receipt,
-//! no second effect), be slow (`latency`), and fail on purpose (`faults`): refuse a request
-//! (nothing happens) or apply it and fail the reply (the caller cannot tell it happened).
+//! no second effect), be slow (`latency`), and carry out the faults aimed at the partner
+//! ([`crate::fault::Fault`] with `on = "partner"`, kept in its own table so every caller's
+//! request counts, whichever process sends it): refuse a request (nothing happens), apply it
+//! and lose the reply (the caller cannot tell it happened), or answer it late. Each request a
+//! fault hit names the fault in the ledger, and becomes a fault event on the timeline.
 
 pub mod http;
 
+use crate::fault::{Action, Fault, Target, TimeScale, Trigger};
 pub use crate::timeline::EffectOutcome;
 use crate::timeline::{Actor, EventKind, RawEvent};
 use serde::{Deserialize, Serialize};
@@ -19,7 +23,7 @@ use std::time::Duration;
 
 /// The sink's schema in the lab's database (never a database of its own: on a user's server
 /// ordlab creates schemas only, see [`crate::service::namespace`]).
-pub const SCHEMA: &str = "ordlab_sink";
+pub const SCHEMA: &str = crate::connect::SINK_SCHEMA;
 
 /// Why the sink could not do what was asked. `Refused` and `ReplyLost` are injected partner
 /// failures a worker must handle; the others are infrastructure errors.
@@ -95,18 +99,29 @@ CREATE TABLE IF NOT EXISTS ordlab_sink.idem_keys (run text NOT NULL, idem_key te
   PRIMARY KEY (run, idem_key));
 CREATE TABLE IF NOT EXISTS ordlab_sink.faults (id bigserial PRIMARY KEY, run text NOT NULL, job text, effect text,
   kind text NOT NULL, remaining int NOT NULL);
+ALTER TABLE ordlab_sink.faults ADD COLUMN IF NOT EXISTS skip int NOT NULL DEFAULT 0;
+ALTER TABLE ordlab_sink.faults ADD COLUMN IF NOT EXISTS delay_s double precision;
+ALTER TABLE ordlab_sink.faults ADD COLUMN IF NOT EXISTS spec text;
+ALTER TABLE ordlab_sink.requests ADD COLUMN IF NOT EXISTS fault text;
 CREATE TABLE IF NOT EXISTS ordlab_sink.latency (run text NOT NULL, effect text NOT NULL, seconds double precision NOT NULL,
   PRIMARY KEY (run, effect));
 CREATE OR REPLACE FUNCTION ordlab_sink.perform_effect(p_run text, p_job text, p_effect text, p_key text, p_actor text,
   p_delivery int, p_mono bigint, OUT request_id bigint, OUT outcome text, OUT first_request bigint) AS $$
-DECLARE lat double precision; fault text;
+DECLARE lat double precision; fault text; fid bigint; fskip int; fdelay double precision; fspec text;
 BEGIN
   SELECT l.seconds INTO lat FROM ordlab_sink.latency l WHERE l.run = p_run AND l.effect = p_effect;
   IF lat IS NOT NULL THEN PERFORM pg_sleep(lat); END IF;
   request_id := nextval('ordlab_sink.request_ids');
-  UPDATE ordlab_sink.faults f SET remaining = f.remaining - 1 WHERE f.id = (SELECT f2.id FROM ordlab_sink.faults f2 WHERE f2.run = p_run
-    AND (f2.job IS NULL OR f2.job = p_job) AND (f2.effect IS NULL OR f2.effect = p_effect) AND f2.remaining > 0
-    ORDER BY f2.id LIMIT 1 FOR UPDATE) RETURNING f.kind INTO fault;
+  SELECT f2.id, f2.skip, f2.kind, f2.delay_s, f2.spec INTO fid, fskip, fault, fdelay, fspec FROM ordlab_sink.faults f2
+    WHERE f2.run = p_run AND (f2.job IS NULL OR f2.job = p_job) AND (f2.effect IS NULL OR f2.effect = p_effect)
+    AND f2.remaining > 0 ORDER BY f2.id LIMIT 1 FOR UPDATE;
+  IF fid IS NOT NULL AND fskip > 0 THEN
+    UPDATE ordlab_sink.faults SET skip = skip - 1 WHERE id = fid;
+    fault := NULL; fspec := NULL;
+  ELSIF fid IS NOT NULL THEN
+    UPDATE ordlab_sink.faults SET remaining = remaining - 1 WHERE id = fid;
+  END IF;
+  IF fault = 'delay' THEN PERFORM pg_sleep(fdelay); END IF;
   IF fault = 'refuse' THEN
     outcome := 'refused';
   ELSIF p_key IS NOT NULL THEN
@@ -120,9 +135,9 @@ BEGIN
   ELSE
     outcome := 'applied'; first_request := request_id;
   END IF;
-  INSERT INTO ordlab_sink.requests (id, run, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of)
+  INSERT INTO ordlab_sink.requests (id, run, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of, fault)
     VALUES (request_id, p_run, p_job, p_effect, p_key, p_actor, p_delivery, p_mono, outcome,
-            CASE WHEN outcome = 'replayed' THEN first_request END);
+            CASE WHEN outcome = 'replayed' THEN first_request END, fspec);
   IF fault = 'apply-then-fail' THEN outcome := 'reply-lost'; END IF;
 END $$ LANGUAGE plpgsql SET search_path = pg_catalog;
 "#;
@@ -163,24 +178,37 @@ pub struct EffectRecord {
     pub mono_ns: u64,
     pub outcome: EffectOutcome,
     pub replay_of: Option<i64>,
+    /// The partner's fault that hit this request, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SinkFaultKind {
-    /// Nothing happens; the caller gets [`SinkError::Refused`] (a 503).
-    Refuse,
-    /// The effect happens; the caller gets [`SinkError::ReplyLost`] (a timeout after success).
-    ApplyThenFail,
-}
-
-/// The partner fails the first `times` matching requests (None matches any job/effect).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SinkFault {
-    pub job: Option<String>,
-    pub effect: Option<String>,
-    pub kind: SinkFaultKind,
-    pub times: u32,
+/// The partner's side of a fault aimed at it: which requests (a job, an effect: `event` is
+/// the effect's name, or `request` for any), which of them (`nth`, then each one, `times`
+/// times) and what it does (`refuse`, `lose-reply`, `{ delay_ms = … }`).
+fn partner_row(
+    fault: &Fault,
+    scale: TimeScale,
+) -> Result<(Option<String>, Option<String>, &'static str, i32, i32, Option<f64>), SinkError> {
+    let bad = |why: &str| SinkError::Config(format!("a partner's fault {}: {why}", fault.label().en));
+    if fault.target != Target::Partner {
+        return Err(bad("is not aimed at the partner (on = \"partner\")"));
+    }
+    let Trigger::Event { event, job, .. } = &fault.trigger else {
+        return Err(bad("its trigger is a request: event = \"request\" (any effect) or the effect's name"));
+    };
+    if fault.count.every.is_some_and(|e| e > 1) || fault.probability.is_some() {
+        return Err(bad("the partner counts the first requests only (nth, times)"));
+    }
+    let (kind, delay) = match fault.action {
+        Action::Refuse => ("refuse", None),
+        Action::LoseReply => ("apply-then-fail", None),
+        Action::DelayMs(ms) => ("delay", Some(scale.duration(ms).as_secs_f64())),
+        _ => return Err(bad("the partner can refuse, lose-reply or { delay_ms = … }")),
+    };
+    let effect = (event != "request").then(|| event.clone());
+    let times = fault.count.most().map_or(i32::MAX, |t| t as i32);
+    Ok((job.clone(), effect, kind, (fault.count.nth - 1) as i32, times, delay))
 }
 
 /// A connection to the sink: one per process that talks to it, never a worker's own client.
@@ -232,15 +260,15 @@ impl SideEffectSink {
         Ok(())
     }
 
-    pub async fn add_fault(&self, fault: &SinkFault) -> Result<(), SinkError> {
-        let kind = match fault.kind {
-            SinkFaultKind::Refuse => "refuse",
-            SinkFaultKind::ApplyThenFail => "apply-then-fail",
-        };
+    /// A fault aimed at the partner, for this run (its durations at time scale `scale`).
+    pub async fn add_fault(&self, fault: &Fault, scale: TimeScale) -> Result<(), SinkError> {
+        let (job, effect, kind, skip, times, delay) = partner_row(fault, scale)?;
+        let spec = serde_json::to_string(fault).expect("a fault serializes");
         self.client
             .execute(
-                "INSERT INTO ordlab_sink.faults (run, job, effect, kind, remaining) VALUES ($1, $2, $3, $4, $5)",
-                &[&self.run, &fault.job, &fault.effect, &kind, &(fault.times as i32)],
+                "INSERT INTO ordlab_sink.faults (run, job, effect, kind, remaining, skip, delay_s, spec)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[&self.run, &job, &effect, &kind, &times, &skip, &delay, &spec],
             )
             .await
             .map_err(pg("add fault"))?;
@@ -265,7 +293,7 @@ impl SideEffectSink {
         let rows = self
             .client
             .query(
-                "SELECT id, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of
+                "SELECT id, job, effect, idem_key, actor, delivery, mono_ns, outcome, replay_of, fault
                  FROM ordlab_sink.requests WHERE run = $1 ORDER BY id",
                 &[&self.run],
             )
@@ -289,17 +317,21 @@ impl SideEffectSink {
                         _ => EffectOutcome::Refused,
                     },
                     replay_of: r.get(8),
+                    fault: r.get::<_, Option<String>>(9).and_then(|f| serde_json::from_str(&f).ok()),
                 })
             })
             .collect()
     }
 }
 
-/// The ledger as timeline events (actor `sink`), at each request's send time.
+/// The ledger as timeline events (actor `sink`), at each request's send time: the effect, and
+/// the partner's fault that hit it.
 pub fn timeline_events(records: &[EffectRecord]) -> Vec<RawEvent> {
-    records
-        .iter()
-        .map(|r| RawEvent {
+    use crate::timeline::vocabulary::Vocabulary as _;
+    let mut out = Vec::new();
+    let mut hits: Vec<&Fault> = Vec::new();
+    for r in records {
+        out.push(RawEvent {
             mono_ns: r.mono_ns,
             actor: Actor::Sink,
             kind: EventKind::Effect {
@@ -309,6 +341,13 @@ pub fn timeline_events(records: &[EffectRecord]) -> Vec<RawEvent> {
                 idem_key: r.idem_key.clone(),
                 outcome: r.outcome,
             },
-        })
-        .collect()
+        });
+        if let Some(fault) = &r.fault {
+            hits.push(fault);
+            let occurrence = hits.iter().filter(|f| **f == fault).count() as u32;
+            let kind = crate::fault::FaultEvent::FaultFired { fault: fault.clone(), occurrence }.event();
+            out.push(RawEvent { mono_ns: r.mono_ns, actor: Actor::Sink, kind });
+        }
+    }
+    out
 }

@@ -460,14 +460,28 @@ pub trait Sink: Send + Sync {
 /// Events as JSON lines on stdout: how a child process reports to the orchestrator.
 pub struct StdoutSink;
 
+/// What a role process does with each event it has just reported, if anything: the fault
+/// layer's hook (a fault may fire at a timeline event), installed once per process.
+static ON_RECORD: std::sync::OnceLock<fn(&RawEvent)> = std::sync::OnceLock::new();
+
+/// Call `hook` with every event this process reports through [`StdoutSink`], after it is out.
+pub fn on_record(hook: fn(&RawEvent)) {
+    let _ = ON_RECORD.set(hook);
+}
+
 impl Sink for StdoutSink {
     fn record(&self, event: RawEvent) {
         use std::io::Write;
         let line = serde_json::to_string(&event).expect("events always serialize");
-        let mut out = std::io::stdout().lock();
-        // If the orchestrator is gone there is nobody to report to: stop this process.
-        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-            std::process::exit(3);
+        {
+            let mut out = std::io::stdout().lock();
+            // If the orchestrator is gone there is nobody to report to: stop this process.
+            if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+                std::process::exit(3);
+            }
+        }
+        if let Some(hook) = ON_RECORD.get() {
+            hook(&event);
         }
     }
 }

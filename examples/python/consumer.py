@@ -8,7 +8,9 @@ XREADGROUP ... COUNT 1 BLOCK, do the job's work, write the order's status, XACK.
 ordlab starts it with its environment (examples/README.md): the servers (through ordlab's
 interposer, which records every command and statement), the stream, group and consumer
 name, the orders table and each event type's work in ms; with --lock, the lock's key prefix,
-TTL, retry pause and release. It runs until it is killed.
+TTL, retry pause and release. With ORDLAB_CLAIM_MIN_IDLE_MS it is the claimer: it takes over
+entries a dead consumer left pending that long (XAUTOCLAIM) instead of reading new ones. It
+runs until it is killed.
 """
 
 import json
@@ -32,6 +34,8 @@ group = os.environ["ORDLAB_GROUP"]
 me = os.environ["ORDLAB_CONSUMER"]
 table = os.environ["ORDLAB_ORDERS_TABLE"]
 cost_ms = json.loads(os.environ.get("ORDLAB_COST_MS", "{}"))
+claim_min_idle = os.environ.get("ORDLAB_CLAIM_MIN_IDLE_MS")
+claim_poll_s = float(os.environ.get("ORDLAB_CLAIM_POLL_MS", "50")) / 1000
 
 if CAS:
     # A stale event (an older version than the row's) changes nothing: UPDATE 0.
@@ -71,15 +75,26 @@ def unlock(key, token):
         r.eval(COMPARE_AND_DELETE, 1, key, token)
 
 
+def handle(entry_id, fields):
+    order, event_type, version = int(fields["order"]), fields["type"], int(fields["version"])
+    held = lock(order, entry_id) if LOCK else None
+    time.sleep(cost_ms.get(event_type, 0) / 1000)  # the job's work: an API call, a DB write
+    params = (event_type, version, order, version) if CAS else (event_type, version, order)
+    db.execute(write, params)
+    if held:
+        unlock(*held)
+    r.xack(stream, group, entry_id)
+
+
 while True:
+    if claim_min_idle:  # the claimer: what a dead consumer left pending, idle that long
+        _, claimed, _ = r.xautoclaim(stream, group, me, int(claim_min_idle), "0-0", count=1)
+        for entry_id, fields in claimed:
+            handle(entry_id, fields)
+        if not claimed:
+            time.sleep(claim_poll_s)
+        continue
     reply = r.xreadgroup(group, me, {stream: ">"}, count=1, block=0)
     for _stream, entries in reply:
         for entry_id, fields in entries:
-            order, event_type, version = int(fields["order"]), fields["type"], int(fields["version"])
-            held = lock(order, entry_id) if LOCK else None
-            time.sleep(cost_ms.get(event_type, 0) / 1000)  # the job's work: an API call, a DB write
-            params = (event_type, version, order, version) if CAS else (event_type, version, order)
-            db.execute(write, params)
-            if held:
-                unlock(*held)
-            r.xack(stream, group, entry_id)
+            handle(entry_id, fields)

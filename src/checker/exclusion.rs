@@ -9,8 +9,8 @@
 //!
 //! A worker from a command line takes and releases its lock at the wire: the interposer's
 //! records of `SET key token PX ms NX` answered `OK` and of its release (`DELEX key IFEQ token`,
-//! or a Lua compare-and-delete by `EVAL`) give the same intervals, timed by the send and reply
-//! the interposer stamped.
+//! a Lua compare-and-delete by `EVAL`, or a plain `DEL key`, which deletes the key whoever holds
+//! it) give the same intervals, timed by the send and reply the interposer stamped.
 
 use crate::checker::{RunVerdict, Verdict};
 use crate::handler::order::events::HandlerEvent;
@@ -151,6 +151,9 @@ enum WireLock {
 /// its reply: which of the two a worker sends depends on the server's version (a snapshot
 /// shows `[release]`, as for ordlab's own consumer).
 pub fn wire_release_key(args: &[String]) -> Option<String> {
+    if args.first().is_some_and(|c| c.eq_ignore_ascii_case("DEL")) {
+        return None;
+    }
     match wire_lock(args, "0")? {
         WireLock::Released { key, .. } => Some(key),
         WireLock::Acquired { .. } => None,
@@ -176,6 +179,9 @@ fn wire_lock(args: &[String], reply: &str) -> Option<WireLock> {
         "EVAL" if word(1).is_some_and(|script| script.contains("DEL")) && word(2).as_deref() == Some("1") => {
             Some(WireLock::Released { key: args.get(3)?.clone(), released: reply.parse().ok()? })
         }
+        // A release without a token: it ends its sender's hold, and deletes whoever's lock the
+        // key is by then (its reply says only that a key was deleted).
+        "DEL" if args.len() == 2 => Some(WireLock::Released { key: args[1].clone(), released: reply.parse().ok()? }),
         _ => None,
     }
 }
@@ -381,6 +387,31 @@ mod tests {
             wire(810_000, 1, "DELEX lock:order:42 IFEQ C1:1-0", "0", 100),
         ]);
         assert_eq!((e.after_expiry(), e.violations(), e.intervals[0].released), (1, 0, Some(0)));
+    }
+
+    #[test]
+    fn a_plain_del_ends_its_sender_s_hold_and_a_third_holder_then_breaks_exclusion() {
+        // The lock-ttl check with a DEL release: C1's job outlives its PX 500; C2 takes the key
+        // at 523 ms; C1's DEL at 710 ms deletes C2's lock, and C1 takes it again at 711 ms,
+        // while C2 holds it (until 1023 ms at the latest).
+        let e = check(&[
+            wire(1_000, 1, "SET lock:order:42 t1 NX PX 500", "OK", 100),
+            wire(523_000, 2, "SET lock:order:42 t2 NX PX 500", "OK", 100),
+            wire(710_000, 1, "DEL lock:order:42", "1", 100),
+            wire(711_000, 1, "SET lock:order:42 t3 NX PX 500", "OK", 100),
+            wire(1_230_000, 2, "DEL lock:order:42", "0", 100),
+        ]);
+        assert_eq!(e.intervals[0].released_us, Some(709_900));
+        assert_eq!((e.after_expiry(), e.violations()), (1, 1), "{e:?}");
+        assert_eq!((e.overlaps[1].first, e.overlaps[1].second), (Actor::Consumer(2), Actor::Consumer(1)));
+        // A released hold no longer overlaps a later holder; DEL is no `[release]` of a snapshot.
+        let released = check(&[
+            wire(1_000, 1, "SET lock:order:42 t1 NX PX 5000", "OK", 100),
+            wire(163_000, 1, "DEL lock:order:42", "1", 100),
+            wire(535_000, 2, "SET lock:order:42 t2 NX PX 5000", "OK", 100),
+        ]);
+        assert_eq!(released.overlaps.len(), 0, "{released:?}");
+        assert_eq!(wire_release_key(&["DEL".into(), "k".into()]), None);
     }
 
     #[test]

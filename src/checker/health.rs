@@ -1,9 +1,11 @@
 //! Could the run be judged at all? A run that hit its deadline, in which a process died
-//! without announcing a planned crash, or whose worker sent a frame over a server's limit (the
-//! interposer closed that connection), is unknown: its final state may be an accident.
+//! without announcing a planned crash, whose worker sent a frame over a server's limit (the
+//! interposer closed that connection), or whose worker was cut when it ran out of patience
+//! (stopped mid-entry), is unknown: its final state may be an accident.
 
 use super::{RunVerdict, Verdict};
 use crate::interposer::limits::WireEvent;
+use crate::roles::patience::PatienceEvent;
 use crate::timeline::{Event, EventKind};
 
 pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
@@ -19,6 +21,9 @@ pub fn health(events: &[Event], timed_out: bool) -> RunVerdict {
             EventKind::Family(f) => {
                 if let Some(refused) = f.decode::<WireEvent>() {
                     v.add(Verdict::Unknown, refused.reason(e.actor));
+                }
+                if let Some(cut) = f.decode::<PatienceEvent>() {
+                    v.add(Verdict::Unknown, cut.reason(e.actor));
                 }
             }
             _ => {}

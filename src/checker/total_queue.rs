@@ -191,6 +191,7 @@ mod tests {
             mono_ns: 0,
             outcome,
             replay_of: None,
+            fault: None,
         }
     }
 

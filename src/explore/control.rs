@@ -11,12 +11,13 @@
 //! The lab tells the control what its processes' steps mean where the wire alone cannot: a
 //! process that waits for another's step before it starts ([`Wake`]), a poll that can take
 //! something only when the server has it ([`Probe`]), a kill planned at another process's
-//! step ([`PlannedKill`]).
+//! step (a [`Fault`] whose trigger is that step: [`kill_after_step`]).
 
 use super::footprint::{self, Footprint};
 use super::search::{Candidate, Choice, Strategy, Taken};
 use super::timer::{Timer, TimerQueue, Timers};
 use crate::error::Error;
+use crate::fault::{Action, Count, Fault, Moment, Occurrence, Target, Trigger};
 use crate::interposer::redis::RedisSetup;
 use crate::interposer::{upstream_of, Endpoint, Held, WorkerTap};
 use crate::timeline::{Actor, RawEvent, ServerKind};
@@ -81,20 +82,40 @@ pub enum Probe {
     DueMember(String),
 }
 
-/// A kill the lab plans at another process's step (`kill = { worker = 1, after_done_by = 2 }`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedKill {
-    pub victim: Actor,
-    pub by: Actor,
-    /// The first words of `by`'s step after which `victim` dies.
-    pub after: Vec<String>,
+/// A kill the lab plans at another process's step (`kill = { worker = 1, after_done_by = 2 }`):
+/// `victim` dies once `by`'s step that starts with `words` (the command's name in any case,
+/// the rest exactly) is answered. A fault like any other; the explorer is where it fires.
+pub fn kill_after_step(victim: Actor, by: Actor, words: &[String]) -> Fault {
+    let (name, rest) = words.split_first().map_or(("", &[][..]), |(n, r)| (n.as_str(), r));
+    let mut pattern = format!("^(?i:{})", regex::escape(name));
+    for w in rest {
+        pattern.push(' ');
+        pattern.push_str(&regex::escape(w));
+    }
+    pattern.push_str("( |$)");
+    Fault {
+        target: Target::Process(victim),
+        trigger: Trigger::Command { command: None, pattern: Some(pattern), moment: Moment::Reply, of: Some(by) },
+        count: Count::ONCE,
+        probability: None,
+        action: Action::Kill,
+    }
 }
 
-impl PlannedKill {
-    /// The resource a kill writes and every step of its victim reads: whether it still lives.
-    fn life(&self) -> String {
-        format!("proc:{}", self.victim)
-    }
+/// The process a planned kill kills.
+fn victim(kill: &Fault) -> Actor {
+    kill.process().expect("a planned kill names its victim")
+}
+
+/// The resource a kill writes and every step of its victim reads: whether it still lives.
+fn life(kill: &Fault) -> String {
+    format!("proc:{}", victim(kill))
+}
+
+/// Is `actor`'s answered step `args` the one that fires `kill`?
+fn fires(kill: &Fault, actor: Actor, args: &[String]) -> bool {
+    let step = Occurrence::Command { by: actor, server: ServerKind::Redis, args, moment: Moment::Reply };
+    kill.trigger.matches(&step, kill.process())
 }
 
 /// Does `args` start with `words` (the command's name in any case, the rest exactly)?
@@ -124,7 +145,7 @@ struct Shared {
     polls: Vec<(Vec<String>, Probe)>,
     /// Planned kills not done yet: the lab kills `victim` once `by`'s step starting with
     /// these words is answered, before any other step.
-    kills: Vec<PlannedKill>,
+    kills: Vec<Fault>,
     /// The held commands of processes killed by a planned kill: never released, kept until
     /// the schedule is over so that their connections stay open until the lab kills them.
     doomed: Vec<Held>,
@@ -288,7 +309,7 @@ impl Control {
     /// answered, `kill.victim` takes no further step (its held command is never released)
     /// and the lab kills it. The step that triggers the kill conflicts with every step of the
     /// victim, so the search tries the victim's steps on both sides of it.
-    pub fn kill_after(&self, kill: PlannedKill) {
+    pub fn kill_after(&self, kill: Fault) {
         self.shared().kills.push(kill);
     }
 
@@ -439,11 +460,16 @@ impl Book {
 }
 
 /// A command as a replay must repeat it: long numbers (a version made from an entry ID's time,
-/// a timestamp) are left out, since they differ from run to run while the step is the same.
+/// a timestamp) and random tokens ([`super::random_words`]) are left out, since they differ from
+/// run to run while the step is the same.
 fn shape(command: &str) -> String {
     command
         .split(' ')
-        .map(|w| if w.len() >= 10 && w.bytes().all(|b| b.is_ascii_digit()) { "#" } else { w })
+        .map(|w| match w {
+            w if w.len() >= 10 && w.bytes().all(|b| b.is_ascii_digit()) => "#",
+            w if super::random_words::is_random(w) => super::random_words::MASK,
+            w => w,
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -564,17 +590,18 @@ impl Control {
             shared.dormant.remove(&a);
         }
         let fp = lives(&shared.kills, actor, args, fp);
-        let (done, left): (Vec<PlannedKill>, Vec<PlannedKill>) =
-            std::mem::take(&mut shared.kills).into_iter().partition(|k| k.by == actor && starts_with(args, &k.after));
+        let (done, left): (Vec<Fault>, Vec<Fault>) =
+            std::mem::take(&mut shared.kills).into_iter().partition(|k| fires(k, actor, args));
         shared.kills = left;
         for k in done {
-            if let Some(h) = shared.held.remove(&k.victim) {
+            let victim = victim(&k);
+            if let Some(h) = shared.held.remove(&victim) {
                 shared.doomed.push(h);
             }
-            shared.finished.insert(k.victim);
-            book.seen.remove(&k.victim);
-            book.parked.remove(&k.victim);
-            book.idle.remove(&k.victim);
+            shared.finished.insert(victim);
+            book.seen.remove(&victim);
+            book.parked.remove(&victim);
+            book.idle.remove(&victim);
         }
         fp
     }
@@ -912,14 +939,14 @@ impl Control {
 
 /// `fp` of `actor`'s step `args` with what the planned kills make of it: a victim's step reads
 /// its life, the step that kills it writes it.
-fn lives(kills: &[PlannedKill], actor: Actor, args: &[String], fp: Footprint) -> Footprint {
+fn lives(kills: &[Fault], actor: Actor, args: &[String], fp: Footprint) -> Footprint {
     let mut fp = fp;
     for k in kills {
-        if k.victim == actor {
-            fp.reads.insert(footprint::Resource(k.life()));
+        if victim(k) == actor {
+            fp.reads.insert(footprint::Resource(life(k)));
         }
-        if k.by == actor && starts_with(args, &k.after) {
-            fp.writes.insert(footprint::Resource(k.life()));
+        if fires(k, actor, args) {
+            fp.writes.insert(footprint::Resource(life(k)));
         }
     }
     fp
@@ -1061,12 +1088,15 @@ mod tests {
 
     #[test]
     fn a_planned_kill_is_a_write_its_victim_s_steps_read() {
-        use super::{lives, starts_with, Actor, Footprint, PlannedKill};
+        use super::{fires, kill_after_step, lives, Actor, Footprint};
         let s = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let ack = s(&["EVALSHA", "9388"]);
-        assert!(starts_with(&s(&["evalsha", "9388", "2", "processing"]), &ack), "the name in any case");
-        assert!(!starts_with(&s(&["EVALSHA", "a6d3", "4"]), &ack) && !starts_with(&s(&["EVALSHA"]), &ack));
-        let kills = [PlannedKill { victim: Actor::Worker(1), by: Actor::Worker(2), after: ack }];
+        let kills = [kill_after_step(Actor::Worker(1), Actor::Worker(2), &ack)];
+        let w2 = Actor::Worker(2);
+        assert!(fires(&kills[0], w2, &s(&["evalsha", "9388", "2", "processing"])), "the name in any case");
+        assert!(!fires(&kills[0], w2, &s(&["EVALSHA", "a6d3", "4"])) && !fires(&kills[0], w2, &s(&["EVALSHA"])));
+        assert!(!fires(&kills[0], w2, &s(&["EVALSHA", "93880", "2"])), "a whole word");
+        assert!(!fires(&kills[0], Actor::Worker(1), &s(&["EVALSHA", "9388", "2"])), "W2's step, not W1's");
         let none = Footprint::default();
         let w1_mail = lives(&kills, Actor::Worker(1), &s(&["SELECT 1"]), none.clone());
         let w2_ack = lives(&kills, Actor::Worker(2), &s(&["EVALSHA", "9388", "2"]), none.clone());

@@ -28,7 +28,7 @@ pub enum Action {
     DelayMs(f64),
     /// At the reply: the server did the command, the process never hears of it, its
     /// connection is closed. At the partner: the effect happens, the caller gets a failure.
-    #[serde(rename = "lose-reply")]
+    #[serde(rename = "lose-reply", alias = "apply-then-fail")]
     LoseReply,
     /// Pass nothing more on that connection, in either direction, and keep it open: the
     /// process waits for a reply that never comes, until its own timeout.

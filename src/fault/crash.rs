@@ -1,44 +1,10 @@
-//! Planned crashes: a role process announces the crash on its timeline and kills itself with
-//! SIGKILL at a named point (no ack, no cleanup, no rollback message), so the run is not judged
-//! unknown. The orchestrator tracks who crashed to know when nothing more can happen.
+//! A planned crash carried out by the process itself: it announces the crash on its timeline
+//! and kills itself with SIGKILL (no ack, no cleanup, no rollback message), so the run is not
+//! judged unknown. The orchestrator tracks who crashed to know when nothing more can happen.
 
 use crate::lang::Words;
-use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink};
-use serde::{Deserialize, Serialize};
+use crate::timeline::{Actor, EventKind, RawEvent, Sink};
 use std::collections::{HashMap, HashSet};
-
-/// A consumer kills itself right after receiving an entry, before applying or acknowledging
-/// it: the first entry of type `event` (any type if absent) that is at least its
-/// `entries`-th entry received (1 if absent). `consumer` names which one; without it, the
-/// crash follows the event: whichever consumer receives it dies (which consumer that is
-/// depends on the order in which they wait, drawn per run).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CrashSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub consumer: Option<u32>,
-    /// Where in the loop: only `receive` (after XREADGROUP returned it, before XACK).
-    pub after: CrashPoint,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entries: Option<u32>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CrashPoint {
-    Receive,
-}
-
-impl CrashSpec {
-    /// Does consumer `index`, which has just received its `received`-th entry `job`, crash now?
-    pub fn fires(&self, index: u32, received: u32, job: &Job) -> bool {
-        self.consumer.is_none_or(|c| c == index)
-            && self.event.as_ref().is_none_or(|t| *t == job.event_type)
-            && received >= self.entries.unwrap_or(1)
-    }
-}
 
 /// Announce a planned crash of `actor` and kill this process with SIGKILL. Never returns.
 pub fn crash_now(sink: &dyn Sink, actor: Actor, detail: Words) -> ! {
@@ -92,24 +58,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_crash_fires_at_its_event_and_count_only() {
-        let c =
-            CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: Some("created".into()), entries: None };
-        let job = |t: &str| Job::new(42, t, 1);
-        assert!(c.fires(1, 1, &job("created")));
-        assert!(!c.fires(2, 1, &job("created")) && !c.fires(1, 1, &job("paid")));
-        let n = CrashSpec { consumer: Some(1), after: CrashPoint::Receive, event: None, entries: Some(3) };
-        assert!(!n.fires(1, 2, &job("paid")) && n.fires(1, 3, &job("paid")));
-        // Without a consumer the crash follows the event: whoever receives created dies.
-        let any =
-            CrashSpec { consumer: None, after: CrashPoint::Receive, event: Some("created".into()), entries: None };
-        assert!(any.fires(1, 1, &job("created")) && any.fires(2, 1, &job("created")) && !any.fires(2, 1, &job("paid")));
-    }
-
-    #[test]
     fn entries_pending_in_a_dead_consumer_settle_the_run() {
         let raw = |actor, kind| RawEvent { mono_ns: 0, actor, kind };
-        let job = Job::new(42, "created", 1);
+        let job = crate::timeline::Job::new(42, "created", 1);
         let published: HashSet<(u32, String)> = [(0, "1-0".to_string()), (0, "1-1".to_string())].into();
         let acked: HashSet<(u32, String)> = [(0, "1-1".to_string())].into();
         let mut c = PlannedCrashes::default();

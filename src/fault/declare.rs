@@ -156,6 +156,9 @@ impl Fault {
     /// The fault in words, also its name on the timeline and in a verdict: `W1: SIGKILL at
     /// the reply to its BLPOP #1`.
     pub fn label(&self) -> Words {
+        if let (Target::Partner, Trigger::Event { event, job, .. }) = (self.target, &self.trigger) {
+            return self.partner_label(event, job.as_deref());
+        }
         let (who, what) = (self.target_words(), self.action.words());
         let (nth, every) = match (self.count.nth, self.count.every, self.count.times) {
             (1, None, _) if !matches!(self.trigger, Trigger::Command { .. }) => (String::new(), Words::same("")),
@@ -171,6 +174,38 @@ impl Fault {
             format!("{}: {} at {}{}{p}", who.en, what.en, when.en, every.en),
             format!("{}: {} {}{}{p}", who.vi, what.vi, when.vi, every.vi),
         )
+    }
+}
+
+impl Fault {
+    /// A partner's fault in words: `the partner refuses the email request for job-1 (×2)`.
+    fn partner_label(&self, event: &str, job: Option<&str>) -> Words {
+        let for_job = |w: &str| job.map(|j| format!(" {w} {j}")).unwrap_or_default();
+        let (kind_en, kind_vi) = if event == "request" {
+            (String::new(), String::new())
+        } else {
+            (format!("{event} "), format!(" {event}"))
+        };
+        let mut n = if self.count.nth > 1 { format!(" #{}", self.count.nth) } else { String::new() };
+        if let Some(t) = self.count.most().filter(|t| *t > 1) {
+            n.push_str(&format!(" (×{t})"));
+        }
+        let obj_en = format!("the {kind_en}request{}{n}", for_job("for"));
+        let obj_vi = format!("request{kind_vi}{}{n}", for_job("cho"));
+        let p = self.probability.map(|p| format!(" (p={p})")).unwrap_or_default();
+        match self.action {
+            Action::Refuse => {
+                Words::new(format!("the partner refuses {obj_en}{p}"), format!("đối tác từ chối {obj_vi}{p}"))
+            }
+            Action::DelayMs(ms) => Words::new(
+                format!("the partner answers {obj_en} {ms} ms late{p}"),
+                format!("đối tác trả lời {obj_vi} trễ {ms} ms{p}"),
+            ),
+            _ => Words::new(
+                format!("the partner does {obj_en} and loses the reply{p}"),
+                format!("đối tác làm {obj_vi} rồi mất reply{p}"),
+            ),
+        }
     }
 }
 
@@ -371,5 +406,8 @@ mod tests {
         assert_eq!(p.label().vi, "C1: tạm dừng (SIGSTOP) 1500 ms lúc lock_acquired");
         let k = Fault::kill_at(Target::Process(Actor::Worker(1)), "BLPOP", 2, Moment::Reply);
         assert_eq!(k.label().vi, "W1: SIGKILL lúc reply của BLPOP #2 tới");
+        let refuse = parse(r#"faults = [{ on = "partner", event = "email", job = "job-1", nth = 1, every = 1, times = 2, action = "refuse" }]"#).unwrap();
+        assert_eq!(refuse[0].label().en, "the partner refuses the email request for job-1 (×2)");
+        assert_eq!(refuse[0].label().vi, "đối tác từ chối request email cho job-1 (×2)");
     }
 }

@@ -123,6 +123,16 @@ impl Occurrence<'_> {
     }
 }
 
+/// `pattern` compiled once per thread (a trigger is asked at every command of a run).
+fn compiled(pattern: &str) -> Option<regex::Regex> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Option<regex::Regex>>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|c| c.borrow_mut().entry(pattern.to_string()).or_insert_with(|| regex::Regex::new(pattern).ok()).clone())
+}
+
 /// A statement's first keyword, a Redis command's name.
 pub fn command_word(server: ServerKind, args: &[String]) -> Option<&str> {
     let first = args.first()?;
@@ -149,9 +159,7 @@ impl Trigger {
                     && command
                         .as_ref()
                         .is_none_or(|c| command_word(*server, args).is_some_and(|w| w.eq_ignore_ascii_case(c)))
-                    && pattern
-                        .as_ref()
-                        .is_none_or(|p| regex::Regex::new(p).is_ok_and(|re| re.is_match(&args.join(" "))))
+                    && pattern.as_ref().is_none_or(|p| compiled(p).is_some_and(|re| re.is_match(&args.join(" "))))
             }
             (Trigger::Event { event, job, delivery }, Occurrence::Event { by, event: e, job: j, delivery: d }) => {
                 event == e

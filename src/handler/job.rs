@@ -30,7 +30,7 @@ pub use state::create_tables_sql;
 
 use super::Described;
 use crate::error::{Context, Error};
-use crate::fault::{crash_due, crash_now, HandlerPoint, JobCrash, TimeScale};
+use crate::fault::{HandlerPoint, TimeScale};
 use crate::handler::job::events::JobEvent;
 use crate::handler::job::events::{FailReason, SkipReason};
 use crate::lang::Lang;
@@ -208,7 +208,6 @@ pub struct JobRun<'a> {
     pub redis: &'a mut MultiplexedConnection,
     pub pg: &'a tokio_postgres::Client,
     pub sink: &'a SideEffectSink,
-    pub crashes: &'a [JobCrash],
     /// Prefix of every Redis key of the run; timeline lines show keys without it.
     pub key_prefix: &'a str,
     pub scale: TimeScale,
@@ -237,11 +236,11 @@ impl JobRun<'_> {
         Handled::Skipped(reason)
     }
 
-    /// A planned SIGKILL, if the plan says this job dies here.
+    /// A named point of the handler: the process's faults there fire (a planned SIGKILL).
     pub fn crash_point(&self, point: HandlerPoint) {
-        if crash_due(self.crashes, self.job, self.deliveries, point) {
-            crash_now(&StdoutSink, self.actor, point.detail());
-        }
+        crate::fault::role::at_point(self.actor, point.name(), Some(self.job), Some(self.deliveries), || {
+            point.detail()
+        });
     }
 
     fn full_key(&self, key: &str) -> String {

@@ -4,6 +4,7 @@
 #[allow(clippy::module_inception)] // the family's kind of the same name
 pub mod cluster;
 pub mod job_effects;
+pub mod slot_migration;
 pub mod spread;
 
 use crate::labs::Family;

@@ -8,15 +8,20 @@ use crate::checker::final_state::{documents, final_state};
 use crate::checker::{health::health, RunVerdict};
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::fault::{CrashSpec, HandlerWork, PublishSchedule, TimeScale};
+use crate::fault::{Fault, TimeScale};
 use crate::handler::order::Strategy;
-use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
+use crate::labs::consumer_group::{
+    drain, drive, drive_workers, read_streams, ConsumerGroup, GroupSpec, Patience, Progress,
+};
 use crate::labs::{FinalItem, Line, Piece, Present, RunContext, RunOutcome, RunView};
 use crate::lang::{pick, Lang};
 use crate::order_document::Document;
 use crate::orders::{self, EventSpec, OrderRow};
+use crate::orders::{HandlerWork, PublishSchedule};
+use crate::roles::claimer::ClaimerBy;
 use crate::roles::claimer::ReaperSpec;
 use crate::roles::command_worker::WorkerCommand;
+use crate::roles::patience::{self, PatienceEvent};
 use crate::roles::producer::Producer;
 use crate::streams::{self, StreamEntry, GROUP};
 use crate::timeline::{Actor, Event, EventKind, Job, RawEvent};
@@ -51,9 +56,15 @@ pub struct StreamSpec {
     /// Bytes of state document each event carries (0: events carry only type and version).
     #[serde(default)]
     pub state_bytes: usize,
-    /// A consumer that kills itself (SIGKILL) at a named point.
-    #[serde(default)]
-    pub crash: Option<CrashSpec>,
+    /// Faults of ordlab's own consumers, at the events they report: `{ on = "C1", event =
+    /// "received", nth = 3 }` (SIGKILL right after its third receive), `{ event = "received",
+    /// job = "created" }` (whoever receives `created`), `{ on = "C1", event = "lock_acquired",
+    /// action = { pause_ms = 1500 } }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    /// The key before `faults`: read so that a saved run still reads, refused in a scenario.
+    #[serde(default, rename = "crash", skip_serializing)]
+    pub old_crash: Option<serde_json::Value>,
     /// A claimer process that takes over idle pending entries with XAUTOCLAIM.
     #[serde(default)]
     pub reaper: Option<ReaperSpec>,
@@ -61,6 +72,15 @@ pub struct StreamSpec {
     /// ordlab's own: `worker = { command = ["python3", "examples/python/consumer.py"] }`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<WorkerCommand>,
+    /// The order in which the consumers start waiting in XREADGROUP (the first gets the first
+    /// entry): `[1, 2]`. Default: drawn from the seed, as real consumers come back at any time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_order: Option<Vec<u32>>,
+    /// With a worker from a command line: how long (ms, not time-scaled) it may take to get
+    /// ready, to make progress, and to be back waiting for work once every entry is
+    /// acknowledged, before the run is cut and judged unknown. Default 15 000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patience_ms: Option<f64>,
 }
 
 pub(crate) fn one() -> u32 {
@@ -110,10 +130,12 @@ impl StreamSpec {
             shards: self.shards,
             strategy: &self.strategy,
             work: self.work(),
-            crash: self.crash.as_ref(),
+            faults: &self.faults,
             reaper: self.reaper.as_ref(),
             follow_primary: &[],
             worker: self.worker.as_ref(),
+            waiting_order: self.waiting_order.as_deref(),
+            patience_ms: self.patience_ms,
         }
     }
 
@@ -129,6 +151,14 @@ impl StreamSpec {
             .fold(0.0, f64::max);
         let lock_waits = self.strategy.max_wait_per_event_ms() * self.events.len() as f64;
         scale.duration((total_work + publish + lock_waits) * 3.0) + Duration::from_secs(10)
+    }
+
+    /// How long a run with workers from a command line stays quiet, every worker waiting for
+    /// work, before it is over with entries unacknowledged: a claimer's min-idle and three of
+    /// its polls (it may have one to claim), or a moment.
+    pub(crate) fn quiet(&self, scale: TimeScale) -> Duration {
+        let claim = self.reaper.as_ref().map_or(0.0, |r| r.min_idle_ms + 3.0 * r.poll_ms);
+        scale.duration(claim) + Duration::from_millis(if self.reaper.is_some() { 300 } else { 100 })
     }
 
     /// The event whose receiver the report names per run (the set-up's first, `#42 created`
@@ -161,7 +191,7 @@ impl StreamSpec {
         streams: &[String],
     ) -> Result<(Option<(i64, i64)>, Option<i64>), Error> {
         let sizes = if self.state_bytes > 0 { Some(entry_sizes(&mut ctx.redis, streams).await?) } else { None };
-        let pending = if self.crash.is_some() || self.reaper.is_some() {
+        let pending = if !self.faults.is_empty() || self.reaper.is_some() {
             let mut n = 0;
             for s in streams {
                 n += streams::pending_count(&mut ctx.redis, s, GROUP).await?;
@@ -415,29 +445,64 @@ mod documents_as_pairs {
     }
 }
 
+/// ordlab's own consumers take faults at the events they report, and only a kill or a pause.
+fn check_consumer_faults(faults: &[Fault], consumers: u32) -> Result<(), String> {
+    use crate::fault::{Action, Target, Trigger};
+    for f in faults {
+        match f.target {
+            Target::Process(crate::timeline::Actor::Consumer(i)) if !(1..=consumers).contains(&i) => {
+                return Err(format!("setup.faults: on = \"C{i}\": use C1 to C{consumers}"));
+            }
+            Target::Any | Target::Process(crate::timeline::Actor::Consumer(_)) => {}
+            _ => return Err("setup.faults: ordlab's own consumers are C1, C2, …: on = \"C1\" (or no on: any)".into()),
+        }
+        if !matches!(f.trigger, Trigger::Event { .. }) || !matches!(f.action, Action::Kill | Action::PauseMs(_)) {
+            return Err("setup.faults: ordlab's own consumers take a kill or a pause at an event they report: { on = \"C1\", event = \"received\", action = \"kill\" }".into());
+        }
+    }
+    Ok(())
+}
+
 /// Check a spec before any server starts (the rules the types cannot express).
 pub fn validate(spec: &mut StreamSpec) -> Result<(), String> {
+    if spec.old_crash.as_ref().is_some_and(|c| !c.is_null()) {
+        return Err("setup.crash is now setup.faults: faults = [{ on = \"C1\", event = \"received\", job = \"created\" }] (README: A new fault)".into());
+    }
     if let Some(w) = &spec.worker {
         if let Some(n) = w.count {
             spec.consumers = n;
         }
         w.check(spec.consumers)?;
-        if spec.crash.is_some() {
-            return Err("setup.crash is for ordlab's own consumers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"XREADGROUP\", at = \"reply\" }]".into());
+        if !spec.faults.is_empty() {
+            return Err("setup.faults is for ordlab's own consumers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"XREADGROUP\", at = \"reply\" }]".into());
         }
     }
     check_consumers(spec.consumers)?;
+    if let Some(order) = &spec.waiting_order {
+        let mut sorted = order.clone();
+        sorted.sort();
+        if sorted != (1..=spec.consumers).collect::<Vec<_>>() {
+            return Err(format!(
+                "setup.waiting_order = {order:?}: list each consumer 1 to {} once, the first to wait first",
+                spec.consumers
+            ));
+        }
+    }
+    if spec.patience_ms.is_some_and(|p| !p.is_finite() || p <= 0.0) {
+        return Err("setup.patience_ms: give a time in ms > 0".into());
+    }
+    if spec.reaper.as_ref().is_some_and(|r| r.by == ClaimerBy::Worker) && spec.worker.is_none() {
+        return Err(
+            "setup.reaper.by = \"worker\" needs setup.worker: the claimer is a process of the worker's command".into(),
+        );
+    }
     if spec.shards == 0 {
         return Err("setup.shards = 0: use at least 1".into());
     }
     check_costs(&spec.cost_ms)?;
     check_events(&spec.events)?;
     spec.strategy.check()?;
-    if let Some(i) = spec.crash.as_ref().and_then(|c| c.consumer) {
-        if !(1..=spec.consumers).contains(&i) {
-            return Err(format!("setup.crash.consumer = {i}: use 1 to {}", spec.consumers));
-        }
-    }
+    check_consumer_faults(&spec.faults, spec.consumers)?;
     spec.initial = Some(spec.initial());
     Ok(())
 }
@@ -482,14 +547,21 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
         c.over().await;
         published
     };
-    let finished = drive(publish, &mut rx, &mut raw, deadline, |ev, done| {
+    let over = |ev: Option<&RawEvent>, done: bool| {
         if let Some(ev) = ev {
             progress.observe(ev, |o| shard_of(o, shards), |a| shard_of_actor(a, shards));
         }
         // Under the explorer, the schedule's end is the run's (the publisher waits for it).
         done && (control.is_some() || progress.over(done, spec.events.len(), spec.consumers, spec.reaper.is_some()))
-    })
-    .await?;
+    };
+    let timed_out = if spec.worker.is_some() && control.is_none() {
+        // Workers from a command line: judged only once they are back waiting for work.
+        let wait = Patience { deadline, patience: patience::of(spec.patience_ms), quiet: spec.quiet(ctx.scale) };
+        let mut conn = ctx.redis.clone();
+        drive_workers(publish, &mut rx, &mut raw, &group, &mut conn, wait, over).await?.1
+    } else {
+        drive(publish, &mut rx, &mut raw, deadline, over).await?.is_none()
+    };
     group.stop().await;
     drop((tx, producer));
     drain(rx, &mut raw);
@@ -505,7 +577,7 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
         None => None,
     };
     let observed = StreamObserved { stream, final_rows, entry_bytes, pending_after_run, documents, waiting_order };
-    Ok(RunOutcome { t0_ns, raw, timed_out: finished.is_none(), observed })
+    Ok(RunOutcome { t0_ns, raw, timed_out, observed })
 }
 
 /// What keeps a stream lab from being stepped by the explorer: nothing now. A lock's TTL that
@@ -542,7 +614,14 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
 /// exclusion, and every event's fate.
 pub fn judge(spec: &StreamSpec, run: &RunView<'_, StreamObserved>) -> RunVerdict {
     let expected = orders::expected_statuses(&spec.events);
-    let mut v = health(run.events, run.timed_out).and(final_state(&expected, &run.observed.final_rows));
+    let mut v = health(run.events, run.timed_out);
+    // A worker from a command line cut before it was back waiting for work may not have made
+    // its last write: its final state says nothing (the run is unknown, never wrong for it).
+    let cut = spec.worker.is_some() && (run.timed_out || PatienceEvent::in_events(run.events));
+    if !cut {
+        v = v.and(final_state(&expected, &run.observed.final_rows));
+        v = v.and(left_pending(spec, run.observed));
+    }
     if spec.strategy.lock_ttl_ms().is_some() {
         v = v.and(exclusion::check(run.events).verdict());
     }
@@ -550,6 +629,24 @@ pub fn judge(spec: &StreamSpec, run: &RunView<'_, StreamObserved>) -> RunVerdict
         v = v.and(documents(&want, run.observed.documents.as_ref().unwrap_or(&BTreeMap::new())));
     }
     v.and(fates::unexpected_verdict(&fates::fates(&intended_of(&spec.events), run.events)))
+}
+
+/// Where the worker's own command claims: an entry still pending after the run was delivered
+/// and never handled to the end, and its claimer did not take it over.
+fn left_pending(spec: &StreamSpec, observed: &StreamObserved) -> RunVerdict {
+    let mut v = RunVerdict::right();
+    let claims = spec.worker.is_some() && spec.reaper.as_ref().is_some_and(|r| r.by == ClaimerBy::Worker);
+    if let Some(n) = observed.pending_after_run.filter(|n| claims && *n > 0) {
+        let idle = spec.reaper.as_ref().map_or(0.0, |r| r.min_idle_ms);
+        v.add(
+            crate::checker::Verdict::Wrong,
+            format!(
+                "{n} {} left pending after the run: delivered, never acknowledged, and not taken over by the worker's claimer (idle over {idle} ms)",
+                if n == 1 { "entry" } else { "entries" }
+            ),
+        );
+    }
+    v
 }
 
 #[cfg(test)]

@@ -67,9 +67,9 @@ pub trait Judge: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
     /// What the run measured.
     fn facts(&self, run: &RunView<'_, Self::Observed>) -> Self::Facts;
 
-    /// The faults the run declares (its scenario's, and those its workload makes), each of
-    /// which must fire: one that never did makes the run unknown (default: none).
-    fn faults(&self) -> Vec<crate::fault::Fault> {
+    /// The faults a run declares (its scenario's, and those its workload drew for the run),
+    /// each of which must fire: one that never did makes the run unknown (default: none).
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
         Vec::new()
     }
 

@@ -20,11 +20,43 @@ pub struct ReaperSpec {
     pub min_idle_ms: f64,
     #[serde(default = "ReaperSpec::default_poll")]
     pub poll_ms: f64,
+    /// In a stream lab whose consumers are a worker from a command line: who claims. ordlab's
+    /// own claimer (default), or `"worker"`: a process of the worker's command (`ORDLAB_CONSUMER
+    /// = reaper`, told `ORDLAB_CLAIM_MIN_IDLE_MS` and `ORDLAB_CLAIM_POLL_MS`), as in the jobs
+    /// labs, so the worker's own code handles what it claims.
+    #[serde(default, skip_serializing_if = "ClaimerBy::is_ordlab")]
+    pub by: ClaimerBy,
+}
+
+/// Whose code the claimer runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimerBy {
+    #[default]
+    Ordlab,
+    Worker,
+}
+
+impl ClaimerBy {
+    fn is_ordlab(&self) -> bool {
+        *self == ClaimerBy::Ordlab
+    }
 }
 
 impl ReaperSpec {
     fn default_poll() -> f64 {
         50.0
+    }
+
+    /// The environment a claimer from a command line is told (time scale applied). Its min-idle
+    /// is a server timer: under the explorer (time scale 0) it never passes by the clock, and
+    /// the explorer makes an entry idle as a step of its own, as for ordlab's own claimer.
+    pub fn worker_env(&self, scale: crate::fault::TimeScale) -> std::collections::BTreeMap<String, String> {
+        let poll = (scale.duration(self.poll_ms).as_secs_f64() * 1000.0).round().max(1.0);
+        std::collections::BTreeMap::from([
+            ("ORDLAB_CLAIM_MIN_IDLE_MS".to_string(), scale.timer_ms(self.min_idle_ms.round() as u64).to_string()),
+            ("ORDLAB_CLAIM_POLL_MS".to_string(), poll.to_string()),
+        ])
     }
 }
 

@@ -36,13 +36,20 @@ impl ClientState {
         }
     }
 
-    fn missing(self) -> &'static str {
-        match self {
-            ClientState::Connected => "not connected after 15 s",
-            ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP after 15 s",
-            ClientState::Blocked => "not blocked in a blocking command after 15 s",
-            ClientState::BlockedInBlmove => "not blocked in BLMOVE after 15 s",
-        }
+    fn missing(self, timeout: Duration) -> String {
+        let what = match self {
+            ClientState::Connected => "not connected",
+            ClientState::BlockedInXreadgroup => "not blocked in XREADGROUP",
+            ClientState::Blocked => "not blocked in a blocking command",
+            ClientState::BlockedInBlmove => "not blocked in BLMOVE",
+        };
+        let s = format!("{:.1}", timeout.as_secs_f64());
+        format!("{what} after {} s", s.strip_suffix(".0").unwrap_or(&s))
+    }
+
+    /// Does a CLIENT LIST line (of the role's connection) show the role in this state?
+    pub fn seen_in(self, client_line: &str) -> bool {
+        self.holds(client_line)
     }
 }
 
@@ -59,8 +66,19 @@ pub async fn wait_for_client(
     want: ClientState,
     child: &RoleProcess,
 ) -> Result<(), Error> {
+    wait_for_client_within(conn, client_name, want, child, TIMEOUT).await
+}
+
+/// [`wait_for_client`], for `timeout` (a worker's patience) instead of 15 s.
+pub async fn wait_for_client_within(
+    conn: &mut MultiplexedConnection,
+    client_name: &str,
+    want: ClientState,
+    child: &RoleProcess,
+    timeout: Duration,
+) -> Result<(), Error> {
     let needle = format!(" name={client_name} ");
-    let result = poll_until(TIMEOUT, INTERVAL, || {
+    let result = poll_until(timeout, INTERVAL, || {
         let mut conn = conn.clone();
         let needle = needle.clone();
         let exited = child.exited();
@@ -71,7 +89,7 @@ pub async fn wait_for_client(
             let list: Result<String, _> = redis::cmd("CLIENT").arg("LIST").query_async(&mut conn).await;
             match list {
                 Ok(list) if list.lines().any(|l| l.contains(&needle) && want.holds(l)) => Attempt::Ready(()),
-                Ok(_) => Attempt::Retry(want.missing().to_string()),
+                Ok(_) => Attempt::Retry(want.missing(timeout)),
                 Err(e) => Attempt::Abort(format!("CLIENT LIST: {e}")),
             }
         }

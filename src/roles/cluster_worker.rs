@@ -9,7 +9,8 @@
 
 use crate::cluster_queue::ClusterEvent;
 use crate::error::{Context, Error};
-use crate::fault::{HandlerWork, TimeScale};
+use crate::fault::TimeScale;
+use crate::orders::HandlerWork;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, RawEvent, Sink, StdoutSink};
 use redis::cluster_async::ClusterConnection;

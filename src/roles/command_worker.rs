@@ -8,7 +8,7 @@
 //! It must run until it is killed; exiting on its own, whatever its status, makes the run
 //! unknown and the report shows its last lines.
 
-use super::client_list::{wait_for_client, ClientState};
+use super::client_list::{wait_for_client_within, ClientState};
 use super::RoleProcess;
 use crate::error::Error;
 use crate::fault::process::ProcessHandle;
@@ -335,7 +335,19 @@ impl CommandWorker {
         want: ClientState,
         spec: &WorkerCommand,
     ) -> Result<(), Error> {
-        wait_for_client(conn, client_name, want, &self.process).await.map_err(|e| match e {
+        self.ready_within(conn, client_name, want, spec, std::time::Duration::from_secs(15)).await
+    }
+
+    /// [`CommandWorker::ready`], waiting at most `patience`.
+    pub async fn ready_within(
+        &self,
+        conn: &mut MultiplexedConnection,
+        client_name: &str,
+        want: ClientState,
+        spec: &WorkerCommand,
+        patience: std::time::Duration,
+    ) -> Result<(), Error> {
+        wait_for_client_within(conn, client_name, want, &self.process, patience).await.map_err(|e| match e {
             Error::RoleNotReady { actor, detail } => {
                 Error::WorkerCommand { command: spec.shown(), detail: format!("{actor} {detail}") }
             }

@@ -9,11 +9,11 @@
 use super::RoleEnv;
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::fault::{crash_now, CrashSpec, HandlerWork};
+use crate::fault::Fault;
 use crate::handler::order::events::HandlerEvent;
 use crate::handler::order::reorder_buffer::{Offer, ReorderBuffer};
 use crate::handler::order::{Delivery, Handler, Payload, Strategy};
-use crate::lang::Words;
+use crate::orders::HandlerWork;
 use crate::streams::job_of;
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, EventKind, Job, Sink, StdoutSink};
@@ -35,9 +35,9 @@ pub struct ConsumerConfig {
     pub client_name: String,
     pub strategy: Strategy,
     pub work: HandlerWork,
-    /// A planned SIGKILL of this or another consumer (each checks whether it is meant).
-    #[serde(default)]
-    pub crash: Option<CrashSpec>,
+    /// Its faults, at the events it reports (`received`: SIGKILL right after a receive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
     /// Nodes to look for a new primary among when a Redis command fails (the `failover`
     /// lab); empty: a failing command ends the process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -92,6 +92,7 @@ struct Consumer {
 
 /// The consumer loop; returns only on error.
 pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
+    crate::fault::role::install(&cfg.faults, cfg.env.seed, cfg.env.scale);
     let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
     let cfg = Arc::new(cfg);
     let applier = Applier::connect(cfg.actor(), cfg.clone(), cfg.env.seed).await?;
@@ -193,7 +194,6 @@ impl Consumer {
         };
         StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
         self.received += 1;
-        maybe_crash(&self.cfg, self.received, &job);
         let pending = Pending { entry_id: entry.id.clone(), job: job.clone(), payload: Payload::of(entry) };
         if !buffered {
             return Ok(vec![pending]);
@@ -236,20 +236,6 @@ impl Consumer {
 
     async fn apply_and_ack(&mut self, p: &Pending) -> Result<(), Error> {
         self.applier.apply_and_ack(&p.entry_id, &p.job, &p.payload).await
-    }
-}
-
-/// If the set-up's crash fires for this consumer at its `received`-th entry `job`: announce a
-/// planned crash and SIGKILL this process (no ack, no cleanup). Never returns then.
-pub fn maybe_crash(cfg: &ConsumerConfig, received: u32, job: &Job) {
-    let Some(crash) = &cfg.crash else { return };
-    if crash.fires(cfg.index, received, job) {
-        let t = &job.event_type;
-        crash_now(
-            &StdoutSink,
-            cfg.actor(),
-            Words::new(format!("after receiving {t}, before XACK"), format!("sau khi nhận {t}, trước XACK")),
-        );
     }
 }
 

@@ -11,7 +11,7 @@
 //! finishes). Timeline lines of a worker carry the process's actor; the reader's `queued` line
 //! names the order's queue (`C1/#42`).
 
-use super::consumer::{maybe_crash, named_connection, Applier, ConsumerConfig, HandlerMode};
+use super::consumer::{named_connection, Applier, ConsumerConfig, HandlerMode};
 use super::keyed_queues::KeyedQueues;
 use crate::error::{Context, Error};
 use crate::handler::order::events::HandlerEvent;
@@ -52,6 +52,7 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
     let Some(options) = cfg.strategy.spec::<Fanout>().cloned() else {
         unreachable!("the fan-out role runs only with the fanout strategy")
     };
+    crate::fault::role::install(&cfg.faults, cfg.env.seed, cfg.env.scale);
     let cfg = Arc::new(cfg);
     let actor = cfg.actor();
     let mut reader = named_connection(&cfg.env.redis_url, &cfg.client_name).await?;
@@ -74,7 +75,6 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
         }
     }
     StdoutSink.emit(actor, EventKind::Ready);
-    let mut received = 0u32;
     loop {
         let room = options.in_flight_limit().saturating_sub(shared.queues.lock().unwrap().in_flight());
         if room == 0 {
@@ -82,8 +82,7 @@ pub async fn run(cfg: ConsumerConfig) -> Result<(), Error> {
             continue;
         }
         for entry in read(&mut reader, &cfg, &options, room).await? {
-            received += 1;
-            hand_over(&cfg, actor, &shared, &entry, received);
+            hand_over(&cfg, actor, &shared, &entry);
         }
     }
 }
@@ -114,7 +113,7 @@ async fn read(
 }
 
 /// Parse, route, hand over, account: the reader's work for one entry.
-fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &StreamId, received: u32) {
+fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &StreamId) {
     let Some(job) = job_of(entry) else {
         let detail = format!("undecodable entry {}", entry.id);
         StdoutSink.emit(actor, EventKind::crashed(false, detail));
@@ -134,9 +133,8 @@ fn hand_over(cfg: &ConsumerConfig, actor: Actor, shared: &Shared, entry: &Stream
         return;
     }
     StdoutSink.emit(actor, EventKind::Received { entry_id: entry.id.clone(), job: job.clone(), deliveries: None });
-    // Nothing awaits between the read and this point: a crash here finds every entry of the
-    // batch read, none of them acknowledged.
-    maybe_crash(cfg, received, &job);
+    // A fault at the receive fires as it is reported, before anything awaits: a crash there
+    // finds every entry of the batch read, none of them acknowledged.
     let order = job.order;
     StdoutSink.emit(
         actor,

@@ -3,8 +3,9 @@
 //! A retried event can land in the log after a newer one: the log itself is then out of order.
 
 use crate::error::{Context, Error};
-use crate::fault::{PublishSchedule, TimeScale};
+use crate::fault::TimeScale;
 use crate::orders::EventSpec;
+use crate::orders::PublishSchedule;
 use crate::streams::xadd;
 use crate::timeline::{Actor, EventKind, PublishFailure, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
@@ -82,8 +83,11 @@ impl Producer {
             xadd.arg(*field).arg(value);
         }
         let entry_id: String = xadd.query_async(&mut conn).await.context("XADD")?;
+        // Under the explorer (time scale 0) the XADD waited at the wire for its step: the
+        // publish happened when the step ran, so a replay's timeline follows its schedule.
+        let at = if self.scale.0 == 0.0 { crate::clock::now_ns() } else { started };
         self.sink.record(RawEvent {
-            mono_ns: started,
+            mono_ns: at,
             actor: Actor::Producer,
             kind: EventKind::Published { entry_id, job, attempt },
         });

@@ -2,6 +2,10 @@
 //! events; if it exits on its own, a `crashed` event says so with its stderr tail, unless it
 //! exited with status 0 or its last line announced a planned crash. Dropping it (or
 //! [`RoleProcess::stop`]) kills it; it also dies if the orchestrator dies.
+//!
+//! A worker from a command line writes what it likes: its output is read as bytes, whatever
+//! their encoding and volume, until the process closes it ([`OutputLines`]); its lines are only
+//! kept (the last ones, shown lossily), never read as events.
 
 use super::RoleConfig;
 use crate::error::{Context, Error};
@@ -10,7 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
@@ -188,11 +192,14 @@ impl RoleProcess {
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         let out_tail = Arc::new(Mutex::new(Tail::default()));
-        let reader = tokio::spawn(forward_events(stdout, sink.clone(), out_tail.clone(), parked));
+        // A worker from a command line (any exit of it is a crash) is someone else's program:
+        // its stdout is its own, never timeline events.
+        let events = !any_exit_crashes;
+        let reader = tokio::spawn(forward_events(stdout, sink.clone(), out_tail.clone(), parked, events));
         let err_tail = tokio::spawn(async move {
             let mut tail = Tail::default();
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let mut lines = OutputLines::new(stderr, OutputLines::<()>::KEPT_BYTES);
+            while let Some(line) = lines.next_line().await {
                 tail.push(line);
             }
             tail
@@ -278,28 +285,139 @@ impl RoleProcess {
 
 pub use crate::explore::control::ExitCheck;
 
-/// Forward every timeline line of the child; returns whether the last one announced a
-/// planned crash. Lines that are not events (a foreign worker's own output) are kept in `tail`.
+/// Forward every timeline line of the child (when `events`: ordlab's own roles); returns
+/// whether the last one announced a planned crash. Lines that are not events (a foreign
+/// worker's own output) are kept in `tail`.
 async fn forward_events(
     stdout: tokio::process::ChildStdout,
     sink: EventRoute,
     tail: Arc<Mutex<Tail>>,
     parked: Option<mpsc::UnboundedSender<()>>,
+    events: bool,
 ) -> bool {
     let mut announced = false;
-    let mut lines = BufReader::new(stdout).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    // ordlab's own events may be long (a state document); a foreign line is capped.
+    let mut lines = OutputLines::new(stdout, if events { usize::MAX } else { OutputLines::<()>::KEPT_BYTES });
+    while let Some(line) = lines.next_line().await {
         if let Some(parked) = parked.as_ref().filter(|_| line == super::reuse::PARKED) {
             let _ = parked.send(());
             continue;
         }
-        match serde_json::from_str::<RawEvent>(&line) {
-            Ok(ev) => {
+        match serde_json::from_str::<RawEvent>(&line).ok().filter(|_| events) {
+            Some(ev) => {
                 announced = matches!(ev.kind, EventKind::Crashed { planned: true, .. });
                 sink.record(ev);
             }
-            Err(_) => tail.lock().unwrap().push(line),
+            None => tail.lock().unwrap().push(line),
         }
     }
     announced
+}
+
+/// A child's output as lines, read as bytes until the child closes it: invalid UTF-8 is shown
+/// lossily (`�`), a control character (but a tab) as its escape (`\x1b`), and a line longer
+/// than its cap ([`OutputLines::KEPT_BYTES`] for a report) keeps its start (the rest is read and dropped). No volume
+/// or encoding of a worker's output stops the reading: a pipe closed early would make the
+/// worker's next write fail.
+pub struct OutputLines<R> {
+    reader: R,
+    cap: usize,
+    buf: Vec<u8>,
+    /// The current line, up to its cap.
+    line: Vec<u8>,
+    /// Bytes of the current line dropped past the cap.
+    dropped: usize,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<R> OutputLines<R> {
+    /// The bytes of one line of a worker's output that are kept: its last lines are for a report.
+    pub const KEPT_BYTES: usize = 4096;
+}
+
+impl<R: AsyncRead + Unpin> OutputLines<R> {
+    pub fn new(reader: R, cap: usize) -> OutputLines<R> {
+        OutputLines { reader, cap, buf: vec![0; 64 * 1024], line: Vec::new(), dropped: 0, start: 0, end: 0, eof: false }
+    }
+
+    /// The next line (without its `\n` or `\r\n`), or None once the output is closed (or a
+    /// read fails) and every line was given.
+    pub async fn next_line(&mut self) -> Option<String> {
+        loop {
+            if let Some(n) = self.buf[self.start..self.end].iter().position(|b| *b == b'\n') {
+                self.take(n);
+                self.start += n + 1;
+                return Some(self.finish());
+            }
+            self.take(self.end - self.start);
+            self.start = self.end;
+            if self.eof {
+                return (!self.line.is_empty() || self.dropped > 0).then(|| self.finish());
+            }
+            match self.reader.read(&mut self.buf).await {
+                Ok(0) | Err(_) => self.eof = true,
+                Ok(n) => (self.start, self.end) = (0, n),
+            }
+        }
+    }
+
+    /// Keep `n` bytes from `start` into the current line, up to the cap.
+    fn take(&mut self, n: usize) {
+        let room = self.cap.saturating_sub(self.line.len()).min(n);
+        self.line.extend_from_slice(&self.buf[self.start..self.start + room]);
+        self.dropped += n - room;
+    }
+
+    fn finish(&mut self) -> String {
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        let mut text = String::with_capacity(self.line.len());
+        for c in String::from_utf8_lossy(&self.line).chars() {
+            match c {
+                '\t' => text.push(c),
+                c if c.is_control() && (c as u32) < 0x100 => text.push_str(&format!("\\x{:02x}", c as u32)),
+                c if c.is_control() => text.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+                c => text.push(c),
+            }
+        }
+        if self.dropped > 0 {
+            text.push_str(&format!(" … ({} bytes more)", self.dropped));
+        }
+        self.line.clear();
+        self.dropped = 0;
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OutputLines;
+
+    async fn lines(bytes: &[u8], cap: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut lines = OutputLines::new(bytes, cap);
+        while let Some(l) = lines.next_line().await {
+            out.push(l);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_and_control_bytes_are_shown_and_the_reading_goes_on() {
+        let got = lines(b"caf\xe9\nbin \x00\x1b[31m\xff\r\nlast without newline", 100).await;
+        assert_eq!(got, ["caf\u{fffd}", "bin \\x00\\x1b[31m\u{fffd}", "last without newline"]);
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_keeps_its_start_and_the_next_line_is_read() {
+        let mut big = vec![b'x'; 200_000];
+        big.extend_from_slice(b"\nnext\n");
+        let got = lines(&big, 10).await;
+        assert_eq!(got, ["xxxxxxxxxx … (199990 bytes more)", "next"]);
+        // No cap: ordlab's own event lines are read whole, across reads of the buffer's size.
+        assert_eq!(lines(&big, usize::MAX).await[0].len(), 200_000);
+    }
 }

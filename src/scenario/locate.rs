@@ -12,6 +12,9 @@ pub struct SetupAt<'a> {
     pub origin: &'a str,
     /// Index of the `[[variant]]` table (None: the file has no variants).
     pub variant: Option<usize>,
+    /// The name of the array of tables `variant` indexes: `variant` (a grade check list's is
+    /// `check`).
+    pub list: &'a str,
     /// The variant's own set-up keys.
     pub variant_setup: &'a toml::Table,
 }
@@ -39,7 +42,7 @@ impl SetupAt<'_> {
         let doc: ImDocument<&str> = ImDocument::parse(self.text).ok()?;
         let in_variant = path.first().is_none_or(|k| self.variant_setup.contains_key(k));
         let table = match self.variant {
-            Some(i) if in_variant => doc.get("variant")?.get(i)?.get("setup"),
+            Some(i) if in_variant => doc.get(self.list)?.get(i)?.get("setup"),
             _ => doc.get("setup"),
         };
         let table = table.or_else(|| doc.get("setup"))?;

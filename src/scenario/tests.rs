@@ -93,9 +93,9 @@ fn semantic_errors_say_the_fix() {
     let bad = MINIMAL.replace("wrong = \"all\"", "wrong = \"most\"");
     let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
     assert!(err.contains("use \"all\""), "{err}");
-    let bad = MINIMAL.replace("consumers = 2", "consumers = 2\ncrash = { consumer = 3, after = \"receive\" }");
+    let bad = MINIMAL.replace("consumers = 2", "consumers = 2\nfaults = [{ on = \"C3\", event = \"received\" }]");
     let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
-    assert!(err.contains("setup.crash.consumer = 3: use 1 to 2"), "{err}");
+    assert!(err.contains("setup.faults: on = \"C3\": use C1 to C2"), "{err}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 /// The schemas ordlab creates in the user's database.
-pub const SCHEMAS: [&str; 2] = [crate::connect::SCHEMA, crate::side_effect::SCHEMA];
+pub const SCHEMAS: [&str; 2] = [crate::connect::SCHEMA, crate::connect::SINK_SCHEMA];
 
 /// The advisory lock a run holds on its PostgreSQL database: the bytes of "ordlab".
 const LOCK_KEY: i64 = 0x6f72_646c_6162;

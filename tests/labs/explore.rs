@@ -192,6 +192,8 @@ fn s4c_s_lock_expiry_is_a_step_a_schedule_can_place() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // The report starts with the schedule it replays.
+    assert!(stdout.starts_with("schedule Px2.C1x2.N.C2x6.C1x4 ("), "{stdout}");
     assert!(stdout.contains("runner [redis 0] PEXPIRE lock:order:42 0 → 1"), "{stdout}");
     assert!(stdout.contains("→ 0 (the lock had expired"), "{stdout}");
     assert!(stdout.contains("(taken / overlapped after the TTL ran out / overlapped, lock broken): 2/1/0"), "{stdout}");

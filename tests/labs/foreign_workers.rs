@@ -263,27 +263,3 @@ wrong = "none"
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("exit status: 3") && err.contains("KeyError: ORDLAB_STREAMS"), "{err}");
 }
-
-#[test]
-fn grade_passes_the_cas_consumer_and_fails_the_plain_one_with_its_first_wrong_timeline() {
-    if !support::has_runtime("python3 with redis-py and psycopg", missing(&PYTHON)) {
-        return;
-    }
-    let grade = |worker: &[&str]| {
-        let tmp = tempfile::tempdir().unwrap();
-        let out = support::ordlab(tmp.path())
-            .args(["grade", "--runs", "2", "--backend", "local"])
-            .args(worker)
-            .output()
-            .unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    let (code, text) = grade(&["examples/python/consumer.py", "--cas"]);
-    assert_eq!(code, Some(0), "{text}");
-    assert!(text.contains("3 of 3 checks right"), "{text}");
-    let (code, text) = grade(&["examples/python/consumer.py"]);
-    assert_eq!(code, Some(1), "{text}");
-    assert!(text.contains("✕ race:") && text.contains("WRONG in 2/2 runs"), "{text}");
-    assert!(text.contains("→ order 42 ended created (v=1), expected paid"), "the checker's reason: {text}");
-    assert!(text.contains("[postgres 1] UPDATE"), "the first wrong run's timeline: {text}");
-}

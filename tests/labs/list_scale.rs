@@ -43,9 +43,12 @@ async fn more_workers_add_up_while_handlers_are_the_limit_and_every_point_reads_
     }
     for (zero, fixed) in [("list-zero", "list-fixed"), ("stream-zero", "stream-fixed")] {
         for (z, f) in runs(&report, zero).into_iter().zip(runs(&report, fixed)) {
-            // Handlers that only parse the job: one worker does ~12 000 jobs/s here against
-            // ~160 with 5 ms handlers; the round trips, not a sleep, are its limit.
-            assert!(at(z, 1).jobs_per_s() >= 10.0 * at(f, 1).jobs_per_s(), "{zero}: {:?} vs {:?}", z.points, f.points);
+            // Handlers that only parse the job: one worker does ~12 000 jobs/s here idle against
+            // ~160 with 5 ms handlers; the round trips, not a sleep, are its limit. The round
+            // trips need the CPU the sleep does not, so a loaded machine narrows the gap: with
+            // two CPU-bound processes beside the test it was 620 against 113 (5.5×; CI once
+            // failed a 10× bound). 2× still fails if the zero handler slept as long.
+            assert!(at(z, 1).jobs_per_s() >= 2.0 * at(f, 1).jobs_per_s(), "{zero}: {:?} vs {:?}", z.points, f.points);
         }
     }
     for v in &report.variants {

@@ -38,6 +38,9 @@ mod foreign_list;
 /// and the S4 lock, seed 000's priority loops in Python, and its idempotent wrapper and
 /// multi-step job in Python: `foreign-ordering`, `foreign-priority`, `foreign-jobs`.
 mod foreign_workers;
+/// `ordlab grade` against examples/grade's student workers: each check tells one mistake apart,
+/// workers judged once back waiting, their output never breaking a run, a class's gradebook.
+mod grade;
 /// `XADD … IDMP` on Redis ≥ 8.6, and its variants skipped on Redis 7; each run when its
 /// server is at hand.
 mod idmp;

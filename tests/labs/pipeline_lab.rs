@@ -13,7 +13,7 @@ use super::core_labs::assert_snapshots;
 use super::support::{self, variant};
 use ordlab::checker::{Outcome, Verdict};
 use ordlab::fault::HandlerPoint;
-use ordlab::labs::idempotency::pipeline::{Fault, PipelineObserved, PipelineSpec};
+use ordlab::labs::idempotency::pipeline::{PipelineObserved, PipelineSpec, Poison};
 use ordlab::labs::{Observed, RunRecord};
 
 fn observed(r: &RunRecord) -> &PipelineObserved {
@@ -23,8 +23,13 @@ fn observed(r: &RunRecord) -> &PipelineObserved {
     }
 }
 
-fn jobs_with(o: &PipelineObserved, fault: Fault) -> Vec<&str> {
-    o.jobs.iter().filter(|j| j.fault == Some(fault)).map(|j| j.job.as_str()).collect()
+fn poisoned(o: &PipelineObserved, poison: Poison) -> Vec<&str> {
+    o.jobs.iter().filter(|j| j.poison == Some(poison)).map(|j| j.job.as_str()).collect()
+}
+
+/// The jobs killed at `point` (whichever worker reaches it first).
+fn killed_at(o: &PipelineObserved, point: HandlerPoint) -> Vec<&str> {
+    o.jobs.iter().filter(|j| j.fault == Some(point.kill(&j.job))).map(|j| j.job.as_str()).collect()
 }
 
 fn applied(o: &PipelineObserved, job: &str) -> u32 {
@@ -45,13 +50,15 @@ async fn the_seeds_production_worker_loses_poison_and_claimed_jobs_the_corrected
     }
     for r in &variant(&report, "seed").run_records {
         let o = observed(r);
-        let unparseable = jobs_with(o, Fault::Unparseable);
+        let unparseable = poisoned(o, Poison::Unparseable);
         assert!(!unparseable.is_empty());
         // json.loads before the try: the worker dies, the job never reaches the DLQ.
         assert!(o.dlq.iter().all(|d| !unparseable.contains(&d.job.as_str())), "run {}: {:?}", r.run, o.dlq);
         assert!(o.restarts as usize > unparseable.len(), "the claimer dies on it again and again");
         // A SIGKILL after the wrapper's claim: every retry skips the job.
-        for job in jobs_with(o, Fault::Crash(HandlerPoint::AfterClaim)) {
+        let killed = killed_at(o, HandlerPoint::AfterClaim);
+        assert!(!killed.is_empty());
+        for job in killed {
             assert_eq!(applied(o, job), 0, "run {}: {job}", r.run);
         }
     }

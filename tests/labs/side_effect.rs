@@ -4,13 +4,22 @@
 //! key make one effect.
 
 use super::support;
+use ordlab::fault::{Action, Fault, FaultEvent, TimeScale};
 use ordlab::service::readiness::{poll_until, Attempt};
 use ordlab::service::Services;
-use ordlab::side_effect::{
-    EffectOutcome, EffectRequest, SideEffectSink, SinkConfig, SinkError, SinkFault, SinkFaultKind,
-};
+use ordlab::side_effect::{EffectOutcome, EffectRequest, SideEffectSink, SinkConfig, SinkError};
 use ordlab::timeline::Actor;
 use std::time::Duration;
+
+/// The partner's `action` on `job`'s first request, as a scenario declares it.
+fn partner(job: &str, action: Action) -> Fault {
+    let word = match action {
+        Action::Refuse => "refuse",
+        _ => "lose-reply",
+    };
+    let table = format!(r#"{{ on = "partner", event = "request", job = "{job}", action = "{word}" }}"#);
+    toml::from_str::<toml::Value>(&format!("f = {table}")).unwrap()["f"].clone().try_into().unwrap()
+}
 
 fn req<'a>(job: &'a str, effect: &'a str, key: Option<&'a str>) -> EffectRequest<'a> {
     EffectRequest { job, effect, idem_key: key, actor: Actor::Consumer(1), delivery: Some(1) }
@@ -36,13 +45,12 @@ async fn the_ledger_records_every_request_and_a_key_makes_one_effect() {
     assert!(!first.replayed && again.replayed);
     assert_eq!(again.first_request, first.request_id);
     // Refused once: nothing happens and the key is not used up.
-    let fault = |job: &str, kind| SinkFault { job: Some(job.into()), effect: None, kind, times: 1 };
-    sink.add_fault(&fault("job-3", SinkFaultKind::Refuse)).await.unwrap();
+    sink.add_fault(&partner("job-3", Action::Refuse), TimeScale::REAL).await.unwrap();
     let refused = sink.perform(&req("job-3", "charge", Some("job-3"))).await;
     assert!(matches!(refused, Err(SinkError::Refused { .. })), "{refused:?}");
     assert!(!sink.perform(&req("job-3", "charge", Some("job-3"))).await.unwrap().replayed);
     // Applied, then the reply is lost: the caller sees an error, the ledger an effect.
-    sink.add_fault(&fault("job-4", SinkFaultKind::ApplyThenFail)).await.unwrap();
+    sink.add_fault(&partner("job-4", Action::LoseReply), TimeScale::REAL).await.unwrap();
     let lost = sink.perform(&req("job-4", "charge", None)).await;
     assert!(matches!(lost, Err(SinkError::ReplyLost { .. })), "{lost:?}");
     // Another run's scope sees none of it.
@@ -64,9 +72,43 @@ async fn the_ledger_records_every_request_and_a_key_makes_one_effect() {
     assert_eq!(records[3].replay_of, Some(first.request_id));
     assert_eq!(records[0].actor, Actor::Consumer(1));
     assert!(records.windows(2).all(|w| w[0].mono_ns <= w[1].mono_ns), "stamped at send time, in order");
+    // Each request a fault hit names it, and is a fault event on the timeline.
+    assert_eq!(records[4].fault, Some(partner("job-3", Action::Refuse)));
+    assert_eq!(records[5].fault, None, "refused once only");
+    let fired: Vec<Fault> = ordlab::side_effect::timeline_events(&records)
+        .iter()
+        .filter_map(|e| match e.kind.family::<FaultEvent>() {
+            Some(FaultEvent::FaultFired { fault, .. }) => Some(fault),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fired, [partner("job-3", Action::Refuse), partner("job-4", Action::LoseReply)]);
     sink.reset().await.unwrap();
     assert!(sink.records().await.unwrap().is_empty());
     assert_eq!(other.records().await.unwrap().len(), 1);
+    services.stop().await;
+}
+
+#[tokio::test]
+async fn the_partner_delays_the_nth_request_of_an_effect_and_answers_it_then() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let cfg = SinkConfig::prepare(&services.pg_config).await.unwrap().for_run("t:delay");
+    let sink = SideEffectSink::connect(&cfg).await.unwrap();
+    sink.reset().await.unwrap();
+    let table = r#"f = { on = "partner", event = "email", nth = 2, action = { delay_ms = 600 } }"#;
+    let delay: Fault = toml::from_str::<toml::Value>(table).unwrap()["f"].clone().try_into().unwrap();
+    sink.add_fault(&delay, TimeScale::REAL).await.unwrap();
+    let mut took = Vec::new();
+    for (job, effect) in [("job-1", "email"), ("job-1", "charge"), ("job-2", "email"), ("job-3", "email")] {
+        let t = std::time::Instant::now();
+        sink.perform(&req(job, effect, None)).await.unwrap();
+        took.push(t.elapsed().as_millis());
+    }
+    // The second e-mail (job-2's) waits 600 ms; the charge in between is no e-mail.
+    assert!(took[2] >= 590 && took[0] < 300 && took[1] < 300 && took[3] < 300, "{took:?}");
+    let records = sink.records().await.unwrap();
+    assert_eq!(records.iter().map(|r| r.fault.is_some()).collect::<Vec<_>>(), [false, false, true, false]);
+    assert!(records.iter().all(|r| r.outcome == EffectOutcome::Applied), "a delay applies the effect");
     services.stop().await;
 }
 
@@ -145,9 +187,8 @@ async fn the_sink_over_http_records_in_the_same_ledger_replays_a_key_and_refuses
     let cfg = SinkConfig::prepare(&services.pg_config).await.expect("sink prepared").for_run("http:1");
     let ledger = SideEffectSink::connect(&cfg).await.unwrap();
     ledger.reset().await.unwrap();
-    let fault = |job: &str, kind| SinkFault { job: Some(job.into()), effect: None, kind, times: 1 };
-    ledger.add_fault(&fault("job-2", SinkFaultKind::Refuse)).await.unwrap();
-    ledger.add_fault(&fault("job-3", SinkFaultKind::ApplyThenFail)).await.unwrap();
+    ledger.add_fault(&partner("job-2", Action::Refuse), TimeScale::REAL).await.unwrap();
+    ledger.add_fault(&partner("job-3", Action::LoseReply), TimeScale::REAL).await.unwrap();
     let http = HttpSink::start(cfg.clone()).await.unwrap();
     let job = |j: &str| format!(r#"{{"job": "{j}", "from": "W1"}}"#);
     let outcome = |r: Option<(u16, String)>| {

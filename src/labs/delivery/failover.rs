@@ -26,7 +26,8 @@ pub mod events;
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::{Context as _, Error};
 use crate::interposer::link::{Link, LinkCounts, LinkShape};
-use crate::fault::{HandlerWork, TimeScale};
+use crate::fault::TimeScale;
+use crate::orders::HandlerWork;
 use crate::handler::order::Strategy;
 use crate::labs::consumer_group::{drain, drive, ConsumerGroup, GroupSpec, Server};
 use crate::labs::delivery::counts::{self as counting, FailoverCounts, Promoted};
@@ -338,10 +339,12 @@ impl LabProcedure for FailoverSpec {
             shards: 1,
             strategy: &self.strategy,
             work: self.work(),
-            crash: None,
+            faults: &[],
             reaper: None,
             follow_primary: &urls,
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         };
         let server = Server { url: &urls[0], conn: &mut nodes.p.clone() };
         let group = ConsumerGroup::start_on(ctx, server, vec![stream.clone()], &group_spec, 1, &tx).await?;

@@ -7,7 +7,7 @@
 
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::fault::{HandlerPoint, JobCrash};
+use crate::fault::HandlerPoint;
 use crate::handler::job::events::JobEvent;
 use crate::handler::job::{Handled, JobRun, Technique};
 use crate::roles::claimer::ReaperSpec;
@@ -37,8 +37,8 @@ pub struct JobWorkerConfig {
     /// The partner's effect for one-effect techniques.
     pub effect: String,
     pub sink: SinkConfig,
-    /// Planned SIGKILLs, by job and handler point (first delivery only).
-    pub crashes: Vec<JobCrash>,
+    /// Its faults at its handler's named points (`after-claim`, …; a job's first delivery).
+    pub faults: Vec<crate::fault::Fault>,
     /// The order each multi-step job completes.
     #[serde(default)]
     pub orders: BTreeMap<String, i64>,
@@ -90,6 +90,7 @@ struct Worker {
 
 /// The worker loop; returns only on error.
 pub async fn run(cfg: JobWorkerConfig) -> Result<(), Error> {
+    crate::fault::role::install(&cfg.faults, cfg.env.seed, cfg.env.scale);
     let (mut reader, WorkerIo { conn, pg, sink, token }) =
         WorkerIo::connect(&cfg.env, &cfg.client_name, &cfg.sink, cfg.actor).await?;
     let mut w = Worker { cfg, conn, pg, sink, token };
@@ -127,7 +128,6 @@ impl Worker {
             redis: &mut self.conn,
             pg: &self.pg,
             sink: &self.sink,
-            crashes: &self.cfg.crashes,
             key_prefix: &self.cfg.env.key_prefix,
             scale: self.cfg.env.scale,
             token: &self.token,

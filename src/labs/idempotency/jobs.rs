@@ -150,7 +150,7 @@ impl JobsSpec {
                 technique: self.technique.clone(),
                 effect: self.partner.effect.clone(),
                 sink,
-                crashes: plan::crashes(&self.jobs),
+                faults: plan::crashes(&self.jobs),
                 orders: self.jobs.iter().map(|j| (j.job.clone(), j.order)).collect(),
             },
         }
@@ -161,8 +161,8 @@ impl JobsSpec {
         let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config).await?.for_run(ctx.key_prefix());
         let ledger = SideEffectSink::connect(&sink_cfg).await?;
         ledger.reset().await?;
-        for fault in self.jobs.iter().filter_map(JobPlan::sink_fault) {
-            ledger.add_fault(&fault).await?;
+        for fault in self.jobs.iter().filter_map(JobPlan::partner_fault) {
+            ledger.add_fault(&fault, ctx.scale).await?;
         }
         for effect in self.effects() {
             ledger.set_latency(&effect, ctx.scale.duration(self.partner.latency_ms)).await?;
@@ -487,6 +487,9 @@ impl LabProcedure for JobsSpec {
                 return Err("setup.jobs[].crash is for ordlab's own worker: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"SET\", at = \"reply\" }]".into());
             }
         }
+        if let Some(j) = self.jobs.iter().find(|j| j.partner.is_some_and(|p| !matches!(p, crate::fault::Action::Refuse | crate::fault::Action::LoseReply))) {
+            return Err(format!("setup.jobs[{}].partner: the partner can \"refuse\" or \"apply-then-fail\"", j.job));
+        }
         if self.worker.is_none() && self.jobs.iter().any(|j| j.fault.is_some()) {
             return Err("setup.jobs[].fault names what a worker from a command line's interposer fault stands for: add setup.worker, or use setup.jobs[].crash for ordlab's own worker".into());
         }
@@ -592,9 +595,13 @@ impl Judge for JobsSpec {
     type Observed = JobsObserved;
     type Facts = JobsFacts;
 
-    fn faults(&self) -> Vec<crate::fault::Fault> {
-        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        let mut all = plan::crashes(&self.jobs);
+        all.extend(self.jobs.iter().filter_map(JobPlan::partner_fault));
+        all.extend(self.worker.iter().flat_map(|w| w.faults.clone()));
+        all
     }
+
     /// Wrong when an effect is not exactly once. A cell that differs from the lab's own
     /// prediction makes the run unknown whatever else it shows: the lab then does not show
     /// what it says it shows, and the variant must not pass as matching. Not so for one

@@ -8,7 +8,7 @@ mod plan;
 mod publish;
 mod stats;
 
-pub use plan::{Burst, Fault, PlannedJob, Workload};
+pub use plan::{Burst, PlannedJob, Poison, Workload};
 
 use crate::chart::Chart;
 use crate::checker::health::health;
@@ -78,10 +78,10 @@ impl PipelineSpec {
             .map(|j| JobExpectation {
                 job: j.job.clone(),
                 effects: vec![j.effect().to_string()],
-                fate: match j.fault {
-                    Some(Fault::Unparseable) => ExpectedFate::DeadLetter { reason: "unparseable".into() },
-                    Some(Fault::Rejected) => ExpectedFate::DeadLetter { reason: "rejected".into() },
-                    _ => ExpectedFate::Done,
+                fate: match j.poison {
+                    Some(Poison::Unparseable) => ExpectedFate::DeadLetter { reason: "unparseable".into() },
+                    Some(Poison::Rejected) => ExpectedFate::DeadLetter { reason: "rejected".into() },
+                    None => ExpectedFate::Done,
                 },
             })
             .collect()
@@ -111,7 +111,7 @@ impl PipelineSpec {
                 handler: self.handler.clone(),
                 work_ms: self.work_ms,
                 sink,
-                crashes: plan::crashes(jobs),
+                faults: plan::crashes(jobs),
                 claim: None,
             },
         }
@@ -122,8 +122,8 @@ impl PipelineSpec {
         let sink_cfg = SinkConfig::prepare(&ctx.services.pg_config).await?.for_run(ctx.key_prefix());
         let ledger = SideEffectSink::connect(&sink_cfg).await?;
         ledger.reset().await?;
-        for fault in jobs.iter().filter_map(PlannedJob::sink_fault) {
-            ledger.add_fault(&fault).await?;
+        for fault in jobs.iter().filter_map(PlannedJob::partner_fault) {
+            ledger.add_fault(&fault, ctx.scale).await?;
         }
         for effect in plan::EFFECTS {
             ledger.set_latency(effect, ctx.scale.duration(self.partner_latency_ms)).await?;
@@ -299,6 +299,10 @@ impl LabProcedure for PipelineSpec {
 impl Judge for PipelineSpec {
     type Observed = PipelineObserved;
     type Facts = PipelineFacts;
+
+    fn faults(&self, observed: &PipelineObserved) -> Vec<crate::fault::Fault> {
+        plan::faults(&observed.jobs)
+    }
     /// Wrong when a job is not done exactly once and not in the DLQ with its reason.
     fn judge(&self, run: &RunView<'_, PipelineObserved>) -> RunVerdict {
         let mut v = health(run.events, run.timed_out);
@@ -373,7 +377,7 @@ impl Present for PipelineSpec {
     fn notes(&self, run: &RunView<'_, PipelineObserved>, lang: Lang) -> RunNotes {
         let t = Self::tally(run.observed);
         let unparseable: Vec<&PlannedJob> =
-            run.observed.jobs.iter().filter(|j| j.fault == Some(Fault::Unparseable)).collect();
+            run.observed.jobs.iter().filter(|j| j.poison == Some(Poison::Unparseable)).collect();
         let in_dlq = unparseable.iter().filter(|j| run.observed.dlq.iter().any(|d| d.job == j.job)).count();
         let line = crate::tr!(
             lang,

@@ -8,7 +8,7 @@
 //! latencies (acks, dead letters, failures, redeliveries, crashes), not every command.
 
 use crate::error::{Context, Error};
-use crate::fault::{HandlerPoint, JobCrash};
+use crate::fault::HandlerPoint;
 use crate::handler::job::events::JobEvent;
 use crate::handler::job::pipeline::{Disposition, PipelineHandler};
 use crate::handler::job::JobRun;
@@ -38,7 +38,8 @@ pub struct PipelineWorkerConfig {
     /// The dispatch's own work before the effect (ms, before `--time-scale`).
     pub work_ms: f64,
     pub sink: SinkConfig,
-    pub crashes: Vec<JobCrash>,
+    /// Its faults at its handler's named points.
+    pub faults: Vec<crate::fault::Fault>,
     /// Claimer mode: XAUTOCLAIM jobs idle this long instead of polling new ones.
     #[serde(default)]
     pub claim: Option<ReaperSpec>,
@@ -54,6 +55,7 @@ struct Worker {
 
 /// The worker loop; returns only on error.
 pub async fn run(cfg: PipelineWorkerConfig) -> Result<(), Error> {
+    crate::fault::role::install(&cfg.faults, cfg.env.seed, cfg.env.scale);
     let (mut reader, WorkerIo { conn, pg, sink, token }) =
         WorkerIo::connect(&cfg.env, &cfg.client_name, &cfg.sink, cfg.actor).await?;
     let mut w = Worker { cfg, conn, pg, sink, token };
@@ -128,7 +130,6 @@ impl Worker {
             redis: &mut self.conn,
             pg: &self.pg,
             sink: &self.sink,
-            crashes: &self.cfg.crashes,
             key_prefix: &self.cfg.env.key_prefix,
             scale: self.cfg.env.scale,
             token: &self.token,

@@ -267,6 +267,7 @@ mod tests {
             mono_ns: ms * 1_000_000,
             outcome: EffectOutcome::Applied,
             replay_of: None,
+            fault: None,
         }
     }
 

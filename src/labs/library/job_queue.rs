@@ -296,7 +296,7 @@ impl Judge for LibrarySpec {
     type Observed = LibraryObserved;
     type Facts = LibraryFacts;
 
-    fn faults(&self) -> Vec<crate::fault::Fault> {
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
         let mut out = Vec::new();
         for (i, w) in self.workers.iter().enumerate() {
             let target = crate::fault::Target::Process(crate::timeline::Actor::Worker(i as u32 + 1));

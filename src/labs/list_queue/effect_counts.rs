@@ -78,6 +78,7 @@ mod tests {
             mono_ns: 0,
             outcome,
             replay_of: None,
+            fault: None,
         }
     }
 

@@ -17,7 +17,7 @@
 use crate::checker::total_queue::{effects_per_job, total_queue, DeadLetter, ExpectedFate, JobExpectation};
 use crate::checker::{health::health, RunVerdict, Verdict};
 use crate::error::Error;
-use crate::fault::ListCrash;
+use crate::fault::{Fault, ListPoint};
 use crate::labs::list_queue::effect_counts::{effect_counts, Wanted};
 use crate::labs::list_queue::retry_schedule::{job_schedule, scaled_delays, Attempt};
 use crate::labs::{
@@ -72,8 +72,14 @@ pub struct ListQueueSpec {
     pub worker_cost_ms: BTreeMap<String, f64>,
     /// The jobs, pushed in this order.
     pub jobs: Vec<JobPlan>,
-    #[serde(default)]
-    pub crash: Vec<ListCrash>,
+    /// Faults of ordlab's own workers at their named points: `{ on = "W1", event =
+    /// "after-take", job = "job-000001" }` (SIGKILL W1 after it takes job-000001; without `on`,
+    /// whichever worker takes it first). Each fires once per run, whoever takes the job again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    /// The key before `faults`: read so that a saved run still reads, refused in a scenario.
+    #[serde(default, rename = "crash", skip_serializing)]
+    pub old_crash: Option<serde_json::Value>,
     /// The orchestrator SIGKILLs a worker when another one finishes a job.
     #[serde(default)]
     pub kill: Option<KillPlan>,
@@ -242,6 +248,18 @@ impl ListQueueSpec {
     }
 
     /// Handler work of worker `index` (ms).
+    /// The partner's refusal of the first `refused` e-mails of job `j`.
+    pub fn refusal(&self, j: &JobPlan) -> Fault {
+        use crate::fault::{Action, Count, Target, Trigger};
+        Fault {
+            target: Target::Partner,
+            trigger: Trigger::Event { event: EFFECT.into(), job: Some(j.label()), delivery: None },
+            count: if j.refused == 1 { Count::ONCE } else { Count::first(j.refused) },
+            probability: None,
+            action: Action::Refuse,
+        }
+    }
+
     pub fn worker_cost(&self, index: u32) -> f64 {
         self.worker_cost_ms.get(&index.to_string()).copied().unwrap_or(self.cost_ms)
     }
@@ -280,13 +298,26 @@ impl ListQueueSpec {
 
 impl LabProcedure for ListQueueSpec {
     fn validate(&mut self) -> Result<(), String> {
+        if self.old_crash.as_ref().is_some_and(|c| c.as_array().is_none_or(|a| !a.is_empty())) {
+            return Err("setup.crash is now setup.faults: faults = [{ on = \"W1\", event = \"after-take\", job = \"job-000001\" }] (README: A new fault)".into());
+        }
+        for f in &self.faults {
+            let point = match &f.trigger {
+                crate::fault::Trigger::Event { event, job: Some(_), .. } => ListPoint::named(event),
+                _ => None,
+            };
+            let worker = matches!(f.target, crate::fault::Target::Any | crate::fault::Target::Process(crate::timeline::Actor::Worker(_)));
+            if point.is_none() || !worker || f.action != crate::fault::Action::Kill {
+                return Err("setup.faults: ordlab's own list workers are killed at a named point with a job: { on = \"W1\", event = \"after-take\" or \"after-effect\", job = \"job-000001\" }".into());
+            }
+        }
         if let Some(w) = &self.worker {
             if let Some(n) = w.count {
                 self.workers = n;
             }
             w.check(self.workers)?;
-            if !self.crash.is_empty() || self.kill.is_some() {
-                return Err("setup.crash and setup.kill are for ordlab's own workers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"BRPOPLPUSH\", at = \"reply\" }]".into());
+            if !self.faults.is_empty() || self.kill.is_some() {
+                return Err("setup.faults and setup.kill are for ordlab's own workers: with setup.worker, declare setup.worker.faults = [{ worker = 1, command = \"BRPOPLPUSH\", at = \"reply\" }]".into());
             }
             if self.take == Take::Lease || self.jobs.iter().any(|j| j.first_cost_ms.is_some()) {
                 return Err("setup.worker: a worker from a command line takes jobs with a blocking command (take = \"brpoplpush\", \"blmove\" or \"brpop\") and has no first_cost_ms".into());
@@ -345,7 +376,7 @@ impl LabProcedure for ListQueueSpec {
         let lease = self.lease_ms;
         let killed_in_time =
             |w: u32| self.kill.is_some_and(|k| k.worker == w && self.worker_cost(k.after_done_by) < lease);
-        let started = self.workers + if self.restart { self.crash.len() as u32 } else { 0 };
+        let started = self.workers + if self.restart { self.faults.len() as u32 } else { 0 };
         for w in 1..=started {
             let costs = self.jobs.iter().flat_map(|j| [j.cost_ms, j.first_cost_ms]).flatten();
             let longest = costs.chain([self.worker_cost(w)]).fold(0.0, f64::max);
@@ -371,8 +402,11 @@ impl Judge for ListQueueSpec {
     type Observed = ListQueueObserved;
     type Facts = ListQueueFacts;
 
-    fn faults(&self) -> Vec<crate::fault::Fault> {
-        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        let mut all = self.faults.clone();
+        all.extend(self.jobs.iter().filter(|j| j.refused > 0).map(|j| self.refusal(j)));
+        all.extend(self.worker.iter().flat_map(|w| w.faults.clone()));
+        all
     }
 
     fn judge(&self, run: &RunView<'_, ListQueueObserved>) -> RunVerdict {
@@ -576,21 +610,34 @@ fn take_phrase(s: &ListQueueSpec, lang: Lang) -> String {
     }
 }
 
+/// The named point of a list worker's fault.
+fn list_point(f: &Fault) -> Option<ListPoint> {
+    match &f.trigger {
+        crate::fault::Trigger::Event { event, .. } => ListPoint::named(event),
+        _ => None,
+    }
+}
+
 /// The faults a run injects: crashes, a stalled first delivery, a kill mid-job.
 fn fault_parts(s: &ListQueueSpec, lang: Lang) -> Vec<String> {
     let mut parts = Vec::new();
-    parts.extend(s.crash.iter().map(|c| {
-        let job = &c.job;
-        let who = match (c.worker, lang) {
-            (Some(w), _) => format!("W{w}"),
-            (None, Lang::En) => format!("the first worker to take {job}"),
-            (None, Lang::Vi) => format!("worker đầu tiên lấy {job}"),
+    parts.extend(s.faults.iter().map(|f| {
+        let (crate::fault::Trigger::Event { event, job: Some(job), .. }, Some(at)) =
+            (&f.trigger, list_point(f))
+        else {
+            return f.label().get(lang).to_string();
         };
-        match c.at {
-            crate::fault::ListCrashPoint::AfterTake => {
+        let who = match (f.target, lang) {
+            (crate::fault::Target::Process(w), _) => w.to_string(),
+            (_, Lang::En) => format!("the first worker to take {job}"),
+            (_, Lang::Vi) => format!("worker đầu tiên lấy {job}"),
+        };
+        let _ = event;
+        match at {
+            ListPoint::AfterTake => {
                 crate::tr!(lang, "{who} is SIGKILLed after taking {job}", "{who} bị SIGKILL sau khi lấy {job}")
             }
-            crate::fault::ListCrashPoint::AfterEffect => crate::tr!(
+            ListPoint::AfterEffect => crate::tr!(
                 lang,
                 "{who} is SIGKILLed after the side effect of {job}, before LREM",
                 "{who} bị SIGKILL sau side effect của {job}, trước LREM"
@@ -884,6 +931,7 @@ mod tests {
             mono_ns: 0,
             outcome: EffectOutcome::Applied,
             replay_of: None,
+            fault: None,
         }
     }
 

@@ -10,7 +10,7 @@
 //! drive it too.
 
 use crate::error::{Context, Error};
-use crate::fault::{crash_now, ListCrash, ListCrashPoint};
+use crate::fault::{Fault, ListPoint};
 use crate::lang::Words;
 use crate::list_queue::events::{DeadLetterReason, ListEvent};
 use crate::list_queue::{self, payload_label, Identity, ListJob, ListKeys, OnFailure, OnPoison, Take, Taken};
@@ -46,8 +46,9 @@ pub struct ListWorkerConfig {
     /// Handler work of a job's first delivery only (whichever worker takes it first).
     #[serde(default)]
     pub first_cost_ms: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub crash: Vec<ListCrash>,
+    /// Its faults at its named points (`after-take`, `after-effect`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
     pub sink: SinkConfig,
     /// The side effect every job asks the partner for (`email`).
     pub effect: String,
@@ -71,6 +72,7 @@ impl ListWorkerConfig {
 
 /// The worker process: connect, name the connection, run the loop until killed.
 pub async fn run(cfg: ListWorkerConfig) -> Result<(), Error> {
+    crate::fault::role::install(&cfg.faults, cfg.env.seed, cfg.env.scale);
     let mut conn = crate::connect::redis(&cfg.env.redis_url).await.context("worker connect")?;
     crate::roles::client_list::name_connection(&mut conn, &cfg.client_name).await?;
     let sink = SideEffectSink::connect(&cfg.sink).await?;
@@ -98,7 +100,7 @@ pub async fn run_loop<C: ConnectionLike + Send>(
         // The lab's lease, as the timeline shows it (under the explorer a timer step ends it).
         let lease = taken.lease_until_ms.map(|_| scale.ms_ceil(cfg.lease_ms.round() as u64) as f64);
         events.emit(actor, ListEvent::Taken { job: label.clone(), via: cfg.via().into(), lease_ms: lease }.event());
-        maybe_crash(conn, cfg, &label, ListCrashPoint::AfterTake, events).await?;
+        maybe_crash(conn, cfg, &label, ListPoint::AfterTake).await?;
         match ListJob::parse(&taken.payload) {
             Ok(job) => handle(conn, cfg, partner, events, &taken, &job).await?,
             Err(_) => poison(conn, cfg, events, &taken, &label).await?,
@@ -136,7 +138,7 @@ async fn handle<C: ConnectionLike + Send>(
         }
         Err(e) => return Err(e.into()),
     }
-    maybe_crash(conn, cfg, &label, ListCrashPoint::AfterEffect, events).await?;
+    maybe_crash(conn, cfg, &label, ListPoint::AfterEffect).await?;
     let removed = match &taken.entry {
         Some(entry) => Some(list_queue::finish(conn, &cfg.keys, entry).await.context("LREM the finished job")?),
         None => None,
@@ -237,18 +239,18 @@ async fn maybe_crash<C: ConnectionLike + Send>(
     conn: &mut C,
     cfg: &ListWorkerConfig,
     label: &str,
-    at: ListCrashPoint,
-    events: &dyn Sink,
+    at: ListPoint,
 ) -> Result<(), Error> {
-    if !cfg.crash.iter().any(|c| c.fires(cfg.index, label, at)) {
+    let fired = crate::fault::role::due(cfg.actor(), at.name(), Some(label), None);
+    if fired.is_empty() {
         return Ok(());
     }
     let (point, detail) = match at {
-        ListCrashPoint::AfterTake => (
+        ListPoint::AfterTake => (
             "after taking",
             Words::new(format!("SIGKILL after taking {label}"), format!("SIGKILL sau khi lấy {label}")),
         ),
-        ListCrashPoint::AfterEffect => (
+        ListPoint::AfterEffect => (
             "after the side effect, before LREM",
             Words::new(
                 format!("SIGKILL after the side effect, before LREM {label}"),
@@ -256,8 +258,11 @@ async fn maybe_crash<C: ConnectionLike + Send>(
             ),
         ),
     };
+    // Once per run, whichever worker gets there: the first to claim it dies.
     if first_time(conn, cfg, &format!("crash:{label}:{point}")).await? {
-        crash_now(events, cfg.actor(), detail);
+        for f in &fired {
+            crate::fault::role::carry_out(f, cfg.actor(), detail.clone());
+        }
     }
     Ok(())
 }

@@ -73,9 +73,12 @@ impl LoadSpec {
             initial: Some(crate::orders::default_initial(&events)),
             events,
             state_bytes: 0,
-            crash: None,
+            faults: Vec::new(),
+            old_crash: None,
             reaper: None,
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         }
     }
 

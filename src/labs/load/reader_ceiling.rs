@@ -12,7 +12,7 @@ use crate::checker::limit::{classify, CpuReading, Limit};
 use crate::checker::{health::health, RunVerdict};
 use crate::cpu_time as cpu;
 use crate::error::{Context as _, Error};
-use crate::fault::HandlerWork;
+use crate::orders::HandlerWork;
 use crate::handler::order::fanout::Fanout;
 use crate::handler::order::Strategy;
 use crate::labs::load::generate::GenerateSpec;
@@ -153,7 +153,7 @@ impl ReaderCeilingSpec {
             client_name: ctx.client_name(Actor::Consumer(1)),
             strategy: Strategy::Fanout(options),
             work: self.work(),
-            crash: None,
+            faults: Vec::new(),
             follow_primary: Vec::new(),
             handler,
         };

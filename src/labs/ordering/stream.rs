@@ -7,7 +7,7 @@
 use crate::checker::fates::Intended;
 use crate::checker::RunVerdict;
 use crate::error::Error;
-use crate::fault::CrashSpec;
+use crate::fault::Fault;
 use crate::labs::ordering::race_lines::{self, LockFirst, RaceRun, TakenBy};
 use crate::labs::ordering::redelivery;
 use crate::labs::{
@@ -85,8 +85,9 @@ impl Judge for StreamSpec {
     type Observed = StreamObserved;
     type Facts = StreamFacts;
 
-    fn faults(&self) -> Vec<crate::fault::Fault> {
-        self.worker.iter().flat_map(|w| w.faults.clone()).collect()
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+        let own = self.faults.iter().cloned();
+        own.chain(self.worker.iter().flat_map(|w| w.faults.clone())).collect()
     }
 
     fn judge(&self, run: &RunView<'_, StreamObserved>) -> RunVerdict {
@@ -103,7 +104,7 @@ impl Judge for StreamSpec {
             entry_bytes,
             delta_entry_bytes,
             pending_after_run: run.observed.pending_after_run,
-            redelivery: (self.crash.is_some() || self.reaper.is_some()).then(|| redelivery_facts(run.events)),
+            redelivery: (!self.faults.is_empty() || self.reaper.is_some()).then(|| redelivery_facts(run.events)),
         }
     }
 
@@ -138,7 +139,7 @@ impl Present for StreamSpec {
             Some(w) => parts.push(crate::tr!(lang, "worker: `{}`", "worker: `{}`", w.shown())),
             None => parts.push(self.strategy.describe(lang)),
         }
-        parts.extend(self.crash.as_ref().map(|c| crash_phrase(c, lang)));
+        parts.extend(self.faults.iter().map(|f| crash_phrase(f, lang)));
         parts.extend(self.reaper.as_ref().map(|r| reaper_phrase(r, lang)));
         parts.extend(publish_fault_phrases(&self.events, lang));
         parts.join("; ")
@@ -241,13 +242,23 @@ fn document_line(order: i64, doc: &Document, lang: Lang) -> Line {
     Line::text(format!("{label} #{order}: {}", document_summary(doc)))
 }
 
-fn crash_phrase(c: &CrashSpec, lang: Lang) -> String {
-    let at = match (&c.event, c.entries, lang) {
+/// A consumer's fault in words: a kill right after a receive as the lab has always said it.
+fn crash_phrase(f: &Fault, lang: Lang) -> String {
+    use crate::fault::{Action, Target, Trigger};
+    let Trigger::Event { event, job, .. } = &f.trigger else { return f.label().get(lang).to_string() };
+    if event != "received" || f.action != Action::Kill {
+        return f.label().get(lang).to_string();
+    }
+    let at = match (job, f.count.nth, lang) {
         (Some(t), _, _) => t.clone(),
-        (None, n, Lang::Vi) => format!("entry thứ {}", n.unwrap_or(1)),
-        (None, n, Lang::En) => format!("entry no. {}", n.unwrap_or(1)),
+        (None, n, Lang::Vi) => format!("entry thứ {n}"),
+        (None, n, Lang::En) => format!("entry no. {n}"),
     };
-    match c.consumer {
+    let consumer = match f.target {
+        Target::Process(crate::timeline::Actor::Consumer(i)) => Some(i),
+        _ => None,
+    };
+    match consumer {
         Some(i) => crate::tr!(
             lang,
             "C{i} SIGKILLed right after receiving {at}, before XACK",

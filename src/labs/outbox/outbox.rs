@@ -6,7 +6,8 @@
 use crate::checker::{final_state::final_state, health::health, RunVerdict};
 use crate::connect;
 use crate::error::{Context, Error};
-use crate::fault::{HandlerWork, TimeScale};
+use crate::fault::TimeScale;
+use crate::orders::HandlerWork;
 use crate::handler::order::Strategy;
 use crate::labs::consumer_group::{drain, drive, read_streams, ConsumerGroup, GroupSpec, Progress};
 use crate::labs::order_stream::{self as stream, order_items};
@@ -197,10 +198,12 @@ impl LabProcedure for OutboxSpec {
             shards: 1,
             strategy: &self.strategy,
             work,
-            crash: None,
+            faults: &[],
             reaper: None,
             follow_primary: &[],
             worker: None,
+            waiting_order: None,
+            patience_ms: None,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let group = ConsumerGroup::start(ctx, &spec, &tx).await?;

@@ -489,7 +489,7 @@ impl Judge for PrioritySpec {
     type Observed = PriorityObserved;
     type Facts = PriorityFacts;
 
-    fn faults(&self) -> Vec<crate::fault::Fault> {
+    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
         self.worker.iter().flat_map(|w| w.faults.clone()).collect()
     }
 

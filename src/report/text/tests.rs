@@ -204,7 +204,7 @@ fn undecided_runs_and_mismatches_are_said() {
 
 #[test]
 fn facts_are_printed_per_run_and_only_measured_ones_are_redacted() {
-    let setup = format!("{BASELINE}\ncrash = {{ consumer = 1, after = \"receive\", event = \"created\" }}\nreaper = {{ min_idle_ms = 300 }}");
+    let setup = format!("{BASELINE}\nfaults = [{{ on = \"C1\", event = \"received\", job = \"created\" }}]\nreaper = {{ min_idle_ms = 300 }}");
     let mut run = baseline_run(1, Verdict::Wrong, "created");
     if let Observed::Stream(o) = &mut run.observed {
         o.pending_after_run = Some(0);

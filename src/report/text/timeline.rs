@@ -16,8 +16,29 @@ const TAIL: usize = 10;
 const AROUND: usize = 3;
 
 /// Which lines a long timeline shows: its first `HEAD` and last `TAIL`, or, focused, the
-/// lines around each crash, side effect and family event (and the first and last).
+/// lines around each crash, side effect and family event (and the first and last). A fault's
+/// own line is no line of the lab's: it is shown with the line before it, and counts in neither
+/// window.
 fn shown_lines(lines: &[(&crate::timeline::Event, String)], focus: bool) -> Vec<bool> {
+    let is_fault = |e: &crate::timeline::Event| e.kind.family::<crate::fault::FaultEvent>().is_some();
+    let own: Vec<&crate::timeline::Event> = lines.iter().map(|(e, _)| *e).filter(|e| !is_fault(e)).collect();
+    let shown_own = shown_own_lines(&own, focus);
+    let (mut k, mut last) = (0, shown_own.first().copied().unwrap_or(true));
+    lines
+        .iter()
+        .map(|(e, _)| {
+            if is_fault(e) {
+                return last;
+            }
+            last = shown_own[k];
+            k += 1;
+            last
+        })
+        .collect()
+}
+
+/// [`shown_lines`] of the lab's own lines.
+fn shown_own_lines(lines: &[&crate::timeline::Event], focus: bool) -> Vec<bool> {
     let n = lines.len();
     if n <= HEAD + TAIL + 1 {
         return vec![true; n];
@@ -28,7 +49,7 @@ fn shown_lines(lines: &[(&crate::timeline::Event, String)], focus: bool) -> Vec<
     let mut shown = vec![false; n];
     shown[0] = true;
     shown[n - 1] = true;
-    for (i, (e, _)) in lines.iter().enumerate() {
+    for (i, e) in lines.iter().enumerate() {
         use crate::timeline::EventKind::{Crashed, Effect, Family};
         if matches!(e.kind, Crashed { .. } | Effect { .. } | Family(_)) {
             shown[i.saturating_sub(AROUND)..(i + AROUND + 1).min(n)].iter_mut().for_each(|s| *s = true);

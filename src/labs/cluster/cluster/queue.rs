@@ -6,7 +6,8 @@
 
 use crate::cluster_queue::ClusterEvent;
 use crate::error::{Context, Error};
-use crate::fault::{HandlerWork, TimeScale};
+use crate::fault::TimeScale;
+use crate::orders::HandlerWork;
 use crate::labs::consumer_group::drain;
 use crate::labs::RunContext;
 use crate::roles::client_list::{wait_for_client, ClientState};

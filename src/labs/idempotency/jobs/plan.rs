@@ -2,15 +2,15 @@
 //! partner failure, a second copy, a lost publish reply) and what the lab predicts for each
 //! of its effects; and the pure count that compares the prediction with the ledger.
 
-use crate::fault::{HandlerPoint, JobCrash};
+use crate::fault::{Action, Count, Fault, HandlerPoint, Target, Trigger};
 use crate::lang::{pick, Lang};
-use crate::side_effect::{EffectRecord, SinkFault, SinkFaultKind};
+use crate::side_effect::EffectRecord;
 use crate::timeline::EffectOutcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One job of the run and what is done to it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobPlan {
     /// Stable id, in the payload (`job-1`).
@@ -22,9 +22,10 @@ pub struct JobPlan {
     /// (`worker.faults`) stands for, the job's name in the table (`after-claim`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<HandlerPoint>,
-    /// The partner fails the job's first request this way.
+    /// The partner fails the job's first request this way: `refuse` (nothing happens) or
+    /// `apply-then-fail` (the same as `lose-reply`: applied, the caller told it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partner: Option<SinkFaultKind>,
+    pub partner: Option<Action>,
     /// Which effect the partner failure hits (default: the job's first request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partner_effect: Option<String>,
@@ -86,8 +87,8 @@ impl JobPlan {
         let mut parts: Vec<String> = Vec::new();
         parts.extend(self.crash.or(self.fault).map(|c| c.name().to_string()));
         parts.extend(self.partner.map(|p| match p {
-            SinkFaultKind::Refuse => "refused".to_string(),
-            SinkFaultKind::ApplyThenFail => "reply-lost".to_string(),
+            Action::Refuse => "refused".to_string(),
+            _ => "reply-lost".to_string(),
         }));
         if self.copies > 1 {
             let n = self.copies;
@@ -106,19 +107,27 @@ impl JobPlan {
         }
     }
 
-    pub fn sink_fault(&self) -> Option<SinkFault> {
-        self.partner.map(|kind| SinkFault {
-            job: Some(self.job.clone()),
-            effect: self.partner_effect.clone(),
-            kind,
-            times: 1,
+    /// The partner's fault on the job's first request (of its `partner_effect`, if given).
+    pub fn partner_fault(&self) -> Option<Fault> {
+        let event = self.partner_effect.clone().unwrap_or_else(|| "request".into());
+        self.partner.map(|action| Fault {
+            target: Target::Partner,
+            trigger: Trigger::Event { event, job: Some(self.job.clone()), delivery: None },
+            count: Count::ONCE,
+            probability: None,
+            action,
         })
+    }
+
+    /// The worker's SIGKILL at the job's handler point, on its first delivery.
+    pub fn crash_fault(&self) -> Option<Fault> {
+        self.crash.map(|at| at.kill(&self.job))
     }
 }
 
 /// The crash plan the workers get.
-pub fn crashes(jobs: &[JobPlan]) -> Vec<JobCrash> {
-    jobs.iter().filter_map(|j| j.crash.map(|at| JobCrash { job: j.job.clone(), at })).collect()
+pub fn crashes(jobs: &[JobPlan]) -> Vec<Fault> {
+    jobs.iter().filter_map(JobPlan::crash_fault).collect()
 }
 
 /// One counted effect of one job: what the lab predicted and what happened.
@@ -202,6 +211,7 @@ mod tests {
             mono_ns: 0,
             outcome,
             replay_of: None,
+            fault: None,
         }
     }
 
@@ -211,7 +221,7 @@ mod tests {
         assert_eq!(p.label(Lang::En), "no fault");
         p.crash = Some(HandlerPoint::AfterClaim);
         assert_eq!(p.label(Lang::En), "after-claim");
-        p.partner = Some(SinkFaultKind::ApplyThenFail);
+        p.partner = Some(Action::LoseReply);
         assert_eq!(p.label(Lang::En), "after-claim+reply-lost");
         let mut c = plan("job-2");
         c.copies = 2;

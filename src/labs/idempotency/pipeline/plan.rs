@@ -1,10 +1,10 @@
 //! The workload of a pipeline run, as data drawn from the run's seed: which job arrives when,
-//! at which priority, and what goes wrong with it (a payload that does not parse, a job type
-//! nobody handles, a partner that refuses or loses its reply, a worker SIGKILLed at a named
-//! point). The same `--seed` gives the same workload; every fault hits a different job.
+//! at which priority, and what goes wrong with it (poison: a payload that does not parse, a job
+//! type nobody handles; or a fault: a partner that refuses or loses its reply, a worker
+//! SIGKILLed at a named point). The same `--seed` gives the same workload; every trouble hits a
+//! different job.
 
-use crate::fault::{HandlerPoint, JobCrash};
-use crate::side_effect::{SinkFault, SinkFaultKind};
+use crate::fault::{Action, Count, Fault, HandlerPoint, Target, Trigger};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -73,19 +73,18 @@ impl Workload {
     }
 }
 
-/// What goes wrong with one job.
+/// A job no handler can use: it belongs in the dead-letter queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Fault {
+pub enum Poison {
+    /// Its payload does not parse.
     Unparseable,
+    /// Its type names no handler (a non-retryable error).
     Rejected,
-    Refused(u32),
-    ReplyLost,
-    Crash(HandlerPoint),
 }
 
 /// One job of the workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PlannedJob {
     /// `c-0007`: priority letter and number.
     pub job: String,
@@ -93,7 +92,60 @@ pub struct PlannedJob {
     pub priority: usize,
     /// When it is published (ms after t=0, before `--time-scale`).
     pub at_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poison: Option<Poison>,
+    /// What goes wrong with it: a partner that refuses it or loses its reply, a worker
+    /// SIGKILLed at a handler point.
     pub fault: Option<Fault>,
+}
+
+/// A saved run of before the fault layer held the job's trouble in one word: read it still.
+impl<'de> Deserialize<'de> for PlannedJob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            job: String,
+            priority: usize,
+            at_ms: f64,
+            #[serde(default)]
+            poison: Option<Poison>,
+            #[serde(default)]
+            fault: Option<serde_json::Value>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        enum Old {
+            Unparseable,
+            Rejected,
+            Refused(u32),
+            ReplyLost,
+            Crash(HandlerPoint),
+        }
+        let s = Stored::deserialize(d)?;
+        let mut job = PlannedJob { job: s.job, priority: s.priority, at_ms: s.at_ms, poison: s.poison, fault: None };
+        let Some(value) = s.fault.filter(|v| !v.is_null()) else { return Ok(job) };
+        match serde_json::from_value::<Old>(value.clone()) {
+            Ok(Old::Unparseable) => job.poison = Some(Poison::Unparseable),
+            Ok(Old::Rejected) => job.poison = Some(Poison::Rejected),
+            Ok(Old::Refused(n)) => job.fault = Some(partner(&job.job, Action::Refuse, n)),
+            Ok(Old::ReplyLost) => job.fault = Some(partner(&job.job, Action::LoseReply, 1)),
+            Ok(Old::Crash(at)) => job.fault = Some(at.kill(&job.job)),
+            Err(_) => job.fault = Some(serde_json::from_value(value).map_err(serde::de::Error::custom)?),
+        }
+        Ok(job)
+    }
+}
+
+/// The partner does `action` to the first `times` requests for `job`.
+fn partner(job: &str, action: Action, times: u32) -> Fault {
+    let count = if times == 1 { Count::ONCE } else { Count::first(times) };
+    Fault {
+        target: Target::Partner,
+        trigger: Trigger::Event { event: "request".into(), job: Some(job.into()), delivery: None },
+        count,
+        probability: None,
+        action,
+    }
 }
 
 impl PlannedJob {
@@ -103,27 +155,23 @@ impl PlannedJob {
 
     /// Poison: it belongs in the dead-letter queue.
     pub fn is_poison(&self) -> bool {
-        matches!(self.fault, Some(Fault::Unparseable | Fault::Rejected))
+        self.poison.is_some()
     }
 
     /// The entry's payload: JSON, broken for an unparseable job.
     pub fn payload(&self) -> String {
-        let kind = if self.fault == Some(Fault::Rejected) { "unknown" } else { self.effect() };
+        let kind = if self.poison == Some(Poison::Rejected) { "unknown" } else { self.effect() };
         let full = format!(r#"{{"type":"{kind}","job":"{}"}}"#, self.job);
-        if self.fault == Some(Fault::Unparseable) {
+        if self.poison == Some(Poison::Unparseable) {
             full[..full.len() - 2].to_string()
         } else {
             full
         }
     }
 
-    pub fn sink_fault(&self) -> Option<SinkFault> {
-        let (kind, times) = match self.fault? {
-            Fault::Refused(n) => (SinkFaultKind::Refuse, n),
-            Fault::ReplyLost => (SinkFaultKind::ApplyThenFail, 1),
-            _ => return None,
-        };
-        Some(SinkFault { job: Some(self.job.clone()), effect: None, kind, times })
+    /// Its fault, when the partner carries it out.
+    pub fn partner_fault(&self) -> Option<Fault> {
+        self.fault.clone().filter(|f| f.target == Target::Partner)
     }
 }
 
@@ -157,36 +205,37 @@ pub fn generate(w: &Workload, seed: u64) -> Vec<PlannedJob> {
             job: format!("{}-{:04}", &PRIORITIES[*p][..1], n + 1),
             priority: *p,
             at_ms: *at,
+            poison: None,
             fault: None,
         })
         .collect();
     let mut order: Vec<usize> = (0..planned.len()).collect();
     order.shuffle(&mut rng);
     let mut next = order.into_iter();
-    let mut assign = |n: u32, fault: &mut dyn FnMut(&mut rand_chacha::ChaCha8Rng) -> Fault| {
+    let mut assign = |n: u32, trouble: &mut dyn FnMut(&mut rand_chacha::ChaCha8Rng, &mut PlannedJob)| {
         for _ in 0..n {
             let i = next.next().expect("validated: enough jobs");
-            planned[i].fault = Some(fault(&mut rng));
+            trouble(&mut rng, &mut planned[i]);
         }
     };
-    assign(w.unparseable, &mut |_| Fault::Unparseable);
-    assign(w.rejected, &mut |_| Fault::Rejected);
-    assign(w.refused, &mut |r| Fault::Refused(r.random_range(1..=2)));
-    assign(w.reply_lost, &mut |_| Fault::ReplyLost);
+    assign(w.unparseable, &mut |_, j| j.poison = Some(Poison::Unparseable));
+    assign(w.rejected, &mut |_, j| j.poison = Some(Poison::Rejected));
+    assign(w.refused, &mut |r, j| j.fault = Some(partner(&j.job, Action::Refuse, r.random_range(1..=2))));
+    assign(w.reply_lost, &mut |_, j| j.fault = Some(partner(&j.job, Action::LoseReply, 1)));
     for point in HandlerPoint::ALL {
-        assign(w.crashes_per_point, &mut |_| Fault::Crash(point));
+        assign(w.crashes_per_point, &mut |_, j| j.fault = Some(point.kill(&j.job)));
     }
     planned
 }
 
-/// The crash plan the workers get.
-pub fn crashes(jobs: &[PlannedJob]) -> Vec<JobCrash> {
-    jobs.iter()
-        .filter_map(|j| match j.fault {
-            Some(Fault::Crash(at)) => Some(JobCrash { job: j.job.clone(), at }),
-            _ => None,
-        })
-        .collect()
+/// The crash plan the workers get: the faults the workers carry out themselves.
+pub fn crashes(jobs: &[PlannedJob]) -> Vec<Fault> {
+    jobs.iter().filter_map(|j| j.fault.clone()).filter(|f| f.target != Target::Partner).collect()
+}
+
+/// Every fault of the workload, the partner's and the workers'.
+pub fn faults(jobs: &[PlannedJob]) -> Vec<Fault> {
+    jobs.iter().filter_map(|j| j.fault.clone()).collect()
 }
 
 #[cfg(test)]
@@ -215,13 +264,16 @@ mod tests {
         assert_ne!(a, generate(&w, 8));
         assert_eq!(a.len(), 250);
         assert!(a.windows(2).all(|p| p[0].at_ms <= p[1].at_ms), "in time order");
+        let poison = |p: Poison| a.iter().filter(|j| j.poison == Some(p)).count();
+        assert_eq!(poison(Poison::Unparseable), 3);
+        assert_eq!(poison(Poison::Rejected), 2);
         let count = |f: fn(&Fault) -> bool| a.iter().filter(|j| j.fault.as_ref().is_some_and(f)).count();
-        assert_eq!(count(|f| *f == Fault::Unparseable), 3);
-        assert_eq!(count(|f| *f == Fault::Rejected), 2);
-        assert_eq!(count(|f| matches!(f, Fault::Refused(1 | 2))), 5);
-        assert_eq!(count(|f| *f == Fault::ReplyLost), 2);
-        assert_eq!(count(|f| matches!(f, Fault::Crash(_))), 9);
+        let refused = |f: &Fault| f.action == Action::Refuse && matches!(f.count.most(), Some(1 | 2));
+        assert_eq!(count(refused), 5);
+        assert_eq!(count(|f| f.action == Action::LoseReply), 2);
+        assert_eq!(count(|f| f.action == Action::Kill), 9);
         assert_eq!(crashes(&a).len(), 9);
+        assert!(a.iter().all(|j| j.poison.is_none() || j.fault.is_none()), "one trouble per job");
         let ids: std::collections::HashSet<&str> = a.iter().map(|j| j.job.as_str()).collect();
         assert_eq!(ids.len(), 250);
         assert_eq!(a.iter().filter(|j| j.at_ms == 500.0 && j.priority == 2).count(), 50, "the burst");
@@ -229,13 +281,27 @@ mod tests {
 
     #[test]
     fn poison_payloads_do_not_parse_or_name_no_handler() {
-        let mut j = PlannedJob { job: "c-0001".into(), priority: 0, at_ms: 0.0, fault: None };
+        let mut j = PlannedJob { job: "c-0001".into(), priority: 0, at_ms: 0.0, poison: None, fault: None };
         assert_eq!(j.payload(), r#"{"type":"charge","job":"c-0001"}"#);
-        j.fault = Some(Fault::Rejected);
+        j.poison = Some(Poison::Rejected);
         assert_eq!(j.payload(), r#"{"type":"unknown","job":"c-0001"}"#);
-        j.fault = Some(Fault::Unparseable);
+        j.poison = Some(Poison::Unparseable);
         assert!(serde_json::from_str::<serde_json::Value>(&j.payload()).is_err());
         assert!(j.is_poison());
+    }
+
+    #[test]
+    fn a_saved_run_s_one_word_trouble_reads_as_poison_or_a_fault() {
+        let old = |fault: &str| {
+            let json = format!(r#"{{"job":"n-0002","priority":1,"at_ms":3.5,"fault":{fault}}}"#);
+            serde_json::from_str::<PlannedJob>(&json).unwrap()
+        };
+        assert_eq!(old(r#""unparseable""#).poison, Some(Poison::Unparseable));
+        assert_eq!(old(r#"{"refused":2}"#).fault, Some(partner("n-0002", Action::Refuse, 2)));
+        assert_eq!(old(r#"{"crash":"before-ack"}"#).fault, Some(HandlerPoint::BeforeAck.kill("n-0002")));
+        assert_eq!(old("null").fault, None);
+        let new = PlannedJob { fault: Some(partner("n-0002", Action::LoseReply, 1)), ..old("null") };
+        assert_eq!(serde_json::from_str::<PlannedJob>(&serde_json::to_string(&new).unwrap()).unwrap(), new);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::roles::client_list::{is_blocked, wait_for_client, ClientState};
 use crate::roles::command_worker::{CommandWorker, Upstreams, WorkerEnv};
 use crate::roles::{RoleConfig, RoleProcess};
 use crate::side_effect::http::HttpSink;
-use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig, SinkFault, SinkFaultKind};
+use crate::side_effect::{timeline_events, SideEffectSink, SinkConfig};
 use crate::timeline::vocabulary::Vocabulary as _;
 use crate::timeline::{Actor, CrashCause, EventKind, RawEvent, Sink};
 use redis::aio::MultiplexedConnection;
@@ -40,13 +40,7 @@ pub async fn run(spec: &ListQueueSpec, ctx: &mut RunContext<'_>) -> Result<RunOu
     let ledger = SideEffectSink::connect(&sink_cfg).await?;
     ledger.reset().await?;
     for j in spec.jobs.iter().filter(|j| j.refused > 0) {
-        let fault = SinkFault {
-            job: Some(j.label()),
-            effect: Some(EFFECT.into()),
-            kind: SinkFaultKind::Refuse,
-            times: j.refused,
-        };
-        ledger.add_fault(&fault).await?;
+        ledger.add_fault(&spec.refusal(j), ctx.scale).await?;
     }
     let deprecation = match spec.take {
         Take::Brpoplpush => deprecation(&mut ctx.redis, "brpoplpush").await,
@@ -169,7 +163,7 @@ impl Crew {
             cost_ms: spec.worker_cost(index),
             job_cost_ms: spec.jobs.iter().filter_map(|j| j.cost_ms.map(|c| (j.label(), c))).collect(),
             first_cost_ms: spec.jobs.iter().filter_map(|j| j.first_cost_ms.map(|c| (j.label(), c))).collect(),
-            crash: spec.crash.clone(),
+            faults: spec.faults.iter().filter(|f| f.aims_at(Actor::Worker(index), index)).cloned().collect(),
             sink: self.sink.clone(),
             effect: EFFECT.into(),
         }

@@ -19,10 +19,10 @@
 //! changes nothing, and where it comes among the other steps would only multiply the classes.
 //!
 //! The planned kill (`kill = { worker = 1, after_done_by = 2 }`) is a step boundary the
-//! explorer orders ([`PlannedKill`]): once W2's finishing script (LREM + ZREM) is answered,
+//! explorer orders (a fault whose trigger is W2's step: [`kill_after_step`]): once W2's finishing script (LREM + ZREM) is answered,
 //! W1 takes no further step and the lab kills it, as a sampled run does when W2 says it is
 //! done. That step conflicts with every step of W1, so the search runs W1's e-mail and its
-//! LREM on either side of it. A planned crash (`crash = [...]`) is the worker's own, at its
+//! LREM on either side of it. A planned crash (`faults = [...]`) is the worker's own, at its
 //! point in its own steps, and a worker that dies of one is replaced (`restart`) by a
 //! successor registered before and started once the explorer sees it gone, as the jobs kind
 //! does.
@@ -39,7 +39,7 @@
 
 use super::{observe, Crew, CrewMember, Progress, Step};
 use crate::error::{Context, Error};
-use crate::explore::control::{PlannedKill, Probe, Wake};
+use crate::explore::control::{kill_after_step, Probe, Wake};
 use crate::explore::timer::Timers;
 use crate::explore::Control;
 use crate::labs::list_queue::list_queue::{ListQueueSpec, PushEnd};
@@ -205,7 +205,7 @@ pub(super) async fn run(
     }
     if let Some(k) = spec.kill {
         let (victim, by) = (Actor::Worker(k.worker), Actor::Worker(k.after_done_by));
-        control.kill_after(PlannedKill { victim, by, after: script_words(lq::ACK) });
+        control.kill_after(kill_after_step(victim, by, &script_words(lq::ACK)));
     }
     let leases = spec.reaper.map(|_| short(&crew.keys.leases, &prefix));
     control.set_timers(Timers { leases, idle_when_all_wait: true, key_prefix: prefix.clone(), ..Timers::default() });

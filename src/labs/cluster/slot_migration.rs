@@ -7,7 +7,7 @@
 //! any other key of the slot to the target (ASK); a command naming several keys of the slot,
 //! some there and some not, gets TRYAGAIN. After SETSLOT NODE the source answers MOVED.
 
-use super::TimeScale;
+use crate::fault::TimeScale;
 use crate::cluster_queue::ClusterEvent;
 use crate::error::{Context, Error};
 use crate::service::cluster::ClusterNode;

@@ -2,7 +2,7 @@
 //! an external API call; paid 50 ms, a DB write). Costs are per event type, and an event may
 //! carry its own.
 
-use crate::orders::EventSpec;
+use super::EventSpec;
 use crate::timeline::Job;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! is never sent) and the producer retries with backoff. A retried event can land in the log
 //! after a newer one, so the log itself is then out of order.
 
-use crate::orders::EventSpec;
+use super::EventSpec;
 
 /// When each publish attempt of an event happens and whether it fails.
 ///

@@ -386,7 +386,11 @@ impl Present for LibrarySpec {
                 format!("W{} {on} {}{faults}", i + 1, w.queues.join(", "))
             })
             .collect();
-        let (lib, n, ms) = (self.library.shown(), self.jobs.len(), self.handler_ms);
+        let (lib, n) = (self.library.shown(), self.jobs.len());
+        // Each job's own handler time where it names one (job-1 of 4000 ms), else the lab's.
+        let mut times: Vec<f64> = self.jobs.iter().map(|j| j.ms.unwrap_or(self.handler_ms)).collect();
+        times.dedup();
+        let ms = times.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/");
         let restart = match (self.restart, lang) {
             (false, _) => "",
             (true, Lang::En) => "; a killed worker is replaced",

@@ -83,11 +83,15 @@ fn story_lines(lines: &[(&crate::timeline::Event, String)]) -> Vec<bool> {
     shown
 }
 
-/// A story line without its connection number (`W1 [redis 2] BRPOP …` → `W1 [redis] BRPOP …`).
+/// A story line without its connection number (`W1 [redis 2] BRPOP …` → `W1 [redis] BRPOP …`)
+/// and without the random ids a library makes per process (graphile-worker's
+/// `pool-cc6de988feb0436a8a` → `pool-[id]`).
 fn without_connection(line: &str) -> String {
     static CONNECTION: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\[(redis|postgres) \d+\]").expect("a valid expression"));
-    CONNECTION.replace(line, "[$1]").into_owned()
+    static RANDOM_ID: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b[0-9a-f]{16,}\b").expect("a valid expression"));
+    RANDOM_ID.replace_all(&CONNECTION.replace(line, "[$1]"), "[id]").into_owned()
 }
 
 /// `race`: the variant's interleaving across processes is the race it measures; redacted, the

@@ -334,6 +334,18 @@ mod tests {
     }
 
     #[test]
+    fn a_run_cut_short_then_run_again_is_a_sequential_duplicate() {
+        // Sidekiq past its shutdown timeout: W1 started, was killed (no end), W2 ran it whole,
+        // even while W1 was not yet dead: an execution with no end overlaps nothing.
+        let cut = [rec("j", START, 1, 1, 0), rec("j", START, 2, 1, 50), rec("j", END, 2, 1, 300)];
+        let f = one(&cut, state("missing", &[]), Guarantee { silent_loss: true, forgets_completed: true, ..LEAST });
+        assert_eq!((f.fate, f.ends(), f.breaks), (Fate::DuplicateSequential, 1, None));
+        assert_eq!(f.executions.len(), 2);
+        // The same under an at-most-once promise breaks it.
+        assert!(one(&cut, state("finished", &[]), MOST).breaks.is_some_and(|b| b.contains("more than once")));
+    }
+
+    #[test]
     fn the_library_contradicting_what_ran_is_a_disagreement_either_way() {
         let f = one(&[], state("finished", &["finished:q"]), LEAST);
         assert_eq!(f.fate, Fate::Disagreement);

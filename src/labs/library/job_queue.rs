@@ -193,6 +193,9 @@ pub struct LibraryObserved {
     pub states: BTreeMap<String, LibraryState>,
     /// How many worker processes the run started (the replacements too).
     pub workers_started: u32,
+    /// The adapter's Lua scripts by SHA1: a fault named by a script fired as `EVALSHA <sha>`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scripts: BTreeMap<String, String>,
 }
 
 /// How many jobs came to each fate; the faults are placed, so each count is the same in
@@ -296,11 +299,11 @@ impl Judge for LibrarySpec {
     type Observed = LibraryObserved;
     type Facts = LibraryFacts;
 
-    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+    fn faults(&self, observed: &Self::Observed) -> Vec<crate::fault::Fault> {
         let mut out = Vec::new();
         for (i, w) in self.workers.iter().enumerate() {
-            let target = crate::fault::Target::Process(crate::timeline::Actor::Worker(i as u32 + 1));
-            out.extend(w.faults.iter().map(|f| crate::fault::Fault { target, ..f.clone() }));
+            let actor = crate::timeline::Actor::Worker(i as u32 + 1);
+            out.extend(w.faults.iter().map(|f| run::wire_fault(f, actor, &observed.scripts)));
         }
         out
     }

@@ -13,6 +13,7 @@
 use super::stage::{Place, Stage};
 use super::{LibraryObserved, LibrarySpec};
 use crate::error::{Context, Error};
+use crate::fault::Fault;
 use crate::labs::library::adapter::{parse_state, run_once, Call, LIBRARY_DB};
 use crate::labs::library::install::{self, Installed};
 use crate::labs::library::manifest::{Backend, Manifest};
@@ -108,6 +109,7 @@ pub async fn run(spec: &LibrarySpec, ctx: &mut RunContext<'_>) -> Result<RunOutc
         records,
         states,
         workers_started,
+        scripts,
     };
     Ok(RunOutcome { t0_ns, raw, timed_out, observed })
 }
@@ -140,6 +142,19 @@ fn common_env(
     env.push(("ORDLAB_OPTIONS".into(), serde_json::to_string(&spec.options).expect("JSON values")));
     env.push(("ORDLAB_SINK_URL".into(), http.url()));
     env
+}
+
+/// A fault as the interposer matches it, aimed at `actor`: a script the adapter names
+/// (`command = "moveToActive"`) becomes `EVALSHA` with its SHA1 as the pattern.
+pub(crate) fn wire_fault(f: &Fault, actor: Actor, scripts: &BTreeMap<String, String>) -> Fault {
+    let mut f = Fault { target: crate::fault::Target::Process(actor), ..f.clone() };
+    if let crate::fault::Trigger::Command { command: Some(c), pattern, .. } = &mut f.trigger {
+        if let Some((sha, _)) = scripts.iter().find(|(_, name)| name.as_str() == c.as_str()) {
+            *pattern = Some(sha.clone());
+            *c = "EVALSHA".into();
+        }
+    }
+    f
 }
 
 /// The adapter's Lua scripts by SHA1 (`{"<sha>": "moveToActive"}`), empty when it names none.
@@ -354,6 +369,20 @@ impl Settle<'_, '_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_named_by_a_script_is_its_evalsha_and_only_that_one() {
+        use crate::fault::{Moment, Target, Trigger};
+        let scripts = BTreeMap::from([("ab12".to_string(), "moveToActive".to_string())]);
+        let declared = Fault::kill_at(Target::Index(1), "moveToActive", 1, Moment::Reply);
+        let wire = wire_fault(&declared, Actor::Worker(1), &scripts);
+        let Trigger::Command { command, pattern, .. } = &wire.trigger else { panic!("{wire:?}") };
+        assert_eq!((command.as_deref(), pattern.as_deref()), (Some("EVALSHA"), Some("ab12")));
+        assert_eq!(wire.target, Target::Process(Actor::Worker(1)));
+        let plain = wire_fault(&Fault::kill_at(Target::Index(1), "BRPOP", 1, Moment::Reply), Actor::Worker(1), &scripts);
+        let Trigger::Command { command, pattern, .. } = &plain.trigger else { panic!("{plain:?}") };
+        assert_eq!((command.as_deref(), pattern.as_deref()), (Some("BRPOP"), None));
+    }
 
     #[test]
     fn the_library_database_replaces_the_runs() {

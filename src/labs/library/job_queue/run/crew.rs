@@ -7,7 +7,7 @@
 use super::super::stage::Stage;
 use super::super::LibrarySpec;
 use crate::error::Error;
-use crate::fault::{Fault, Occurrence, Trigger};
+use crate::fault::{Fault, Occurrence};
 use crate::labs::library::adapter::LIBRARY_DB;
 use crate::labs::library::manifest::Manifest;
 use crate::labs::RunContext;
@@ -53,17 +53,9 @@ impl<'a> Crew<'a> {
         self.workers.get(n as usize - 1).map(|(_, q)| q.clone()).unwrap_or_default()
     }
 
-    /// A fault as the interposer matches it, aimed at `actor`: a script the adapter names
-    /// (`command = "moveToActive"`) becomes `EVALSHA` with its SHA1 as the pattern.
+    /// A fault as the interposer matches it, aimed at `actor` ([`super::wire_fault`]).
     fn wire_fault(&self, f: &Fault, actor: Actor) -> Fault {
-        let mut f = Fault { target: crate::fault::Target::Process(actor), ..f.clone() };
-        if let Trigger::Command { command: Some(c), pattern, .. } = &mut f.trigger {
-            if let Some((sha, _)) = self.scripts.iter().find(|(_, name)| name.as_str() == c.as_str()) {
-                *pattern = Some(sha.clone());
-                *c = "EVALSHA".into();
-            }
-        }
-        f
+        super::wire_fault(f, actor, self.scripts)
     }
 
     /// Start `W<n+1>` on `queues` (the scenario's worker `scenario` with its faults, hold and

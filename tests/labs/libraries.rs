@@ -59,7 +59,9 @@ fn commands_of(r: &RunRecord, n: u32) -> Vec<(Vec<String>, String)> {
 fn hit_by_fault(r: &RunRecord, n: u32) -> Option<(Vec<String>, String)> {
     let fired = r.events.iter().position(|e| e.kind.family::<ordlab::fault::FaultEvent>().is_some())?;
     r.events[..fired].iter().rev().find_map(|e| match &e.kind {
-        EventKind::ServerCommand { args, reply, .. } if e.actor == Actor::Worker(n) => Some((args.clone(), reply.clone())),
+        EventKind::ServerCommand { args, reply, .. } if e.actor == Actor::Worker(n) => {
+            Some((args.clone(), reply.clone()))
+        }
         _ => None,
     })
 }

@@ -305,7 +305,11 @@ mod tests {
     fn a_job_the_library_still_holds_is_stuck_not_lost() {
         let f = one(&[], state("queued", &["intermediate:default"]), MOST);
         assert_eq!((f.fate, f.breaks), (Fate::Stuck, None));
-        let f = one(&[rec("j", START, 1, 1, 0)], LibraryState { status: "active".into(), places: None, reason: None }, LEAST);
+        let f = one(
+            &[rec("j", START, 1, 1, 0)],
+            LibraryState { status: "active".into(), places: None, reason: None },
+            LEAST,
+        );
         assert_eq!(f.fate, Fate::Stuck, "an adapter that names no places: the status decides");
     }
 
@@ -363,12 +367,8 @@ mod tests {
 
     #[test]
     fn a_planned_failure_retried_is_once_not_a_duplicate() {
-        let retried = [
-            rec("j", START, 1, 1, 0),
-            rec("j", FAIL, 1, 1, 10),
-            rec("j", START, 1, 2, 20),
-            rec("j", END, 1, 2, 30),
-        ];
+        let retried =
+            [rec("j", START, 1, 1, 0), rec("j", FAIL, 1, 1, 10), rec("j", START, 1, 2, 20), rec("j", END, 1, 2, 30)];
         let f = one(&retried, state("completed", &[]), MOST);
         assert_eq!((f.fate, f.ends(), f.planned_failures(), f.breaks), (Fate::Once, 1, 1, None));
         // Failed on purpose, never tried again, and the library still holds it in retry.

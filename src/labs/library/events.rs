@@ -28,7 +28,8 @@ pub enum LibraryEvent {
 }
 
 impl Vocabulary for LibraryEvent {
-    const KINDS: &'static [&'static str] = &["command_held", "command_released", "enqueued_at_start", "stopped", "recovery_run"];
+    const KINDS: &'static [&'static str] =
+        &["command_held", "command_released", "enqueued_at_start", "stopped", "recovery_run"];
 
     fn line(&self, a: Actor, w: &Wording) -> Option<String> {
         let l = w.lang;

@@ -154,7 +154,12 @@ async fn python(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Resul
     let mut args = vec!["-c", script];
     args.extend(names.iter().copied());
     let listed = step(&home.join("bin/python"), &args).await?;
-    Ok(Installed { home: home.to_path_buf(), bin: home.join("bin"), versions: pairs(&listed), requirements: Vec::new() })
+    Ok(Installed {
+        home: home.to_path_buf(),
+        bin: home.join("bin"),
+        versions: pairs(&listed),
+        requirements: Vec::new(),
+    })
 }
 
 async fn node(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<Installed, String> {
@@ -191,9 +196,7 @@ async fn debian(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Resul
         let said = String::from_utf8_lossy(&out.stdout).to_string();
         let version = said.strip_prefix("installed ").map(str::trim).filter(|_| out.status.success());
         let Some(version) = version else {
-            return Err(format!(
-                "Debian's {name} is not installed: run `just setup` (apt-get install {name})"
-            ));
+            return Err(format!("Debian's {name} is not installed: run `just setup` (apt-get install {name})"));
         };
         listed.push_str(&format!("{name} {version}\n"));
     }

@@ -258,9 +258,7 @@ impl LabProcedure for LibrarySpec {
                 _ => {}
             }
         }
-        if let Some((w, s)) =
-            self.workers.iter().enumerate().find_map(|(w, k)| k.on_start.as_ref().map(|s| (w, s)))
-        {
+        if let Some((w, s)) = self.workers.iter().enumerate().find_map(|(w, k)| k.on_start.as_ref().map(|s| (w, s))) {
             if !self.jobs.iter().any(|j| j.key == s.job) {
                 return Err(format!("setup.workers[{w}].on_start.job = {:?} is no job of the lab", s.job));
             }
@@ -480,11 +478,7 @@ fn fate_line(f: &JobFate, name: &str, recovery: Option<&Recovery>, lang: Lang) -
     );
     if f.planned_failures() > 0 {
         let n = f.planned_failures();
-        text.push_str(&crate::tr!(
-            lang,
-            "; {n} planned failure(s) before",
-            "; {n} lần lỗi cài sẵn trước đó"
-        ));
+        text.push_str(&crate::tr!(lang, "; {n} planned failure(s) before", "; {n} lần lỗi cài sẵn trước đó"));
     }
     if f.fate == Fate::Stuck {
         text.push_str(&format!("; {}", recovery_words(recovery)));

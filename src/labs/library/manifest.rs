@@ -231,7 +231,10 @@ state = ["python3", "state.py"]
     #[test]
     fn a_manifest_parses_and_names_its_guarantee() {
         let m = Manifest::parse(RQ, "rq", "x/library.toml").unwrap();
-        assert_eq!(m.guarantee, Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false, forgets_completed: false });
+        assert_eq!(
+            m.guarantee,
+            Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false, forgets_completed: false }
+        );
         assert_eq!(m.recovery.unwrap().after_s, 60.0);
     }
 

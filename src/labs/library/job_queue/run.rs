@@ -163,7 +163,8 @@ async fn scripts(manifest: &Manifest, stage: &Stage) -> Result<BTreeMap<String, 
         return Ok(BTreeMap::new());
     }
     let place = stage.place();
-    let call = Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &place.env };
+    let call =
+        Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &place.env };
     let out = run_once(&call, "scripts", &manifest.scripts, Actor::Runner, None).await?;
     let line = out.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or("");
     serde_json::from_str(line).map_err(|e| Error::Library {
@@ -194,8 +195,11 @@ fn name_scripts(raw: &mut [RawEvent], scripts: &BTreeMap<String, String>) {
         };
         if let Some(arg) = at.and_then(|at| args.get_mut(at)) {
             let is_sha = arg.len() == 40 && arg.bytes().all(|b| b.is_ascii_hexdigit());
-            let sha =
-                if is_sha { arg.to_ascii_lowercase() } else { sha1_smol::Sha1::from(arg.as_bytes()).digest().to_string() };
+            let sha = if is_sha {
+                arg.to_ascii_lowercase()
+            } else {
+                sha1_smol::Sha1::from(arg.as_bytes()).digest().to_string()
+            };
             match scripts.get(&sha) {
                 Some(name) => *arg = name.clone(),
                 None if !is_sha => *arg = format!("<script {}>", &sha[..8]),
@@ -379,7 +383,8 @@ mod tests {
         let Trigger::Command { command, pattern, .. } = &wire.trigger else { panic!("{wire:?}") };
         assert_eq!((command.as_deref(), pattern.as_deref()), (Some("EVALSHA"), Some("ab12")));
         assert_eq!(wire.target, Target::Process(Actor::Worker(1)));
-        let plain = wire_fault(&Fault::kill_at(Target::Index(1), "BRPOP", 1, Moment::Reply), Actor::Worker(1), &scripts);
+        let plain =
+            wire_fault(&Fault::kill_at(Target::Index(1), "BRPOP", 1, Moment::Reply), Actor::Worker(1), &scripts);
         let Trigger::Command { command, pattern, .. } = &plain.trigger else { panic!("{plain:?}") };
         assert_eq!((command.as_deref(), pattern.as_deref()), (Some("BRPOP"), None));
     }

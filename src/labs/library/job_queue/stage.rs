@@ -123,7 +123,8 @@ impl Stage {
         let mut env = place.env.clone();
         env.retain(|(k, _)| k != "ORDLAB_JOBS");
         env.push(("ORDLAB_JOBS".into(), serde_json::Value::Array(chosen).to_string()));
-        let call = Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &env };
+        let call =
+            Call { library: &place.library, redis_url: &place.redis_url, pg_config: &place.pg_config, env: &env };
         run_once(&call, "enqueue", &self.enqueue, actor, Some(self.tx.clone())).await.map(|_| ())
     }
 
@@ -184,7 +185,9 @@ impl Stage {
         }
         if let Some(jobs) = self.at_start.get(&p.job).filter(|_| first) {
             match self.enqueue(Some(jobs), Actor::Producer).await {
-                Ok(()) => self.emit(Actor::Producer, LibraryEvent::EnqueuedAtStart { job: p.job.clone(), jobs: jobs.clone() }),
+                Ok(()) => {
+                    self.emit(Actor::Producer, LibraryEvent::EnqueuedAtStart { job: p.job.clone(), jobs: jobs.clone() })
+                }
                 Err(e) => self.failed(e),
             }
         }

@@ -197,9 +197,10 @@ impl<'a> Crew<'a> {
 /// library that names its connections itself and keeps the worker's name at the end (BullMQ:
 /// `bull:<queue>:w:<worker name>`)?
 fn names(client_line: &str, name: &str) -> bool {
-    client_line.split(' ').filter_map(|kv| kv.strip_prefix("name=")).any(|n| {
-        n == name || n.strip_suffix(name).is_some_and(|head| head.ends_with(':'))
-    })
+    client_line
+        .split(' ')
+        .filter_map(|kv| kv.strip_prefix("name="))
+        .any(|n| n == name || n.strip_suffix(name).is_some_and(|head| head.ends_with(':')))
 }
 
 #[cfg(test)]

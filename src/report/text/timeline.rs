@@ -138,3 +138,22 @@ pub fn render(out: &mut String, r: &RunRecord, procedure: &Procedure, opts: &Tex
         let _ = writeln!(out, "  {}", opts.redact.line(line));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::without_connection;
+
+    #[test]
+    fn a_story_line_loses_its_connection_number_and_a_library_s_random_ids() {
+        assert_eq!(without_connection("W1 [redis 2] BRPOP default 1 → nil"), "W1 [redis] BRPOP default 1 → nil");
+        assert_eq!(
+            without_connection("W1 [postgres 3] with j as (…) [pool-cc6de988feb0436a8a, {\"1\"}] → UPDATE 1"),
+            "W1 [postgres] with j as (…) [pool-[id], {\"1\"}] → UPDATE 1"
+        );
+        // Short hex words (a script's sha8 name, a job key) stay.
+        assert_eq!(
+            without_connection("W1 [redis 1] EVALSHA <moveToActive 3f2a9c1d>"),
+            "W1 [redis] EVALSHA <moveToActive 3f2a9c1d>"
+        );
+    }
+}

@@ -77,6 +77,21 @@ if ! have_faketime; then
   fi
 fi
 
+# Sidekiq, the job-queue library the library-sidekiq lab pins, is Debian's ruby-sidekiq (with
+# ruby-redis): a system package like the servers, installed the same way. Without it only that
+# lab is unavailable (`ordlab libraries` says so in one line; its test says NOT TESTED; in CI
+# it must be there).
+if ! dpkg-query -W -f='${db:Status-Status}' ruby-sidekiq 2>/dev/null | grep -q '^installed$'; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ruby-sidekiq (Sidekiq 6.4, for library-sidekiq) with apt-get" >&2
+    { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends ruby-sidekiq >/dev/null; } || true
+  fi
+  if ! dpkg-query -W -f='${db:Status-Status}' ruby-sidekiq 2>/dev/null | grep -q '^installed$'; then
+    [ -n "${CI:-}" ] && { echo "setup: ruby-sidekiq could not be installed, and CI tests library-sidekiq" >&2; exit 2; }
+    echo "setup: no ruby-sidekiq (Debian's Sidekiq): the library-sidekiq lab is unavailable" >&2
+  fi
+fi
+
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 have_pg || missing+=(postgresql)

@@ -1128,12 +1128,16 @@ async fn install_libraries() -> anyhow::Result<i32> {
             }
         }
     }
-    let mut failed = 0;
-    for library in pinned.values() {
+    // Side by side: each install is mostly waiting for a registry.
+    let installs = pinned.values().map(|library| async move {
         let installed = match Manifest::read(library) {
             Ok(m) => install::ensure(&m, library).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
+        (library, installed)
+    });
+    let mut failed = 0;
+    for (library, installed) in futures::future::join_all(installs).await {
         match installed {
             Ok(i) => println!("{}: {} ({})", library.shown(), i.shown(), i.home.display()),
             Err(e) => {

@@ -46,6 +46,9 @@ struct Sent {
     hello: Option<Protocol>,
     /// When it was passed on to the server (the monotonic clock).
     sent_ns: u64,
+    /// What rules match it against, where that is more than its args: an `EXEC` with the
+    /// commands its transaction queued (`EXEC ZADD unacked_index … HSET unacked …`).
+    matched: Option<Vec<String>>,
 }
 
 /// What the two directions of one connection share.
@@ -56,6 +59,8 @@ struct Wire {
     passthrough: bool,
     /// A rule dropped a command or reply: nothing passes any more, the connection stays open.
     hung: bool,
+    /// Since `MULTI`: the commands queued, each as one string, for rules to match its `EXEC`.
+    transaction: Option<Vec<String>>,
 }
 
 /// Commands after which a connection carries messages, not replies.
@@ -92,6 +97,7 @@ pub async fn serve(
         protocol: Protocol::Resp2,
         passthrough: false,
         hung: false,
+        transaction: None,
     }));
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
@@ -363,7 +369,7 @@ impl Link {
                 }
                 // Too large to hold: decide on what has been read of it, then stream it.
                 let so_far = command.reader.args_so_far();
-                match self.send_moment(&so_far, out).await? {
+                match self.send_moment(&so_far, &so_far, out).await? {
                     Err(stop) => break Some(stop),
                     Ok(delay) => self.delay(delay, out).await?,
                 }
@@ -380,8 +386,9 @@ impl Link {
                 continue;
             }
             let mut delay = None;
+            let matched = self.transaction_view(&args);
             if !command.streaming {
-                match self.send_moment(&args, out).await? {
+                match self.send_moment(&args, matched.as_deref().unwrap_or(&args), out).await? {
                     Err(stop) => break Some(stop),
                     Ok(d) => delay = d,
                 }
@@ -391,7 +398,8 @@ impl Link {
                 .flatten()
                 .map(|v| if v >= 3 { Protocol::Resp3 } else { Protocol::Resp2 });
             let shown: Vec<String> = args.iter().map(|a| self.shown(a)).collect();
-            self.wire.lock().unwrap().sent.push_back(Sent { args: shown, hello, sent_ns: crate::clock::now_ns() });
+            let sent = Sent { args: shown, hello, sent_ns: crate::clock::now_ns(), matched };
+            self.wire.lock().unwrap().sent.push_back(sent);
             self.delay(delay, out).await?;
             out.push(&command.held);
             command.held.clear();
@@ -400,12 +408,41 @@ impl Link {
         Ok(stop)
     }
 
+    /// Follow a transaction: after `MULTI`, each command is queued; its `EXEC` is matched by
+    /// the faults as `EXEC` followed by them, so a pattern can name what the transaction does
+    /// (`EXEC` with `pattern = "unacked_index"`); None: the command is matched as it is.
+    fn transaction_view(&self, args: &[String]) -> Option<Vec<String>> {
+        let mut wire = self.wire.lock().unwrap();
+        match args[0].to_ascii_uppercase().as_str() {
+            "MULTI" => {
+                wire.transaction = Some(Vec::new());
+                None
+            }
+            "EXEC" => wire.transaction.take().map(|queued| {
+                let mut view = vec![args[0].clone()];
+                view.extend(queued);
+                view
+            }),
+            "DISCARD" => {
+                wire.transaction = None;
+                None
+            }
+            _ => {
+                if let Some(queued) = wire.transaction.as_mut() {
+                    queued.push(args.join(" "));
+                }
+                None
+            }
+        }
+    }
+
     /// A command's send moment, before its bytes are forwarded: under a gate it waits for the
     /// explorer (what came before it passes first), then the faults decide: a stop, or the
     /// delay before it passes.
     async fn send_moment(
         &self,
         args: &[String],
+        matched: &[String],
         out: &mut Outbox<'_>,
     ) -> std::io::Result<Result<Option<std::time::Duration>, Stop>> {
         if self.tap.is_gated() {
@@ -415,7 +452,7 @@ impl Link {
                 return Ok(Err(Stop::Cut { reset: false }));
             }
         }
-        Ok(Stop::of(self.tap.decide(&self.view(args), Moment::Send)))
+        Ok(Stop::of(self.tap.decide(&self.view(matched), Moment::Send)))
     }
 
     /// A fault's delay: what came before passes, then the command waits.
@@ -467,7 +504,7 @@ impl Link {
                 self.wire.lock().unwrap().protocol = p;
             }
             let subscribes = SUBSCRIBER_COMMANDS.contains(&name.as_str()) && !reply.is_error();
-            let passage = self.tap.decide(&self.view(&sent.args), Moment::Reply);
+            let passage = self.tap.decide(&self.view(sent.matched.as_deref().unwrap_or(&sent.args)), Moment::Reply);
             let mut shown = self.shown(&frame::abbreviate(&name, &reply));
             if subscribes {
                 shown.push_str(" (passed through unrecorded from here)");

@@ -10,11 +10,14 @@
 
 pub mod adapter;
 pub mod checker;
+pub mod events;
 pub mod install;
 pub mod job_queue;
 pub mod manifest;
 
 use crate::labs::Family;
+use crate::timeline::vocabulary::entry;
 
-/// The events and roles only this family uses: none (its workers are the library's own).
-pub const FAMILY: Family = Family::NOTHING_OF_ITS_OWN;
+/// The events only this family uses (the steps a lab places: a held command, a stop); no roles
+/// (its workers are the library's own).
+pub const FAMILY: Family = Family { vocabularies: &[entry::<events::LibraryEvent>()], roles: &[] };

@@ -20,7 +20,7 @@ use crate::timeline::{Actor, EventKind, RawEvent, Sink as _};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -177,7 +177,37 @@ pub struct CommandWorker {
     _skew: Option<tempfile::TempDir>,
     /// Its side of the interposer: told when the run stops the process, so the connections
     /// that close then are ordlab's doing (a small change: the report's connection events).
-    tap: std::sync::Arc<WorkerTap>,
+    tap: Arc<WorkerTap>,
+    signaller: Signaller,
+}
+
+/// Sends a signal to a worker's process group as the runner's planned act (a supervisor's
+/// SIGTERM): its exit, whenever it comes, is then no crash of its own.
+#[derive(Clone)]
+pub struct Signaller {
+    actor: Actor,
+    pid: Arc<AtomicU32>,
+    planned: Arc<AtomicBool>,
+}
+
+impl Signaller {
+    /// Send `signal`; the process's exit is planned from now on.
+    pub fn send(&self, signal: nix::sys::signal::Signal) {
+        self.planned.store(true, Ordering::SeqCst);
+        let pid = self.pid.load(Ordering::SeqCst);
+        if pid != 0 {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), signal);
+        }
+    }
+
+    pub fn actor(&self) -> Actor {
+        self.actor
+    }
+
+    /// Has the runner, or a fault, killed or stopped it?
+    pub fn is_planned(&self) -> bool {
+        self.planned.load(Ordering::SeqCst)
+    }
 }
 
 /// Where the worker's interposed endpoints forward to.
@@ -199,6 +229,20 @@ impl CommandWorker {
         client_name: &str,
         upstreams: Upstreams<'_>,
         sink: mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<CommandWorker, Error> {
+        CommandWorker::start_gated(spec, env, actor, client_name, upstreams, sink, None).await
+    }
+
+    /// [`CommandWorker::start`], every command of the worker announced to `gate` and held until
+    /// released there (a lab that places another process's step at one of them).
+    pub async fn start_gated(
+        spec: &WorkerCommand,
+        env: &WorkerEnv,
+        actor: Actor,
+        client_name: &str,
+        upstreams: Upstreams<'_>,
+        sink: mpsc::UnboundedSender<RawEvent>,
+        gate: Option<mpsc::UnboundedSender<crate::interposer::Held>>,
     ) -> Result<CommandWorker, Error> {
         let faults: Vec<Fault> =
             spec.faults.iter().filter(|f| f.aims_at(actor, env.index)).map(|f| f.resolved(actor)).collect();
@@ -233,7 +277,7 @@ impl CommandWorker {
                 control.register(actor, client_name, tap.clone());
                 tap
             }
-            None => WorkerTap::new(actor, injector, sink.clone(), process.clone()),
+            None => WorkerTap::gated(actor, injector, sink.clone(), process.clone(), gate),
         };
         let io = |e: std::io::Error| Error::Io { context: "start the interposer".into(), source: e };
         let redis_up = upstream_of(upstreams.redis_url).await.map_err(io)?;
@@ -275,11 +319,13 @@ impl CommandWorker {
             },
         })?;
         process.started(child.id().unwrap_or(0));
+        let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
+        let signaller = Signaller { actor, pid, planned: planned.clone() };
         let timer = tap.start();
         let role = RoleProcess::watch(child, actor, sink, planned, true);
         let mut endpoints = vec![redis];
         endpoints.extend(pg_endpoint);
-        Ok(CommandWorker { process: role, endpoints, timer, _skew: skew_dir, tap })
+        Ok(CommandWorker { process: role, endpoints, timer, _skew: skew_dir, tap, signaller })
     }
 
     /// Wait until the worker waits in `want` (`CLIENT LIST` on `conn`), or say why it did not:
@@ -309,6 +355,17 @@ impl CommandWorker {
             }
             other => other,
         })
+    }
+
+    /// A handle that signals the process (the runner's planned stop).
+    pub fn signaller(&self) -> Signaller {
+        self.signaller.clone()
+    }
+
+    /// Its side of the interposer: where a party that sees a named point of its run (the
+    /// side-effect partner, at a job's start) asks its faults.
+    pub fn tap(&self) -> &Arc<WorkerTap> {
+        &self.tap
     }
 
     /// Kill the process, wait until its output is drained, close its endpoints.

@@ -10,6 +10,10 @@
 //! caller sees a network error and cannot tell the e-mail went). The sink's latency
 //! ([`SideEffectSink::set_latency`]) delays the reply, as for ordlab's own workers. Each HTTP
 //! connection gets its own ledger connection, so one slow request never holds up another's.
+//!
+//! An [`Observer`] (optional) is told of each effect performed before its caller gets the
+//! answer: a lab acts at that moment (enqueues more jobs, stops the worker) while the handler
+//! that asked waits, so what it does comes after the effect and before the handler goes on.
 
 use super::{EffectRequest, SideEffectSink, SinkConfig, SinkError};
 use crate::timeline::Actor;
@@ -25,6 +29,17 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 #[error("the reply is dropped on purpose (apply-then-fail)")]
 pub struct ReplyDropped;
+
+/// An effect the sink performed, as an [`Observer`] is told of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Performed {
+    pub job: String,
+    pub effect: String,
+    pub actor: Actor,
+}
+
+/// Called with each effect performed; the caller's answer waits until its future is done.
+pub type Observer = Arc<dyn Fn(Performed) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// The HTTP sink of one run; dropping it stops the server and every connection.
 pub struct HttpSink {
@@ -44,6 +59,11 @@ struct EffectBody {
 impl HttpSink {
     /// Listen on a free loopback port; each request is recorded in `cfg`'s ledger (its run).
     pub async fn start(cfg: SinkConfig) -> Result<HttpSink, SinkError> {
+        HttpSink::start_observed(cfg, None).await
+    }
+
+    /// [`HttpSink::start`], each performed effect told to `observer` before its answer.
+    pub async fn start_observed(cfg: SinkConfig, observer: Option<Observer>) -> Result<HttpSink, SinkError> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.map_err(SinkError::Listen)?;
         let addr = listener.local_addr().map_err(SinkError::Listen)?;
         let cfg = Arc::new(cfg);
@@ -53,7 +73,7 @@ impl HttpSink {
             loop {
                 tokio::select! {
                     accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => { connections.spawn(serve_connection(stream, cfg.clone())); }
+                        Ok((stream, _)) => { connections.spawn(serve_connection(stream, cfg.clone(), observer.clone())); }
                         Err(_) => return,
                     },
                     Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -77,12 +97,12 @@ impl Drop for HttpSink {
 
 /// One HTTP/1.1 connection (keep-alive), with its own ledger connection opened at its first
 /// request.
-async fn serve_connection(stream: tokio::net::TcpStream, cfg: Arc<SinkConfig>) {
+async fn serve_connection(stream: tokio::net::TcpStream, cfg: Arc<SinkConfig>, observer: Option<Observer>) {
     let _ = stream.set_nodelay(true);
     let ledger: Arc<tokio::sync::OnceCell<SideEffectSink>> = Arc::new(tokio::sync::OnceCell::new());
     let service = hyper::service::service_fn(move |req| {
-        let (cfg, ledger) = (cfg.clone(), ledger.clone());
-        async move { answer(req, &cfg, &ledger).await }
+        let (cfg, ledger, observer) = (cfg.clone(), ledger.clone(), observer.clone());
+        async move { answer(req, &cfg, &ledger, observer.as_ref()).await }
     });
     // An error here is a dropped reply (on purpose) or a caller that went away: nothing to do.
     let _ = hyper::server::conn::http1::Builder::new()
@@ -107,6 +127,7 @@ async fn answer(
     req: Request<Incoming>,
     cfg: &SinkConfig,
     ledger: &tokio::sync::OnceCell<SideEffectSink>,
+    observer: Option<&Observer>,
 ) -> Result<Response<Full<Bytes>>, ReplyDropped> {
     let effect = req.uri().path().trim_matches('/').to_string();
     if req.method() != hyper::Method::POST || effect.is_empty() || effect.contains('/') {
@@ -138,6 +159,9 @@ async fn answer(
     };
     match sink.perform(&request).await {
         Ok(receipt) => {
+            if let Some(observe) = observer {
+                observe(Performed { job: body.job.clone(), effect: effect.clone(), actor }).await;
+            }
             let outcome = if receipt.replayed { "replayed" } else { "applied" };
             Ok(json(StatusCode::OK, serde_json::json!({ "outcome": outcome, "request": receipt.first_request })))
         }

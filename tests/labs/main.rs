@@ -57,7 +57,8 @@ mod job_labs;
 mod kill;
 /// The lab book (`results/index.html`) in headless Chromium.
 mod lab_book;
-/// Real job-queue libraries at pinned versions (`library-*`): RQ's lost job after BLPOP.
+/// Real job-queue libraries at pinned versions (`library-*`): each documented failure beside its
+/// fix, and their snapshots.
 mod libraries;
 /// Seed 003's list queue: `list-crash` (crashes per way of taking a job) and `list-retry`
 /// (failures, backoff, dead letters, poison).

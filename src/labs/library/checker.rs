@@ -13,9 +13,11 @@ use crate::timeline::Actor;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The ledger effect a job function sends when it starts, and when it ends.
+/// The ledger effect a job function sends when it starts, when it ends, and when it fails on
+/// purpose (the lab's `fail`: a planned failed attempt the library is meant to retry).
 pub const START: &str = "start";
 pub const END: &str = "end";
+pub const FAIL: &str = "fail";
 
 /// What the library's state command says of one job.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +29,9 @@ pub struct LibraryState {
     /// adapter does not say. Empty: nowhere a worker or a cleanup will look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub places: Option<Vec<String>>,
+    /// Why the library says it failed, in its own words (BullMQ's `failedReason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A library's status word, as the checker reads it.
@@ -46,9 +51,9 @@ impl Status {
         match word.to_ascii_lowercase().as_str() {
             "finished" | "completed" | "complete" | "done" | "succeeded" | "success" => Status::Completed,
             "failed" | "failure" | "dead" | "discarded" | "canceled" | "cancelled" | "stopped" => Status::Failed,
-            "started" | "active" | "running" | "locked" | "reserved" | "unacked" => Status::Active,
+            "started" | "active" | "running" | "locked" | "reserved" | "unacked" | "busy" => Status::Active,
             "queued" | "waiting" | "wait" | "scheduled" | "deferred" | "retry" | "retrying" | "delayed" | "created"
-            | "pending" | "prioritized" => Status::Waiting,
+            | "pending" | "prioritized" | "enqueued" | "waiting-children" => Status::Waiting,
             "missing" => Status::Missing,
             _ => Status::Unknown,
         }
@@ -62,6 +67,9 @@ pub struct Execution {
     pub attempt: Option<u32>,
     pub start_ns: u64,
     pub end_ns: Option<u64>,
+    /// It ended with the lab's planned failure (`fail`), not its work done.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
 }
 
 /// What became of one job.
@@ -112,8 +120,14 @@ pub struct JobFate {
 }
 
 impl JobFate {
+    /// Executions that ran to their end (planned failures left out).
     pub fn ends(&self) -> usize {
-        self.executions.iter().filter(|e| e.end_ns.is_some()).count()
+        self.executions.iter().filter(|e| e.end_ns.is_some() && !e.failed).count()
+    }
+
+    /// Attempts that failed as the lab planned.
+    pub fn planned_failures(&self) -> usize {
+        self.executions.iter().filter(|e| e.failed).count()
     }
 }
 
@@ -122,13 +136,20 @@ pub fn executions(key: &str, records: &[EffectRecord]) -> Vec<Execution> {
     let mut out: Vec<Execution> = Vec::new();
     for r in records.iter().filter(|r| r.job == key) {
         match r.effect.as_str() {
-            START => out.push(Execution { actor: r.actor, attempt: r.delivery, start_ns: r.mono_ns, end_ns: None }),
-            END => {
+            START => out.push(Execution {
+                actor: r.actor,
+                attempt: r.delivery,
+                start_ns: r.mono_ns,
+                end_ns: None,
+                failed: false,
+            }),
+            END | FAIL => {
                 let open = out.iter_mut().find(|e| {
                     e.end_ns.is_none() && e.actor == r.actor && e.attempt == r.delivery && e.start_ns <= r.mono_ns
                 });
                 if let Some(e) = open {
                     e.end_ns = Some(r.mono_ns);
+                    e.failed = r.effect == FAIL;
                 }
             }
             _ => {}
@@ -144,14 +165,20 @@ fn overlap(a: &Execution, b: &Execution) -> bool {
     a.start_ns < b_end && b.start_ns < a_end
 }
 
-/// The fate of job `key`.
+/// The fate of job `key`. A planned failed attempt is a retry the lab asked for: not a
+/// duplicate run.
 pub fn fate(key: &str, records: &[EffectRecord], state: LibraryState, guarantee: &Guarantee, name: &str) -> JobFate {
     let executions = executions(key, records);
-    let ended = executions.iter().filter(|e| e.end_ns.is_some()).count();
-    let status = Status::of(&state.status);
+    let runs: Vec<&Execution> = executions.iter().filter(|e| !e.failed).collect();
+    let ended = runs.iter().filter(|e| e.end_ns.is_some()).count();
+    let mut status = Status::of(&state.status);
+    if status == Status::Missing && guarantee.forgets_completed && ended == 1 {
+        // A library that keeps no record of a completed job (Sidekiq) says nothing of it.
+        status = Status::Completed;
+    }
     let held = state.places.as_ref().is_none_or(|p| !p.is_empty());
-    let fate = if executions.len() >= 2 {
-        let overlapping = executions.iter().enumerate().any(|(i, a)| executions[i + 1..].iter().any(|b| overlap(a, b)));
+    let fate = if runs.len() >= 2 {
+        let overlapping = runs.iter().enumerate().any(|(i, a)| runs[i + 1..].iter().any(|b| overlap(a, b)));
         if overlapping {
             Fate::DuplicateOverlapping
         } else {
@@ -183,8 +210,8 @@ fn breaks(fate: Fate, state: &LibraryState, guarantee: &Guarantee, name: &str) -
             state.status,
             if state.places.as_ref().is_some_and(Vec::is_empty) { ", held in no queue or registry" } else { "" }
         )),
-        Fate::DuplicateSequential | Fate::DuplicateOverlapping if guarantee.runs == Runs::AtMostOnce => {
-            Some(format!("{name} promises at-most-once: this job ran more than once"))
+        Fate::DuplicateSequential | Fate::DuplicateOverlapping if guarantee.runs != Runs::AtLeastOnce => {
+            Some(format!("{name} promises {}: this job ran more than once", guarantee.runs.name()))
         }
         Fate::Disagreement => Some(format!("{name}'s own state ({}) contradicts what ran", state.status)),
         _ => None,
@@ -199,7 +226,7 @@ pub fn job_fates(
     guarantee: &Guarantee,
     name: &str,
 ) -> Vec<JobFate> {
-    let missing = || LibraryState { status: "missing".into(), places: None };
+    let missing = || LibraryState { status: "missing".into(), places: None, reason: None };
     keys.iter().map(|k| fate(k, records, states.get(k).cloned().unwrap_or_else(missing), guarantee, name)).collect()
 }
 
@@ -224,8 +251,10 @@ mod tests {
     use super::*;
     use crate::side_effect::EffectOutcome;
 
-    const MOST: Guarantee = Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false };
-    const LEAST: Guarantee = Guarantee { runs: Runs::AtLeastOnce, silent_loss: false, fifo: false };
+    const MOST: Guarantee =
+        Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false, forgets_completed: false };
+    const LEAST: Guarantee =
+        Guarantee { runs: Runs::AtLeastOnce, silent_loss: false, fifo: false, forgets_completed: false };
 
     fn rec(job: &str, effect: &str, worker: u32, attempt: u32, ms: u64) -> EffectRecord {
         EffectRecord {
@@ -243,7 +272,11 @@ mod tests {
     }
 
     fn state(status: &str, places: &[&str]) -> LibraryState {
-        LibraryState { status: status.into(), places: Some(places.iter().map(|p| p.to_string()).collect()) }
+        LibraryState {
+            status: status.into(),
+            places: Some(places.iter().map(|p| p.to_string()).collect()),
+            reason: None,
+        }
     }
 
     fn one(records: &[EffectRecord], s: LibraryState, g: Guarantee) -> JobFate {
@@ -272,7 +305,11 @@ mod tests {
     fn a_job_the_library_still_holds_is_stuck_not_lost() {
         let f = one(&[], state("queued", &["intermediate:default"]), MOST);
         assert_eq!((f.fate, f.breaks), (Fate::Stuck, None));
-        let f = one(&[rec("j", START, 1, 1, 0)], LibraryState { status: "active".into(), places: None }, LEAST);
+        let f = one(
+            &[rec("j", START, 1, 1, 0)],
+            LibraryState { status: "active".into(), places: None, reason: None },
+            LEAST,
+        );
         assert_eq!(f.fate, Fate::Stuck, "an adapter that names no places: the status decides");
     }
 
@@ -292,10 +329,24 @@ mod tests {
             [rec("j", START, 1, 1, 0), rec("j", START, 2, 1, 100), rec("j", END, 1, 1, 300), rec("j", END, 2, 1, 400)];
         let f = one(&both, state("completed", &[]), LEAST);
         assert_eq!((f.fate, f.breaks), (Fate::DuplicateOverlapping, None), "at-least-once allows it: reported only");
+        let exactly = Guarantee { runs: Runs::ExactlyOnce, ..LEAST };
+        assert!(one(&both, state("completed", &[]), exactly).breaks.unwrap().contains("promises exactly-once"));
         // Back to back on one worker: sequential.
         let back =
             [rec("j", START, 1, 1, 0), rec("j", END, 1, 1, 100), rec("j", START, 1, 2, 100), rec("j", END, 1, 2, 200)];
         assert_eq!(one(&back, state("finished", &[]), LEAST).fate, Fate::DuplicateSequential);
+    }
+
+    #[test]
+    fn a_run_cut_short_then_run_again_is_a_sequential_duplicate() {
+        // Sidekiq past its shutdown timeout: W1 started, was killed (no end), W2 ran it whole,
+        // even while W1 was not yet dead: an execution with no end overlaps nothing.
+        let cut = [rec("j", START, 1, 1, 0), rec("j", START, 2, 1, 50), rec("j", END, 2, 1, 300)];
+        let f = one(&cut, state("missing", &[]), Guarantee { silent_loss: true, forgets_completed: true, ..LEAST });
+        assert_eq!((f.fate, f.ends(), f.breaks), (Fate::DuplicateSequential, 1, None));
+        assert_eq!(f.executions.len(), 2);
+        // The same under an at-most-once promise breaks it.
+        assert!(one(&cut, state("finished", &[]), MOST).breaks.is_some_and(|b| b.contains("more than once")));
     }
 
     #[test]
@@ -312,6 +363,46 @@ mod tests {
         let r = [rec("j", START, 1, 1, 0), rec("j", END, 2, 1, 50), rec("j", START, 2, 2, 60), rec("j", END, 2, 2, 90)];
         let e = executions("j", &r);
         assert_eq!(e.iter().map(|e| e.end_ns.map(|n| n / 1_000_000)).collect::<Vec<_>>(), [None, Some(90)]);
+    }
+
+    #[test]
+    fn a_planned_failure_retried_is_once_not_a_duplicate() {
+        let retried =
+            [rec("j", START, 1, 1, 0), rec("j", FAIL, 1, 1, 10), rec("j", START, 1, 2, 20), rec("j", END, 1, 2, 30)];
+        let f = one(&retried, state("completed", &[]), MOST);
+        assert_eq!((f.fate, f.ends(), f.planned_failures(), f.breaks), (Fate::Once, 1, 1, None));
+        // Failed on purpose, never tried again, and the library still holds it in retry.
+        let f = one(&retried[..2], state("retry", &["retry:q"]), MOST);
+        assert_eq!((f.fate, f.ends()), (Fate::Stuck, 0));
+        // Failed on purpose, then run twice: the two runs are the duplicate.
+        let twice = [
+            rec("j", START, 1, 1, 0),
+            rec("j", FAIL, 1, 1, 10),
+            rec("j", START, 1, 2, 20),
+            rec("j", END, 1, 2, 30),
+            rec("j", START, 2, 3, 40),
+            rec("j", END, 2, 3, 50),
+        ];
+        assert_eq!(one(&twice, state("completed", &[]), LEAST).fate, Fate::DuplicateSequential);
+    }
+
+    #[test]
+    fn a_library_that_forgets_completed_jobs_is_judged_by_the_ledger() {
+        let sidekiq = Guarantee { silent_loss: true, forgets_completed: true, ..MOST };
+        let ran = [rec("j", START, 1, 1, 0), rec("j", END, 1, 1, 10)];
+        assert_eq!(one(&ran, state("missing", &[]), sidekiq).fate, Fate::Once);
+        let f = one(&[], state("missing", &[]), sidekiq);
+        assert_eq!((f.fate, f.breaks), (Fate::Lost, None), "documented: lost, not a broken promise");
+        assert_eq!(one(&ran, state("missing", &[]), MOST).fate, Fate::Disagreement, "RQ keeps its records");
+    }
+
+    #[test]
+    fn a_stuck_job_names_the_library_s_documented_recovery() {
+        let r = Recovery { after_s: 14_400.0, how: "unlocks the job".into() };
+        assert_eq!(recovery_words(Some(&r)), "the library's documented recovery: after 14400 s, unlocks the job");
+        assert_eq!(recovery_words(None), "the library documents no recovery");
+        let f = one(&[rec("j", START, 1, 1, 0)], state("locked", &["locked_by:W1"]), LEAST);
+        assert_eq!((f.fate, f.breaks), (Fate::Stuck, None));
     }
 
     #[test]

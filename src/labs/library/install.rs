@@ -21,6 +21,10 @@ pub struct Installed {
     /// The library and each client library with the version installed: `[("rq", "2.12.0"),
     /// ("redis", "8.1.0")]`.
     pub versions: Vec<(String, String)>,
+    /// What was asked of the package manager (`rq==2.12.0`, `redis==8.2.0`): an install made
+    /// for other pins is made again.
+    #[serde(default)]
+    pub requirements: Vec<String>,
 }
 
 impl Installed {
@@ -35,7 +39,7 @@ impl Installed {
         let mut env = vec![("PATH".to_string(), format!("{}:{path}", self.bin.display()))];
         if self.bin.ends_with("node_modules/.bin") {
             env.push(("NODE_PATH".into(), self.home.join("node_modules").display().to_string()));
-        } else {
+        } else if self.bin == self.home.join("bin") {
             env.push(("VIRTUAL_ENV".into(), self.home.display().to_string()));
         }
         env
@@ -57,6 +61,7 @@ pub fn home_of(manifest: &Manifest, library: &LibraryRef) -> PathBuf {
     let runtime = match manifest.runtime {
         Runtime::Python => "python",
         Runtime::Node => "node",
+        Runtime::Debian => "debian",
     };
     crate::service::cache_root().join("libraries").join(runtime).join(format!("{}-{}", library.name, library.version))
 }
@@ -65,7 +70,13 @@ pub fn home_of(manifest: &Manifest, library: &LibraryRef) -> PathBuf {
 pub async fn ensure(manifest: &Manifest, library: &LibraryRef) -> Result<Installed, InstallError> {
     let home = home_of(manifest, library);
     let fail = |detail: String| InstallError { library: library.shown(), detail };
-    if let Some(done) = read_done(&home) {
+    if manifest.runtime == Runtime::Debian {
+        // Nothing of ordlab's to make: the system's package, checked every time (apt may
+        // have changed it).
+        return debian(manifest, library, &home).await.map_err(fail);
+    }
+    let wanted = requirements(manifest, library);
+    if let Some(done) = read_done(&home, &wanted) {
         return Ok(done);
     }
     std::fs::create_dir_all(&home).map_err(|e| fail(format!("cannot create {}: {e}", home.display())))?;
@@ -77,22 +88,37 @@ pub async fn ensure(manifest: &Manifest, library: &LibraryRef) -> Result<Install
     .map_err(|e| fail(e.to_string()))?
     .map_err(|e| fail(format!("lock: {e}")))?;
     // Another ordlab may have finished it while this one waited.
-    if let Some(done) = read_done(&home) {
+    if let Some(done) = read_done(&home, &wanted) {
         return Ok(done);
     }
     let installed = match manifest.runtime {
         Runtime::Python => python(manifest, library, &home).await,
         Runtime::Node => node(manifest, library, &home).await,
+        Runtime::Debian => debian(manifest, library, &home).await,
     }
     .map_err(fail)?;
+    let installed = Installed { requirements: wanted, ..installed };
     let json = serde_json::to_string_pretty(&installed).expect("plain data");
     std::fs::write(home.join(DONE), json).map_err(|e| fail(format!("write {DONE}: {e}")))?;
     drop(lock);
     Ok(installed)
 }
 
-fn read_done(home: &Path) -> Option<Installed> {
-    serde_json::from_str(&std::fs::read_to_string(home.join(DONE)).ok()?).ok()
+/// The finished install in `home`, if it was made for `wanted`.
+fn read_done(home: &Path, wanted: &[String]) -> Option<Installed> {
+    let done: Installed = serde_json::from_str(&std::fs::read_to_string(home.join(DONE)).ok()?).ok()?;
+    (done.requirements == wanted).then_some(done)
+}
+
+/// What the package manager is asked for: the library at its version, and what the manifest
+/// installs beside it.
+fn requirements(manifest: &Manifest, library: &LibraryRef) -> Vec<String> {
+    let pinned = match manifest.runtime {
+        Runtime::Python => format!("{}=={}", manifest.package, library.version),
+        Runtime::Node => format!("{}@{}", manifest.package, library.version),
+        Runtime::Debian => format!("{} {}", manifest.package, library.version),
+    };
+    std::iter::once(pinned).chain(manifest.also.iter().cloned()).collect()
 }
 
 /// Run `program args`, its output kept; Err: the command and its last output line.
@@ -117,20 +143,31 @@ async fn python(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Resul
     step(Path::new("python3"), &["-m", "venv", "--clear", &home_s]).await?;
     let pip = home.join("bin/pip");
     let pinned = format!("{}=={}", manifest.package, library.version);
-    step(&pip, &["install", "--disable-pip-version-check", "-q", &pinned]).await?;
-    let mut names = vec![manifest.package.as_str()];
+    let mut args = vec!["install", "--disable-pip-version-check", "-q", &pinned];
+    args.extend(manifest.also.iter().map(String::as_str));
+    step(&pip, &args).await?;
+    // `celery[redis]` is installed as `celery`.
+    let package = manifest.package.split('[').next().unwrap_or(&manifest.package);
+    let mut names = vec![package];
     names.extend(manifest.clients.iter().map(String::as_str));
     let script = "import sys, importlib.metadata as m\nfor n in sys.argv[1:]: print(n, m.version(n))";
     let mut args = vec!["-c", script];
     args.extend(names.iter().copied());
     let listed = step(&home.join("bin/python"), &args).await?;
-    Ok(Installed { home: home.to_path_buf(), bin: home.join("bin"), versions: pairs(&listed) })
+    Ok(Installed {
+        home: home.to_path_buf(),
+        bin: home.join("bin"),
+        versions: pairs(&listed),
+        requirements: Vec::new(),
+    })
 }
 
 async fn node(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<Installed, String> {
     let home_s = home.display().to_string();
     let pinned = format!("{}@{}", manifest.package, library.version);
-    step(Path::new("npm"), &["install", "--prefix", &home_s, "--no-audit", "--no-fund", "--silent", &pinned]).await?;
+    let mut args = vec!["install", "--prefix", &home_s, "--no-audit", "--no-fund", "--silent", &pinned];
+    args.extend(manifest.also.iter().map(String::as_str));
+    step(Path::new("npm"), &args).await?;
     let mut listed = String::new();
     for name in std::iter::once(&manifest.package).chain(&manifest.clients) {
         let package = home.join("node_modules").join(name).join("package.json");
@@ -138,7 +175,53 @@ async fn node(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", package.display()))?;
         listed.push_str(&format!("{name} {}\n", v["version"].as_str().unwrap_or("?")));
     }
-    Ok(Installed { home: home.to_path_buf(), bin: home.join("node_modules/.bin"), versions: pairs(&listed) })
+    Ok(Installed {
+        home: home.to_path_buf(),
+        bin: home.join("node_modules/.bin"),
+        versions: pairs(&listed),
+        requirements: Vec::new(),
+    })
+}
+
+/// A Debian package: installed (by `scripts/setup.sh`) at the pinned upstream version? Its
+/// version and its clients' as dpkg knows them (`6.4.1+dfsg-1` is upstream `6.4.1`).
+async fn debian(manifest: &Manifest, library: &LibraryRef, home: &Path) -> Result<Installed, String> {
+    let mut listed = String::new();
+    for name in std::iter::once(&manifest.package).chain(&manifest.clients) {
+        let out = tokio::process::Command::new("dpkg-query")
+            .args(["-W", "-f", "${db:Status-Status} ${Version}", name])
+            .output()
+            .await
+            .map_err(|e| format!("dpkg-query: {e} (a Debian package needs Debian or Ubuntu)"))?;
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        let version = said.strip_prefix("installed ").map(str::trim).filter(|_| out.status.success());
+        let Some(version) = version else {
+            return Err(format!("Debian's {name} is not installed: run `just setup` (apt-get install {name})"));
+        };
+        listed.push_str(&format!("{name} {version}\n"));
+    }
+    let versions = pairs(&listed);
+    let upstream = upstream_version(&versions[0].1);
+    if upstream != library.version {
+        return Err(format!(
+            "Debian's {} is {} (upstream {upstream}), the scenario pins {}",
+            manifest.package, versions[0].1, library.version
+        ));
+    }
+    let _ = home;
+    Ok(Installed {
+        home: PathBuf::from(format!("dpkg:{}", manifest.package)),
+        bin: PathBuf::from("/usr/bin"),
+        versions,
+        requirements: requirements(manifest, library),
+    })
+}
+
+/// `6.4.1+dfsg-1` → `6.4.1`; `1:2.3-4` → `2.3`.
+fn upstream_version(debian: &str) -> &str {
+    let v = debian.split_once(':').map_or(debian, |(_, v)| v);
+    let v = v.rsplit_once('-').map_or(v, |(v, _)| v);
+    v.split(['+', '~']).next().unwrap_or(v)
 }
 
 /// `name version` lines.
@@ -152,6 +235,13 @@ fn pairs(listed: &str) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_debian_version_s_upstream_part_is_what_a_scenario_pins() {
+        assert_eq!(super::upstream_version("6.4.1+dfsg-1"), "6.4.1");
+        assert_eq!(super::upstream_version("1:4.8.0-1"), "4.8.0");
+        assert_eq!(super::upstream_version("2.2.5-1"), "2.2.5");
+    }
+
     #[test]
     fn package_listings_become_pairs() {
         assert_eq!(

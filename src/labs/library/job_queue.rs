@@ -8,6 +8,7 @@
 //! ledger or among the workers for `patience_ms` (and not before `at_least_ms`).
 
 mod run;
+mod stage;
 
 use super::checker::{job_fates, order_broken, recovery_words, Fate, JobFate, LibraryState};
 use super::install::Installed;
@@ -47,6 +48,18 @@ pub struct LibrarySpec {
     /// Each job's fate as the lab predicts it, in job order (`once`, `lost`, `stuck`, …).
     #[serde(default)]
     pub expect: Vec<Fate>,
+    /// The library's settings for this lab (`visibility_timeout`, `lockDuration`, …), told to
+    /// every adapter command as `ORDLAB_OPTIONS` (JSON), as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, serde_json::Value>,
+    /// Enqueue the jobs before any worker starts: a worker's first fetch takes the first job,
+    /// so a fault at its reply is placed however often the library polls.
+    #[serde(default)]
+    pub enqueue_first: bool,
+    /// Once the run is at rest, run the adapter's `recover` command: the library's own
+    /// recovery as it runs this many seconds later; then wait until it is at rest again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recover_after_s: Option<f64>,
 }
 
 /// One job: `{ key = "job-1", queue = "default", ms = 200, retry = 1 }`.
@@ -61,6 +74,27 @@ pub struct LibraryJob {
     /// Retries the library may make (its own `Retry`, `retryLimit`, `attempts`).
     #[serde(default)]
     pub retry: u32,
+    /// The handler fails on purpose on its first `fail` attempts: it tells the sink `fail`
+    /// and raises, as a job whose API call failed does.
+    #[serde(default)]
+    pub fail: u32,
+    /// When it is enqueued (default: with the others, before the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
+    /// The library's own options for this job (`depends_on`, `singleton_key`, `countdown`),
+    /// passed to the adapter as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, serde_json::Value>,
+}
+
+/// When a job is enqueued, if not with the others.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum When {
+    /// While a worker's `hold` holds its command at the interposer.
+    Hold,
+    /// When this job's handler starts (the handler's start answer waits until it is enqueued).
+    Start(String),
 }
 
 impl LibraryJob {
@@ -78,6 +112,52 @@ pub struct LibraryWorker {
     pub queues: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::fault::Fault>,
+    /// Hold one of its commands at the interposer until the `when = "hold"` jobs are enqueued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldAt>,
+    /// Stop it (SIGTERM, as its supervisor does) the moment a job's handler starts on it (the
+    /// handler's start answer waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_start: Option<OnStart>,
+    /// Start it only when this job's handler starts (on another worker): a second worker that
+    /// joins once the first holds the job, so which worker takes the job is no race.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<String>,
+}
+
+/// `{ command = "EXEC", after = "WATCH" }`: the worker's first EXEC sent on a connection that
+/// sent WATCH before it (the `nth` such one).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoldAt {
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    #[serde(default = "HoldAt::first")]
+    pub nth: u32,
+}
+
+impl HoldAt {
+    fn first() -> u32 {
+        1
+    }
+}
+
+/// `{ job = "job-1", signal = "term" }`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnStart {
+    pub job: String,
+    pub signal: StopSignal,
+}
+
+/// How the lab stops a worker whose job has started: as its supervisor does (a deploy). A
+/// SIGKILL there is a fault (`{ event = "start", job = "job-1", action = "kill" }`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopSignal {
+    /// SIGTERM: the library's own shutdown.
+    Term,
 }
 
 impl LibrarySpec {
@@ -113,6 +193,9 @@ pub struct LibraryObserved {
     pub states: BTreeMap<String, LibraryState>,
     /// How many worker processes the run started (the replacements too).
     pub workers_started: u32,
+    /// The adapter's Lua scripts by SHA1: a fault named by a script fired as `EVALSHA <sha>`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scripts: BTreeMap<String, String>,
 }
 
 /// How many jobs came to each fate; the faults are placed, so each count is the same in
@@ -147,12 +230,46 @@ impl Facts for LibraryFacts {
 
 impl LabProcedure for LibrarySpec {
     fn validate(&mut self) -> Result<(), String> {
-        Manifest::read(&self.library).map_err(|e| e.to_string())?;
+        let manifest = Manifest::read(&self.library).map_err(|e| e.to_string())?;
+        if self.recover_after_s.is_some() && manifest.recover.is_empty() {
+            return Err(format!(
+                "setup.recover_after_s: the {} adapter has no recover command (library.toml: recover = […])",
+                self.library.name
+            ));
+        }
         if self.jobs.is_empty() || self.workers.is_empty() {
             return Err("setup.jobs and setup.workers: give at least one of each".into());
         }
         if let Some(w) = self.workers.iter().position(|w| w.queues.is_empty()) {
             return Err(format!("setup.workers[{w}].queues is empty: name the queues it serves"));
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            match &j.when {
+                Some(When::Start(first)) if !self.jobs[..i].iter().any(|k| &k.key == first && k.when.is_none()) => {
+                    return Err(format!(
+                        "setup.jobs[{i}].when = {{ start = {first:?} }}: name a job enqueued before it, with the others"
+                    ));
+                }
+                Some(When::Hold) if !self.workers.iter().any(|w| w.hold.is_some()) => {
+                    return Err(format!(
+                        "setup.jobs[{i}].when = \"hold\", but no worker has a hold: give one `hold = {{ command = \"EXEC\" }}`"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if let Some((w, s)) = self.workers.iter().enumerate().find_map(|(w, k)| k.on_start.as_ref().map(|s| (w, s))) {
+            if !self.jobs.iter().any(|j| j.key == s.job) {
+                return Err(format!("setup.workers[{w}].on_start.job = {:?} is no job of the lab", s.job));
+            }
+        }
+        for (w, k) in self.workers.iter().enumerate() {
+            if let Some(job) = k.starts_at.as_ref().filter(|j| !self.jobs.iter().any(|x| &x.key == *j)) {
+                return Err(format!("setup.workers[{w}].starts_at = {job:?} is no job of the lab"));
+            }
+        }
+        if self.workers.first().is_some_and(|w| w.starts_at.is_some()) {
+            return Err("setup.workers[0].starts_at: the first worker starts with the run".into());
         }
         if !self.expect.is_empty() && self.expect.len() != self.jobs.len() {
             return Err(format!(
@@ -180,11 +297,11 @@ impl Judge for LibrarySpec {
     type Observed = LibraryObserved;
     type Facts = LibraryFacts;
 
-    fn faults(&self, _observed: &Self::Observed) -> Vec<crate::fault::Fault> {
+    fn faults(&self, observed: &Self::Observed) -> Vec<crate::fault::Fault> {
         let mut out = Vec::new();
         for (i, w) in self.workers.iter().enumerate() {
-            let target = crate::fault::Target::Process(crate::timeline::Actor::Worker(i as u32 + 1));
-            out.extend(w.faults.iter().map(|f| crate::fault::Fault { target, ..f.clone() }));
+            let actor = crate::timeline::Actor::Worker(i as u32 + 1);
+            out.extend(w.faults.iter().map(|f| run::wire_fault(f, actor, &observed.scripts)));
         }
         out
     }
@@ -270,7 +387,11 @@ impl Present for LibrarySpec {
                 format!("W{} {on} {}{faults}", i + 1, w.queues.join(", "))
             })
             .collect();
-        let (lib, n, ms) = (self.library.shown(), self.jobs.len(), self.handler_ms);
+        let (lib, n) = (self.library.shown(), self.jobs.len());
+        // Each job's own handler time where it names one (job-1 of 4000 ms), else the lab's.
+        let mut times: Vec<f64> = self.jobs.iter().map(|j| j.ms.unwrap_or(self.handler_ms)).collect();
+        times.dedup();
+        let ms = times.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/");
         let restart = match (self.restart, lang) {
             (false, _) => "",
             (true, Lang::En) => "; a killed worker is replaced",
@@ -346,14 +467,19 @@ fn fate_line(f: &JobFate, name: &str, recovery: Option<&Recovery>, lang: Lang) -
         Some(p) => p.join(", "),
         None => "-".into(),
     };
+    let reason = f.state.reason.as_ref().map(|r| format!(": {r:?}")).unwrap_or_default();
     let mut text = crate::tr!(
         lang,
-        "{}: {} — started {ran}×, ended {ends}×; {name} says {} ({places})",
-        "{}: {} — bắt đầu {ran}×, kết thúc {ends}×; {name} nói {} ({places})",
+        "{}: {} — started {ran}×, ended {ends}×; {name} says {}{reason} ({places})",
+        "{}: {} — bắt đầu {ran}×, kết thúc {ends}×; {name} nói {}{reason} ({places})",
         f.key,
         f.fate.name(),
         f.state.status
     );
+    if f.planned_failures() > 0 {
+        let n = f.planned_failures();
+        text.push_str(&crate::tr!(lang, "; {n} planned failure(s) before", "; {n} lần lỗi cài sẵn trước đó"));
+    }
     if f.fate == Fate::Stuck {
         text.push_str(&format!("; {}", recovery_words(recovery)));
     }

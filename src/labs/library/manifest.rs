@@ -35,6 +35,46 @@ pub enum Runtime {
     Python,
     /// `npm install <package>@<version>` into a prefix of its own.
     Node,
+    /// A Debian package (`ruby-sidekiq`), installed by `scripts/setup.sh` with apt-get like the
+    /// other system packages; ordlab checks that the installed version is the one pinned.
+    Debian,
+}
+
+/// The server a library keeps its jobs in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// Its own Redis database ([`super::adapter::LIBRARY_DB`]), emptied before each run.
+    #[default]
+    Redis,
+    /// Its own PostgreSQL database (`ordlab_library`), made afresh for each run.
+    Postgres,
+}
+
+/// When a worker process is ready for the lab's jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Ready {
+    /// Ready once the interposer has passed the reply to a command of the worker's that this
+    /// names (a Redis command, a statement's first keyword: `LISTEN`); None: once one of its
+    /// Redis connections waits in a blocking command (`CLIENT LIST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// With `after`: a regular expression the command's words must match too (`(?i)skip\s+locked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+}
+
+impl Ready {
+    /// The trigger that watches for the readiness reply, if the manifest names one.
+    pub fn trigger(&self) -> Option<crate::fault::Trigger> {
+        self.after.as_ref().map(|command| crate::fault::Trigger::Command {
+            command: Some(command.clone()),
+            pattern: self.pattern.clone(),
+            moment: crate::fault::Moment::Reply,
+            of: None,
+        })
+    }
 }
 
 /// How often a job runs, as the library's documentation promises.
@@ -45,6 +85,8 @@ pub enum Runs {
     AtMostOnce,
     /// At least once; a crash may run it again.
     AtLeastOnce,
+    /// Exactly once (pg-boss's README: "exactly-once job delivery").
+    ExactlyOnce,
 }
 
 impl Runs {
@@ -52,6 +94,7 @@ impl Runs {
         match self {
             Runs::AtMostOnce => "at-most-once",
             Runs::AtLeastOnce => "at-least-once",
+            Runs::ExactlyOnce => "exactly-once",
         }
     }
 }
@@ -68,6 +111,11 @@ pub struct Guarantee {
     /// Jobs of one queue start in the order they were enqueued (with one worker).
     #[serde(default)]
     pub fifo: bool,
+    /// It keeps no record of a completed job (Sidekiq's OSS API knows only queued, scheduled,
+    /// retrying, dead and busy jobs): a job its state command cannot find ran to its end, or
+    /// was lost, as the ledger says.
+    #[serde(default)]
+    pub forgets_completed: bool,
 }
 
 /// What the library does, by its docs, with a job whose worker died holding it.
@@ -88,9 +136,16 @@ pub struct Manifest {
     pub runtime: Runtime,
     /// The registry package pinned to the scenario's version.
     pub package: String,
+    /// Packages installed beside it, pinned (`kombu==5.7.0`, `ioredis@5.8.2`).
+    #[serde(default)]
+    pub also: Vec<String>,
     /// Client libraries it brings (the report names their installed versions).
     #[serde(default)]
     pub clients: Vec<String>,
+    #[serde(default)]
+    pub backend: Backend,
+    #[serde(default)]
+    pub ready: Ready,
     pub guarantee: Guarantee,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
@@ -100,6 +155,15 @@ pub struct Manifest {
     pub worker: Vec<String>,
     /// Prints `{"jobs": {"<key>": {"status": …, "places": […]}}}` and exits 0.
     pub state: Vec<String>,
+    /// Optional: prints `{"<sha1>": "<script name>"}` for the Lua scripts the library loads,
+    /// so the timeline names each `EVALSHA` (BullMQ's `moveToActive`) and a fault can too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<String>,
+    /// Optional: runs the library's own periodic recovery once, now, as it runs
+    /// `ORDLAB_RECOVER_AFTER_S` seconds later (RQ's `StartedJobRegistry.cleanup(timestamp=…)`),
+    /// for a lab whose recovery time the library hard-codes in minutes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recover: Vec<String>,
 }
 
 /// Why an adapter's manifest cannot be used.
@@ -136,6 +200,14 @@ impl Manifest {
                 return Err(malformed(format!("{key} is empty: give the program and its arguments")));
             }
         }
+        if let Some(Err(e)) = m.ready.trigger().map(|t| t.check()) {
+            return Err(malformed(format!("ready: {e}")));
+        }
+        if m.backend == Backend::Postgres && m.ready.after.is_none() {
+            return Err(malformed(
+                "backend = \"postgres\" needs ready = { after = \"…\" }: the statement after which a worker takes jobs (LISTEN, its fetch)".into(),
+            ));
+        }
         Ok(m)
     }
 }
@@ -159,7 +231,10 @@ state = ["python3", "state.py"]
     #[test]
     fn a_manifest_parses_and_names_its_guarantee() {
         let m = Manifest::parse(RQ, "rq", "x/library.toml").unwrap();
-        assert_eq!(m.guarantee, Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false });
+        assert_eq!(
+            m.guarantee,
+            Guarantee { runs: Runs::AtMostOnce, silent_loss: false, fifo: false, forgets_completed: false }
+        );
         assert_eq!(m.recovery.unwrap().after_s, 60.0);
     }
 

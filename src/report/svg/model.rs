@@ -145,6 +145,35 @@ struct Builder {
     lang: Lang,
 }
 
+/// Server commands kept on a focused slide on either side of a crash or a lab's own step.
+const AROUND: usize = 2;
+
+/// A focused slide (a library's hundreds of polls and heartbeats): every event but the server
+/// commands, and those only next to a crash or a lab's own step (a family event).
+fn around_faults(events: Vec<&Event>) -> Vec<&Event> {
+    let is_fault = |e: &Event| matches!(e.kind, EventKind::Crashed { .. } | EventKind::Family(_));
+    let commands: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.kind, EventKind::ServerCommand { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let mut keep = vec![true; events.len()];
+    for &i in &commands {
+        keep[i] = false;
+    }
+    let faults: Vec<usize> = events.iter().enumerate().filter(|(_, e)| is_fault(e)).map(|(i, _)| i).collect();
+    for i in faults {
+        let before = commands.iter().rev().filter(|&&c| c < i).take(AROUND);
+        let after = commands.iter().filter(|&&c| c > i).take(AROUND);
+        for &c in before.chain(after) {
+            let EventKind::ServerCommand { args, .. } = &events[c].kind else { continue };
+            keep[c] = !crate::interposer::is_handshake(args);
+        }
+    }
+    events.into_iter().zip(keep).filter(|(_, k)| *k).map(|(e, _)| e).collect()
+}
+
 impl Timeline {
     /// The lanes of `record`'s events; `keys` (indices into its events) are the events its
     /// verdict rests on.
@@ -159,6 +188,9 @@ impl Timeline {
             keys.iter().filter_map(|&k| all.get(k)).map(|e| e as *const Event).collect();
         let mut events: Vec<&Event> = all.iter().collect();
         events.sort_by_key(|e| e.t_us);
+        if procedure.timeline().focus_on_faults {
+            events = around_faults(events);
+        }
         let jobs = events
             .iter()
             .filter_map(|e| match &e.kind {

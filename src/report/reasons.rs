@@ -12,6 +12,42 @@ use std::sync::OnceLock;
 /// order; the first that matches the whole reason words it.
 const SHAPES: &[(&str, &str)] = &[
     (
+        r"order (?P<o>\d+) ended (?P<s>\S+), expected (?P<e>\S+): (?P<rest>.*)",
+        "đơn $o kết thúc ở $s, đúng ra là $e: $rest",
+    ),
+    (
+        r"(?P<a>\S+)'s transaction \(BEGIN at t=(?P<b>\d+) ms\) changed rows \((?P<w>.*)\) and was never committed: idle in transaction from t=(?P<i>\d+) ms until (?P<k>\S+) was killed at t=(?P<t>\d+) ms, then rolled back by PostgreSQL",
+        "transaction của $a (BEGIN lúc t=$b ms) đã đổi dòng ($w) và không bao giờ commit: idle in transaction từ t=$i ms tới khi $k bị kill lúc t=$t ms, rồi PostgreSQL rollback",
+    ),
+    (
+        r"(?P<a>\S+)'s transaction \(BEGIN at t=(?P<b>\d+) ms\) changed rows \((?P<w>.*)\) and was never committed: idle in transaction from t=(?P<i>\d+) ms until (?P<k>\S+) died at t=(?P<t>\d+) ms, then rolled back by PostgreSQL",
+        "transaction của $a (BEGIN lúc t=$b ms) đã đổi dòng ($w) và không bao giờ commit: idle in transaction từ t=$i ms tới khi $k chết lúc t=$t ms, rồi PostgreSQL rollback",
+    ),
+    (
+        r"(?P<a>\S+)'s transaction \(BEGIN at t=(?P<b>\d+) ms\) changed rows \((?P<w>.*)\) and was never committed: idle in transaction from t=(?P<i>\d+) ms until the run stopped (?P<k>\S+), then rolled back by PostgreSQL",
+        "transaction của $a (BEGIN lúc t=$b ms) đã đổi dòng ($w) và không bao giờ commit: idle in transaction từ t=$i ms tới khi lần chạy dừng $k, rồi PostgreSQL rollback",
+    ),
+    (
+        r"the lab's patience \((?P<p>[^)]*)\) ran out waiting for (?P<w>.*)",
+        "lab hết kiên nhẫn ($p) khi còn chờ $w",
+    ),
+    (
+        r"(?P<a>\S+)'s (?P<s>.+?) was still waiting after (?P<t>[\d.]+ s) for (?P<h>\S+)'s open transaction \((?P<st>.*?) since t=(?P<ms>\d+) ms\)",
+        "$s của $a vẫn đang chờ sau $t vì transaction đang mở của $h ($st từ t=$ms ms)",
+    ),
+    (
+        r"(?P<a>\S+)'s (?P<s>.+?) waited (?P<t>[\d.]+ s) for (?P<h>\S+)'s open transaction \((?P<st>.*?) since t=(?P<ms>\d+) ms\)",
+        "$s của $a chờ $t vì transaction đang mở của $h ($st từ t=$ms ms)",
+    ),
+    (
+        r"a critical job queued into an idle system was never served \((?P<a>\S+) died at t=(?P<t>\d+) ms, (?P<d>\d+) ms after it was queued\)",
+        "một job critical vào hàng đợi lúc hệ thống rảnh không bao giờ được xử lý ($a chết lúc t=$t ms, $d ms sau khi vào hàng đợi)",
+    ),
+    (
+        r"a critical job queued into an idle system was not served within the lab's patience \((?P<p>[^)]*)\)",
+        "một job critical vào hàng đợi lúc hệ thống rảnh không được xử lý trong thời gian lab chờ ($p)",
+    ),
+    (
         r"mutual exclusion broken: (?P<a>\S+) took (?P<k>\S+) at t=(?P<t>\d+) ms while (?P<b>\S+) still held it",
         "loại trừ lẫn nhau bị phá: $a lấy $k lúc t=$t ms khi $b vẫn còn giữ",
     ),
@@ -128,9 +164,33 @@ pub fn vi(reason: &str) -> Option<String> {
     }
     // A reason inside a reason (`with 3 per queue: …`) is worded too.
     Some(match caps.name("rest") {
-        Some(rest) => out.replace(rest.as_str(), &in_lang(rest.as_str(), Lang::Vi)),
+        Some(rest) => out.replace(rest.as_str(), &rest_vi(rest.as_str())),
         None => out,
     })
+}
+
+/// A reason inside a reason in Vietnamese: one reason, or several joined by `; ` (each part
+/// that has a shape of its own is worded; a part that does not is kept with the one before it,
+/// as a list inside a reason may hold `; ` too).
+fn rest_vi(rest: &str) -> String {
+    if let Some(whole) = vi(rest) {
+        return whole;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for piece in rest.split("; ") {
+        match parts.last_mut() {
+            Some(last) if vi(piece).is_none() && vi(&format!("{last}; {piece}")).is_some() => {
+                last.push_str("; ");
+                last.push_str(piece);
+            }
+            Some(last) if vi(last).is_none() => {
+                last.push_str("; ");
+                last.push_str(piece);
+            }
+            _ => parts.push(piece.to_string()),
+        }
+    }
+    parts.iter().map(|p| in_lang(p, Lang::Vi)).collect::<Vec<_>>().join("; ")
 }
 
 /// The text report's outcome lines in Vietnamese: its `why (run N): …` lines hold reasons in

@@ -168,6 +168,15 @@ pub fn final_state(out: &mut String, r: &RunRecord, items: &[FinalItem], y0: f64
     };
     let badge_w = text_width(badge, 20.0) + 28.0;
     let bx = WIDTH - MARGIN - badge_w;
+    // A final state too long for the room left of the badge names its wrong items only, with
+    // no "should be" (the text report has them), and no reason after it.
+    let text = if text_width(&text, 18.0) > bx - 14.0 {
+        let wrong: Vec<String> =
+            items.iter().filter(|i| i.is_wrong()).map(|i| format!("{} = {}", i.subject, i.value)).collect();
+        format!("{}: {}", pick(lang, "final, wrong", "cuối, sai"), wrong.join(", "))
+    } else {
+        text
+    };
     let _ = writeln!(
         out,
         r#"<text class="final" x="{:.1}" y="{y0:.1}" font-size="18" fill="{INK}" text-anchor="end">{}</text>"#,

@@ -4,9 +4,11 @@
 //!
 //! Certainty: every verdict asserted holds in every run. The early ack is lost by a SIGKILL at
 //! the wire (no timing); a stale event is written last by 750 ms of handler work (350 ms at time
-//! scale 0.5), its redelivery after 500 ms of min-idle; in the lock-TTL check a plain DEL lets a
-//! third holder in 150 ms (at scale 0.5) before the second one's TTL ends, and a token release
-//! writes the newest event 250 ms after the others. Only the lock worker's race check is the
+//! scale 0.5), its redelivery after 500 ms of min-idle; in the lock-TTL check (TTL 1000 ms, jobs
+//! of 1400 ms: 500 and 700 at scale 0.5) the second holder takes the expired lock within the
+//! 200 ms before the first one's plain DEL, which lets a third holder in 300 ms before the second
+//! one's TTL ends (at 700 ms of work against 500 ms of TTL the window was 100 ms: graded right
+//! under load). Only the lock worker's race check is the
 //! scheduler's (who locks first), and it is not asserted. The tests need python3 with redis-py
 //! and psycopg, and php with phpredis and pgsql; where one is missing, the test says NOT TESTED.
 

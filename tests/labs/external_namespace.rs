@@ -22,10 +22,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Labs that cannot run on a plain external pair, and why.
-const EXCLUDED: [(&str, &str); 2] = [
-    ("cluster", "needs a Redis Cluster (--redis-cluster-url); see tests/labs/cluster.rs"),
-    ("library-rq", "refused on your servers: the library's keys are its own (rq:*), in a database it empties"),
-];
+const EXCLUDED: [(&str, &str); 1] =
+    [("cluster", "needs a Redis Cluster (--redis-cluster-url); see tests/labs/cluster.rs")];
+
+/// A job-queue library's lab (`library-*`) is refused in one line before anything starts: the
+/// library's keys and tables are its own (rq:*, bull:*, pgboss.*), in a database it empties.
+fn library(id: &str) -> bool {
+    id.starts_with("library-")
+}
 
 /// Labs refused in one line, before anything starts, as they start Redis servers of their own.
 const OWN_NODES: [&str; 3] = ["persistence", "eviction", "failover"];
@@ -216,6 +220,10 @@ async fn every_lab_on_foreign_servers_leaves_them_as_they_were() {
             let refusal = format!("ordlab: {} does not run against your servers: it starts ", lab.id);
             let last = stderr.lines().last().unwrap_or("");
             assert!(last.starts_with(&refusal) && last.contains("of its own"), "{}: {stderr}", lab.id);
+        } else if library(&lab.id) {
+            assert_eq!(code, Some(2), "{}: {stderr}", lab.id);
+            let refusal = format!("ordlab: {} does not run against your servers: a job-queue library keeps", lab.id);
+            assert!(stderr.trim().lines().count() == 1 && stderr.starts_with(&refusal), "{}: {stderr}", lab.id);
         } else {
             assert!(matches!(code, Some(0 | 1)), "{} ran: exit {code:?}: {stderr}", lab.id);
         }
@@ -324,7 +332,7 @@ async fn a_users_own_ordlab_schema_is_refused_and_never_dropped() {
         .unwrap();
     let before = foreign.fingerprint().await;
     let labs = ordlab::catalog::all().unwrap();
-    let refused_first = |id: &str| OWN_NODES.contains(&id) || EXCLUDED.iter().any(|(e, _)| *e == id);
+    let refused_first = |id: &str| OWN_NODES.contains(&id) || library(id) || EXCLUDED.iter().any(|(e, _)| *e == id);
     for lab in labs.iter().filter(|l| !refused_first(&l.id)) {
         let (code, stderr) = foreign.ordlab("lab", &[lab.id.as_str(), "--runs", "1", "--time-scale", "0.05"]);
         assert_eq!(code, Some(2), "{}: {stderr}", lab.id);

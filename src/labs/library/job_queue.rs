@@ -283,7 +283,7 @@ impl LabProcedure for LibrarySpec {
 
     fn needs(&self) -> crate::labs::Needs {
         crate::labs::Needs {
-            not_external: Some("a library keeps its keys under its own names (rq:*), in a Redis database it empties"),
+            not_external: Some("a job-queue library keeps its keys and tables under its own names (rq:*, bull:*, pgboss.*), in a database it empties"),
             ..Default::default()
         }
     }

@@ -59,12 +59,19 @@ fn shown_own_lines(lines: &[&crate::timeline::Event], focus: bool) -> Vec<bool> 
 }
 
 /// A focused timeline under the snapshot redactor: its story only (side effects, crashes, fault
-/// events and a lab's own steps, with the command each fault at a command hit), since what a
+/// events and a lab's own steps, with the command each fault at a command hit; no connection
+/// opened or closed), since what a
 /// real library sends around them (polls, heartbeats), and on which of its connections,
 /// varies from run to run.
 fn story_lines(lines: &[(&crate::timeline::Event, String)]) -> Vec<bool> {
     use crate::timeline::EventKind::ServerCommand;
-    let mut shown: Vec<bool> = lines.iter().map(|(e, _)| !matches!(e.kind, ServerCommand { .. })).collect();
+    // A library's connections open and close around its story in an order of their own (a
+    // pool closes together): they are counted after the timeline and are all in the JSON.
+    let connection = |e: &crate::timeline::Event| {
+        e.kind.family::<crate::interposer::connections::ConnectionEvent>().is_some()
+    };
+    let mut shown: Vec<bool> =
+        lines.iter().map(|(e, _)| !matches!(e.kind, ServerCommand { .. }) && !connection(e)).collect();
     for (i, (e, _)) in lines.iter().enumerate() {
         let at_command = match e.kind.family::<crate::fault::FaultEvent>() {
             Some(crate::fault::FaultEvent::FaultFired { fault, .. }) => {

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The library matrix: results/libraries.md from the reports `ordlab run library-* --out DIR` wrote.
 
-Rows are library@version with the variant's configuration, columns the faults; each cell holds
-the counts the tool measured (its `measured (run N): …` lines, summed over runs), and a fault no
-variant placed on a library says "not run". Nothing here judges a run: the verdicts are ordlab's.
+Rows are library@version, columns the faults; each cell names the variants that placed that
+fault on that library with the counts the tool measured (its `measured (run N): …` lines,
+summed over runs), and a fault no variant placed on a library says "not run". Nothing here judges a run: the verdicts are ordlab's.
 
 Usage: scripts/library-matrix.py DIR > results/libraries.md   (DIR: an --out directory; `just libraries`)
 """
@@ -19,7 +19,7 @@ COLUMNS = [
     ("kill-after-fetch", "SIGKILL at a command's reply (after fetch)"),
     ("kill-at-send", "SIGKILL as a command is sent"),
     ("stop-mid-handler", "SIGTERM / SIGKILL mid-handler"),
-    ("pause", "pause (SIGSTOP) past the lock"),
+    ("pause", "pause (SIGSTOP) in the handler"),
     ("held", "a command held, another process's step"),
     ("lost-reply", "lost reply"),
     ("reset", "connection reset"),
@@ -106,21 +106,32 @@ def main(directory):
         sys.exit(f"library-matrix: no library lab's record in {d}/records: run `just libraries` (ordlab run library-… --out {d})")
     print("# Job-queue libraries under faults (generated: `just libraries`; never edited by hand)\n")
     print(f"{environment}\n")
-    print("Each row is one variant of a `library-*` lab: the library at its version, the variant's")
-    print("configuration, and in the column of the fault it placed the jobs lost, run more than once")
-    print("(dup: sequential + overlapping) and stuck, summed over its runs, as ordlab's job-queue")
-    print("checker judged them (its report is linked). \"not run\": no variant places that fault on")
-    print("that library yet.\n")
-    head = ["library", "variant"] + [name for _, name in COLUMNS] + ["outcome"]
+    print("Rows are the libraries at their versions, columns the faults; each cell names the variants")
+    print("that placed that fault on that library (linked to their report, where the configuration")
+    print("is in the variant's title) and the jobs lost, run more than once (dup: sequential +")
+    print("overlapping) and stuck, summed over its runs, as ordlab's job-queue checker judged them.")
+    print("\"not run\": no variant places that fault on that library yet.\n")
+    libraries = sorted({r[0] for r in rows})
+    head = ["library"] + [name for _, name in COLUMNS]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
+    for library in libraries:
+        cells = []
+        for key, _ in COLUMNS:
+            here = [f"[{vid}](libraries/{lab}.txt): {value}" for lib, lab, vid, column, value, _ in rows
+                    if lib == library and column == key]
+            cells.append("<br>".join(here) if here else "not run")
+        print(f"| {library} | " + " | ".join(cells) + " |")
+    print("\n## Each variant\n")
+    print("| library | variant | fault | measured | outcome |")
+    print("|---|---|---|---|---|")
+    names = dict(COLUMNS)
     for library, lab, vid, column, value, outcome in rows:
-        cells = [value if key == column else "not run" for key, _ in COLUMNS]
-        print(f"| {library} | [{vid}](libraries/{lab}.txt) | " + " | ".join(cells) + f" | {outcome} |")
-    libraries = sorted({r[0].split("@")[0] for r in rows})
+        print(f"| {library} | [{vid}](libraries/{lab}.txt) | {names[column]} | {value} | {outcome} |")
+    names_only = sorted({r[0].split("@")[0] for r in rows})
     placed = {r[3] for r in rows}
     missing = [name for key, name in COLUMNS if key not in placed]
-    print(f"\n{len(libraries)} libraries ({', '.join(libraries)}), {len(rows)} variants.", end="")
+    print(f"\n{len(names_only)} libraries ({', '.join(names_only)}), {len(rows)} variants.", end="")
     if missing:
         print(f" Faults no variant places yet: {', '.join(missing)}.")
     else:

@@ -6,6 +6,10 @@ require_relative "jobs"
 require "sidekiq/api"
 
 jobs = JSON.parse(ENV.fetch("ORDLAB_JOBS"))
+# Sidekiq::Workers is what each process wrote at its last heartbeat (every 5 s: 6.4's
+# Launcher::BEAT_PAUSE) and keeps for 60 s after the process is gone: a job finished after
+# the last beat still reads as busy. The library-sidekiq labs' patience (7 s) outlasts a beat,
+# so a live worker has beaten since its last job ended when this runs.
 busy = {}
 Sidekiq::Workers.new.each { |process, _thread, work| busy[work["payload"]["jid"]] = "busy:#{process}" }
 out = {}

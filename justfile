@@ -16,11 +16,10 @@ lab id *args: setup
     cargo build --release -q
     ./target/release/ordlab run {{id}} --out results {{args}}
 
-# The library matrix: every library-* lab and each library under network faults at its fetch (examples/libraries/matrix/), one real run per variant into results/libraries/, then results/libraries.md from their records (scripts/library-matrix.py).
+# The library matrix: every library-* lab and each library under faults at its fetch and in its handler (examples/libraries/matrix/), one real run per variant into results/libraries/, whose MATRIX.md (and the lab book's matrix section) ordlab draws from their records.
 libraries *args: setup
     cargo build --release -q
     ./target/release/ordlab run library-rq library-celery library-sidekiq library-bullmq library-pg-boss library-graphile-worker examples/libraries/matrix/*.toml --quiet --out results/libraries {{args}}
-    python3 scripts/library-matrix.py results/libraries > results/libraries.md
 
 # Rebuild the lab book results/index.html, SUMMARY.md and every lab's SVGs and PNGs from the records in results/records (no servers, seconds).
 book *args:

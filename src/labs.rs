@@ -10,6 +10,7 @@
 
 mod consumer_group;
 mod context;
+pub mod cross_table;
 pub mod handler_time;
 pub mod key_events;
 pub mod order_stream;
@@ -59,11 +60,16 @@ const SHARED_ROLES: &[RoleEntry] = &[
 pub struct Family {
     pub vocabularies: &'static [Entry],
     pub roles: &'static [RoleEntry],
+    /// The tables it draws over many labs' variants (the library matrix), for the report.
+    pub tables: &'static [TableOf],
 }
+
+/// A family's table over many labs' variants: None where none of them is the family's.
+pub type TableOf = fn(&[cross_table::VariantRef<'_>]) -> Option<cross_table::CrossTable>;
 
 impl Family {
     /// A family with no events or roles of its own.
-    pub const NOTHING_OF_ITS_OWN: Family = Family { vocabularies: &[], roles: &[] };
+    pub const NOTHING_OF_ITS_OWN: Family = Family { vocabularies: &[], roles: &[], tables: &[] };
 }
 
 /// Why a `[setup]` table does not make a spec: the key path where it went wrong, if known,
@@ -155,6 +161,14 @@ macro_rules! lab_families {
         /// Every role a lab can start as a process of its own: `ordlab __role` finds a child's
         /// role here by the name in its config.
         pub static ROLES: RoleRegistry = RoleRegistry(&[SHARED_ROLES, $( $family::FAMILY.roles, )*]);
+
+        /// Every family's tables over many labs' variants.
+        static TABLES: &[&[TableOf]] = &[$( $family::FAMILY.tables, )*];
+
+        /// The tables the families draw over `variants` (every variant of every lab at hand).
+        pub fn cross_tables(variants: &[cross_table::VariantRef<'_>]) -> Vec<cross_table::CrossTable> {
+            TABLES.iter().flat_map(|t| t.iter()).filter_map(|table| table(variants)).collect()
+        }
         lab_kinds! { $( $( $(#[$doc])* $kind($family::$module::$spec) = $name, )* )* }
     };
 }

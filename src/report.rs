@@ -8,6 +8,7 @@
 //! between runs are printed through one [`Redactor`].
 
 pub mod chart;
+pub mod cross;
 pub mod files;
 #[cfg(test)]
 pub(crate) mod fixture;

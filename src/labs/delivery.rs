@@ -8,4 +8,4 @@ use crate::labs::Family;
 use crate::timeline::vocabulary::entry;
 
 /// The events and roles only this family uses.
-pub const FAMILY: Family = Family { vocabularies: &[entry::<failover::events::FailoverEvent>()], roles: &[] };
+pub const FAMILY: Family = Family { vocabularies: &[entry::<failover::events::FailoverEvent>()], roles: &[], tables: &[] };

@@ -15,4 +15,5 @@ use crate::roles::role;
 pub const FAMILY: Family = Family {
     vocabularies: &[],
     roles: &[role::<job_worker::JobWorkerConfig>(), role::<pipeline_worker::PipelineWorkerConfig>()],
+    tables: &[],
 };

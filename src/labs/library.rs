@@ -14,10 +14,11 @@ pub mod events;
 pub mod install;
 pub mod job_queue;
 pub mod manifest;
+pub mod matrix;
 
 use crate::labs::Family;
 use crate::timeline::vocabulary::entry;
 
 /// The events only this family uses (the steps a lab places: a held command, a stop); no roles
 /// (its workers are the library's own).
-pub const FAMILY: Family = Family { vocabularies: &[entry::<events::LibraryEvent>()], roles: &[] };
+pub const FAMILY: Family = Family { vocabularies: &[entry::<events::LibraryEvent>()], roles: &[], tables: &[matrix::table] };

@@ -22,4 +22,5 @@ pub const FAMILY: Family = Family {
         role::<supervisor::ListSupervisorConfig>(),
         role::<scale_worker::ScaleWorkerConfig>(),
     ],
+    tables: &[],
 };

@@ -15,4 +15,4 @@ use crate::timeline::vocabulary::entry;
 
 /// The events and roles only this family uses.
 pub const FAMILY: Family =
-    Family { vocabularies: &[entry::<table::OutboxEvent>()], roles: &[role::<dispatcher::DispatcherConfig>()] };
+    Family { vocabularies: &[entry::<table::OutboxEvent>()], roles: &[role::<dispatcher::DispatcherConfig>()], tables: &[] };

@@ -20,4 +20,5 @@ use crate::roles::role;
 pub const FAMILY: Family = Family {
     vocabularies: &[],
     roles: &[role::<worker::PriorityWorkerConfig>(), role::<zset_worker::ZsetWorkerConfig>()],
+    tables: &[],
 };

@@ -3,7 +3,8 @@
 //! every lab whose results are in DIR.
 //!
 //! The PNGs are drawn after every run is over (never while a race runs) and on every core;
-//! they are derived from the SVGs, so results/ keeps them out of git. SUMMARY.md and the book
+//! they are derived from the SVGs, so results/ keeps them out of git. SUMMARY.md, the families'
+//! tables over many labs ([`super::cross`]: MATRIX.md) and the book
 //! are built from the lab records in DIR/records ([`super::record`]), so running one lab keeps
 //! every other lab's rows, and [`rebuild_book`] redraws everything from the records alone.
 
@@ -100,6 +101,11 @@ fn write_summary_and_book_of(dir: &Path, reports: &[LabReport]) -> Result<(), Bo
         move |source| BookError::Write { path, source }
     };
     std::fs::write(&path, summary::render(reports)).map_err(fail(&path))?;
+    // The families' tables over these labs (the library matrix: MATRIX.md).
+    for table in super::cross::tables(reports) {
+        let path = dir.join(super::cross::file_name(&table));
+        std::fs::write(&path, super::cross::markdown(&table, reports)).map_err(fail(&path))?;
+    }
     write_book(dir, reports).map_err(fail(&dir.join("index.html")))?;
     Ok(())
 }

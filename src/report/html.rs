@@ -13,6 +13,7 @@
 //! ([`book.css`](html/book.css), the scripts in [`html/js/`](html/js)), and every text is
 //! written in both languages (`lang="en"` / `lang="vi"`; the page shows one).
 
+mod cross;
 pub mod explored;
 mod figure;
 mod fold;

@@ -76,3 +76,41 @@ fn running_two_labs_keeps_a_third_and_the_book_rebuilds_from_records() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no lab records in"), "{stderr}");
 }
+
+/// The library matrix in results/libraries/ is what ordlab draws from the records beside it
+/// (MATRIX.md byte for byte, and the lab book's section), and it holds what issue 32 asks of
+/// it: the six libraries, each under at least five faults at its own version.
+#[test]
+fn the_library_matrix_is_drawn_from_its_records_with_six_libraries_under_five_faults() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/libraries");
+    let reports: Vec<_> = ordlab::report::record::load_all(&dir).unwrap().into_iter().map(|r| r.unwrap()).collect();
+    let tables = ordlab::report::cross::tables(&reports);
+    assert_eq!(tables.len(), 1, "one table over the library labs");
+    let table = &tables[0];
+    assert_eq!(
+        read(&dir, &ordlab::report::cross::file_name(table)),
+        ordlab::report::cross::markdown(table, &reports),
+        "results/libraries/MATRIX.md is not what ordlab draws from the records: run `ordlab book --out results/libraries`"
+    );
+    // The columns that are faults (not a held command, not a configuration).
+    use ordlab::labs::library::matrix::Column;
+    let faults: Vec<usize> = Column::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !matches!(c, Column::Held | Column::NoFault))
+        .map(|(i, _)| i)
+        .collect();
+    let main =
+        ["bullmq 6.7.0", "celery 5.7.0", "graphile-worker 0.18.0", "pg-boss 11.0.8", "rq 2.12.0", "sidekiq 6.4.1"];
+    for library in main {
+        let row = table.rows.iter().find(|r| r.head == library).unwrap_or_else(|| panic!("no row for {library}"));
+        let placed = faults.iter().filter(|&&i| !row.cells[i].is_empty()).count();
+        assert!(placed >= 5, "{library}: {placed} faults placed");
+    }
+    let html = ordlab::report::html::render(&reports);
+    assert!(html.contains(r#"<section class="cross" id="matrix">"#));
+    assert!(
+        html.contains(r##"<a href="#v-matrix-rq-kill-mid-handler" translate="no">kill-mid-handler</a>"##),
+        "entries link to their variant"
+    );
+}

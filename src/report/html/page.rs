@@ -3,7 +3,7 @@
 //! (stated once), the wrapping list of labs, and the inlined script. `index.html` holds every
 //! lab; a standalone page holds one, its parts inline.
 
-use super::{both, esc, explored, lab, summary};
+use super::{both, cross, esc, explored, lab, summary};
 use crate::lang::{Lang, Words};
 use crate::report::LabReport;
 use std::fmt::Write;
@@ -33,8 +33,13 @@ pub fn index(reports: &[LabReport], explored: &[explored::ExploredFile]) -> Stri
     if !explored.is_empty() {
         let _ = write!(out, r##"<li><a href="#explored">{}</a></li>"##, both(&Words::new("explored", "đã duyệt")));
     }
+    let tables = crate::report::cross::tables(reports);
+    for t in &tables {
+        let _ = write!(out, r##"<li><a href="#{}">{}</a></li>"##, esc(t.id), both(&t.title));
+    }
     out.push_str("</ul></nav>\n<main id=\"main\">\n");
     summary::render(&mut out, reports);
+    cross::render(&mut out, &tables);
     for r in reports {
         lab::render(&mut out, r, None);
     }

@@ -67,9 +67,8 @@ fn story_lines(lines: &[(&crate::timeline::Event, String)]) -> Vec<bool> {
     use crate::timeline::EventKind::ServerCommand;
     // A library's connections open and close around its story in an order of their own (a
     // pool closes together): they are counted after the timeline and are all in the JSON.
-    let connection = |e: &crate::timeline::Event| {
-        e.kind.family::<crate::interposer::connections::ConnectionEvent>().is_some()
-    };
+    let connection =
+        |e: &crate::timeline::Event| e.kind.family::<crate::interposer::connections::ConnectionEvent>().is_some();
     let mut shown: Vec<bool> =
         lines.iter().map(|(e, _)| !matches!(e.kind, ServerCommand { .. }) && !connection(e)).collect();
     for (i, (e, _)) in lines.iter().enumerate() {

@@ -346,11 +346,40 @@ async fn presents_a_figure(c: &Client, url: &str) -> Vec<String> {
         out.push(format!("→ in presenter mode went to step {stepped}, not 3"));
     }
     screenshot(c, "presenter-1366x768.png").await;
+    // On a projector's short screen too, the controls and words never cover the picture.
+    for (w, h) in [(1366, 768), (800, 540)] {
+        viewport(c, w, h).await;
+        if let Some(covered) = presented_picture_covered(c).await {
+            out.push(format!("presenting at {w}×{h}: {covered}"));
+        }
+    }
+    screenshot(c, "presenter-800x540.png").await;
+    viewport(c, 1366, 768).await;
     c.active_element().await.unwrap().send_keys(&Key::Escape.to_string()).await.unwrap();
     if js(c, "return !!document.querySelector('figure.presented')").await != false {
         out.push("Escape does not end presenting".into());
     }
     out
+}
+
+/// Where the presented figure's picture runs under its stepper or off the screen, what does.
+async fn presented_picture_covered(c: &Client) -> Option<String> {
+    let r = js(
+        c,
+        "var f = document.querySelector('figure.presented');
+         var svg = Array.from(f.querySelectorAll('.fig svg')).find(function (s) { return s.getBoundingClientRect().height > 0; });
+         var p = svg.getBoundingClientRect(), s = f.querySelector('.stepper').getBoundingClientRect();
+         return [Math.round(p.bottom), Math.round(s.top), innerHeight, Math.round(p.height)];",
+    )
+    .await;
+    let n = |i: usize| r[i].as_f64().unwrap_or(f64::NAN);
+    if n(0) > n(1) + 1.0 || n(0) > n(2) {
+        Some(format!("the picture ends at y={} but the stepper starts at y={} (screen {} px high)", r[0], r[1], r[2]))
+    } else if n(3) < 0.35 * n(2) {
+        Some(format!("the picture is {} px high of {} px", r[3], r[2]))
+    } else {
+        None
+    }
 }
 
 /// Printing: no controls, every step of a figure shown, no figure split across pages; a lab

@@ -66,7 +66,7 @@ fn tools(out: &mut String, r: &LabReport, inline: bool) {
     let _ = writeln!(
         out,
         r#"<div class="lab-tools">{page}<button type="button" data-print="lab">{}{}</button><button type="button" data-print="slides">{}{}</button></div>"#,
-        both(&Words::new("⎙ print", "⎙ in")),
+        both(&Words::new("print", "in")),
         unseen(&Words::new(format!(" {name}"), format!(" {name}"))),
         both(&Words::new("▭ slides (PDF)", "▭ slide (PDF)")),
         unseen(&Words::new(format!(" of {name}"), format!(" của {name}"))),

@@ -170,21 +170,7 @@ fn student(g: &Graded, list: &CheckList, lang: Lang) -> String {
     out
 }
 
-/// Text escaped for HTML (element content and attribute values).
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::report::html::esc;
 
 #[cfg(test)]
 mod tests {

@@ -101,7 +101,7 @@ pub fn render_with(reports: &[LabReport], explored: &[explored::ExploredFile]) -
 }
 
 /// Text escaped for HTML (element content and attribute values).
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

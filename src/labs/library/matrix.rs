@@ -166,28 +166,14 @@ pub fn table(variants: &[VariantRef<'_>]) -> Option<CrossTable> {
     }
     let missing: Vec<Words> = Column::ALL.into_iter().filter(|c| !placed.contains(c)).map(Column::name).collect();
     let libraries = rows.keys().map(|l| l.split('@').next().unwrap_or(l).to_string()).collect::<std::collections::BTreeSet<_>>();
-    let footer_en = format!(
-        "{} libraries ({}), {} variants.{}",
-        libraries.len(),
-        libraries.iter().cloned().collect::<Vec<_>>().join(", "),
-        placed.len(),
-        if missing.is_empty() {
-            String::new()
-        } else {
-            format!(" Faults no variant places yet: {}.", missing.iter().map(|w| w.en.as_str()).collect::<Vec<_>>().join(", "))
-        }
-    );
-    let footer_vi = format!(
-        "{} thư viện ({}), {} biến thể.{}",
-        libraries.len(),
-        libraries.iter().cloned().collect::<Vec<_>>().join(", "),
-        placed.len(),
-        if missing.is_empty() {
-            String::new()
-        } else {
-            format!(" Lỗi chưa biến thể nào đặt: {}.", missing.iter().map(|w| w.vi.as_str()).collect::<Vec<_>>().join(", "))
-        }
-    );
+    let names = libraries.iter().cloned().collect::<Vec<_>>().join(", ");
+    let footer = |libs: &str, variants: &str, none_yet: &str, lang: fn(&Words) -> &str| {
+        let missing: Vec<&str> = missing.iter().map(lang).collect();
+        let none = if missing.is_empty() { String::new() } else { format!(" {none_yet}: {}.", missing.join(", ")) };
+        format!("{} {libs} ({names}), {} {variants}.{none}", libraries.len(), placed.len())
+    };
+    let footer_en = footer("libraries", "variants", "Faults no variant places yet", |w| w.en.as_str());
+    let footer_vi = footer("thư viện", "biến thể", "Lỗi chưa biến thể nào đặt", |w| w.vi.as_str());
     Some(CrossTable {
         id: "matrix",
         title: Words::new("Job-queue libraries under faults", "Thư viện hàng đợi job khi có lỗi"),

@@ -672,6 +672,12 @@ async fn screenshot_shows_the_timeline(c: &Client) {
 }
 
 /// Read the page's run box of `lab`/`variant`.
+/// A click on baseline's "run again" button.
+async fn click_run_baseline(c: &Client) {
+    let button = ".live[data-lab=baseline][data-variant=baseline] button.run";
+    c.find(Locator::Css(button)).await.unwrap().click().await.unwrap();
+}
+
 fn run_box(lab: &str, variant: &str) -> String {
     format!("document.querySelector('.live[data-lab=\"{lab}\"][data-variant=\"{variant}\"]:not([data-schedule])')")
 }
@@ -788,12 +794,7 @@ async fn serve_runs_a_variant_live_in_a_real_browser() {
 /// stream, they are not sent at the end.
 async fn first_line_before_verdict(c: &Client) {
     let base = run_box("baseline", "baseline");
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_run_baseline(c).await;
     until(c, &format!("{base}.getAttribute('data-running') === '1'"), "a second run starts", 20).await;
     until(c, &format!("{base}.querySelector('.live-verdict[data-arrived]')"), "its verdict", 120).await;
     let t = js(c, &format!("var b = {base}; return [+b.querySelector('ol.live-events > li').dataset.arrived, +b.querySelector('.live-verdict').dataset.arrived]")).await;
@@ -805,12 +806,7 @@ async fn first_line_before_verdict(c: &Client) {
 async fn runs_twice_with_a_tally(c: &Client) {
     let base = run_box("baseline", "baseline");
     js(c, &format!("var s = {base}.querySelector('select'); s.value = '2'; return s.value")).await;
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_run_baseline(c).await;
     until(
         c,
         &format!("{base}.querySelector('.live-verdict[data-arrived]') && {base}.getAttribute('data-runs') === '2'"),
@@ -831,12 +827,7 @@ async fn runs_twice_with_a_tally(c: &Client) {
 /// Cancel: the run stops with its processes; the buttons are free again.
 async fn cancels_a_run(c: &Client, served: &support::Served) {
     let base = run_box("baseline", "baseline");
-    c.find(Locator::Css(".live[data-lab=baseline][data-variant=baseline] button.run"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_run_baseline(c).await;
     // This run's lines (the box is cleared when it starts), and its processes.
     let under_way = format!(
         "{base}.getAttribute('data-running') === '1' && {base}.querySelectorAll('ol.live-events > li').length >= 1"

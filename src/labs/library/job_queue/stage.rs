@@ -139,6 +139,11 @@ impl Stage {
     }
 
     /// The first step not done yet of these: true once, to whoever asks first.
+    /// Has worker `W<n>`'s handler started a job? (It fetched: it is past its first wait.)
+    pub fn at_work(&self, n: u32) -> bool {
+        self.done.lock().unwrap().contains(&format!("at-work:{n}"))
+    }
+
     fn first_time(&self, step: String) -> bool {
         self.done.lock().unwrap().insert(step)
     }
@@ -178,6 +183,9 @@ impl Stage {
         }
         if p.effect != crate::labs::library::checker::START {
             return;
+        }
+        if let Actor::Worker(n) = p.actor {
+            self.first_time(format!("at-work:{n}"));
         }
         let first = self.first_time(format!("start:{}", p.job));
         for &i in self.starts_at.get(&p.job).filter(|_| first).into_iter().flatten() {

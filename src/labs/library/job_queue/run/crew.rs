@@ -134,9 +134,11 @@ impl<'a> Crew<'a> {
     }
 
     /// Wait until the worker is ready: blocked in a blocking command (`CLIENT LIST`), or past
-    /// its reply to the `ready.after` command; with `or_killed`, also done once the lab has
-    /// killed or stopped it. Otherwise one line says why not: it exited (its last line), or it
-    /// never got there.
+    /// its reply to the `ready.after` command; with `or_killed` (the jobs were enqueued first,
+    /// so its first fetch takes one), also done once the lab has killed or stopped it, or its
+    /// handler has started a job (a worker paused in its handler would not be ready before its
+    /// pause ends, and the run must be watching by then). Otherwise one line says why not: it
+    /// exited (its last line), or it never got there.
     async fn wait(
         &self,
         ctx: &mut RunContext<'_>,
@@ -151,7 +153,8 @@ impl<'a> Crew<'a> {
         let broke = |detail: String| Error::WorkerCommand { command: command.shown(), detail };
         let started = Instant::now();
         loop {
-            if or_killed && signaller.is_planned() {
+            let at_work = matches!(actor, Actor::Worker(n) if self.stage.at_work(n));
+            if or_killed && (signaller.is_planned() || at_work) {
                 return Ok(());
             }
             if let Some(detail) = w.process.exited() {

@@ -103,17 +103,30 @@ pub fn column_of(spec: &LibrarySpec) -> (Column, Words) {
 }
 
 /// What a variant's runs measured, summed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Runs judged right or wrong: the ones whose facts are summed.
     pub runs: u32,
+    /// Runs judged unknown: left out of the sums, and said.
+    pub unknown: u32,
     pub lost: i64,
     pub duplicate: i64,
     pub stuck: i64,
     pub disagreement: i64,
     pub failed: i64,
+    /// Why the first unknown run is unknown.
+    pub why_unknown: Option<String>,
 }
 
 impl Counts {
+    /// An unknown run: its facts are not summed as measured, its reason is kept.
+    pub fn add_unknown(&mut self, reasons: &[String]) {
+        self.unknown += 1;
+        if self.why_unknown.is_none() {
+            self.why_unknown = Some(reasons.join("; ")).filter(|r| !r.is_empty());
+        }
+    }
+
     pub fn add(&mut self, f: &LibraryFacts) {
         self.runs += 1;
         self.lost += f.lost;
@@ -136,9 +149,22 @@ impl Counts {
             let prefix = if hit.is_empty() { String::new() } else { format!("{hit}: ") };
             format!("{prefix}{w} ({} {})", self.runs, if self.runs == 1 { run } else { runs })
         };
+        let unknown = |unknown: &str, of: &str| match (self.unknown, &self.why_unknown) {
+            (0, _) => String::new(),
+            (n, Some(why)) => format!(" · {n} {unknown} ({of}: {why})"),
+            (n, None) => format!(" · {n} {unknown}"),
+        };
+        if self.runs == 0 {
+            let all = |hit: &str, unknown: &str, of: &str| {
+                let prefix = if hit.is_empty() { String::new() } else { format!("{hit}: ") };
+                let why = self.why_unknown.as_deref().map(|w| format!(" ({of}: {w})")).unwrap_or_default();
+                format!("{prefix}{} {unknown}{why}", self.unknown)
+            };
+            return Words::new(all(&hit.en, "unknown", "first"), all(&hit.vi, "không rõ", "lần đầu"));
+        }
         Words::new(
-            side(&hit.en, "lost", "dup", "stuck", "disagreement", "failed", "run", "runs"),
-            side(&hit.vi, "mất", "trùng", "kẹt", "lệch", "thất bại", "lần", "lần"),
+            side(&hit.en, "lost", "dup", "stuck", "disagreement", "failed", "run", "runs") + &unknown("unknown", "first"),
+            side(&hit.vi, "mất", "trùng", "kẹt", "lệch", "thất bại", "lần", "lần") + &unknown("không rõ", "lần đầu"),
         )
     }
 }
@@ -152,11 +178,17 @@ pub fn table(variants: &[VariantRef<'_>]) -> Option<CrossTable> {
         let (column, hit) = column_of(spec);
         let mut counts = Counts::default();
         for r in v.runs {
-            if let Some(f) = v.procedure.facts_of::<LibrarySpec>(r) {
+            if r.verdict.verdict == crate::checker::Verdict::Unknown {
+                counts.add_unknown(&r.verdict.reasons);
+            } else if let Some(f) = v.procedure.facts_of::<LibrarySpec>(r) {
                 counts.add(&f);
             }
         }
-        let text = if counts.runs == 0 { Words::new("no run measured", "không lần chạy nào đo được") } else { counts.words(&hit) };
+        let text = if counts.runs + counts.unknown == 0 {
+            Words::new("no run measured", "không lần chạy nào đo được")
+        } else {
+            counts.words(&hit)
+        };
         let entry = CellEntry { lab: v.lab.to_string(), variant: v.variant.to_string(), text };
         rows.entry(spec.library.shown()).or_default().entry(column).or_default().push(entry);
         placed.push(column);
@@ -178,8 +210,8 @@ pub fn table(variants: &[VariantRef<'_>]) -> Option<CrossTable> {
         id: "matrix",
         title: Words::new("Job-queue libraries under faults", "Thư viện hàng đợi job khi có lỗi"),
         intro: Words::new(
-            "Rows are the libraries at their versions, columns the faults; each cell names the variants that placed that fault on that library (the configuration is in the variant's title) and the jobs lost, run more than once (dup: sequential + overlapping) and stuck, summed over its runs, as ordlab's job-queue checker judged them. \"not run\": no variant places that fault on that library yet.",
-            "Mỗi hàng là một thư viện ở một phiên bản, mỗi cột một loại lỗi; mỗi ô nêu các biến thể đã đặt lỗi đó lên thư viện đó (cấu hình nằm trong tiêu đề biến thể) và số job bị mất, chạy hơn một lần (trùng: nối tiếp + chồng nhau) và bị kẹt, cộng qua các lần chạy, theo bộ kiểm tra hàng đợi job của ordlab. \"chưa chạy\": chưa biến thể nào đặt lỗi đó lên thư viện đó.",
+            "Rows are the libraries at their versions, columns the faults; each cell names the variants that placed that fault on that library (the configuration is in the variant's title) and the jobs lost, run more than once (dup: sequential + overlapping) and stuck, summed over its runs, as ordlab's job-queue checker judged them (a run judged unknown is not summed: it is counted apart, with why). \"not run\": no variant places that fault on that library yet.",
+            "Mỗi hàng là một thư viện ở một phiên bản, mỗi cột một loại lỗi; mỗi ô nêu các biến thể đã đặt lỗi đó lên thư viện đó (cấu hình nằm trong tiêu đề biến thể) và số job bị mất, chạy hơn một lần (trùng: nối tiếp + chồng nhau) và bị kẹt, cộng qua các lần chạy, theo bộ kiểm tra hàng đợi job của ordlab (lần chạy không rõ kết quả không được cộng: được đếm riêng, kèm lý do). \"chưa chạy\": chưa biến thể nào đặt lỗi đó lên thư viện đó.",
         ),
         corner: Words::new("library", "thư viện"),
         columns: Column::ALL.into_iter().map(Column::name).collect(),
@@ -242,5 +274,17 @@ mod tests {
         assert_eq!(c.words(&Words::new("BLPOP", "BLPOP")).en, "BLPOP: lost 1 · dup 2 · stuck 0 (2 runs)");
         c.add(&run(0, 0, 0, 1));
         assert_eq!(c.words(&Words::new("", "")).en, "lost 1 · dup 2 · stuck 0 · disagreement 1 (3 runs)");
+        c.add_unknown(&["job-1: predicted lost, measured once".into()]);
+        assert_eq!(
+            c.words(&Words::new("", "")).en,
+            "lost 1 · dup 2 · stuck 0 · disagreement 1 (3 runs) · 1 unknown (first: job-1: predicted lost, measured once)"
+        );
+    }
+
+    #[test]
+    fn a_variant_whose_runs_are_all_unknown_gives_no_count_only_why() {
+        let mut c = Counts::default();
+        c.add_unknown(&["the run hit its deadline".into()]);
+        assert_eq!(c.words(&Words::new("BLPOP", "BLPOP")).en, "BLPOP: 1 unknown (first: the run hit its deadline)");
     }
 }

@@ -427,11 +427,19 @@ impl WorkerTap {
 }
 
 /// A loopback port of one worker: each connection accepted there is served by its own task
-/// (forwarding to the real server); dropping the endpoint stops the port and every connection.
+/// (forwarding to the real server); dropping the endpoint stops the port and every connection
+/// at once, [`Endpoint::close`] lets the connections whose process has gone finish their
+/// record first.
 pub struct Endpoint {
     pub addr: std::net::SocketAddr,
     accept: tokio::task::JoinHandle<()>,
+    closing: Option<tokio::sync::oneshot::Sender<()>>,
 }
+
+/// How long [`Endpoint::close`] waits for its connections to end. A connection whose client
+/// has closed ends within the late replies' wait (50 ms); one whose client is still there is
+/// cut when this runs out.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 impl Endpoint {
     /// Listen on a free loopback port and serve each connection with `serve`.
@@ -442,6 +450,7 @@ impl Endpoint {
     {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
+        let (closing, mut closed) = tokio::sync::oneshot::channel::<()>();
         let accept = tokio::spawn(async move {
             // Owned here: aborting this task drops the set, which aborts every connection.
             let mut connections = tokio::task::JoinSet::new();
@@ -452,10 +461,23 @@ impl Endpoint {
                         Err(_) => return,
                     },
                     Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                    _ = &mut closed => break,
                 }
             }
+            drop(listener);
+            while connections.join_next().await.is_some() {}
         });
-        Ok(Endpoint { addr, accept })
+        Ok(Endpoint { addr, accept, closing: Some(closing) })
+    }
+
+    /// Stop accepting and let every connection end by itself, at most [`CLOSE_WAIT`]: after its
+    /// process has exited, each records its close, the commands it left unanswered and the
+    /// replies that came for nobody (a drop would cut that short and lose them).
+    pub async fn close(mut self) {
+        if let Some(closing) = self.closing.take() {
+            let _ = closing.send(());
+        }
+        let _ = tokio::time::timeout(CLOSE_WAIT, &mut self.accept).await;
     }
 
     /// A Redis endpoint forwarding to `upstream`.

@@ -4,8 +4,8 @@
 //! Redis answers a connection's commands in the order they were sent, so one queue of sent
 //! commands pairs every reply with its command: pipelines, blocking reads (`XREADGROUP … BLOCK`,
 //! `BLMOVE`, `BZPOPMAX`), `MULTI`/`EXEC` (each queued command answered `QUEUED`, `EXEC` with
-//! their results) and scripts need nothing more. RESP3 push frames answer no command; a
-//! connection that subscribes (`SUBSCRIBE`, `PSUBSCRIBE`, `SSUBSCRIBE`) or runs `MONITOR` is
+//! their results) and scripts need nothing more. RESP3 push frames answer no command but a
+//! (un)subscribe, whose confirmation is one; a connection that subscribes (`SUBSCRIBE`, `PSUBSCRIBE`, `SSUBSCRIBE`) or runs `MONITOR` is
 //! passed through unparsed from there on, its command recorded once as such.
 
 pub mod command;
@@ -65,6 +65,24 @@ struct Wire {
 
 /// Commands after which a connection carries messages, not replies.
 const SUBSCRIBER_COMMANDS: [&str; 4] = ["SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR"];
+
+/// Commands whose answer, in RESP3, is a push frame named after them (`>3 subscribe ch 1`).
+const CONFIRMED_BY_PUSH: [&str; 6] =
+    ["SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"];
+
+/// Whether `reply` answers the oldest command still unanswered, `front`: every reply but a
+/// push does; a push only where it is the confirmation RESP3 sends for a (un)subscribe (redis-py
+/// speaks RESP3 from 8.0: Celery's result backend subscribes that way).
+fn answers(reply: &Reply, front: Option<&Sent>) -> bool {
+    let Some(front) = front else { return false };
+    let Reply::Push(items) = reply else { return true };
+    let name = front.args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    let kind = match items.first() {
+        Some(Reply::Bulk(k) | Reply::Simple(k)) => k.to_ascii_uppercase(),
+        _ => return false,
+    };
+    CONFIRMED_BY_PUSH.contains(&name.as_str()) && kind == name
+}
 
 /// Proxy one connection of the worker to `upstream` until either side closes (or a fault
 /// ends it).
@@ -295,12 +313,20 @@ impl Link {
                 let protocol = wire.sent.front().and_then(|s| s.hello).unwrap_or(wire.protocol);
                 let Ok(Some((reply, len))) = frame::next_reply(buf, protocol) else { break };
                 buf.drain(..len);
-                if matches!(reply, Reply::Push(_)) {
+                if !answers(&reply, wire.sent.front()) {
                     continue;
                 }
                 let Some(sent) = wire.sent.pop_front() else { return };
-                drop(wire);
+                if let Some(p) = sent.hello.filter(|_| !reply.is_error()) {
+                    wire.protocol = p;
+                }
                 let name = sent.args.first().cloned().unwrap_or_default();
+                if SUBSCRIBER_COMMANDS.contains(&name.to_ascii_uppercase().as_str()) && !reply.is_error() {
+                    // What was sent after it went on in the subscribed conversation.
+                    wire.passthrough = true;
+                    wire.sent.clear();
+                }
+                drop(wire);
                 let shown = self.shown(&frame::abbreviate(&name, &reply));
                 let sent = (sent.args, sent.sent_ns);
                 self.tap.reply_for_nobody(ServerKind::Redis, self.connection, sent, shown, closed_ns);
@@ -488,10 +514,10 @@ impl Link {
             let replied_ns = crate::clock::now_ns();
             let sent = {
                 let mut wire = self.wire.lock().unwrap();
-                if matches!(reply, Reply::Push(_)) {
-                    None
-                } else {
+                if answers(&reply, wire.sent.front()) {
                     wire.sent.pop_front()
+                } else {
+                    None
                 }
             };
             let Some(sent) = sent else {
@@ -503,7 +529,7 @@ impl Link {
             if let Some(p) = sent.hello.filter(|_| !reply.is_error()) {
                 self.wire.lock().unwrap().protocol = p;
             }
-            let subscribes = SUBSCRIBER_COMMANDS.contains(&name.as_str()) && !reply.is_error();
+            let subscribes = SUBSCRIBER_COMMANDS.contains(&name.to_ascii_uppercase().as_str()) && !reply.is_error();
             let passage = self.tap.decide(&self.view(sent.matched.as_deref().unwrap_or(&sent.args)), Moment::Reply);
             let mut shown = self.shown(&frame::abbreviate(&name, &reply));
             if subscribes {
@@ -529,7 +555,11 @@ impl Link {
             }
             out.push(bytes);
             if subscribes {
-                self.wire.lock().unwrap().passthrough = true;
+                // Commands pipelined after it are part of the subscribed conversation, which
+                // passes unrecorded: none of them waits for a reply any more.
+                let mut wire = self.wire.lock().unwrap();
+                wire.passthrough = true;
+                wire.sent.clear();
             }
         };
         buf.drain(..pos);

@@ -373,7 +373,9 @@ impl CommandWorker {
         self.tap.stopping();
         self.timer.abort();
         self.process.stop().await;
-        drop(self.endpoints);
+        for endpoint in self.endpoints {
+            endpoint.close().await;
+        }
     }
 }
 

@@ -220,3 +220,79 @@ async fn a_gated_worker_s_commands_and_statements_wait_at_the_wire_until_release
     drop((redis_ep, pg_ep));
     services.stop().await;
 }
+
+/// A RESP3 client subscribes and leaves: the push that confirms its SUBSCRIBE answers it (it is
+/// recorded, and nothing it sent is called unanswered), and closing the endpoint after the
+/// client has gone keeps every connection's close in the record. Celery's result backend does
+/// this on redis-py 8 (RESP3): its producer subscribes to a task's result, unsubscribes and
+/// exits; the push was once taken for out-of-band data and the SUBSCRIBE counted as given up.
+#[tokio::test]
+async fn a_resp3_subscribe_is_answered_by_its_push_and_an_endpoint_closed_after_its_client_keeps_every_close() {
+    use ordlab::interposer::connections::ConnectionEvent;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    fn resp(args: &[&str]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend(format!("${}\r\n{a}\r\n", a.len()).into_bytes());
+        }
+        out
+    }
+    let server = start_local_redis(&[]).await.expect("redis-server starts");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let tap = WorkerTap::new(Actor::Producer, Injector::default(), tx, ProcessHandle::default());
+    let endpoint =
+        Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, RedisSetup::default()).await.unwrap();
+    // 1: waits for the confirmation, then unsubscribes and closes without reading.
+    let mut c = tokio::net::TcpStream::connect(endpoint.addr).await.unwrap();
+    c.write_all(&[resp(&["HELLO", "3"]), resp(&["SUBSCRIBE", "celery-task-meta-job-1"])].concat()).await.unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("celery-task-meta-job-1") {
+        let n = c.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the server answers");
+        got.extend_from_slice(&chunk[..n]);
+    }
+    assert!(got.contains(&b'>'), "the confirmation is a RESP3 push: {:?}", String::from_utf8_lossy(&got));
+    c.write_all(&resp(&["UNSUBSCRIBE", "celery-task-meta-job-1"])).await.unwrap();
+    drop(c);
+    // 2: sends all three and closes at once, reading nothing.
+    let mut c = tokio::net::TcpStream::connect(endpoint.addr).await.unwrap();
+    let all = [resp(&["HELLO", "3"]), resp(&["SUBSCRIBE", "ch"]), resp(&["UNSUBSCRIBE", "ch"])].concat();
+    c.write_all(&all).await.unwrap();
+    drop(c);
+    // Closed once both connections are served (a process's exit comes long after its connects).
+    let mut events = Vec::new();
+    let opened = |k: &EventKind| {
+        matches!(k.family::<ConnectionEvent>(), Some(ConnectionEvent::ConnectionOpened { connection: 2, .. }))
+    };
+    while !events.iter().any(|e: &RawEvent| opened(&e.kind)) {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await;
+        events.push(next.expect("connection 2 is served").expect("the tap is open"));
+    }
+    endpoint.close().await;
+    while let Ok(ev) = rx.try_recv() {
+        events.push(ev);
+    }
+    let (mut subscribes, mut unanswered, mut closed) = (Vec::new(), Vec::new(), Vec::new());
+    for ev in &events {
+        match &ev.kind {
+            EventKind::ServerCommand { args, reply, connection, .. } if args[0] == "SUBSCRIBE" => {
+                subscribes.push((*connection, reply.clone()))
+            }
+            kind => match kind.family::<ConnectionEvent>() {
+                Some(ConnectionEvent::NoReply { args, .. }) => unanswered.push(args),
+                Some(ConnectionEvent::ConnectionClosed { connection, .. }) => closed.push(connection),
+                Some(ConnectionEvent::ReplyForNobody { args, .. }) if args[0] == "SUBSCRIBE" => {
+                    subscribes.push((2, "for nobody".into()))
+                }
+                _ => {}
+            },
+        }
+    }
+    assert_eq!(unanswered, Vec::<Vec<String>>::new(), "every command was answered");
+    assert!(subscribes.iter().any(|(c, r)| *c == 1 && r.contains("subscribe")), "{subscribes:?}");
+    assert_eq!(subscribes.len(), 2, "each SUBSCRIBE answered (to its client or, late, to nobody): {subscribes:?}");
+    closed.sort();
+    assert_eq!(closed, vec![1, 2], "both closes recorded");
+    server.stop().await;
+}

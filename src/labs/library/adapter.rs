@@ -48,7 +48,7 @@ pub async fn run_once(
         auth: crate::interposer::redis_auth(call.redis_url),
     };
     let redis = Endpoint::redis(up, tap.clone(), setup).await.map_err(io)?;
-    let (pg_url, _pg) = crate::interposer::postgres_endpoint(call.pg_config, &tap).await?;
+    let (pg_url, pg) = crate::interposer::postgres_endpoint(call.pg_config, &tap).await?;
     let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(&command[0]));
     cmd.args(&command[1..])
         .envs(call.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -65,6 +65,12 @@ pub async fn run_once(
         }
         Ok(Ok(out)) => out,
     };
+    // The process has exited: its connections' closes (and what it left unanswered) are
+    // recorded before the endpoints go.
+    redis.close().await;
+    if let Some(pg) = pg {
+        pg.close().await;
+    }
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").trim();

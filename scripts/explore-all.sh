@@ -15,6 +15,9 @@ pairs=(
   idempotency:incr idempotency:absolute-set idempotency:incr-guarded idempotency:check-state-race
   idempotency:producer-retry idempotency:idmp idempotency:idmp-forgets
   list-crash:lease-reaper list-crash:lease-after-effect list-crash:lrem-identical list-crash:lrem-token
+  list-crash:brpop list-crash:seed-brpoplpush list-crash:seed-lifo list-crash:lpush-fifo
+  foreign-list:ordlab-killed-after-take foreign-list:node-killed-after-take
+  foreign-list:ordlab-no-crash foreign-list:node-no-crash
 )
 # Explored with at most one preemption (every schedule that switches away from a dispatcher
 # that could go on at most once): two dispatchers' ~20 statements each over 7 rows have far

@@ -466,6 +466,58 @@ async fn a_killed_list_worker_s_lease_runs_out_as_a_step_and_its_job_comes_back(
     }
 }
 
+/// list-crash's blocking takes are steps: a worker's `BRPOP` (`BRPOPLPUSH`) is held while the
+/// queue is empty and released only when a push has given it something, so it never waits in
+/// the server and every class ends with W2 waiting on an empty queue. The 5 classes are where
+/// the two later pushes come among W1's takes (as in lease-reaper); W1 dies after taking
+/// job-000001 in each, so BRPOP loses it and the seed's processing list keeps it stuck: every
+/// class wrong. The seed's LIFO (RPUSH with BRPOPLPUSH): wrong unless every job is taken before
+/// the next one is pushed, 4 of 5.
+#[tokio::test]
+async fn a_blocking_take_is_a_step_released_once_the_queue_has_a_job() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    for (variant, take, wrong) in [("brpop", "BRPOP", 5), ("seed-brpoplpush", "BRPOPLPUSH", 5), ("seed-lifo", "BRPOPLPUSH", 4)]
+    {
+        let x = explore_on(&services, "list-crash", Some(variant), exhaustive()).await;
+        let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+        assert_eq!(counts(&x), (5, wrong, 0), "{variant}: {text}");
+        assert_eq!((x.runs, x.cut_as_repeats), (5, 0), "one run per class: {text}");
+        for c in &x.classes {
+            let takes: Vec<&String> = c.steps.iter().filter(|s| s.contains(&format!(" {take} queue:default"))).collect();
+            assert!(!takes.is_empty(), "{variant}: {:?}", c.steps);
+            assert!(takes.iter().all(|s| !s.ends_with("→ (nil)")), "a take released on an empty queue: {takes:?}");
+        }
+    }
+    services.stop().await;
+}
+
+/// foreign-list: seed 003's Node worker (ioredis), a worker from a command line, is stepped as
+/// ordlab's own is: its BRPOPLPUSH held until the queue has a job, the interposer's kill at the
+/// reply to its first one (the job moved to processing, never seen by W1), its replacement W2
+/// started once W1 is gone. The same 5 classes as ordlab's own worker, each wrong (the job W1
+/// was given is stuck in processing: its e-mail never goes), and without the kill none.
+#[tokio::test]
+async fn a_list_worker_from_a_command_line_is_stepped_like_ordlab_s_own() {
+    if !support::has_runtime("node with ioredis (cd examples/node && npm install)", super::foreign_list::node_missing()) {
+        return;
+    }
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    for (variant, wrong) in [("node-killed-after-take", 5), ("node-no-crash", 0)] {
+        let x = explore_on(&services, "foreign-list", Some(variant), exhaustive()).await;
+        let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+        assert_eq!(counts(&x), (5, wrong, 0), "{variant}: {text}");
+        assert_eq!((x.runs, x.cut_as_repeats), (5, 0), "one run per class: {text}");
+        for c in &x.classes {
+            let w1: Vec<&String> = c.steps.iter().filter(|s| s.starts_with("W1 ")).collect();
+            match wrong {
+                0 => assert!(w1.iter().any(|s| s.starts_with("W1 LREM processing:default")), "{:?}", c.steps),
+                _ => assert_eq!(w1.len(), 1, "W1 dies at its first take's reply: {:?}", c.steps),
+            }
+        }
+    }
+    services.stop().await;
+}
+
 /// The optimal reduction (wakeup trees) against the search it replaced (sleep sets over
 /// depth-first search), on the same servers: the same classes (by key), each with the same
 /// verdict, one run per class and none cut short, where sleep sets repeat runs. On a stream

@@ -355,15 +355,10 @@ impl LabProcedure for ListQueueSpec {
     }
 
     /// Stepped by the explorer (`run/explored.rs`) where every timer that can change a run is
-    /// a step: ordlab's own workers taking with the lease script, a lease that runs out only
-    /// once its worker is gone (a worker slower than its lease is refused), no delayed retry.
+    /// a step: workers (ordlab's own or from a command line) taking with the lease script or a
+    /// blocking take, a lease that runs out only once its worker is gone (a worker slower than
+    /// its lease is refused), no delayed retry.
     fn explorable(&self) -> Result<(), String> {
-        if self.worker.is_some() {
-            return Err("its workers come from a command line (setup.worker): the list kind steps only ordlab's own workers yet".into());
-        }
-        if self.take != Take::Lease {
-            return Err(format!("take = \"{}\": the list kind steps only the lease script's take yet (a blocking take waits in the server for a push)", take_name(self.take)));
-        }
         if self.scheduler.is_some() {
             return Err("setup.scheduler: a retry's delay runs out by the server's clock, and the explorer does not make that a step yet".into());
         }
@@ -385,16 +380,6 @@ impl LabProcedure for ListQueueSpec {
             }
         }
         Ok(())
-    }
-}
-
-/// The take as a scenario names it.
-fn take_name(take: Take) -> &'static str {
-    match take {
-        Take::Brpop => "brpop",
-        Take::Brpoplpush => "brpoplpush",
-        Take::Blmove => "blmove",
-        Take::Lease => "lease",
     }
 }
 

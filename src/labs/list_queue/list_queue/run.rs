@@ -170,8 +170,9 @@ impl Crew {
     }
 
     /// Start worker `index` from the scenario's command line, through its interposer, and wait
-    /// until it is blocked in its blocking command.
-    async fn start_foreign(&mut self, spec: &ListQueueSpec, ctx: &mut RunContext<'_>, index: u32) -> Result<(), Error> {
+    /// until it is blocked in its blocking command (under the explorer: its endpoints gated,
+    /// started and watched; the explorer waits for its first command).
+    pub(super) async fn start_foreign(&mut self, spec: &ListQueueSpec, ctx: &mut RunContext<'_>, index: u32) -> Result<(), Error> {
         let worker = spec.worker.as_ref().expect("a worker command");
         let actor = Actor::Worker(index);
         let client_name = ctx.client_name(actor);
@@ -198,10 +199,23 @@ impl Crew {
             ..WorkerEnv::default()
         };
         let upstreams =
-            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
+            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: ctx.control };
         let w = CommandWorker::start(worker, &env, actor, &client_name, upstreams, self.tx.clone()).await?;
-        let ready = w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, worker).await;
-        self.workers.push(Some(CrewMember::Foreign(w)));
+        let ready = match ctx.control {
+            Some(control) => {
+                control.watch_exit(actor, w.process.exit_check());
+                Ok(())
+            }
+            None => w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, worker).await,
+        };
+        while self.workers.len() < index as usize - 1 {
+            self.workers.push(None);
+        }
+        let slot = Some(CrewMember::Foreign(w));
+        match self.workers.get_mut(index as usize - 1) {
+            Some(place) => *place = slot,
+            None => self.workers.push(slot),
+        }
         ready
     }
 

@@ -13,10 +13,18 @@
 //! Where the lab fixes an order, the stepped run keeps it: W1 starts first, and with
 //! `stagger` each next worker starts and the job marked `after_taken` is pushed only once a
 //! take has taken a job (the lab's way to give W1 the first copy and W2 the second; the
-//! explorer wakes them at that take, [`Wake::Took`]). A worker's lease fetch (a script cannot
-//! block: it polls) and the reaper's look at expired leases are steps only when they can take
-//! something (a job in the queue, a lease run out, [`Probe`]): a poll that finds nothing
-//! changes nothing, and where it comes among the other steps would only multiply the classes.
+//! explorer wakes them at that take, [`Wake::Took`]). A worker's take — the lease fetch (a
+//! script cannot block: it polls) or a blocking `BRPOP`/`BRPOPLPUSH`/`BLMOVE` — and the
+//! reaper's look at expired leases are steps only when they can take something (a job in the
+//! queue, a lease run out, [`Probe`]): a poll that finds nothing changes nothing, and a blocking
+//! take held until the queue has a job never waits in the server (the push that gives it one
+//! comes first, and the take, released, answers at once).
+//!
+//! A worker from the scenario's command line (`setup.worker`, seed 003's Node worker) is
+//! stepped the same way: it gets its own gated endpoints when it starts (the interposer records
+//! its commands, its faults fire there), and its replacement is registered before it. Its call
+//! to the side-effect partner goes over HTTP, not through its endpoints: not a step, it comes
+//! between the worker's take and its next command, which the explorer waits for.
 //!
 //! The planned kill (`kill = { worker = 1, after_done_by = 2 }`) is a step boundary the
 //! explorer orders (a fault whose trigger is W2's step: [`kill_after_step`]): once W2's finishing script (LREM + ZREM) is answered,
@@ -43,6 +51,7 @@ use crate::explore::control::{kill_after_step, Probe, Wake};
 use crate::explore::timer::Timers;
 use crate::explore::Control;
 use crate::labs::list_queue::list_queue::{ListQueueSpec, PushEnd};
+use crate::list_queue::Take;
 use crate::labs::RunContext;
 use crate::list_queue as lq;
 use crate::list_queue::events::ListEvent;
@@ -58,6 +67,18 @@ fn script_words(script: &str) -> Vec<String> {
     vec!["EVALSHA".to_string(), redis::Script::new(script).get_hash().to_string()]
 }
 
+/// The first words of a worker's take: the lease script's `EVALSHA <sha>`, or the blocking
+/// take on the queue (`BRPOP queue:default`, `BRPOPLPUSH queue:default …`). A blocking take is
+/// held until the queue has a job, so it never waits in the server: released, it takes at once.
+fn take_words(spec: &ListQueueSpec, queue: &str) -> Vec<String> {
+    match spec.take {
+        Take::Lease => script_words(lq::FETCH),
+        Take::Brpop => vec!["BRPOP".into(), queue.to_string()],
+        Take::Brpoplpush => vec!["BRPOPLPUSH".into(), queue.to_string()],
+        Take::Blmove => vec!["BLMOVE".into(), queue.to_string()],
+    }
+}
+
 /// A key of the queue as the processes' commands show it (without the run's prefix).
 fn short(key: &str, prefix: &str) -> String {
     key.strip_prefix(prefix).unwrap_or(key).to_string()
@@ -66,8 +87,12 @@ fn short(key: &str, prefix: &str) -> String {
 /// The workers started so far and the successors registered for them.
 struct Workers<'c> {
     control: &'c Control,
-    /// `W<n>` → its gated Redis and PostgreSQL URLs, registered before it starts.
+    /// `W<n>` → its gated Redis and PostgreSQL URLs, registered before it starts (ordlab's own).
     urls: HashMap<u32, crate::explore::control::ActorUrls>,
+    /// The workers registered so far.
+    registered: std::collections::BTreeSet<u32>,
+    /// They come from the scenario's command line (their endpoints are their own).
+    foreign: bool,
     last: u32,
     /// The worker registered to replace each started worker, where the lab restarts them.
     successor: HashMap<u32, u32>,
@@ -78,12 +103,16 @@ impl Workers<'_> {
     async fn register(&mut self, ctx: &RunContext<'_>, wake: Option<Wake>) -> Result<u32, Error> {
         self.last += 1;
         let (index, actor) = (self.last, Actor::Worker(self.last));
-        let urls = self.control.endpoints(actor, &ctx.client_name(actor), &ctx.key_prefix()).await?;
+        if !self.foreign {
+            // A worker from a command line gets its gated endpoints when it starts.
+            let urls = self.control.endpoints(actor, &ctx.client_name(actor), &ctx.key_prefix()).await?;
+            self.urls.insert(index, urls);
+        }
         if let Some(wake) = wake {
             self.control.dormant_until(actor, wake);
         }
         self.control.poller(actor);
-        self.urls.insert(index, urls);
+        self.registered.insert(index);
         Ok(index)
     }
 
@@ -91,13 +120,16 @@ impl Workers<'_> {
     async fn start(
         &mut self,
         spec: &ListQueueSpec,
-        ctx: &RunContext<'_>,
+        ctx: &mut RunContext<'_>,
         crew: &mut Crew,
         index: u32,
     ) -> Result<(), Error> {
         if spec.restart {
             let next = self.register(ctx, Some(Wake::Done(Actor::Worker(index)))).await?;
             self.successor.insert(index, next);
+        }
+        if self.foreign {
+            return crew.start_foreign(spec, ctx, index).await;
         }
         let urls = &self.urls[&index];
         let mut cfg = crew.worker_config(spec, ctx, index);
@@ -150,6 +182,7 @@ async fn produce(
     control: &Control,
     mut producer: redis::aio::MultiplexedConnection,
     queue: String,
+    fetch: Vec<String>,
     mut takes: watch::Receiver<u32>,
     tx: mpsc::UnboundedSender<RawEvent>,
 ) -> Result<(), Error> {
@@ -157,7 +190,6 @@ async fn produce(
         PushEnd::Rpush => "RPUSH",
         PushEnd::Lpush => "LPUSH",
     };
-    let fetch = script_words(lq::FETCH);
     for job in &spec.jobs {
         if job.after_taken {
             let seen = *takes.borrow();
@@ -186,11 +218,19 @@ pub(super) async fn run(
     load_scripts(ctx).await?;
     let prefix = ctx.key_prefix();
     let reaper = start_reaper(spec, ctx, control, crew).await?;
-    let fetch = script_words(lq::FETCH);
-    control.poll_when(fetch.clone(), Probe::NonEmptyList(short(&crew.keys.queue, &prefix)));
+    let queue_short = short(&crew.keys.queue, &prefix);
+    let fetch = take_words(spec, &queue_short);
+    control.poll_when(fetch.clone(), Probe::NonEmptyList(queue_short.clone()));
     let producer_urls = control.endpoints(Actor::Producer, &ctx.client_name(Actor::Producer), &prefix).await?;
     let producer = crate::connect::redis(&producer_urls.redis_url).await.context("producer connect")?;
-    let mut workers = Workers { control, urls: HashMap::new(), last: 0, successor: HashMap::new() };
+    let mut workers = Workers {
+        control,
+        urls: HashMap::new(),
+        registered: Default::default(),
+        foreign: spec.worker.is_some(),
+        last: 0,
+        successor: HashMap::new(),
+    };
     let first = if spec.stagger { 1 } else { spec.workers };
     let mut started = Vec::new();
     for i in 1..=spec.workers {
@@ -211,7 +251,7 @@ pub(super) async fn run(
     control.set_timers(Timers { leases, idle_when_all_wait: true, key_prefix: prefix.clone(), ..Timers::default() });
     control.begin();
     let (takes_tx, takes) = watch::channel(0u32);
-    let produce = produce(spec, control, producer, crew.keys.queue.clone(), takes, crew.tx.clone());
+    let produce = produce(spec, control, producer, crew.keys.queue.clone(), fetch.clone(), takes, crew.tx.clone());
     tokio::pin!(produce);
     // Under the explorer the run takes as long as its schedule: the deadline only catches a fault.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -258,7 +298,7 @@ pub(super) async fn run(
 /// explorer woke it at that take).
 async fn next_staggered(
     spec: &ListQueueSpec,
-    ctx: &RunContext<'_>,
+    ctx: &mut RunContext<'_>,
     crew: &mut Crew,
     workers: &mut Workers<'_>,
     taker: Actor,
@@ -266,7 +306,7 @@ async fn next_staggered(
     let Actor::Worker(n) = taker else { return Ok(()) };
     let next = n + 1;
     let registered_dormant = spec.stagger && next <= spec.workers && crew.workers.get(next as usize - 1).is_none();
-    if registered_dormant && workers.urls.contains_key(&next) {
+    if registered_dormant && workers.registered.contains(&next) {
         workers.start(spec, ctx, crew, next).await?;
     }
     Ok(())

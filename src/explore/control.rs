@@ -684,6 +684,14 @@ impl Control {
                 book.blocked.insert(actor, step);
                 return Ok((fp, "waits in the server".into(), false));
             }
+            // A fault at the command's send killed the process: the command never reached
+            // the server, and nothing more of this process comes (what is left of it the
+            // next quiesce sees gone).
+            let gone = self.shared().exits.get(&actor).is_some_and(|gone| gone());
+            if gone && tap.steps().recorded <= before {
+                let fp = footprint::effect(step.server, &step.args, &step.keys, "(nil)");
+                return Ok((fp, "never sent: the process died at its send".into(), false));
+            }
             if self.lab_is_done() || tokio::time::Instant::now() > deadline {
                 return Err(Error::Explore(format!(
                     "{actor}'s step `{}` got no answer and does not wait in a server after {} s",

@@ -518,6 +518,38 @@ async fn a_list_worker_from_a_command_line_is_stepped_like_ordlab_s_own() {
     services.stop().await;
 }
 
+/// foreign-jobs: seed 000's wrapper and multi-step job in Python (readers and claimer alike) are
+/// stepped as ordlab's own job worker is, and each explored verdict is ordlab's own: killed at
+/// the reply to the wrapper's SET NX, the job is lost (the claimer's SET NX finds the key); killed
+/// at the send of the multi-step job's second SET, that SET never reaches the server (a step that
+/// ends the process) and the retry's UPDATE finds the order completed. The schedule replays.
+#[tokio::test]
+async fn a_job_worker_from_a_command_line_is_stepped_and_agrees_with_ordlab_s_own() {
+    let missing = super::foreign_workers::missing(&super::foreign_workers::PYTHON);
+    if !support::has_runtime("python3 with redis-py and psycopg", missing) {
+        return;
+    }
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    for (python, ordlab) in
+        [("python-wrapper-crash", "ordlab-wrapper-crash"), ("python-multistep-crash", "ordlab-multistep-crash")]
+    {
+        let x = explore_on(&services, "foreign-jobs", Some(python), exhaustive()).await;
+        let own = explore_on(&services, "foreign-jobs", Some(ordlab), exhaustive()).await;
+        let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+        assert_eq!(counts(&x), (1, 1, 0), "{python}: {text}");
+        assert_eq!(counts(&x), counts(&own), "{python} against {ordlab}");
+        let steps = &x.classes[0].steps;
+        assert!(steps.iter().any(|s| s.starts_with("R XAUTOCLAIM")), "the claimer retries: {steps:?}");
+        if python == "python-multistep-crash" {
+            assert!(steps.iter().any(|s| s.starts_with("C1 SET api:inventory:42") && s.contains("never sent")), "{steps:?}");
+        }
+        let c = &x.classes[0];
+        let again = explore_on(&services, "foreign-jobs", Some(python), Search::Replay(Schedule::parse(&c.schedule).unwrap())).await;
+        assert_eq!((again.classes[0].verdict, &again.classes[0].key), (c.verdict, &c.key), "{}", c.schedule);
+    }
+    services.stop().await;
+}
+
 /// The optimal reduction (wakeup trees) against the search it replaced (sleep sets over
 /// depth-first search), on the same servers: the same classes (by key), each with the same
 /// verdict, one run per class and none cut short, where sleep sets repeat runs. On a stream

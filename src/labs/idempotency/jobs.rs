@@ -568,9 +568,9 @@ impl LabProcedure for JobsSpec {
         let (tx, mut rx) = mpsc::unbounded_channel::<RawEvent>();
         let (t0_ns, mut raw, entries, finished) = match ctx.control {
             Some(control) => {
-                let template = self.worker_template(ctx, &stream, sink_cfg);
+                let template = self.worker_template(ctx, &stream, sink_cfg.clone());
                 let t0_ns = crate::clock::now_ns();
-                let run = explored::run(self, ctx, control, (template, &stream), &tx, &mut rx).await?;
+                let run = explored::run(self, ctx, control, (template, &stream, sink_cfg), &tx, &mut rx).await?;
                 (t0_ns, run.raw, run.seen.published.len() as u32, run.finished)
             }
             None => {
@@ -617,11 +617,8 @@ impl LabProcedure for JobsSpec {
 
     /// Stepped by the explorer ([`explored`]) unless a timer the clock decides could change a
     /// run: a key's TTL that can run out within a run (a lease) is no step yet. The claimer's
-    /// min-idle is a step; workers from a command line are not stepped in this kind yet.
+    /// min-idle is a step; workers from a command line are stepped as ordlab's own are.
     fn explorable(&self) -> Result<(), String> {
-        if self.worker.is_some() {
-            return Err("its workers come from a command line (setup.worker): the jobs kind steps only ordlab's own workers yet".into());
-        }
         let run_ms = self.bound(TimeScale::REAL).as_millis();
         let idle = self.reaper.min_idle_ms;
         match self.technique.key_ttl() {

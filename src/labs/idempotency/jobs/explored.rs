@@ -17,12 +17,19 @@
 //! that runs out while the claimer handles another entry is the same as one that runs out
 //! just before its next poll).
 //!
+//! Workers from the scenario's command line (`setup.worker`: seed 000's wrapper and multi-step
+//! job in Python) take the readers' and the claimer's places, each started through gated
+//! endpoints of its own ([`ForeignCrew::start_gated`]); their faults fire at the interposer
+//! (a kill at a command's send is a step that ends the process: the command never reaches the
+//! server), and their calls to the partner go over HTTP, between two of their steps.
+//!
 //! The partner (the side-effect sink, its own PostgreSQL connection) is not on the wire the
 //! explorer steps, and its calls need not be steps: the verdict reads only how many requests
 //! of each job the ledger applied, a count no order of the calls changes; and a call happens
 //! while its worker is between two of its steps, so the schedule alone decides which of two
 //! calls for one job comes first (and with it which one a planned partner failure hits).
 
+use super::foreign::ForeignCrew;
 use super::{publish, JobsSpec, JobsTemplate, Seen, WireJobs};
 use crate::connect;
 use crate::error::{Context, Error};
@@ -40,6 +47,9 @@ use tokio::sync::mpsc;
 /// The processes of a stepped run, and the endpoints of those not started yet.
 struct Crew<'c> {
     control: &'c Control,
+    /// Workers from the scenario's command line (their endpoints are their own, made when
+    /// each starts); None: ordlab's own.
+    foreign: Option<ForeignCrew>,
     template: JobsTemplate,
     urls: HashMap<Actor, ActorUrls>,
     processes: Vec<RoleProcess>,
@@ -52,11 +62,13 @@ struct Crew<'c> {
 impl Crew<'_> {
     /// Register `actor`'s gated endpoints; started only after `after`, when given.
     async fn register(&mut self, ctx: &RunContext<'_>, actor: Actor, after: Option<Actor>) -> Result<(), Error> {
-        let urls = self.control.endpoints(actor, &ctx.client_name(actor), &ctx.key_prefix()).await?;
+        if self.foreign.is_none() {
+            let urls = self.control.endpoints(actor, &ctx.client_name(actor), &ctx.key_prefix()).await?;
+            self.urls.insert(actor, urls);
+        }
         if let Some(after) = after {
             self.control.dormant(actor, after);
         }
-        self.urls.insert(actor, urls);
         Ok(())
     }
 
@@ -71,7 +83,7 @@ impl Crew<'_> {
     /// Start registered `actor` through its endpoints (a reader's replacement registered first).
     async fn start(
         &mut self,
-        ctx: &RunContext<'_>,
+        ctx: &mut RunContext<'_>,
         actor: Actor,
         tx: &mpsc::UnboundedSender<RawEvent>,
     ) -> Result<(), Error> {
@@ -86,6 +98,9 @@ impl Crew<'_> {
             // Seeds 1000+: never a reader's (as in a sampled run).
             _ => 1001,
         };
+        if let Some(foreign) = &mut self.foreign {
+            return foreign.start_gated(ctx, actor, index, tx).await;
+        }
         let urls = &self.urls[&actor];
         let mut cfg = self.template.config(ctx, actor, index);
         (cfg.env.redis_url, cfg.env.pg_config) = (urls.redis_url.clone(), urls.pg_url.clone());
@@ -96,6 +111,9 @@ impl Crew<'_> {
     }
 
     async fn stop(self) {
+        if let Some(foreign) = self.foreign {
+            foreign.stop().await;
+        }
         for p in self.processes {
             p.stop().await;
         }
@@ -116,12 +134,21 @@ pub(super) async fn run(
     spec: &JobsSpec,
     ctx: &mut RunContext<'_>,
     control: &Control,
-    (template, stream): (JobsTemplate, &str),
+    (template, stream, sink): (JobsTemplate, &str, crate::side_effect::SinkConfig),
     tx: &mpsc::UnboundedSender<RawEvent>,
     rx: &mut mpsc::UnboundedReceiver<RawEvent>,
 ) -> Result<SteppedRun, Error> {
-    let replaces_killed = spec.jobs.iter().any(|j| j.crash.is_some());
+    let replaces_killed =
+        spec.jobs.iter().any(|j| j.crash.is_some()) || spec.worker.as_ref().is_some_and(|w| !w.faults.is_empty());
+    let foreign = match &spec.worker {
+        Some(w) => {
+            let what = (stream, spec.partner.effect.as_str(), &spec.reaper);
+            Some(ForeignCrew::for_explorer(w, what, sink).await?)
+        }
+        None => None,
+    };
     let mut crew = Crew {
+        foreign,
         control,
         template,
         urls: HashMap::new(),

@@ -64,6 +64,41 @@ impl ForeignCrew {
         Ok(crew)
     }
 
+    /// The crew of a stepped run: the HTTP sink, no process yet ([`ForeignCrew::start_gated`]
+    /// starts each as the explorer's run wants it).
+    pub async fn for_explorer(
+        spec: &WorkerCommand,
+        (stream, effect, reaper): (&str, &str, &ReaperSpec),
+        sink: SinkConfig,
+    ) -> Result<ForeignCrew, Error> {
+        Ok(ForeignCrew {
+            spec: spec.clone(),
+            stream: stream.to_string(),
+            effect: effect.to_string(),
+            reaper: reaper.clone(),
+            http: HttpSink::start(sink).await?,
+            workers: Vec::new(),
+            last_reader: 0,
+            claimers: 0,
+        })
+    }
+
+    /// Start `actor` (a reader `C<n>`, or the claimer with index 1000+) through gated endpoints
+    /// of the explorer's (`ctx.control`), which waits for its first command; its exit watched.
+    pub async fn start_gated(
+        &mut self,
+        ctx: &mut RunContext<'_>,
+        actor: Actor,
+        index: u32,
+        tx: &mpsc::UnboundedSender<RawEvent>,
+    ) -> Result<(), Error> {
+        self.spawn(ctx, actor, index, None, tx).await?;
+        if let (Some(control), Some(w)) = (ctx.control, self.workers.last()) {
+            control.watch_exit(actor, w.process.exit_check());
+        }
+        Ok(())
+    }
+
     /// The next reader `C<n>`; `wait`: until it is blocked in XREADGROUP.
     async fn start_reader(
         &mut self,
@@ -119,7 +154,10 @@ impl ForeignCrew {
         ]);
         if actor == Actor::Reaper {
             let ms = |v: f64| (ctx.scale.duration(v).as_secs_f64() * 1000.0).round().max(1.0).to_string();
-            extra.insert("ORDLAB_CLAIM_MIN_IDLE_MS".into(), ms(self.reaper.min_idle_ms));
+            // A timer: under the explorer (time scale 0) an entry is never idle by the clock,
+            // only by the explorer's timer step.
+            let min_idle = ctx.scale.timer_ms(self.reaper.min_idle_ms.round() as u64).max(1);
+            extra.insert("ORDLAB_CLAIM_MIN_IDLE_MS".into(), min_idle.to_string());
             extra.insert("ORDLAB_CLAIM_POLL_MS".into(), ms(self.reaper.poll_ms));
         }
         let env = WorkerEnv {
@@ -136,7 +174,7 @@ impl ForeignCrew {
             extra,
         };
         let upstreams =
-            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: None };
+            Upstreams { redis_url: &ctx.services.redis_url, pg_config: &ctx.services.pg_config, control: ctx.control };
         let w = CommandWorker::start(&self.spec, &env, actor, &client_name, upstreams, tx.clone()).await?;
         let ready = match want {
             Some(want) => w.ready(&mut ctx.redis, &client_name, want, &self.spec).await,

@@ -16,8 +16,9 @@ pairs=(
   idempotency:producer-retry idempotency:idmp idempotency:idmp-forgets
   list-crash:lease-reaper list-crash:lease-after-effect list-crash:lrem-identical list-crash:lrem-token
   list-crash:brpop list-crash:seed-brpoplpush list-crash:seed-lifo list-crash:lpush-fifo
+  list-retry:seed-retry-list list-retry:backoff-dlq
   foreign-list:ordlab-killed-after-take foreign-list:node-killed-after-take
-  foreign-list:ordlab-no-crash foreign-list:node-no-crash
+  foreign-list:ordlab-no-crash foreign-list:node-no-crash foreign-list:ordlab-refused foreign-list:node-refused
   foreign-jobs:ordlab-wrapper-crash foreign-jobs:python-wrapper-crash foreign-jobs:ordlab-wrapper-refused
   foreign-jobs:python-wrapper-refused foreign-jobs:ordlab-multistep-refused foreign-jobs:python-multistep-refused
   foreign-jobs:ordlab-multistep-crash foreign-jobs:python-multistep-crash foreign-jobs:python-multistep-crash-seed-db

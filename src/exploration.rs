@@ -470,8 +470,8 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             "{}",
             pick(
                 lang,
-                "N: a server timer runs out, as a step of its own at every point it could (a key's TTL: PEXPIRE key 0; an entry idle for the claimer's min-idle: XCLAIM … IDLE, same owner; a read's block time, a reorder buffer's gap timeout: CLIENT UNBLOCK … TIMEOUT); the clock never decides it here",
-                "N: một bộ hẹn giờ của server hết hạn, là một bước riêng ở mọi thời điểm có thể (TTL của khoá: PEXPIRE key 0; entry rảnh đủ min-idle của claimer: XCLAIM … IDLE, cùng chủ; thời gian chờ của một lệnh đọc, gap timeout của bộ đệm sắp xếp lại: CLIENT UNBLOCK … TIMEOUT); ở đây đồng hồ không quyết định"
+                "N: a server timer runs out, as a step of its own at every point it could (a key's TTL: PEXPIRE key 0; an entry idle for the claimer's min-idle: XCLAIM … IDLE, same owner; a read's block time, a reorder buffer's gap timeout: CLIENT UNBLOCK … TIMEOUT; a lease, a delayed retry's due time: ZADD <set> XX CH 0 <member>); the clock never decides it here",
+                "N: một bộ hẹn giờ của server hết hạn, là một bước riêng ở mọi thời điểm có thể (TTL của khoá: PEXPIRE key 0; entry rảnh đủ min-idle của claimer: XCLAIM … IDLE, cùng chủ; thời gian chờ của một lệnh đọc, gap timeout của bộ đệm sắp xếp lại: CLIENT UNBLOCK … TIMEOUT; một lease, thời điểm đến hạn của một lần thử lại bị hoãn: ZADD <set> XX CH 0 <member>); ở đây đồng hồ không quyết định"
             )
         );
     }

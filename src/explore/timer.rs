@@ -55,6 +55,9 @@ pub struct Timers {
     /// Leases in this sorted set (member: the taken entry, score: its deadline on the
     /// server's clock) can run out.
     pub leases: Option<String>,
+    /// Delayed retries in this sorted set (member: the payload, score: its due time on the
+    /// server's clock) can come due, as a lease runs out: the same step on another set.
+    pub due: Option<String>,
     /// The run's key prefix, which the processes' commands carry on the server but not in
     /// what the explorer sees of them.
     pub key_prefix: String,
@@ -62,7 +65,7 @@ pub struct Timers {
 
 impl Timers {
     pub fn any(&self) -> bool {
-        self.ttl || self.idle_group.is_some() || self.block_timeout || self.leases.is_some()
+        self.ttl || self.idle_group.is_some() || self.block_timeout || self.leases.is_some() || self.due.is_some()
     }
 }
 
@@ -76,8 +79,8 @@ pub enum Timer {
     /// Process `actor` (connections named `client_name`), blocked reading `stream` with a
     /// timeout, has waited long enough: its read returns nothing.
     Unblock { actor: String, client_name: String, stream: String },
-    /// The lease of `member` in sorted set `key` runs out: its deadline becomes 0, so a
-    /// reaper's `ZRANGEBYSCORE key -inf <now>` finds it.
+    /// The lease of `member` in sorted set `key` runs out (or a delayed retry comes due): its
+    /// deadline becomes 0, so a reaper's (a scheduler's) `ZRANGEBYSCORE key -inf <now>` finds it.
     Lease { key: String, member: String },
 }
 
@@ -246,9 +249,10 @@ impl TimerQueue {
                 self.expiring.remove(0);
             }
         }
-        if let Some(key) = &timers.leases {
-            // Every lease the explorer's lease script set ends far in the future; one a timer
-            // step ran out is at 0. The first by deadline (the first taken) runs out first.
+        for key in timers.leases.iter().chain(&timers.due) {
+            // Every lease the explorer's lease script set ends far in the future (every retry
+            // the worker delayed is due there); one a timer step ran out is at 0. The first by
+            // deadline (the first taken, the first delayed) runs out first.
             let leases: Vec<(String, f64)> =
                 redis::cmd("ZRANGE").arg(on_server(key)).arg(0).arg(-1).arg("WITHSCORES").query_async(redis).await?;
             let armed = leases.into_iter().find(|(_, deadline)| *deadline >= NEVER_BY_THE_CLOCK_MS as f64);

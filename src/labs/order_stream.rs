@@ -633,6 +633,7 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
         idle_when_all_wait: false,
         block_timeout,
         leases: None,
+        due: None,
         key_prefix,
     }
 }

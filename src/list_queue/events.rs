@@ -48,10 +48,20 @@ pub enum ListEvent {
     ListDeadLettered { job: String, reason: DeadLetterReason },
     /// A payload that is not a job (it does not parse); the worker then slept `slept_ms`.
     Poison { payload: String, slept_ms: f64 },
-    /// The reaper put a job whose lease had run out `expired_ms_ago` back in the queue.
-    Requeued { job: String, expired_ms_ago: i64 },
-    /// The scheduler moved a due retry back to the queue, `late_ms` after its due time.
-    MovedDue { job: String, late_ms: i64 },
+    /// The reaper put a job whose lease had run out `expired_ms_ago` back in the queue (None
+    /// under the explorer: a timer step ran the lease out, no clock).
+    Requeued {
+        job: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expired_ms_ago: Option<i64>,
+    },
+    /// The scheduler moved a due retry back to the queue, `late_ms` after its due time (None
+    /// under the explorer: a timer step made it due, no clock).
+    MovedDue {
+        job: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        late_ms: Option<i64>,
+    },
     /// A killed server is up again on its own data files, holding `jobs` jobs, after `load_ms`.
     ServerRestarted { jobs: i64, load_ms: f64 },
     /// The server evicted the key `key` whole, with `jobs` jobs in it (the producer saw its
@@ -194,18 +204,28 @@ impl ListEvent {
                     "{a}: payload không parse được ({payload}){tail}"
                 )
             }
-            ListEvent::Requeued { job, expired_ms_ago } => {
-                let ago = w.redact.ms(*expired_ms_ago);
+            ListEvent::Requeued { job, expired_ms_ago: Some(ms) } => {
+                let ago = w.redact.ms(*ms);
                 crate::tr!(
                     l,
                     "{a}: lease of {job} ran out {ago} ago → back in the queue",
                     "{a}: lease của {job} hết hạn {ago} trước → đưa lại vào hàng đợi"
                 )
             }
-            ListEvent::MovedDue { job, late_ms } => {
-                let late = w.redact.ms(*late_ms);
+            ListEvent::Requeued { job, expired_ms_ago: None } => crate::tr!(
+                l,
+                "{a}: lease of {job} ran out (a timer step) → back in the queue",
+                "{a}: lease của {job} hết hạn (một bước timer) → đưa lại vào hàng đợi"
+            ),
+            ListEvent::MovedDue { job, late_ms: Some(ms) } => {
+                let late = w.redact.ms(*ms);
                 crate::tr!(l, "{a}: {job} due → queue ({late} late)", "{a}: {job} đến hạn → hàng đợi (trễ {late})")
             }
+            ListEvent::MovedDue { job, late_ms: None } => crate::tr!(
+                l,
+                "{a}: {job} due (a timer step) → queue",
+                "{a}: {job} đến hạn (một bước timer) → hàng đợi"
+            ),
             _ => return self.server_line(a, w),
         })
     }

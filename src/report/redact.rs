@@ -245,7 +245,7 @@ mod tests {
         let moved = Event {
             t_us: 0,
             actor: Actor::Scheduler,
-            kind: ListEvent::MovedDue { job: "j1".into(), late_ms: 3 }.event(),
+            kind: ListEvent::MovedDue { job: "j1".into(), late_ms: Some(3) }.event(),
         };
         let taken = Event {
             t_us: 2_000,

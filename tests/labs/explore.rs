@@ -550,6 +550,33 @@ async fn a_job_worker_from_a_command_line_is_stepped_and_agrees_with_ordlab_s_ow
     services.stop().await;
 }
 
+/// list-retry backoff-dlq: a delayed retry comes due as a timer step (`N ZADD queue:delayed XX
+/// CH 0 <payload>`: the worker's delay is never run out by the clock), and the scheduler's move
+/// is a step only once something is due. job-000001 is refused twice (2 retries), job-000002
+/// every time (3 retries, then the dead-letter list after 4 attempts): 5 timer steps in every
+/// class, each followed by the scheduler's move; the 132 classes are where the producer's six
+/// pushes come among the worker's steps, and none is wrong. The seed's queue:retry (nothing
+/// reads it) loses the refused jobs in each of its 132.
+#[tokio::test]
+async fn a_delayed_retry_comes_due_as_a_timer_step() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let x = explore_on(&services, "list-retry", Some("backoff-dlq"), exhaustive()).await;
+    let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+    assert_eq!(counts(&x), (132, 0, 0), "{text}");
+    assert_eq!(x.runs, 132, "one run per class: {text}");
+    for c in &x.classes {
+        let due: Vec<usize> =
+            c.steps.iter().enumerate().filter(|(_, s)| s.starts_with("N ZADD queue:delayed XX CH 0")).map(|(i, _)| i).collect();
+        assert_eq!(due.len(), 5, "{:?}", c.steps);
+        for i in due {
+            assert!(c.steps[i + 1..].iter().any(|s| s.starts_with("R EVALSHA") && s.contains("queue:delayed queue:default")), "{:?}", c.steps);
+        }
+    }
+    let seed = explore_on(&services, "list-retry", Some("seed-retry-list"), exhaustive()).await;
+    assert_eq!(counts(&seed), (132, 132, 0), "{}", ordlab::exploration::render(&seed, ordlab::lang::Lang::En));
+    services.stop().await;
+}
+
 /// The optimal reduction (wakeup trees) against the search it replaced (sleep sets over
 /// depth-first search), on the same servers: the same classes (by key), each with the same
 /// verdict, one run per class and none cut short, where sleep sets repeat runs. On a stream

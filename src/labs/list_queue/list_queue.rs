@@ -359,11 +359,11 @@ impl LabProcedure for ListQueueSpec {
     /// blocking take, a lease that runs out only once its worker is gone (a worker slower than
     /// its lease is refused), no delayed retry.
     fn explorable(&self) -> Result<(), String> {
-        if self.scheduler.is_some() {
-            return Err("setup.scheduler: a retry's delay runs out by the server's clock, and the explorer does not make that a step yet".into());
-        }
-        if self.jobs.iter().any(|j| j.refused > 0 || j.poison) {
-            return Err("setup.jobs[]: a refused or poison job's retry paths are not stepped yet (the stepped run covers crashes and kills)".into());
+        // A refusal is the partner's, by attempt (deterministic); the seed's worker then pushes
+        // the job to queue:retry, a step like any other. What is not stepped yet is a path back:
+        // a poison job that a reaper puts back forever, a retry that comes back by the clock.
+        if self.reaper.is_some() && self.jobs.iter().any(|j| j.refused > 0 || j.poison) {
+            return Err("setup.jobs[] with a reaper: a refused or poison job comes back at every lease, a schedule with no end".into());
         }
         if self.stagger && self.restart {
             return Err("setup.stagger with restart = true: the stepped run numbers staggered workers and replacements apart only one way yet".into());

@@ -49,6 +49,9 @@ pub async fn run_loop<C: ConnectionLike + Send>(
     events: &dyn Sink,
 ) -> Result<(), Error> {
     let scale = cfg.env.scale;
+    // Under the explorer (time scale 0) a lease runs out, a retry comes due, as a timer step
+    // that sets its deadline to 0: how long ago that was says nothing.
+    let by_the_clock = scale.0 > 0.0;
     let period = |ms: Option<f64>| ms.map(|ms| scale.duration(ms));
     let (reap_every, move_every) = (period(cfg.reaper_poll_ms), period(cfg.scheduler_poll_ms));
     if reap_every.is_some() {
@@ -67,8 +70,8 @@ pub async fn run_loop<C: ConnectionLike + Send>(
         if let Some(every) = reap_every.filter(|_| now >= next_reap) {
             let sent = crate::clock::now_ns();
             for r in list_queue::requeue_expired(conn, &cfg.keys).await.context("requeue expired leases")? {
-                let kind =
-                    ListEvent::Requeued { job: payload_label(&r.payload), expired_ms_ago: r.expired_ms_ago }.event();
+                let expired_ms_ago = by_the_clock.then_some(r.expired_ms_ago);
+                let kind = ListEvent::Requeued { job: payload_label(&r.payload), expired_ms_ago }.event();
                 events.record(RawEvent { mono_ns: sent, actor: Actor::Reaper, kind });
             }
             next_reap = now + every;
@@ -76,6 +79,7 @@ pub async fn run_loop<C: ConnectionLike + Send>(
         if let Some(every) = move_every.filter(|_| now >= next_move) {
             let sent = crate::clock::now_ns();
             for (payload, late_ms) in list_queue::move_due(conn, &cfg.keys).await.context("move due retries")? {
+                let late_ms = by_the_clock.then_some(late_ms);
                 let kind = ListEvent::MovedDue { job: payload_label(&payload), late_ms }.event();
                 events.record(RawEvent { mono_ns: sent, actor: Actor::Scheduler, kind });
             }

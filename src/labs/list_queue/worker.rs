@@ -192,7 +192,9 @@ async fn failed<C: ConnectionLike + Send>(
         }
         OnFailure::Backoff(b) => {
             let delay = cfg.env.scale.ms_ceil(b.delay_after(next.attempts).round() as u64);
-            list_queue::retry_later(conn, &cfg.keys, &entry, &next.to_json(), delay)
+            // A server timer: under the explorer it comes due only as its timer step.
+            let due_in = cfg.env.scale.timer_ms(b.delay_after(next.attempts).round() as u64);
+            list_queue::retry_later(conn, &cfg.keys, &entry, &next.to_json(), due_in)
                 .await
                 .context("schedule a retry")?;
             let to = short_key(&cfg.keys.delayed);

@@ -176,6 +176,7 @@ pub(super) async fn run(
         idle_when_all_wait: true,
         block_timeout: false,
         leases: None,
+        due: None,
         key_prefix: ctx.key_prefix(),
     });
     control.begin();

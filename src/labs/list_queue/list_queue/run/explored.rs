@@ -170,7 +170,14 @@ async fn start_reaper(
     let process = ctx.spawn(&RoleConfig::of(&cfg), crew.tx.clone())?;
     control.poller(Actor::Reaper);
     let leases = short(&crew.keys.leases, &ctx.key_prefix());
-    control.poll_when(script_words(lq::REQUEUE_EXPIRED), Probe::DueMember(leases));
+    if spec.reaper.is_some() {
+        control.poll_when(script_words(lq::REQUEUE_EXPIRED), Probe::DueMember(leases));
+    }
+    if spec.scheduler.is_some() {
+        // A delayed retry comes due as a timer step (its due time set to 0).
+        let delayed = short(&crew.keys.delayed, &ctx.key_prefix());
+        control.poll_when(script_words(lq::MOVE_DUE), Probe::DueMember(delayed));
+    }
     control.ready(Actor::Reaper).await?;
     Ok(Some(process))
 }
@@ -248,7 +255,8 @@ pub(super) async fn run(
         control.kill_after(kill_after_step(victim, by, &script_words(lq::ACK)));
     }
     let leases = spec.reaper.map(|_| short(&crew.keys.leases, &prefix));
-    control.set_timers(Timers { leases, idle_when_all_wait: true, key_prefix: prefix.clone(), ..Timers::default() });
+    let due = spec.scheduler.map(|_| short(&crew.keys.delayed, &prefix));
+    control.set_timers(Timers { leases, due, idle_when_all_wait: true, key_prefix: prefix.clone(), ..Timers::default() });
     control.begin();
     let (takes_tx, takes) = watch::channel(0u32);
     let produce = produce(spec, control, producer, crew.keys.queue.clone(), fetch.clone(), takes, crew.tx.clone());

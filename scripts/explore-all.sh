@@ -14,6 +14,7 @@ pairs=(
   idempotency:none idempotency:set-nx idempotency:db-unique idempotency:wrapper idempotency:check-state
   idempotency:incr idempotency:absolute-set idempotency:incr-guarded idempotency:check-state-race
   idempotency:producer-retry idempotency:idmp idempotency:idmp-forgets
+  idempotency:lease idempotency:sink-key idempotency:lease-race
   list-crash:lease-reaper list-crash:lease-after-effect list-crash:lrem-identical list-crash:lrem-token
   list-crash:brpop list-crash:seed-brpoplpush list-crash:seed-lifo list-crash:lpush-fifo
   list-retry:seed-retry-list list-retry:backoff-dlq

@@ -169,10 +169,14 @@ impl TimerQueue {
             }
             "SET" if reply == "OK" => {
                 let options: Vec<String> = args.iter().skip(3).map(|a| a.to_ascii_uppercase()).collect();
+                let key = &args[1];
                 if options.iter().any(|o| o == "PX" || o == "EX") {
-                    let key = &args[1];
                     self.expiring.retain(|k| k != key);
                     self.expiring.push(key.clone());
+                } else if !options.iter().any(|o| o == "KEEPTTL") {
+                    // A SET without a TTL clears the key's: nothing runs out any more (a lease
+                    // marked `done`).
+                    self.expiring.retain(|k| k != key);
                 }
             }
             _ => {}

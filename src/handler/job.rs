@@ -25,6 +25,9 @@ mod multistep;
 pub mod pipeline;
 mod state;
 
+/// The Lua scripts a technique may call (`EVALSHA`): loaded before a stepped run.
+pub const SCRIPTS: &[&str] = &[lease::RELEASE];
+
 pub use multistep::MultistepForm;
 pub use state::create_tables_sql;
 
@@ -260,7 +263,8 @@ impl JobRun<'_> {
 
     /// `SET key value NX EX|PX ttl`: true when it was set.
     pub async fn set_nx(&mut self, key: &str, value: &str, ttl_ms: f64) -> Result<bool, Error> {
-        let (unit, n) = ttl_args(self.scale.ms_ceil(ttl_ms as u64));
+        // A server timer: under the explorer it runs out only as its timer step.
+        let (unit, n) = ttl_args(self.scale.timer_ms(ttl_ms as u64));
         let reply: Option<String> = redis::cmd("SET")
             .arg(self.full_key(key))
             .arg(value)

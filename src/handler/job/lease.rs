@@ -57,7 +57,7 @@ impl TechniqueKind for Lease {
 }
 
 /// Delete the key only if it still holds our token.
-const RELEASE: &str =
+pub(crate) const RELEASE: &str =
     r#"if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end"#;
 
 /// Give the lease back, only if it is still ours.

@@ -161,6 +161,11 @@ impl JobsSpec {
         scale.duration(per_job * 3.0 * self.jobs.len() as f64 * 2.0) + Duration::from_secs(10)
     }
 
+    /// The longest a job works: each of its effects waits the partner's latency.
+    fn longest_job_ms(&self) -> f64 {
+        self.partner.latency_ms * self.effects().len().max(1) as f64
+    }
+
     fn worker_template(&self, ctx: &RunContext<'_>, stream: &str, sink: SinkConfig) -> JobsTemplate {
         JobsTemplate {
             reaper: self.reaper.clone(),
@@ -622,9 +627,13 @@ impl LabProcedure for JobsSpec {
         let run_ms = self.bound(TimeScale::REAL).as_millis();
         let idle = self.reaper.min_idle_ms;
         match self.technique.key_ttl() {
-            Some((field, ttl)) if ttl < idle => Err(format!(
-                "setup.technique.{field} = {ttl}: the key's TTL runs out by the clock, before the claimer's retry (min-idle {idle} ms) and never during a job, an order the explorer does not make a step yet"
+            // Shorter than the claimer's min-idle: it runs out as a timer step, once every
+            // process waits for work (before the retry, never during a job: no job outlasts it).
+            Some((field, ttl)) if ttl < idle && self.longest_job_ms() >= ttl => Err(format!(
+                "setup.technique.{field} = {ttl}: a job takes {} ms, not less than the key's TTL: it runs out while the job works, and the explorer runs a TTL out only once every process waits for work",
+                self.longest_job_ms()
             )),
+            Some((_, ttl)) if ttl < idle => Ok(()),
             Some((field, ttl)) if ttl <= run_ms as f64 => Err(format!(
                 "setup.technique.{field} = {ttl}: the key's TTL can run out within a run (up to {run_ms} ms), and the explorer does not make that expiry a step yet"
             )),

@@ -157,6 +157,12 @@ pub(super) async fn run(
         successor: HashMap::new(),
         replaces_killed,
     };
+    // Every script a handler may call is on the server before the run: whether its first
+    // EVALSHA gets NOSCRIPT (and a SCRIPT LOAD step) must not depend on the runs before.
+    for script in crate::handler::job::SCRIPTS {
+        let _: String =
+            redis::cmd("SCRIPT").arg("LOAD").arg(*script).query_async(&mut ctx.redis).await.context("SCRIPT LOAD")?;
+    }
     let producer_urls =
         control.endpoints(Actor::Producer, &ctx.client_name(Actor::Producer), &ctx.key_prefix()).await?;
     let producer = connect::redis(&producer_urls.redis_url).await.context("producer connect")?;
@@ -169,7 +175,9 @@ pub(super) async fn run(
         first.push(crew.next_reader(ctx, Actor::Producer).await?);
     }
     control.set_timers(Timers {
-        ttl: false,
+        // A key's TTL shorter than the claimer's min-idle runs out as a step (a lease), once
+        // every process waits for work: before the retry, never during a job.
+        ttl: spec.technique.key_ttl().is_some_and(|(_, ttl)| ttl < spec.reaper.min_idle_ms),
         idle_group: Some(crate::streams::GROUP.to_string()),
         idle_while_working: false,
         idle_once_left: true,

@@ -80,6 +80,11 @@ pub enum Probe {
     NonEmptyList(String),
     /// A sorted set with a member scored 0 or less: a lease a timer step made due.
     DueMember(String),
+    /// Rows of PostgreSQL table `table` (as statements name it) `WHERE condition`: what an
+    /// outbox dispatcher's poll selects. Such a process keeps state the wire does not show (how
+    /// often it tried a row): its poll may read the same rows again and then act, so it is a
+    /// step whenever there are rows, never parked as a retry that changes nothing.
+    Rows { table: String, condition: String },
 }
 
 /// A kill the lab plans at another process's step (`kill = { worker = 1, after_done_by = 2 }`):
@@ -105,8 +110,15 @@ pub fn kill_after_step(victim: Actor, by: Actor, words: &[String]) -> Fault {
 impl Probe {
     /// What a poll that found something read: the list, or the sorted set.
     fn guard(&self) -> Footprint {
-        let (Probe::NonEmptyList(key) | Probe::DueMember(key)) = self;
-        Footprint::of(vec![format!("r:{key}")], vec![])
+        match self {
+            Probe::NonEmptyList(key) | Probe::DueMember(key) => Footprint::of(vec![format!("r:{key}")], vec![]),
+            Probe::Rows { table, .. } => Footprint::of(vec![format!("pg:{table}")], vec![]),
+        }
+    }
+
+    /// A poll of a process with state of its own (see [`Probe::Rows`]): never parked.
+    fn keeps_state(&self) -> bool {
+        matches!(self, Probe::Rows { .. })
     }
 }
 
@@ -549,7 +561,7 @@ impl Control {
             if self.lab_is_done() {
                 return Ok(out);
             }
-            let point = self.candidates(&mut book, redis).await;
+            let point = self.candidates(&mut book, redis, pg).await;
             if out.turns.len() >= max_steps {
                 out.end = Some(Choice::Bound);
                 return Ok(out);
@@ -825,7 +837,12 @@ impl Control {
     }
 
     /// Every process that holds a command, with what the command may touch.
-    async fn candidates(&self, book: &mut Book, redis: &mut MultiplexedConnection) -> Point {
+    async fn candidates(
+        &self,
+        book: &mut Book,
+        redis: &mut MultiplexedConnection,
+        pg: &tokio_postgres::Client,
+    ) -> Point {
         let held: Vec<(Actor, ServerKind, Vec<String>)> =
             self.shared().held.iter().map(|(a, h)| (*a, h.server, h.args.clone())).collect();
         let (idle_pollers, polls, kills, key_prefix) = {
@@ -836,7 +853,7 @@ impl Control {
         let mut probed: Vec<(Probe, bool)> = Vec::new();
         for (_, probe) in &polls {
             if !probed.iter().any(|(p, _)| p == probe) {
-                let found = something_to_take(probe, &key_prefix, redis).await;
+                let found = something_to_take(probe, &key_prefix, redis, pg).await;
                 probed.push((probe.clone(), found));
             }
         }
@@ -873,7 +890,8 @@ impl Control {
             // The same command again after it changed nothing: a retry loop. It waits, parked,
             // until another process's step touches what it touches.
             let command = numbered.join(" ");
-            if book.last.get(&actor).is_some_and(|(c, nothing)| *nothing && *c == command) {
+            let keeps_state = polls.iter().any(|(words, probe)| probe.keeps_state() && starts_with(&numbered, words));
+            if !keeps_state && book.last.get(&actor).is_some_and(|(c, nothing)| *nothing && *c == command) {
                 // A claimer's poll can succeed only after a timer step: it waits on that alone.
                 let waits_on = match server {
                     ServerKind::Redis if numbered[0].eq_ignore_ascii_case("XAUTOCLAIM") => {
@@ -1031,7 +1049,16 @@ fn transaction_end(book: &mut Book, actor: Actor, step: &Step) -> Option<Footpri
 
 /// Can a poll find something now, by `probe` (keys under the run's `prefix`)? A server that
 /// does not answer here fails the next step's own query, with its reason.
-async fn something_to_take(probe: &Probe, prefix: &str, redis: &mut MultiplexedConnection) -> bool {
+async fn something_to_take(
+    probe: &Probe,
+    prefix: &str,
+    redis: &mut MultiplexedConnection,
+    pg: &tokio_postgres::Client,
+) -> bool {
+    if let Probe::Rows { table, condition } = probe {
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE {condition})");
+        return pg.query_one(&sql, &[]).await.map(|r| r.get::<_, bool>(0)).unwrap_or(true);
+    }
     let found: redis::RedisResult<bool> = match probe {
         Probe::NonEmptyList(key) => {
             redis::cmd("LLEN").arg(format!("{prefix}{key}")).query_async::<i64>(redis).await.map(|n| n > 0)
@@ -1043,6 +1070,7 @@ async fn something_to_take(probe: &Probe, prefix: &str, redis: &mut MultiplexedC
             .query_async::<i64>(redis)
             .await
             .map(|n| n > 0),
+        Probe::Rows { .. } => unreachable!("asked of PostgreSQL above"),
     };
     found.unwrap_or(true)
 }

@@ -286,8 +286,8 @@ fn bad_explorations_are_one_line_and_exit_2() {
             "cannot be explored: setup.jobs[] with a reaper: a refused or poison job comes back at every lease",
         ),
         (
-            &["explore", "outbox", "--variant", "per-key"],
-            "cannot be explored: its failing row 1 is published at a later poll",
+            &["explore", "outbox-crash", "--variant", "plain-consumer"],
+            "cannot be explored: its crashed dispatcher is replaced at the next polling round",
         ),
         (
             &["explore", "list-crash", "--variant", "lease-slow-handler"],
@@ -597,6 +597,28 @@ async fn a_lease_s_ttl_runs_out_as_a_timer_step_before_the_retry() {
     }
     let fixed = explore_on(&services, "idempotency", Some("sink-key"), exhaustive()).await;
     assert_eq!(counts(&fixed), (42, 0, 0), "{}", ordlab::exploration::render(&fixed, ordlab::lang::Lang::En));
+    services.stop().await;
+}
+
+/// outbox naive and per-key: the dispatcher counts its own attempts at row 1 (its first two
+/// fail, injected), state the wire does not show, so its poll is a step while rows are pending,
+/// never parked as a retry that changes nothing: row 1 goes out at the third poll in every
+/// class. The naive dispatcher publishes 42 created after 42 paid: wrong in all 42 classes
+/// (where the consumer's steps come among the dispatcher's); per-key holds 42's later rows back:
+/// right in all 42.
+#[tokio::test]
+async fn a_dispatcher_that_counts_its_attempts_polls_until_its_failing_row_goes_out() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    for (variant, wrong) in [("naive", 42), ("per-key", 0)] {
+        let x = explore_on(&services, "outbox", Some(variant), exhaustive()).await;
+        let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
+        assert_eq!(counts(&x), (42, wrong, 0), "{variant}: {text}");
+        for c in &x.classes {
+            let polls = c.steps.iter().filter(|s| s.starts_with("D1 SELECT") && s.contains("published_at IS NULL")).count();
+            let row1 = c.steps.iter().filter(|s| s.starts_with("D1 XADD orders * order 42 type created")).count();
+            assert!(polls >= 3 && row1 == 1, "{variant}: three polls, row 1 once: {:?}", c.steps);
+        }
+    }
     services.stop().await;
 }
 

@@ -118,6 +118,18 @@ pub enum DispatcherKind {
     PerKey,
 }
 
+/// Where an unlocked dispatcher's poll looks: rows not published yet.
+pub const PENDING: &str = "published_at IS NULL";
+
+/// An unlocked dispatcher's poll: every row not published yet, in the order it publishes them.
+pub fn pending_sql(kind: DispatcherKind) -> String {
+    let order_by = match kind {
+        DispatcherKind::Naive => "id",
+        DispatcherKind::PerKey => "aggregate_id, id",
+    };
+    format!("SELECT {PENDING_COLUMNS} FROM {SCHEMA}.outbox WHERE {PENDING} ORDER BY {order_by}")
+}
+
 /// Outbox row `row` (1-based id) fails its first `attempts` publish attempts.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -209,12 +221,7 @@ impl Dispatcher {
     /// No exclusion: the seed's dispatcher. With several dispatchers, each re-checks a row is
     /// still unpublished just before publishing it (a check without a lock).
     async fn run_unlocked(&mut self, t0_ns: u64) -> Result<(), Error> {
-        let order_by = match self.spec.dispatcher {
-            DispatcherKind::Naive => "id",
-            DispatcherKind::PerKey => "aggregate_id, id",
-        };
-        let pending_sql =
-            format!("SELECT {PENDING_COLUMNS} FROM {SCHEMA}.outbox WHERE published_at IS NULL ORDER BY {order_by}");
+        let pending_sql = pending_sql(self.spec.dispatcher);
         let still_pending_sql = format!("SELECT published_at IS NULL FROM {SCHEMA}.outbox WHERE id = $1");
         let mut attempts: HashMap<i64, u32> = HashMap::new();
         for round in 1u32.. {

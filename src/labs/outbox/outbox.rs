@@ -140,6 +140,9 @@ impl OutboxSpec {
                 may_crash: true,
                 first_round_ns: Some(t0_ns),
             };
+            if let Some(c) = ctx.control {
+                return dispatcher_processes_controlled(c, ctx, cfg, sink, self.timers(ctx.key_prefix())).await;
+            }
             return dispatcher_processes(ctx, cfg, sink, t0_ns).await;
         }
         if let Some(c) = ctx.control {
@@ -179,12 +182,9 @@ impl LabProcedure for OutboxSpec {
     /// lock's TTL that can run out mid-job is a step. With an injected publish failure the
     /// dispatcher counts its attempts at the row, state the wire does not show: its poll is a
     /// step while rows are pending ([`Probe::Rows`]), never parked, so the row succeeds at a
-    /// later poll. A planned dispatcher crash is not stepped: a new dispatcher process takes
-    /// over at the next polling round.
+    /// later poll. A planned dispatcher crash is stepped: the new dispatcher process is
+    /// started once the explorer sees the first gone.
     fn explorable(&self) -> Result<(), String> {
-        if self.outbox.crash_after_xadd_of_row.is_some() {
-            return Err("its crashed dispatcher is replaced at the next polling round (poll_ms), a timer the explorer does not schedule yet".into());
-        }
         if self.strategy.gap_timeout_ms().is_some() {
             return Err("its reorder buffer's gap timeout is a timer the explorer does not schedule yet".into());
         }
@@ -413,6 +413,58 @@ async fn dispatcher_processes(
         cfg.index += 1;
         cfg.may_crash = false;
     }
+}
+
+/// Under the explorer, the planned crash: D1 (a process through gated endpoints of its own) dies
+/// after its XADD of the row, before marking it; D2, registered before, is started once the
+/// explorer sees D1 gone (the next polling round is a step like any other: what matters is
+/// which of its steps come before or after the consumers'), and runs until the schedule is over.
+async fn dispatcher_processes_controlled(
+    c: &crate::explore::Control,
+    ctx: &RunContext<'_>,
+    mut cfg: DispatcherConfig,
+    sink: mpsc::UnboundedSender<RawEvent>,
+    timers: crate::explore::timer::Timers,
+) -> Result<(), Error> {
+    let (first, next) = (Actor::Dispatcher(1), Actor::Dispatcher(2));
+    let mut urls = Vec::new();
+    for actor in [first, next] {
+        urls.push(c.endpoints(actor, &ctx.client_name(actor), &ctx.key_prefix()).await?);
+        c.poller(actor);
+    }
+    c.dormant(next, first);
+    c.set_timers(timers);
+    let mut children = Vec::new();
+    for (actor, urls) in [first, next].into_iter().zip(urls) {
+        (cfg.env.redis_url, cfg.env.pg_config) = (urls.redis_url, urls.pg_url);
+        let mut child = ctx.spawn(&RoleConfig::of(&cfg.clone()), sink.clone())?;
+        c.watch_exit(actor, child.exit_check());
+        if actor == first {
+            c.begin();
+            // Done (status 0) or died unplanned: no one takes over.
+            let took_over = tokio::select! {
+                planned = child.wait() => planned == Some(true),
+                _ = c.over() => {
+                    child.stop().await;
+                    return Ok(());
+                }
+            };
+            // It has exited (and its watcher is done): nothing to stop.
+            if !took_over {
+                break;
+            }
+        } else {
+            children.push(child);
+        }
+        cfg.index += 1;
+        cfg.may_crash = false;
+        cfg.first_round_ns = None;
+    }
+    c.over().await;
+    for child in children {
+        child.stop().await;
+    }
+    Ok(())
 }
 
 /// Under the explorer: every dispatcher steps when the explorer says; one that found nothing

@@ -696,13 +696,17 @@ impl Control {
                 book.blocked.insert(actor, step);
                 return Ok((fp, "waits in the server".into(), false));
             }
-            // A fault at the command's send killed the process: the command never reached
-            // the server, and nothing more of this process comes (what is left of it the
-            // next quiesce sees gone).
+            // The process died with the command unanswered (a fault at its send kills it
+            // before the command reaches the server): nothing more of it comes, and the next
+            // quiesce sees it gone. Whether the command ran is not known here, so the step
+            // counts as touching all it may.
             let gone = self.shared().exits.get(&actor).is_some_and(|gone| gone());
             if gone && tap.steps().recorded <= before {
-                let fp = footprint::effect(step.server, &step.args, &step.keys, "(nil)");
-                return Ok((fp, "never sent: the process died at its send".into(), false));
+                let fp = match step.server {
+                    ServerKind::Redis => footprint::redis(&step.args, &step.keys),
+                    ServerKind::Postgres => footprint::postgres(&step.args),
+                };
+                return Ok((fp, "no reply: the process died".into(), false));
             }
             if self.lab_is_done() || tokio::time::Instant::now() > deadline {
                 return Err(Error::Explore(format!(

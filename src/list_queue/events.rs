@@ -221,11 +221,9 @@ impl ListEvent {
                 let late = w.redact.ms(*ms);
                 crate::tr!(l, "{a}: {job} due → queue ({late} late)", "{a}: {job} đến hạn → hàng đợi (trễ {late})")
             }
-            ListEvent::MovedDue { job, late_ms: None } => crate::tr!(
-                l,
-                "{a}: {job} due (a timer step) → queue",
-                "{a}: {job} đến hạn (một bước timer) → hàng đợi"
-            ),
+            ListEvent::MovedDue { job, late_ms: None } => {
+                crate::tr!(l, "{a}: {job} due (a timer step) → queue", "{a}: {job} đến hạn (một bước timer) → hàng đợi")
+            }
             _ => return self.server_line(a, w),
         })
     }

@@ -472,14 +472,16 @@ async fn a_killed_list_worker_s_lease_runs_out_as_a_step_and_its_job_comes_back(
 #[tokio::test]
 async fn a_blocking_take_is_a_step_released_once_the_queue_has_a_job() {
     let services = Services::start(&support::local()).await.expect("local servers start");
-    for (variant, take, wrong) in [("brpop", "BRPOP", 5), ("seed-brpoplpush", "BRPOPLPUSH", 5), ("seed-lifo", "BRPOPLPUSH", 4)]
+    for (variant, take, wrong) in
+        [("brpop", "BRPOP", 5), ("seed-brpoplpush", "BRPOPLPUSH", 5), ("seed-lifo", "BRPOPLPUSH", 4)]
     {
         let x = explore_on(&services, "list-crash", Some(variant), exhaustive()).await;
         let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
         assert_eq!(counts(&x), (5, wrong, 0), "{variant}: {text}");
         assert_eq!((x.runs, x.cut_as_repeats), (5, 0), "one run per class: {text}");
         for c in &x.classes {
-            let takes: Vec<&String> = c.steps.iter().filter(|s| s.contains(&format!(" {take} queue:default"))).collect();
+            let takes: Vec<&String> =
+                c.steps.iter().filter(|s| s.contains(&format!(" {take} queue:default"))).collect();
             assert!(!takes.is_empty(), "{variant}: {:?}", c.steps);
             assert!(takes.iter().all(|s| !s.ends_with("→ (nil)")), "a take released on an empty queue: {takes:?}");
         }
@@ -494,7 +496,8 @@ async fn a_blocking_take_is_a_step_released_once_the_queue_has_a_job() {
 /// was given is stuck in processing: its e-mail never goes), and without the kill none.
 #[tokio::test]
 async fn a_list_worker_from_a_command_line_is_stepped_like_ordlab_s_own() {
-    if !support::has_runtime("node with ioredis (cd examples/node && npm install)", super::foreign_list::node_missing()) {
+    if !support::has_runtime("node with ioredis (cd examples/node && npm install)", super::foreign_list::node_missing())
+    {
         return;
     }
     let services = Services::start(&support::local()).await.expect("local servers start");
@@ -538,10 +541,17 @@ async fn a_job_worker_from_a_command_line_is_stepped_and_agrees_with_ordlab_s_ow
         let steps = &x.classes[0].steps;
         assert!(steps.iter().any(|s| s.starts_with("R XAUTOCLAIM")), "the claimer retries: {steps:?}");
         if python == "python-multistep-crash" {
-            assert!(steps.iter().any(|s| s.starts_with("C1 SET api:inventory:42") && s.contains("no reply: the process died")), "{steps:?}");
+            assert!(
+                steps
+                    .iter()
+                    .any(|s| s.starts_with("C1 SET api:inventory:42") && s.contains("no reply: the process died")),
+                "{steps:?}"
+            );
         }
         let c = &x.classes[0];
-        let again = explore_on(&services, "foreign-jobs", Some(python), Search::Replay(Schedule::parse(&c.schedule).unwrap())).await;
+        let again =
+            explore_on(&services, "foreign-jobs", Some(python), Search::Replay(Schedule::parse(&c.schedule).unwrap()))
+                .await;
         assert_eq!((again.classes[0].verdict, &again.classes[0].key), (c.verdict, &c.key), "{}", c.schedule);
     }
     services.stop().await;
@@ -562,11 +572,22 @@ async fn a_delayed_retry_comes_due_as_a_timer_step() {
     assert_eq!(counts(&x), (132, 0, 0), "{text}");
     assert_eq!(x.runs, 132, "one run per class: {text}");
     for c in &x.classes {
-        let due: Vec<usize> =
-            c.steps.iter().enumerate().filter(|(_, s)| s.starts_with("N ZADD queue:delayed XX CH 0")).map(|(i, _)| i).collect();
+        let due: Vec<usize> = c
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.starts_with("N ZADD queue:delayed XX CH 0"))
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(due.len(), 5, "{:?}", c.steps);
         for i in due {
-            assert!(c.steps[i + 1..].iter().any(|s| s.starts_with("R EVALSHA") && s.contains("queue:delayed queue:default")), "{:?}", c.steps);
+            assert!(
+                c.steps[i + 1..]
+                    .iter()
+                    .any(|s| s.starts_with("R EVALSHA") && s.contains("queue:delayed queue:default")),
+                "{:?}",
+                c.steps
+            );
         }
     }
     let seed = explore_on(&services, "list-retry", Some("seed-retry-list"), exhaustive()).await;
@@ -611,7 +632,8 @@ async fn a_dispatcher_that_counts_its_attempts_polls_until_its_failing_row_goes_
         let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
         assert_eq!(counts(&x), (42, wrong, 0), "{variant}: {text}");
         for c in &x.classes {
-            let polls = c.steps.iter().filter(|s| s.starts_with("D1 SELECT") && s.contains("published_at IS NULL")).count();
+            let polls =
+                c.steps.iter().filter(|s| s.starts_with("D1 SELECT") && s.contains("published_at IS NULL")).count();
             let row1 = c.steps.iter().filter(|s| s.starts_with("D1 XADD orders * order 42 type created")).count();
             assert!(polls >= 3 && row1 == 1, "{variant}: three polls, row 1 once: {:?}", c.steps);
         }
@@ -631,7 +653,9 @@ async fn a_crashed_dispatcher_s_replacement_starts_once_it_is_gone() {
         let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
         assert_eq!(counts(&x), (132, wrong, 0), "{variant}: {text}");
         for c in &x.classes {
-            let paid = |d: &str| c.steps.iter().filter(|s| s.starts_with(&format!("{d} XADD orders * order 42 type paid"))).count();
+            let paid = |d: &str| {
+                c.steps.iter().filter(|s| s.starts_with(&format!("{d} XADD orders * order 42 type paid"))).count()
+            };
             let d1_last = c.steps.iter().rposition(|s| s.starts_with("D1 "));
             let d2_first = c.steps.iter().position(|s| s.starts_with("D2 "));
             assert_eq!((paid("D1"), paid("D2")), (1, 1), "{:?}", c.steps);

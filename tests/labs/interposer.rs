@@ -240,8 +240,7 @@ async fn a_resp3_subscribe_is_answered_by_its_push_and_an_endpoint_closed_after_
     let server = start_local_redis(&[]).await.expect("redis-server starts");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let tap = WorkerTap::new(Actor::Producer, Injector::default(), tx, ProcessHandle::default());
-    let endpoint =
-        Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, RedisSetup::default()).await.unwrap();
+    let endpoint = Endpoint::redis(upstream_of(&server.url).await.unwrap(), tap, RedisSetup::default()).await.unwrap();
     // 1: waits for the confirmation, then unsubscribes and closes without reading.
     let mut c = tokio::net::TcpStream::connect(endpoint.addr).await.unwrap();
     c.write_all(&[resp(&["HELLO", "3"]), resp(&["SUBSCRIBE", "celery-task-meta-job-1"])].concat()).await.unwrap();

@@ -138,33 +138,30 @@ impl Counts {
 
     /// `lost 1 · dup 0 · stuck 0 (1 run)`, after what the fault hit.
     pub fn words(&self, hit: &Words) -> Words {
-        let side = |hit: &str, lost: &str, dup: &str, stuck: &str, disagree: &str, failed: &str, run: &str, runs: &str| {
-            let mut w = format!("{lost} {} · {dup} {} · {stuck} {}", self.lost, self.duplicate, self.stuck);
-            if self.disagreement > 0 {
-                w.push_str(&format!(" · {disagree} {}", self.disagreement));
+        // The words of one language: lost, dup, stuck, disagreement, failed, run, runs,
+        // unknown, first.
+        let side = |hit: &str, [lost, dup, stuck, disagree, failed, run, runs, unknown, first]: [&str; 9]| {
+            let mut parts = Vec::new();
+            if self.runs > 0 {
+                let mut w = format!("{lost} {} · {dup} {} · {stuck} {}", self.lost, self.duplicate, self.stuck);
+                if self.disagreement > 0 {
+                    w.push_str(&format!(" · {disagree} {}", self.disagreement));
+                }
+                if self.failed > 0 {
+                    w.push_str(&format!(" · {failed} {}", self.failed));
+                }
+                parts.push(format!("{w} ({} {})", self.runs, if self.runs == 1 { run } else { runs }));
             }
-            if self.failed > 0 {
-                w.push_str(&format!(" · {failed} {}", self.failed));
+            if self.unknown > 0 {
+                let why = self.why_unknown.as_deref().map(|w| format!(" ({first}: {w})")).unwrap_or_default();
+                parts.push(format!("{} {unknown}{why}", self.unknown));
             }
             let prefix = if hit.is_empty() { String::new() } else { format!("{hit}: ") };
-            format!("{prefix}{w} ({} {})", self.runs, if self.runs == 1 { run } else { runs })
+            format!("{prefix}{}", parts.join(" · "))
         };
-        let unknown = |unknown: &str, of: &str| match (self.unknown, &self.why_unknown) {
-            (0, _) => String::new(),
-            (n, Some(why)) => format!(" · {n} {unknown} ({of}: {why})"),
-            (n, None) => format!(" · {n} {unknown}"),
-        };
-        if self.runs == 0 {
-            let all = |hit: &str, unknown: &str, of: &str| {
-                let prefix = if hit.is_empty() { String::new() } else { format!("{hit}: ") };
-                let why = self.why_unknown.as_deref().map(|w| format!(" ({of}: {w})")).unwrap_or_default();
-                format!("{prefix}{} {unknown}{why}", self.unknown)
-            };
-            return Words::new(all(&hit.en, "unknown", "first"), all(&hit.vi, "không rõ", "lần đầu"));
-        }
         Words::new(
-            side(&hit.en, "lost", "dup", "stuck", "disagreement", "failed", "run", "runs") + &unknown("unknown", "first"),
-            side(&hit.vi, "mất", "trùng", "kẹt", "lệch", "thất bại", "lần", "lần") + &unknown("không rõ", "lần đầu"),
+            side(&hit.en, ["lost", "dup", "stuck", "disagreement", "failed", "run", "runs", "unknown", "first"]),
+            side(&hit.vi, ["mất", "trùng", "kẹt", "lệch", "thất bại", "lần", "lần", "không rõ", "lần đầu"]),
         )
     }
 }

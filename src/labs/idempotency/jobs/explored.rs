@@ -143,7 +143,7 @@ pub(super) async fn run(
     let foreign = match &spec.worker {
         Some(w) => {
             let what = (stream, spec.partner.effect.as_str(), &spec.reaper);
-            Some(ForeignCrew::for_explorer(w, what, sink).await?)
+            Some(ForeignCrew::idle(w, what, sink).await?)
         }
         None => None,
     };

@@ -47,26 +47,16 @@ impl ForeignCrew {
         readers: u32,
         tx: &mpsc::UnboundedSender<RawEvent>,
     ) -> Result<ForeignCrew, Error> {
-        let http = HttpSink::start(sink).await?;
-        let mut crew = ForeignCrew {
-            spec: spec.clone(),
-            stream: stream.to_string(),
-            effect: effect.to_string(),
-            reaper: reaper.clone(),
-            http,
-            workers: Vec::new(),
-            last_reader: 0,
-            claimers: 0,
-        };
+        let mut crew = ForeignCrew::idle(spec, (stream, effect, reaper), sink).await?;
         for _ in 0..readers {
             crew.start_reader(ctx, tx, true).await?;
         }
         Ok(crew)
     }
 
-    /// The crew of a stepped run: the HTTP sink, no process yet ([`ForeignCrew::start_gated`]
-    /// starts each as the explorer's run wants it).
-    pub async fn for_explorer(
+    /// The crew with its HTTP sink and no process yet: a sampled run starts its readers at
+    /// once, a stepped one each as the explorer's run wants it ([`ForeignCrew::start_gated`]).
+    pub async fn idle(
         spec: &WorkerCommand,
         (stream, effect, reaper): (&str, &str, &ReaperSpec),
         sink: SinkConfig,

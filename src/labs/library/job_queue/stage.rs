@@ -138,12 +138,12 @@ impl Stage {
         self.workers.lock().unwrap().insert(n, (signaller, tap));
     }
 
-    /// The first step not done yet of these: true once, to whoever asks first.
     /// Has worker `W<n>`'s handler started a job? (It fetched: it is past its first wait.)
     pub fn at_work(&self, n: u32) -> bool {
         self.done.lock().unwrap().contains(&format!("at-work:{n}"))
     }
 
+    /// The first step not done yet of these: true once, to whoever asks first.
     fn first_time(&self, step: String) -> bool {
         self.done.lock().unwrap().insert(step)
     }

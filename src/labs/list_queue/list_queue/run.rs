@@ -208,15 +208,17 @@ impl Crew {
             }
             None => w.ready(&mut ctx.redis, &client_name, ClientState::Blocked, worker).await,
         };
-        while self.workers.len() < index as usize - 1 {
+        self.place(index, CrewMember::Foreign(w));
+        ready
+    }
+
+    /// Put worker `index` (1-based) in its slot, the slots before it kept (empty where a
+    /// worker is registered and not started yet).
+    pub(super) fn place(&mut self, index: u32, member: CrewMember) {
+        while self.workers.len() < index as usize {
             self.workers.push(None);
         }
-        let slot = Some(CrewMember::Foreign(w));
-        match self.workers.get_mut(index as usize - 1) {
-            Some(place) => *place = slot,
-            None => self.workers.push(slot),
-        }
-        ready
+        self.workers[index as usize - 1] = Some(member);
     }
 
     /// SIGKILL worker `index` mid-job, as the plan says; its timeline says so first.

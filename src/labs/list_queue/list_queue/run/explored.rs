@@ -139,10 +139,7 @@ impl Workers<'_> {
         cfg.sink.pg_config = urls.pg_url.clone();
         let process = ctx.spawn(&RoleConfig::of(&cfg), crew.tx.clone())?;
         self.control.watch_exit(Actor::Worker(index), process.exit_check());
-        while crew.workers.len() < index as usize {
-            crew.workers.push(None);
-        }
-        crew.workers[index as usize - 1] = Some(CrewMember::Own(process));
+        crew.place(index, CrewMember::Own(process));
         Ok(())
     }
 }

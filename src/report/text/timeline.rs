@@ -73,8 +73,11 @@ fn story_lines(lines: &[(&crate::timeline::Event, String)]) -> Vec<bool> {
         lines.iter().map(|(e, _)| !matches!(e.kind, ServerCommand { .. }) && !connection(e)).collect();
     for (i, (e, _)) in lines.iter().enumerate() {
         let at_command = match e.kind.family::<crate::fault::FaultEvent>() {
+            // At a reply the command it hit is the process's last recorded one; at a send the
+            // command never got a reply, so the last recorded one is another (on another of its
+            // connections, whichever answered last): not shown.
             Some(crate::fault::FaultEvent::FaultFired { fault, .. }) => {
-                matches!(fault.trigger, crate::fault::Trigger::Command { .. })
+                matches!(fault.trigger, crate::fault::Trigger::Command { moment: crate::fault::Moment::Reply, .. })
             }
             _ => false,
         };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Explore the stream, jobs and list labs' variants (ordlab's own workers and workers from a command line) that `ordlab explore` can step, into results/explore/.
+# Explore the stream, jobs, list and priority labs' variants (ordlab's own workers and workers from a command line) that `ordlab explore` can step, into results/explore/.
 # Usage: scripts/explore-all.sh ORDLAB [LAB…]   (default: every lab below)
 set -euo pipefail
 ordlab=$1; shift
@@ -25,6 +25,8 @@ pairs=(
   foreign-jobs:python-wrapper-refused foreign-jobs:ordlab-multistep-refused foreign-jobs:python-multistep-refused
   foreign-jobs:ordlab-multistep-crash foreign-jobs:python-multistep-crash foreign-jobs:python-multistep-crash-seed-db
   foreign-jobs:python-multistep-refused-seed-db foreign-jobs:python-multistep-crash-literal-cursor
+  priority-strict:seed-strict priority-strict:one-call priority-strict:probe-then-block
+  priority-weighted:seed-weighted priority-weighted:fixed-weighted priority-weighted:cost-skewed
 )
 # Explored with at most one preemption (every schedule that switches away from a dispatcher
 # that could go on at most once): two dispatchers' ~20 statements each over 7 rows have far

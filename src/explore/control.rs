@@ -972,8 +972,12 @@ impl Control {
         blocked.sort_by_key(|(a, _)| **a);
         blocked.into_iter().find_map(|(actor, step)| {
             let stream = super::timer::blocks_with_timeout(&step.args, &step.keys)?;
+            let code = super::schedule::code(*actor);
+            if !timers.polling_streams.is_empty() && !book.timers.may_time_out(&code, &step.args) {
+                return None; // round its loop once since the last change: it waits for work
+            }
             let client_name = shared.actors.get(actor)?.client_name.clone();
-            Some(Timer::Unblock { actor: super::schedule::code(*actor), client_name, stream })
+            Some(Timer::Unblock { actor: code, client_name, stream, polling: timers.polling_streams.clone() })
         })
     }
 
@@ -1001,7 +1005,13 @@ impl Control {
         redis: &mut MultiplexedConnection,
     ) -> Result<(String, Footprint, String), Error> {
         let timer = book.timer.take().expect("a timer was offered");
-        book.timers.fired(&timer);
+        let ended = match &timer {
+            Timer::Unblock { actor, .. } => {
+                book.blocked.iter().find(|(a, _)| super::schedule::code(**a) == *actor).map(|(_, s)| s.args.clone())
+            }
+            _ => None,
+        };
+        book.timers.fired(&timer, ended.as_deref());
         let timers = self.shared().timers.clone();
         let words = timer.words(timers.idle_group.as_deref().unwrap_or_default());
         let (sent, reply) = super::timer::fire(&timer, &timers, redis)

@@ -58,6 +58,13 @@ pub struct Timers {
     /// Delayed retries in this sorted set (member: the payload, score: its due time on the
     /// server's clock) can come due, as a lease runs out: the same step on another set.
     pub due: Option<String>,
+    /// Streams a process polls in turn, blocking on each with a timeout (a priority worker's
+    /// loop: `XREADGROUP critical … BLOCK 100`, then normal, then low, round and round). Its
+    /// read's time runs out once per change: after an append, or any step but a read that
+    /// found nothing, the loop goes round at most once (a read it already timed out of since
+    /// then waits for work), or the schedule would never end. Every append to these streams
+    /// is such a change, so each of these timeouts depends on every append.
+    pub polling_streams: Vec<String>,
     /// The run's key prefix, which the processes' commands carry on the server but not in
     /// what the explorer sees of them.
     pub key_prefix: String,
@@ -78,7 +85,13 @@ pub enum Timer {
     Idle { stream: String, ordinal: String, id: String, owner: String },
     /// Process `actor` (connections named `client_name`), blocked reading `stream` with a
     /// timeout, has waited long enough: its read returns nothing.
-    Unblock { actor: String, client_name: String, stream: String },
+    Unblock {
+        actor: String,
+        client_name: String,
+        stream: String,
+        /// The streams whose appends let it run out again ([`Timers::polling_streams`]).
+        polling: Vec<String>,
+    },
     /// The lease of `member` in sorted set `key` runs out (or a delayed retry comes due): its
     /// deadline becomes 0, so a reaper's (a scheduler's) `ZRANGEBYSCORE key -inf <now>` finds it.
     Lease { key: String, member: String },
@@ -118,8 +131,10 @@ impl Timer {
                 (vec![], vec![format!("r:{stream}#pending#{ordinal}"), format!("r:{stream}#idle")])
             }
             // It ends a read that an entry appended first would have answered.
-            Timer::Unblock { actor, stream, .. } => {
-                (vec![format!("r:{stream}#entries")], vec![format!("r:{stream}#blocked#{actor}")])
+            Timer::Unblock { actor, stream, polling, .. } => {
+                let mut reads = vec![format!("r:{stream}#entries")];
+                reads.extend(polling.iter().filter(|s| *s != stream).map(|s| format!("r:{s}#entries")));
+                (reads, vec![format!("r:{stream}#blocked#{actor}")])
             }
             Timer::Lease { key, member } => (vec![], vec![format!("r:{key}#m:{member}")]),
         };
@@ -139,6 +154,9 @@ pub struct TimerQueue {
     /// Entries appended, and those ever handed to a process (a `>` read never takes them again).
     appended: Vec<(String, String)>,
     handed: std::collections::BTreeSet<(String, String)>,
+    /// Reads a polling loop's process timed out of since the last change (see
+    /// [`Timers::polling_streams`]): (actor's code, the read's words).
+    timed_out: Vec<(String, Vec<String>)>,
     /// Who each delivered entry was handed to (the consumer named in the read), and whether
     /// that consumer has asked for more work since.
     owners: std::collections::BTreeMap<(String, String), (String, bool)>,
@@ -149,6 +167,10 @@ impl TimerQueue {
     /// `reply` numbered.
     pub fn observe(&mut self, args: &[String], keys: &[String], reply: &str) {
         let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+        let found_nothing = name == "XREADGROUP" && (reply == "(nil)" || reply == "[]");
+        if !found_nothing {
+            self.timed_out.clear();
+        }
         match name.as_str() {
             "XADD" if footprint::is_ordinal(reply) => {
                 if let Some(stream) = keys.first() {
@@ -202,11 +224,24 @@ impl TimerQueue {
         self.owners.get(&(stream.to_string(), ordinal.to_string())).is_some_and(|(_, left)| *left)
     }
 
-    /// `timer` ran: an entry it made idle waits for a claim.
-    pub fn fired(&mut self, timer: &Timer) {
-        if let Timer::Idle { stream, ordinal, .. } = timer {
-            self.idle.push((stream.clone(), ordinal.clone()));
+    /// `timer` ran: an entry it made idle waits for a claim. `blocked` is the read it ended,
+    /// if it ended one.
+    pub fn fired(&mut self, timer: &Timer, blocked: Option<&[String]>) {
+        match timer {
+            Timer::Idle { stream, ordinal, .. } => self.idle.push((stream.clone(), ordinal.clone())),
+            Timer::Unblock { actor, polling, .. } if !polling.is_empty() => {
+                if let Some(read) = blocked {
+                    self.timed_out.push((actor.clone(), read.to_vec()));
+                }
+            }
+            _ => {}
         }
+    }
+
+    /// May `actor`'s blocked `read` run out of time now? Not if it already did since the last
+    /// change ([`Timers::polling_streams`]).
+    pub fn may_time_out(&self, actor: &str, read: &[String]) -> bool {
+        !self.timed_out.iter().any(|(a, r)| a == actor && r == read)
     }
 
     /// What an `XAUTOCLAIM` on `stream` may do before it runs: under the explorer it can take
@@ -368,20 +403,70 @@ mod tests {
     }
 
     #[test]
+    fn a_polling_loop_s_read_runs_out_once_per_change_and_races_every_append() {
+        let read =
+            |stream: &str| s(&["XREADGROUP", "GROUP", "g", "C1", "COUNT", "10", "BLOCK", "9", "STREAMS", stream, ">"]);
+        let polling = s(&["critical", "normal", "low"]);
+        let t = |stream: &str| Timer::Unblock {
+            actor: "C1".into(),
+            client_name: "ordlab-x-C1".into(),
+            stream: stream.into(),
+            polling: polling.clone(),
+        };
+        let mut q = TimerQueue::default();
+        // Round the loop once: critical, normal and low each run out.
+        for stream in ["critical", "normal", "low"] {
+            assert!(q.may_time_out("C1", &read(stream)));
+            q.fired(&t(stream), Some(&read(stream)));
+            q.observe(&read(stream), &s(&[stream]), "(nil)");
+        }
+        // Back at critical with nothing new: it waits for work.
+        assert!(!q.may_time_out("C1", &read("critical")));
+        assert!(q.may_time_out("C2", &read("critical")), "another process's read is its own");
+        // An append anywhere is a change: the loop may go round again.
+        q.observe(&s(&["XADD", "low", "*", "job", "l-1"]), &s(&["low"]), "e1");
+        assert!(q.may_time_out("C1", &read("critical")));
+        // So is a read that found something, and the acknowledgement after it.
+        q.fired(&t("critical"), Some(&read("critical")));
+        q.observe(&read("low"), &s(&["low"]), "[[low, [[e1, [job, l-1]]]]]");
+        assert!(q.may_time_out("C1", &read("critical")));
+        // Every append races the timeout (the loop goes round again after it).
+        let xadd = footprint::redis(&s(&["XADD", "critical", "*"]), &s(&["critical"]));
+        assert!(t("low").footprint().conflicts(&xadd));
+        let plain = Timer::Unblock {
+            actor: "C1".into(),
+            client_name: "ordlab-x-C1".into(),
+            stream: "low".into(),
+            polling: vec![],
+        };
+        assert!(!plain.footprint().conflicts(&xadd), "a reorder buffer's gap timeout waits on its own stream only");
+    }
+
+    #[test]
     fn a_read_blocked_with_a_timeout_is_a_timer_that_an_append_races() {
         let read =
             |block: &str| s(&["XREADGROUP", "GROUP", "g", "C1", "COUNT", "1", "BLOCK", block, "STREAMS", "o", ">"]);
         assert_eq!(blocks_with_timeout(&read("10000000000"), &s(&["o"])), Some("o".into()));
         assert_eq!(blocks_with_timeout(&read("0"), &s(&["o"])), None, "BLOCK 0 waits for ever: no timer");
         assert_eq!(blocks_with_timeout(&s(&["XREADGROUP", "GROUP", "g", "C1", "STREAMS", "o", ">"]), &s(&["o"])), None);
-        let t = Timer::Unblock { actor: "C1".into(), client_name: "ordlab-x-C1".into(), stream: "o".into() };
+        let t = Timer::Unblock {
+            actor: "C1".into(),
+            client_name: "ordlab-x-C1".into(),
+            stream: "o".into(),
+            polling: vec![],
+        };
         assert_eq!(t.words("g"), s(&["CLIENT", "UNBLOCK", "C1", "TIMEOUT"]));
         let xadd = footprint::redis(&s(&["XADD", "o", "*", "type", "created"]), &s(&["o"]));
         let other = footprint::redis(&s(&["XADD", "p", "*", "type", "created"]), &s(&["p"]));
         let ack = footprint::redis(&s(&["XACK", "o", "g", "e1"]), &s(&["o"]));
         assert!(t.footprint().conflicts(&xadd), "an entry appended first answers the read instead");
         assert!(!t.footprint().conflicts(&other) && !t.footprint().conflicts(&ack));
-        let t2 = Timer::Unblock { actor: "C2".into(), client_name: "ordlab-x-C2".into(), stream: "o".into() };
+        let t2 = Timer::Unblock {
+            actor: "C2".into(),
+            client_name: "ordlab-x-C2".into(),
+            stream: "o".into(),
+            polling: vec![],
+        };
         assert!(!t.footprint().conflicts(&t2.footprint()), "two processes' timeouts commute");
     }
 
@@ -398,7 +483,7 @@ mod tests {
         let idle =
             |o: &str| Timer::Idle { stream: "o".into(), ordinal: o.into(), id: "1-0".into(), owner: "C1".into() };
         assert!(q.claim_footprint("o").writes.is_empty(), "nothing idle: a poll only reads");
-        q.fired(&idle("e2"));
+        q.fired(&idle("e2"), None);
         let claim = q.claim_footprint("o");
         assert!(claim.conflicts(&idle("e2").footprint()) && claim.conflicts(&idle("e1").footprint()));
         let ack_e1 = footprint::redis(&s(&["XACK", "o", "g", "e1"]), &s(&["o"]));

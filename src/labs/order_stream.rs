@@ -634,6 +634,7 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
         block_timeout,
         leases: None,
         due: None,
+        polling_streams: Vec::new(),
         key_prefix,
     }
 }

@@ -2,6 +2,7 @@
 //! sorted set popped by score. Runs go through phases that each ask one question of the loop.
 
 mod job_run;
+pub mod order_claims;
 #[allow(clippy::module_inception)] // the family's kind of the same name
 pub mod priority;
 mod seed_claims;

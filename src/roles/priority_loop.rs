@@ -17,7 +17,7 @@
 //! ```
 
 use crate::error::{Context, Error};
-use crate::fault::TimeScale;
+use crate::fault::{TimeScale, NEVER_BY_THE_CLOCK_MS};
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamId, StreamReadReply};
 use serde::{Deserialize, Serialize};
@@ -140,6 +140,18 @@ impl LoopSpec {
         Ok(())
     }
 
+    /// The most entries one of its reads asks of a stream (its COUNT, or its largest weight).
+    pub fn largest_count(&self) -> u32 {
+        match self {
+            LoopSpec::SeedStrict { count, .. }
+            | LoopSpec::OneCall { count, .. }
+            | LoopSpec::ProbeThenBlock { count, .. } => *count,
+            LoopSpec::SeedWeighted { weights, .. } | LoopSpec::FixedWeighted { weights, .. } => {
+                weights.iter().copied().max().unwrap_or(1)
+            }
+        }
+    }
+
     /// Does the loop block on one stream at a time, so an arrival elsewhere waits?
     pub fn blocks_per_stream(&self) -> bool {
         matches!(self, LoopSpec::SeedStrict { .. } | LoopSpec::SeedWeighted { .. })
@@ -174,6 +186,15 @@ impl Block {
             Block::Forever => Some(0),
             Block::Ms(ms) if ms <= 0.0 => Some(0),
             Block::Ms(ms) => Some((ms * scale.0).ceil().max(1.0) as u64),
+        }
+    }
+
+    /// The BLOCK argument under the explorer: a wait with a time limit lasts until a timer
+    /// step ends it ([`NEVER_BY_THE_CLOCK_MS`]); the others as at any scale.
+    pub fn arg_explored(self) -> Option<u64> {
+        match self {
+            Block::Ms(ms) if ms > 0.0 => Some(NEVER_BY_THE_CLOCK_MS),
+            other => other.arg(TimeScale(1.0)),
         }
     }
 
@@ -292,11 +313,11 @@ pub async fn read(
     consumer: &str,
     streams: &[String],
     read: &Read,
-    scale: TimeScale,
+    block: Option<u64>,
 ) -> Result<Vec<(usize, StreamId)>, Error> {
     let mut cmd = redis::cmd("XREADGROUP");
     cmd.arg("GROUP").arg(group).arg(consumer).arg("COUNT").arg(read.count);
-    if let Some(ms) = read.block.arg(scale) {
+    if let Some(ms) = block {
         cmd.arg("BLOCK").arg(ms);
     }
     cmd.arg("STREAMS");

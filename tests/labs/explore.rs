@@ -595,6 +595,44 @@ async fn a_delayed_retry_comes_due_as_a_timer_step() {
     services.stop().await;
 }
 
+/// priority-strict: the seed's loop blocks on one stream at a time, its BLOCKs run out as timer
+/// steps (`N CLIENT UNBLOCK C1 TIMEOUT`), going round the loop once per change. The critical
+/// arrival lands at every point of C1's loop: where C1 is blocked on normal or on low, it waits
+/// until that read runs out (4 of 14 classes; one of them the seed's BLOCK 5000 on low). The
+/// corrected loop blocks on all three streams at once: the arrival wakes it, never wrong. The
+/// one-call loop's first read returns 10 critical jobs and 10 low ones beside each other:
+/// low is taken while the critical job it left waits, in every class.
+#[tokio::test]
+async fn a_priority_loop_s_block_times_run_out_as_timer_steps() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let seed = explore_on(&services, "priority-strict", Some("seed-strict"), exhaustive()).await;
+    let text = ordlab::exploration::render(&seed, ordlab::lang::Lang::En);
+    assert_eq!(counts(&seed), (14, 4, 0), "{text}");
+    assert_eq!(seed.runs, 14, "one run per class: {text}");
+    let reasons: Vec<&str> = seed.wrong().flat_map(|c| c.reasons.iter().map(|r| r.as_str())).collect();
+    let normal = "critical c-0012 waited until `XREADGROUP normal COUNT 10 BLOCK 100` ran out of time (a read that does not cover critical)";
+    assert_eq!(reasons.iter().filter(|r| **r == normal).count(), 3, "{text}");
+    let low = "critical c-0012 waited until `XREADGROUP low COUNT 10 BLOCK 5000` ran out of time (a read that does not cover critical)";
+    assert_eq!(reasons.iter().filter(|r| **r == low).count(), 1, "{text}");
+    for c in seed.wrong() {
+        assert!(c.steps.iter().any(|s| s == "N CLIENT UNBLOCK C1 TIMEOUT → 1"), "{:?}", c.steps);
+    }
+    let fixed = explore_on(&services, "priority-strict", Some("probe-then-block"), exhaustive()).await;
+    let text = ordlab::exploration::render(&fixed, ordlab::lang::Lang::En);
+    assert_eq!(counts(&fixed), (7, 0, 0), "{text}");
+    let one_call = explore_on(&services, "priority-strict", Some("one-call"), exhaustive()).await;
+    let text = ordlab::exploration::render(&one_call, ordlab::lang::Lang::En);
+    assert_eq!(counts(&one_call), (6, 6, 0), "{text}");
+    assert!(
+        one_call
+            .classes
+            .iter()
+            .all(|c| c.reasons.iter().any(|r| r.starts_with("not strict: l-0001 taken while c-0011 waited"))),
+        "{text}"
+    );
+    services.stop().await;
+}
+
 /// idempotency lease: the lease key's TTL (400 ms, shorter than the claimer's 500 ms min-idle)
 /// runs out as a timer step (`N PEXPIRE lease:job-1 0`), once every process waits for work:
 /// before the claimer's retry, never during a job, as in the sampled lab. The 42 classes are

@@ -72,7 +72,7 @@ async fn poll(w: &mut Worker, reader: &mut MultiplexedConnection) -> Result<(), 
     let consumer = w.cfg.actor.to_string();
     loop {
         let read = planner.next();
-        let got = priority_loop::read(reader, &w.cfg.group, &consumer, &w.cfg.streams, &read, w.cfg.env.scale).await?;
+        let got = priority_loop::read(reader, &w.cfg.group, &consumer, &w.cfg.streams, &read, read.block.arg(w.cfg.env.scale)).await?;
         planner.got(&priority_loop::per_stream(&got, w.cfg.streams.len()));
         for (i, entry) in got {
             w.handle(i, &entry, 1).await?;

@@ -15,6 +15,7 @@
 //! worker's last step, so a snapshot's order of events is the lab's, not the scheduler's.
 //! Every figure is read from the timeline ([`crate::labs::priority::served`]).
 
+mod explored;
 pub mod seed_lines;
 
 use crate::chart::{Axis, Chart, Mark, MarkAxis, Scale, Series, Style, Unmeasured};
@@ -112,6 +113,9 @@ pub struct PriorityObserved {
     pub done: u32,
     /// Entries delivered and never acknowledged (XPENDING over the three streams).
     pub pending_after_run: i64,
+    /// Stepped by the explorer: the claims judged are about order, not time.
+    #[serde(default)]
+    pub explored: bool,
 }
 
 impl PrioritySpec {
@@ -161,7 +165,7 @@ impl PrioritySpec {
         Ok(C1::Foreign(w))
     }
 
-    fn worker_config(&self, ctx: &RunContext<'_>, streams: &[String]) -> PriorityWorkerConfig {
+    pub(super) fn worker_config(&self, ctx: &RunContext<'_>, streams: &[String]) -> PriorityWorkerConfig {
         PriorityWorkerConfig {
             env: ctx.role_env(1),
             index: 1,
@@ -170,6 +174,7 @@ impl PrioritySpec {
             group: GROUP.to_string(),
             worker_loop: self.worker_loop.clone(),
             cost_ms: self.cost_ms.array(),
+            explored: ctx.control.is_some(),
         }
     }
 
@@ -449,12 +454,27 @@ impl LabProcedure for PrioritySpec {
         Ok(())
     }
 
+    /// ordlab's own worker is stepped ([`super::explored`]); a worker from a command line
+    /// scales its own BLOCKs by `ORDLAB_TIME_SCALE`, so under the explorer they would run out
+    /// by the clock in a millisecond, not as timer steps.
+    fn explorable(&self) -> Result<(), String> {
+        match &self.worker {
+            Some(_) => Err("a worker from a command line sets its own BLOCK times (scaled by ORDLAB_TIME_SCALE): they would run out by the clock, not as the explorer's timer steps".into()),
+            None => Ok(()),
+        }
+    }
+
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<PriorityObserved>, Error> {
         let prefix = ctx.key_prefix();
         let names: Vec<String> = Priority::ALL.iter().map(|p| format!("{prefix}{p}")).collect();
         let mut conn = ctx.redis.clone();
         for s in &names {
             streams::create_group(&mut conn, s, GROUP).await?;
+        }
+        if let Some(control) = ctx.control {
+            let t0_ns = crate::clock::now_ns();
+            let (raw, finished) = explored::run(self, ctx, control, &names).await?;
+            return self.outcome(ctx, &names, t0_ns, raw, !finished, true).await;
         }
         let mut run = JobRun::new(tokio::time::Instant::now() + self.bound(ctx.scale));
         if let Some(p) = self.patience_ms {
@@ -484,8 +504,24 @@ impl LabProcedure for PrioritySpec {
         let died = d.run.stopped() == Some(crate::labs::priority::job_run::Stopped::Died);
         let raw = d.run.finish();
         let finished = finished?;
+        self.outcome(ctx, &names, t0_ns, raw, !finished && !died, false).await
+    }
+}
+
+impl PrioritySpec {
+    /// A run's outcome from its events and the streams' pending entries (the run's keys are
+    /// then deleted).
+    async fn outcome(
+        &self,
+        ctx: &mut RunContext<'_>,
+        names: &[String],
+        t0_ns: u64,
+        raw: Vec<RawEvent>,
+        timed_out: bool,
+        explored: bool,
+    ) -> Result<RunOutcome<PriorityObserved>, Error> {
         let mut pending = 0;
-        for s in &names {
+        for s in names {
             pending += streams::pending_count(&mut ctx.redis, s, GROUP).await?;
         }
         ctx.delete_run_keys().await?;
@@ -495,8 +531,35 @@ impl LabProcedure for PrioritySpec {
             queued: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobQueued { .. }))),
             done: count(|k| matches!(k.family::<PriorityEvent>(), Some(PriorityEvent::JobDone { .. }))),
             pending_after_run: pending,
+            explored,
         };
-        Ok(RunOutcome { t0_ns, raw, timed_out: !finished && !died, observed })
+        Ok(RunOutcome { t0_ns, raw, timed_out, observed })
+    }
+
+    /// The jobs of an explored run: the backlog (queued before the worker starts, named as a
+    /// sampled run names them) and the one critical job that arrives while the worker runs.
+    /// The backlog is cut to one job more than the loop's largest COUNT per priority: enough
+    /// for a read to leave a job behind; more only repeats the same rounds of reads, each
+    /// hundreds of steps longer.
+    pub(super) fn explored_jobs(&self) -> (Vec<QueuedJob>, QueuedJob) {
+        let most = self.worker_loop.largest_count() + 1;
+        let backlog = self.backlog.map(|b| b.array()).unwrap_or([0; 3]).map(|n| n.min(most));
+        let job = |p: Priority, n: u32, phase: Phase, traced: bool| QueuedJob {
+            job: format!("{}-{n:04}", &p.name()[..1]),
+            priority: p,
+            phase,
+            traced,
+            queued_ns: 0,
+        };
+        let queued = Priority::ALL
+            .iter()
+            .flat_map(|p| {
+                let n = backlog[p.index()];
+                (1..=n).map(move |i| job(*p, i, Phase::Backlog, i == 1 || i == n))
+            })
+            .collect();
+        let arrival = job(Priority::Critical, backlog[0] + 1, Phase::Probe, true);
+        (queued, arrival)
     }
 }
 
@@ -509,6 +572,14 @@ impl Judge for PrioritySpec {
     }
 
     fn judge(&self, run: &RunView<'_, PriorityObserved>) -> RunVerdict {
+        if run.observed.explored {
+            let all_done = self.final_state(run.observed).iter().all(|i| !i.is_wrong());
+            let mut v = health(run.events, run.timed_out).and(super::order_claims::judge(&self.claims, run.events));
+            if !all_done {
+                v.add(crate::checker::Verdict::Wrong, "a job was never done".to_string());
+            }
+            return v;
+        }
         let m = priority::measure(run.events);
         health(run.events, run.timed_out).and(priority::judge(&self.claims, &m, run.observed.scale))
     }
@@ -548,7 +619,11 @@ impl Judge for PrioritySpec {
         out
     }
 
+    /// An explored run measured no time (its waits are the harness's steps): no facts.
     fn facts(&self, run: &RunView<'_, PriorityObserved>) -> PriorityFacts {
+        if run.observed.explored {
+            return PriorityFacts::default();
+        }
         let [c, n, l] = self.cost_ms.array();
         measure_facts(&priority::measure(run.events), &self.claims, c != n || n != l)
     }
@@ -629,8 +704,9 @@ impl Present for PrioritySpec {
     }
 
     fn notes(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> RunNotes {
-        let cycle: Vec<String> =
-            idle_cycle(&self.worker_loop).iter().map(|r| describe(r, TimeScale(run.observed.scale))).collect();
+        // Explored, a read shows the scenario's BLOCK (a timer step ends it).
+        let scale = if run.observed.explored { 1.0 } else { run.observed.scale };
+        let cycle: Vec<String> = idle_cycle(&self.worker_loop).iter().map(|r| describe(r, TimeScale(scale))).collect();
         let heading = Line::text(format!("{}: {}", pick(lang, "C1 while idle", "C1 khi rảnh"), cycle.join(" → ")));
         let [c, n, l] = self.cost_ms.array();
         let mut after = phase_lines(run.events, c != n || n != l, lang);
@@ -656,18 +732,24 @@ impl Present for PrioritySpec {
     }
 
     fn table_row(&self, run: &RunView<'_, PriorityObserved>, lang: Lang) -> Option<Vec<(String, Line)>> {
+        if run.observed.explored {
+            return None;
+        }
         Some(table_cells(&priority::measure(run.events), lang))
     }
 
     /// What the seed says about this loop, and what the runs measured.
     fn per_run_lines(&self, runs: &[RunView<'_, PriorityObserved>], lang: Lang) -> Vec<Line> {
+        if runs.iter().any(|r| r.observed.explored) {
+            return Vec::new(); // the seed's figures are times; an explored run has none
+        }
         seed_lines::lines(self, &seed_lines::measures_of(runs), lang)
     }
 
     /// Run 1's service over time: jobs served so far per priority, and for a weighted claim
     /// jobs served per 100 ms.
     fn charts(&self, runs: &[RunView<'_, PriorityObserved>]) -> Vec<Chart> {
-        let Some(first) = runs.first() else { return Vec::new() };
+        let Some(first) = runs.first().filter(|r| !r.observed.explored) else { return Vec::new() };
         let mut out = vec![served_chart(first.events)];
         if self.claims.ratio.is_some() {
             out.push(rate_chart(first.events, 100.0 * first.observed.scale));
@@ -677,6 +759,9 @@ impl Present for PrioritySpec {
 
     /// How long critical and low jobs waited under each variant's loop (min–max over runs).
     fn compare(variants: &[VariantRuns<'_, Self>]) -> Vec<Chart> {
+        if variants.iter().any(|v| v.runs.iter().any(|r| r.observed.explored)) {
+            return Vec::new(); // an explored run's waits are the harness's steps, not time
+        }
         vec![waits_chart(variants)]
     }
 }
@@ -1303,7 +1388,7 @@ mod tests {
         let spec: PrioritySpec =
             toml::from_str("loop = { kind = \"seed-strict\" }\ncost_ms = { critical = 2 }").unwrap();
         let events = small_run();
-        let observed = PriorityObserved { scale: 1.0, queued: 4, done: 4, pending_after_run: 0 };
+        let observed = PriorityObserved { scale: 1.0, queued: 4, done: 4, pending_after_run: 0, explored: false };
         let view = || RunView { run: 1, events: &events, timed_out: false, observed: &observed };
         let title = Words::same("t");
         let variants = [

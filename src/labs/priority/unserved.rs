@@ -271,7 +271,7 @@ mod outputs {
 
     #[test]
     fn a_probe_never_served_is_said_so_everywhere_and_never_given_a_number() {
-        let (spec, observed) = (spec(), PriorityObserved { scale: 1.0, queued: 2, done: 1, pending_after_run: 0 });
+        let (spec, observed) = (spec(), PriorityObserved { scale: 1.0, queued: 2, done: 1, pending_after_run: 0, explored: false });
         let never = probe_run(false);
         let view = RunView { run: 1, events: &never, timed_out: false, observed: &observed };
         // The verdict: wrong (it waited 5053 ms unserved, over the claim's 250), and why.
@@ -315,7 +315,7 @@ mod outputs {
     fn the_verdict_rests_on_the_probe_never_served_and_the_death() {
         use crate::checker::evidence::Why;
         let events = probe_run(false);
-        let observed = PriorityObserved { scale: 1.0, queued: 2, done: 1, pending_after_run: 0 };
+        let observed = PriorityObserved { scale: 1.0, queued: 2, done: 1, pending_after_run: 0, explored: false };
         let record = crate::labs::RunRecord {
             run: 1,
             events: events.clone(),
@@ -332,7 +332,7 @@ mod outputs {
 
     #[test]
     fn a_probe_served_late_keeps_its_measured_wait() {
-        let (spec, observed) = (spec(), PriorityObserved { scale: 1.0, queued: 2, done: 2, pending_after_run: 0 });
+        let (spec, observed) = (spec(), PriorityObserved { scale: 1.0, queued: 2, done: 2, pending_after_run: 0, explored: false });
         let late = probe_run(true);
         let view = RunView { run: 1, events: &late, timed_out: false, observed: &observed };
         assert_eq!(spec.facts(&view).aligned_probe_wait_ms, Some(4990));

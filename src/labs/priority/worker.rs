@@ -32,6 +32,10 @@ pub struct PriorityWorkerConfig {
     pub worker_loop: LoopSpec,
     /// Handler work per priority in ms (critical, normal, low; before the time scale).
     pub cost_ms: [f64; 3],
+    /// Stepped by the explorer: a BLOCK with a time limit lasts until a timer step ends it,
+    /// and the timeline shows the scenario's figure.
+    #[serde(default)]
+    pub explored: bool,
 }
 
 impl PriorityWorkerConfig {
@@ -56,8 +60,13 @@ pub struct QueuedJob {
 impl QueuedJob {
     /// `XADD <stream> * job … priority … phase … traced … queued_ns …`.
     pub fn xadd(&self, stream: &str) -> redis::Cmd {
+        self.xadd_with_id(stream, "*")
+    }
+
+    /// The same with entry ID `id`.
+    pub fn xadd_with_id(&self, stream: &str, id: &str) -> redis::Cmd {
         let mut cmd = redis::cmd("XADD");
-        cmd.arg(stream).arg("*");
+        cmd.arg(stream).arg(id);
         cmd.arg("job").arg(&self.job).arg("priority").arg(self.priority.name()).arg("phase").arg(self.phase.as_str());
         cmd.arg("traced").arg(u8::from(self.traced)).arg("queued_ns").arg(self.queued_ns);
         cmd
@@ -104,13 +113,17 @@ pub async fn run(cfg: PriorityWorkerConfig) -> Result<(), Error> {
         let read = planner.next();
         let started = crate::clock::now_ns();
         let consumer = actor.to_string();
-        let entries = priority_loop::read(&mut conn, &cfg.group, &consumer, &cfg.streams, &read, cfg.env.scale).await?;
+        let (block, shown_at) = match cfg.explored {
+            true => (read.block.arg_explored(), crate::fault::TimeScale(1.0)),
+            false => (read.block.arg(cfg.env.scale), cfg.env.scale),
+        };
+        let entries = priority_loop::read(&mut conn, &cfg.group, &consumer, &cfg.streams, &read, block).await?;
         let waited_ms = (crate::clock::now_ns() - started) as f64 / 1e6;
         let per_stream = priority_loop::per_stream(&entries, cfg.streams.len());
         planner.got(&per_stream);
         let queues = read.streams.iter().map(|i| Priority::ALL[*i]).collect();
         let got = read.streams.iter().map(|i| per_stream[*i]).collect();
-        let (line, count) = (describe(&read, cfg.env.scale), read.count);
+        let (line, count) = (describe(&read, shown_at), read.count);
         StdoutSink.emit(actor, PriorityEvent::QueueRead { read: line, queues, count, got, waited_ms }.event());
         for (i, entry) in &entries {
             handle(&mut conn, &cfg, *i, entry).await?;

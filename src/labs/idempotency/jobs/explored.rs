@@ -185,6 +185,7 @@ pub(super) async fn run(
         block_timeout: false,
         leases: None,
         due: None,
+        polling_streams: Vec::new(),
         key_prefix: ctx.key_prefix(),
     });
     control.begin();

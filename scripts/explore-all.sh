@@ -27,6 +27,8 @@ pairs=(
   foreign-jobs:python-multistep-refused-seed-db foreign-jobs:python-multistep-crash-literal-cursor
   priority-strict:seed-strict priority-strict:one-call priority-strict:probe-then-block
   priority-weighted:seed-weighted priority-weighted:fixed-weighted priority-weighted:cost-skewed
+  foreign-priority:ordlab-strict foreign-priority:python-strict foreign-priority:ordlab-weighted
+  foreign-priority:python-weighted
 )
 # Explored with at most one preemption (every schedule that switches away from a dispatcher
 # that could go on at most once): two dispatchers' ~20 statements each over 7 rows have far

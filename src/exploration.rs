@@ -329,6 +329,10 @@ pub async fn explore(
     v: &Variant,
     opts: &ExploreOptions,
 ) -> Result<(Exploration, Option<crate::report::LabReport>), Error> {
+    if v.timer_race {
+        let why = "it races a clock of its own (a client's socket timeout), which is no step the explorer takes";
+        return Err(Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)));
+    }
     v.procedure.explorable().map_err(|why| Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)))?;
     let started = std::time::Instant::now();
     let mut runner = Runner::new(services, exe).await?;

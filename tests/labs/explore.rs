@@ -276,10 +276,14 @@ async fn pct_finds_a_wrong_schedule_of_a_lab_too_large_to_enumerate() {
 #[test]
 fn bad_explorations_are_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["explore", "priority-zset", "--variant", "ties"],
             "cannot be explored: this kind's processes are not stepped",
+        ),
+        (
+            &["explore", "foreign-priority", "--variant", "python-strict-seed-redis"],
+            "cannot be explored: it races a clock of its own (a client's socket timeout)",
         ),
         (
             &["explore", "list-retry", "--variant", "seed-poison-with-reaper"],
@@ -630,6 +634,26 @@ async fn a_priority_loop_s_block_times_run_out_as_timer_steps() {
             .all(|c| c.reasons.iter().any(|r| r.starts_with("not strict: l-0001 taken while c-0011 waited"))),
         "{text}"
     );
+    services.stop().await;
+}
+
+/// foreign-priority: the seed's strict loop in Python (redis-py) is stepped at the wire like
+/// ordlab's own worker: told a time scale that makes its BLOCKs last until a timer step, its
+/// reads and XACKs read as the family's events. Same classes, same wrong ones, same reasons.
+#[tokio::test]
+async fn a_priority_worker_from_a_command_line_is_stepped_and_agrees_with_ordlab_s_own() {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let own = explore_on(&services, "foreign-priority", Some("ordlab-strict"), exhaustive()).await;
+    let python = explore_on(&services, "foreign-priority", Some("python-strict"), exhaustive()).await;
+    let text = ordlab::exploration::render(&python, ordlab::lang::Lang::En);
+    assert_eq!(counts(&python), (14, 4, 0), "{text}");
+    assert_eq!(counts(&own), counts(&python), "{}", ordlab::exploration::render(&own, ordlab::lang::Lang::En));
+    let reasons = |x: &Exploration| {
+        let mut r: Vec<String> = x.wrong().flat_map(|c| c.reasons.clone()).collect();
+        r.sort();
+        r
+    };
+    assert_eq!(reasons(&own), reasons(&python), "{text}");
     services.stop().await;
 }
 

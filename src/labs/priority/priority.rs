@@ -121,7 +121,7 @@ pub struct PriorityObserved {
 impl PrioritySpec {
     /// What a worker from a command line is told (examples/README.md): the three streams,
     /// highest first, each job's work per priority, the time scale for its own BLOCKs.
-    fn worker_env(&self, ctx: &RunContext<'_>, streams: &[String]) -> WorkerEnv {
+    pub(super) fn worker_env(&self, ctx: &RunContext<'_>, streams: &[String]) -> WorkerEnv {
         let cost_ms =
             Priority::ALL.iter().map(|p| (p.name().to_string(), self.cost_ms.array()[p.index()] * ctx.scale.0));
         WorkerEnv {
@@ -454,14 +454,9 @@ impl LabProcedure for PrioritySpec {
         Ok(())
     }
 
-    /// ordlab's own worker is stepped ([`super::explored`]); a worker from a command line
-    /// scales its own BLOCKs by `ORDLAB_TIME_SCALE`, so under the explorer they would run out
-    /// by the clock in a millisecond, not as timer steps.
+    /// ordlab's own worker and one from a command line are stepped ([`explored`]).
     fn explorable(&self) -> Result<(), String> {
-        match &self.worker {
-            Some(_) => Err("a worker from a command line sets its own BLOCK times (scaled by ORDLAB_TIME_SCALE): they would run out by the clock, not as the explorer's timer steps".into()),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     async fn run(&self, ctx: &mut RunContext<'_>) -> Result<RunOutcome<PriorityObserved>, Error> {

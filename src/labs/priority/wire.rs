@@ -32,9 +32,17 @@ pub struct WireJobs {
     waiting: BTreeMap<Actor, VecDeque<Delivered>>,
     /// (stream's priority, entry ID) → (who started it, the job).
     started: HashMap<(Priority, String), (Actor, String)>,
+    /// The time scale the worker was told, where a read is shown at the scenario's figures
+    /// (under the explorer: its BLOCKs were stretched so that only timer steps end them).
+    told_scale: Option<f64>,
 }
 
 impl WireJobs {
+    /// Reads shown as the scenario writes them, the worker having been told `scale`.
+    pub fn shown_at_scale_1(told_scale: f64) -> WireJobs {
+        WireJobs { told_scale: Some(told_scale), ..WireJobs::default() }
+    }
+
     /// The family's events that `ev` (one recorded command of a worker) stands for, placed
     /// at its reply; none for anything else.
     pub fn translate(&mut self, ev: &RawEvent) -> Vec<RawEvent> {
@@ -48,7 +56,7 @@ impl WireJobs {
                 let delivered: Vec<Delivered> = entries.iter().filter_map(delivered).collect();
                 let got = read.streams.iter().map(|i| delivered.iter().filter(|d| d.priority.index() == *i).count());
                 let kind = PriorityEvent::QueueRead {
-                    read: describe(&read, crate::fault::TimeScale(1.0)),
+                    read: describe(&read, crate::fault::TimeScale(1.0 / self.told_scale.unwrap_or(1.0))),
                     queues: read.streams.iter().map(|i| Priority::ALL[*i]).collect(),
                     count: read.count,
                     got: got.map(|n| n as u32).collect(),

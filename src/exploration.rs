@@ -319,6 +319,17 @@ fn count_run(
     }
 }
 
+/// Can the explorer step variant `v`? Err: why not, in one line (its kind's reason, or a clock
+/// of its own that it races).
+pub fn steppable(v: &Variant) -> Result<(), String> {
+    if v.timer_race {
+        return Err(
+            "it races a clock of its own (a client's socket timeout), which is no step the explorer takes".into()
+        );
+    }
+    v.procedure.explorable()
+}
+
 /// Explore variant `v` of `lab` on `services` (started by the caller, kept for every run).
 /// Also returns, as an ordinary lab report with one run, the run of the shortest wrong class
 /// (or of the one replayed schedule): what the text report, the SVG and the lab book draw.
@@ -329,11 +340,7 @@ pub async fn explore(
     v: &Variant,
     opts: &ExploreOptions,
 ) -> Result<(Exploration, Option<crate::report::LabReport>), Error> {
-    if v.timer_race {
-        let why = "it races a clock of its own (a client's socket timeout), which is no step the explorer takes";
-        return Err(Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)));
-    }
-    v.procedure.explorable().map_err(|why| Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)))?;
+    steppable(v).map_err(|why| Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)))?;
     let started = std::time::Instant::now();
     let mut runner = Runner::new(services, exe).await?;
     let mut redis =

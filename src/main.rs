@@ -29,7 +29,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// List the built-in labs: id, title, source.
-    List,
+    List {
+        /// Instead, every lab variant and whether `ordlab explore` can step it, or why not
+        /// (one line each: `lab:variant<TAB>steppable` or `lab:variant<TAB>not steppable: …`).
+        #[arg(long)]
+        explorable: bool,
+    },
     /// Run labs (ids, scenario files, or `all`) and report the outcome.
     Run {
         /// Lab ids (`baseline`), paths to scenario files, or `all`.
@@ -442,10 +447,11 @@ fn run_role_process(reusable: bool) -> i32 {
 
 async fn execute(command: Command) -> anyhow::Result<i32> {
     match command {
-        Command::List => {
+        Command::List { explorable: false } => {
             print!("{}", catalog::list_table(&catalog::all()?, catalog::LIST_WIDTH));
             Ok(EXIT_MATCHED)
         }
+        Command::List { explorable: true } => list_explorable(),
         Command::Doctor { services } => doctor(&services).await,
         Command::Libraries => install_libraries().await,
         Command::Book { out, lang } => book(&out, lang),
@@ -676,6 +682,19 @@ async fn grade(worker: &[String], how: GradeArgs, services: &ServiceArgs) -> any
 
 /// `ordlab explore` (and `run --schedule`): the variant's classes of schedules, the shortest
 /// wrong one step by step and as the lab's own report.
+/// `ordlab list --explorable`: every lab variant, steppable by the explorer or why not.
+fn list_explorable() -> anyhow::Result<i32> {
+    for lab in catalog::all()? {
+        for v in &lab.variants {
+            match ordlab::exploration::steppable(v) {
+                Ok(()) => println!("{}:{}\tsteppable", lab.id, v.id),
+                Err(why) => println!("{}:{}\tnot steppable: {why}", lab.id, v.id),
+            }
+        }
+    }
+    Ok(EXIT_MATCHED)
+}
+
 async fn explore_cli(
     id: &str,
     variant: Option<&str>,
@@ -700,7 +719,8 @@ async fn explore_cli(
             lab.variant_ids().join(", ")
         ),
     };
-    v.procedure.explorable().map_err(|why| anyhow::anyhow!("{}/{} cannot be explored: {why}", lab.id, v.id))?;
+    ordlab::exploration::steppable(v)
+        .map_err(|why| anyhow::anyhow!("{}/{} cannot be explored: {why}", lab.id, v.id))?;
     check_worker_programs(std::slice::from_ref(&lab), Some(&v.id))?;
     check_services(services)?;
     let replay = matches!(opts.search, ordlab::exploration::Search::Replay(_));

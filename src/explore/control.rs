@@ -480,7 +480,8 @@ impl Book {
             word.clear();
         };
         for ch in text.chars() {
-            if ch.is_whitespace() || matches!(ch, ',' | '[' | ']' | '(' | ')' | '=' | '"') {
+            // `:` too: a lock's token names the entry it is for (`C1:1796455048522-0`).
+            if ch.is_whitespace() || matches!(ch, ',' | '[' | ']' | '(' | ')' | '=' | '"' | ':') {
                 flush(&mut word, &mut out, &mut self.ids);
                 out.push(ch);
             } else {

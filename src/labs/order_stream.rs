@@ -589,11 +589,17 @@ pub async fn run(spec: &StreamSpec, ctx: &mut RunContext<'_>) -> Result<RunOutco
     Ok(RunOutcome { t0_ns, raw, timed_out, observed })
 }
 
-/// What keeps a stream lab from being stepped by the explorer: nothing now. A lock's TTL that
+/// What keeps a stream lab from being stepped by the explorer: a fan-out reader (its tasks'
+/// commands share a connection at once) and a pause. A lock's TTL that
 /// can run out mid-job, a claimer's min-idle and a reorder buffer's gap timeout are steps
 /// ([`timers`]); a consumer killed at its planned point (after a receive, or at a worker's
 /// command boundary) is a step of its own program, and then done.
 pub fn explorable(spec: &StreamSpec) -> Result<(), String> {
+    if spec.strategy.reads_through_fanout() {
+        return Err("a fan-out reader's workers are tasks of one process that write at once on its connection \
+                    (a pipeline), which the explorer does not step one command at a time yet"
+            .into());
+    }
     // A pause stops a process for a span of time, which is no step the explorer releases: the
     // stopped consumer would hold its step until the explorer gives up on it.
     match paused_ms(&spec.faults) > 0.0 {

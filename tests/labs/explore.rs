@@ -308,6 +308,33 @@ fn bad_explorations_are_one_line_and_exit_2() {
     assert!(support::entries(tmp.path()).is_empty(), "left behind: {:?}", support::entries(tmp.path()));
 }
 
+/// `ordlab list --explorable`: one line per lab variant, steppable or why not (what
+/// `just explore` prints for the variants it leaves out), with no servers started.
+#[test]
+fn every_variant_says_whether_the_explorer_can_step_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = support::ordlab(tmp.path()).args(["list", "--explorable"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |pair: &str| text.lines().find(|l| l.split('\t').next() == Some(pair)).map(str::to_string);
+    assert_eq!(
+        line("priority-strict:seed-strict").as_deref(),
+        Some("priority-strict:seed-strict\tsteppable"),
+        "{text}"
+    );
+    assert_eq!(line("foreign-priority:python-strict").as_deref(), Some("foreign-priority:python-strict\tsteppable"));
+    let refused = line("foreign-priority:python-strict-seed-redis").unwrap_or_default();
+    assert!(refused.contains("\tnot steppable: it races a clock of its own"), "{refused}");
+    let fanout = line("fanout:order-kept").unwrap_or_default();
+    assert!(fanout.contains("\tnot steppable: a fan-out reader's workers"), "{fanout}");
+    let zset = line("priority-zset:ties").unwrap_or_default();
+    assert!(zset.contains("\tnot steppable: this kind's processes are not stepped"), "{zset}");
+    let labs = ordlab::catalog::all().expect("catalog");
+    let variants: usize = labs.iter().map(|l| l.variants.len()).sum();
+    assert_eq!(text.lines().count(), variants, "one line per variant");
+    assert!(support::entries(tmp.path()).is_empty(), "left behind: {:?}", support::entries(tmp.path()));
+}
+
 /// `--out` saves the exploration (gzip JSON) and its text; `ordlab check` re-judges every
 /// class with no servers and finds no verdict changed; the lab book shows it.
 #[test]

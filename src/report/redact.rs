@@ -74,12 +74,26 @@ impl Redactor {
 
 /// Whose sequence an event belongs to in a burst: its process's, except that what the
 /// side-effect sink did with a request is listed with the process that sent it (the sink
-/// answers requests in the order they come, which is the scheduler's).
-fn lane(e: &Event) -> Actor {
-    match &e.kind {
-        EventKind::Effect { requested_by, .. } => *requested_by,
-        _ => e.actor,
+/// answers requests in the order they come, which is the scheduler's), and so is the partner's
+/// fault that hit the request (the sink's event right after the effect, at the same moment).
+fn lanes(burst: &[&Event]) -> Vec<Actor> {
+    let mut out: Vec<Actor> = Vec::with_capacity(burst.len());
+    for (i, e) in burst.iter().enumerate() {
+        let lane = match &e.kind {
+            EventKind::Effect { requested_by, .. } => *requested_by,
+            // The partner's fault that hit the request (a family event of the sink's, at the
+            // effect's moment).
+            EventKind::Family(_) if e.actor == Actor::Sink && i > 0 && burst[i - 1].t_us == e.t_us => {
+                match &burst[i - 1].kind {
+                    EventKind::Effect { requested_by, .. } => *requested_by,
+                    _ => e.actor,
+                }
+            }
+            _ => e.actor,
+        };
+        out.push(lane);
     }
+    out
 }
 
 /// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
@@ -100,13 +114,14 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
             .enumerate()
             .all(|(j, c)| done[j] || !matches!(c, Causality::PutsBack(p) | Causality::PutsBackAfterAll(p) if p == job))
     };
+    let lane = lanes(&burst);
     let mut done = vec![false; burst.len()];
     let mut out = Vec::with_capacity(burst.len());
     while out.len() < burst.len() {
         // The next event of each process is its first not yet out.
         let mut next: Option<usize> = None;
         for (i, e) in burst.iter().enumerate() {
-            let first_of_actor = !burst[..i].iter().enumerate().any(|(j, p)| lane(p) == lane(e) && !done[j]);
+            let first_of_actor = !(0..i).any(|j| lane[j] == lane[i] && !done[j]);
             if done[i] || !first_of_actor {
                 continue;
             }
@@ -119,7 +134,7 @@ fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
                 _ if e.kind.crash_cause() == Some(CrashCause::KilledByRunner) => done[..i].iter().all(|d| *d),
                 _ => true,
             };
-            if ready && next.is_none_or(|n| lane(e) < lane(burst[n])) {
+            if ready && next.is_none_or(|n| lane[i] < lane[n]) {
                 next = Some(i);
             }
         }
@@ -193,6 +208,38 @@ mod tests {
     }
 
     #[test]
+    fn a_partner_s_fault_is_listed_right_after_the_request_it_hit() {
+        use crate::timeline::vocabulary::Vocabulary as _;
+        let w1 = Actor::Worker(1);
+        let effect = Event {
+            t_us: 200,
+            actor: Actor::Sink,
+            kind: EventKind::Effect {
+                job: "job-2".into(),
+                effect: "email".into(),
+                requested_by: w1,
+                idem_key: None,
+                outcome: crate::timeline::EffectOutcome::Refused,
+            },
+        };
+        let refuse =
+            crate::fault::Fault::kill_at(crate::fault::Target::Process(w1), "RPUSH", 1, crate::fault::Moment::Reply);
+        let fault = Event {
+            t_us: 200,
+            actor: Actor::Sink,
+            kind: crate::fault::FaultEvent::FaultFired { fault: refuse, occurrence: 1 }.event(),
+        };
+        // The worker's next step comes 5 ms later (one burst) or 30 ms later (a stall: two):
+        // the listing is the same.
+        for gap in [5_000, 30_000] {
+            let next = Event { t_us: 200 + gap, actor: w1, kind: EventKind::crashed(true, "x") };
+            let events = [effect.clone(), fault.clone(), next];
+            let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
+            assert_eq!(shown, [Actor::Sink, Actor::Sink, w1], "gap {gap}");
+        }
+    }
+
+    #[test]
     fn the_sinks_answers_are_listed_with_the_process_that_asked() {
         let (c1, c2) = (Actor::Consumer(1), Actor::Consumer(2));
         let effect = |t, by| Event {
@@ -209,8 +256,9 @@ mod tests {
         // C2's request reaches the sink first this time; the listing does not depend on it.
         for (first, second) in [(c2, c1), (c1, c2)] {
             let events = [ev(0, c1), ev(100, c2), effect(200, first), effect(300, second)];
+            let ordered = Redactor::SNAPSHOT.order(events.iter().collect());
             let shown: Vec<(Actor, Actor)> =
-                Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| (e.actor, super::lane(e))).collect();
+                ordered.iter().zip(super::lanes(&ordered)).map(|(e, lane)| (e.actor, lane)).collect();
             assert_eq!(shown, [(c1, c1), (Actor::Sink, c1), (c2, c2), (Actor::Sink, c2)]);
         }
     }

@@ -112,6 +112,14 @@ pub struct Exchange {
     pub sent_ns: Option<u64>,
 }
 
+/// How long a connection whose reply a fault withheld stays open before it is closed: by then
+/// the client surely waits for that reply, as one whose reply the network lost would. Closed at
+/// once, the close can reach a client before it starts reading, and phpredis 5.3 then finds the
+/// socket at EOF, reconnects without a word (`redis_check_eof`) and waits on the new connection
+/// for a reply that never comes, instead of raising: run by run, which happens would be the
+/// machine's scheduling (a PHP process descheduled for a moment between its write and its read).
+pub const REPLY_WITHHELD_CLOSE_AFTER: Duration = Duration::from_millis(250);
+
 /// What the interposer does with a command or a reply at one of its moments.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Passage {

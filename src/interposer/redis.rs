@@ -129,6 +129,9 @@ pub async fn serve(
         r = forward(&mut client_read, Outbox::now(&mut server_write), &mut commands, &[], None) => r?,
         r = forward(&mut server_read, Outbox::now(&mut client_write), &mut replies, &[], None) => r?,
     };
+    if let End::Cut { at_reply: true, .. } = end {
+        tokio::time::sleep(super::REPLY_WITHHELD_CLOSE_AFTER).await;
+    }
     let closed_ns = crate::clock::now_ns();
     let by = match &end {
         End::ClientClosed => link.tap.client_side_closer(),
@@ -143,12 +146,12 @@ pub async fn serve(
     link.tap.connection_closed(ServerKind::Redis, connection, by, unanswered, closed_ns);
     match end {
         End::ClientClosed | End::ServerClosed => {}
-        End::Cut { reset: true } => {
+        End::Cut { reset: true, .. } => {
             // No FIN first (dropping a write half shuts it down): the RST is all the client gets.
             let _ = client_write.as_ref().set_zero_linger();
             client_write.forget();
         }
-        End::Cut { reset: false } => {}
+        End::Cut { reset: false, .. } => {}
         End::Refused(breach) => {
             // As Redis does: its error line, then the connection closes.
             link.tap.refused(&breach, connection);
@@ -166,8 +169,9 @@ enum End {
     ClientClosed,
     /// The server closed its side.
     ServerClosed,
-    /// A fault ended it.
-    Cut { reset: bool },
+    /// A fault ended it; `at_reply`: withholding a reply (the close waits
+    /// [`super::REPLY_WITHHELD_CLOSE_AFTER`]).
+    Cut { reset: bool, at_reply: bool },
     /// A frame over the server's limit: refuse it with the server's error, then close.
     Refused(Breach),
 }
@@ -238,7 +242,7 @@ impl Direction for Commands<'_> {
         }
         Ok(match self.link.forward_commands(&mut self.command, input, out).await? {
             None => Step::Continue,
-            Some(Stop::Cut { reset }) => Step::End(End::Cut { reset }),
+            Some(Stop::Cut { reset }) => Step::End(End::Cut { reset, at_reply: false }),
             Some(Stop::Hang) => {
                 self.link.wire.lock().unwrap().hung = true;
                 Step::Continue
@@ -268,7 +272,7 @@ impl Direction for Replies<'_> {
         self.buf.extend_from_slice(input);
         Ok(match self.link.forward_replies(&mut self.buf, out).await? {
             None | Some(Stop::Refuse(_)) => Step::Continue,
-            Some(Stop::Cut { reset }) => Step::End(End::Cut { reset }),
+            Some(Stop::Cut { reset }) => Step::End(End::Cut { reset, at_reply: true }),
             Some(Stop::Hang) => {
                 self.link.wire.lock().unwrap().hung = true;
                 Step::Continue

@@ -91,16 +91,21 @@ pub async fn serve(mut client: TcpStream, upstream: SocketAddr, tap: Arc<WorkerT
             r = forward(&mut server_read, Outbox::now(&mut client_write), &mut downward, &[], None) => r?,
         }
     };
+    if let End::Cut { at_reply: true, .. } = end {
+        tokio::time::sleep(crate::interposer::REPLY_WITHHELD_CLOSE_AFTER).await;
+    }
     let by = match &end {
         End::ClientClosed => tap.client_side_closer(),
+        // After the client's Terminate, which of the two sides' ends is read first is a race.
+        End::ServerClosed if lock(&session).terminated => tap.client_side_closer(),
         End::ServerClosed => ClosedBy::Server,
         End::Cut { .. } | End::Refused(_) => ClosedBy::Ordlab,
     };
     let unanswered = lock(&session).unanswered();
     tap.connection_closed(ServerKind::Postgres, connection, by, unanswered, crate::clock::now_ns());
     match end {
-        End::ClientClosed | End::ServerClosed | End::Cut { reset: false } => Ok(()),
-        End::Cut { reset: true } => {
+        End::ClientClosed | End::ServerClosed | End::Cut { reset: false, .. } => Ok(()),
+        End::Cut { reset: true, .. } => {
             let _ = client.set_zero_linger();
             Ok(())
         }
@@ -114,8 +119,9 @@ enum End {
     ClientClosed,
     /// The server closed its side.
     ServerClosed,
-    /// A fault ended it.
-    Cut { reset: bool },
+    /// A fault ended it; `at_reply`: withholding a reply (the close waits
+    /// [`crate::interposer::REPLY_WITHHELD_CLOSE_AFTER`]).
+    Cut { reset: bool, at_reply: bool },
     /// A frame over the server's limit.
     Refused(Breach),
 }
@@ -198,11 +204,14 @@ impl Direction for ClientSide<'_> {
                 }
                 continue;
             }
+            if message == FrontendMessage::Terminate {
+                lock(self.session).terminated = true;
+            }
             let head = self.frontend.streaming();
             let copy = head.then(|| frame.clone());
             if let Flow::Stop { reset } = self.message(frame, message, out).await? {
                 // What came before the stopped message passes.
-                return Ok(Step::End(End::Cut { reset }));
+                return Ok(Step::End(End::Cut { reset, at_reply: false }));
             }
             if let Some(head) = copy {
                 self.continued = if out.ends_with(&head) {
@@ -306,7 +315,7 @@ impl Direction for ServerSide<'_> {
             };
             let step = lock(self.session).server_sent(&message, crate::clock::now_ns());
             if let Flow::Stop { reset } = self.message(&frame, &message, step, out).await? {
-                return Ok(Step::End(End::Cut { reset }));
+                return Ok(Step::End(End::Cut { reset, at_reply: true }));
             }
         }
         Ok(Step::Continue)

@@ -58,6 +58,8 @@ pub struct Session {
     awaiting: VecDeque<Awaiting>,
     /// `None` until the first ReadyForQuery, which ends the startup (authentication) phase.
     status: Option<TransactionStatus>,
+    /// The client sent Terminate: the server's close that follows is the client's doing.
+    pub terminated: bool,
 }
 
 impl Session {
@@ -68,6 +70,7 @@ impl Session {
             portals: HashMap::new(),
             awaiting: VecDeque::new(),
             status: None,
+            terminated: false,
         }
     }
 

@@ -51,7 +51,7 @@ declare -A left_out=(
   [foreign-ordering:ordlab-cas]="ordlab's own worker as cas:s5, explored there"
   [foreign-ordering:ordlab-lock-s4a]="ordlab's own worker as lock:s4a, explored there"
   [foreign-ordering:ordlab-lock-s4c]="ordlab's own worker as lock:s4c, explored there (752 classes)"
-  [foreign-ordering:python-lock-s4c]="lock:s4c's 752 classes with a Python process per run (~4 min): explore it by hand"
+  [foreign-ordering:python-lock-s4c]="lock:s4c's 752 classes again (the Python worker forked per run, about a minute): explore it by hand"
   [foreign-ordering:php-lock-s4c]="lock:s4c's 752 classes with a PHP process per run (~4 min): explore it by hand"
 )
 # Explored with at most one preemption (every schedule that switches away from a dispatcher

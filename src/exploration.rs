@@ -138,6 +138,9 @@ pub struct Exploration {
     /// workers from a command line are not counted. Not saved.
     #[serde(skip)]
     pub role_processes_started: usize,
+    /// Runs of a Python worker forked from a fork server ([`crate::service::fork_server`]). Not saved.
+    #[serde(skip)]
+    pub workers_forked: usize,
     pub seconds: f64,
     /// What sampling the same variant showed, from the lab's record in results/, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,6 +239,7 @@ impl Exploration {
             pct_bound: None,
             processes: 0,
             role_processes_started: 0,
+            workers_forked: 0,
             seconds: 0.0,
             sampled: None,
             contrast: v.explored.clone(),
@@ -352,9 +356,13 @@ pub async fn explore(
     let mut pct_steps = 0;
     let intended = v.procedure.intended();
     let pool = crate::roles::reuse::RolePool::new(opts.reuse_processes);
+    let forks = std::sync::Arc::new(crate::service::fork_server::ForkServers::default());
     let searched = async {
         loop {
-            let control = Control::new(&services.redis_url, &services.pg_config);
+            let mut control = Control::new(&services.redis_url, &services.pg_config);
+            if opts.reuse_processes {
+                control = control.with_forks(forks.clone());
+            }
             let lab_side = async {
                 let r = runner.run_controlled(lab, v, opts.seed, &control, &pool).await;
                 control.lab_finished();
@@ -390,11 +398,13 @@ pub async fn explore(
     }
     .await;
     pool.stop().await;
+    forks.stop().await;
     searched?;
     let stats = strategy.stats();
     x.unfollowed = stats.unfollowed;
     x.covered = stats.covered.filter(|_| x.hit_max_schedules);
     x.role_processes_started = pool.started().len();
+    x.workers_forked = forks.forked();
     if let Search::Pct { depth, schedules, seed } = &opts.search {
         let pct = Pct::new(*depth, *schedules, *seed, pct_steps);
         x.pct_bound = Some(pct.bound(x.processes));
@@ -454,6 +464,18 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
             "đã duyệt: {wrong} trên {classes} lớp SAI, {unknown} không rõ"
         )
     );
+    if x.workers_forked > 0 {
+        let n = x.workers_forked;
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::tr!(
+                lang,
+                "the Python workers: {n} forks of one python3 that imported what the worker imports once (each the worker as `python3 <script>` runs it, but for the interpreter's start)",
+                "các worker Python: {n} lần fork từ một python3 đã import sẵn những gì worker import (mỗi lần là worker như `python3 <script>` chạy, chỉ bỏ bước khởi động trình thông dịch)"
+            )
+        );
+    }
     if let Some(s) = &x.sampled {
         let (w, n, scale) = (s.wrong, s.runs, s.time_scale);
         let dropped = match (s.dropped, lang) {

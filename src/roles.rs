@@ -27,7 +27,7 @@ pub mod reuse;
 mod role_process;
 
 pub use config::{role, Role, RoleConfig, RoleEntry, RoleEnv, RoleRegistry};
-pub use role_process::{ExitCheck, OutputLines, RoleProcess};
+pub use role_process::{ExitCheck, OutputLines, RoleProcess, Started};
 
 /// A consumer reads the group one entry at a time, or as a fan-out reader when its strategy
 /// says so (here, above both, so neither imports the other to choose).

@@ -13,6 +13,7 @@ mod docker;
 mod doctor;
 mod engine;
 mod error;
+pub mod fork_server;
 mod local;
 pub mod namespace;
 mod node;

@@ -195,6 +195,8 @@ pub struct Control {
     over: watch::Sender<bool>,
     /// Set when the lab's run returned (whatever its result).
     lab_done: watch::Sender<bool>,
+    /// The exploration's fork servers: a Python worker's run starts as a fork of one.
+    forks: Option<Arc<crate::service::fork_server::ForkServers>>,
 }
 
 /// What one controlled run did: its schedule and its steps as the class key needs them.
@@ -222,7 +224,23 @@ impl Control {
             begun: watch::channel(false).0,
             over: watch::channel(false).0,
             lab_done: watch::channel(false).0,
+            forks: None,
         }
+    }
+
+    /// This run's workers from a command line may be forked from `forks`' servers.
+    pub fn with_forks(mut self, forks: Arc<crate::service::fork_server::ForkServers>) -> Control {
+        self.forks = Some(forks);
+        self
+    }
+
+    /// The fork server for a worker `command` (its fixed `env`), if it can be forked.
+    pub async fn fork_server(
+        &self,
+        command: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Option<Arc<crate::service::fork_server::ForkServer>> {
+        self.forks.as_ref()?.server(command, env).await
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {

@@ -292,24 +292,9 @@ impl CommandWorker {
             // So the explorer finds the worker's session waiting for a lock in pg_stat_activity.
             pg_url = crate::explore::control::with_application_name(&pg_url, client_name);
         }
-        let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(&spec.command[0]));
-        cmd.args(&spec.command[1..]);
-        cmd.env("ORDLAB_REDIS_URL", format!("redis://{}/{}", redis.addr, env.redis_db))
-            .env("ORDLAB_PG_URL", pg_url)
-            .env("ORDLAB_STREAM", &env.stream)
-            .env("ORDLAB_GROUP", &env.group)
-            .env("ORDLAB_CONSUMER", &env.consumer)
-            .env("ORDLAB_INDEX", env.index.to_string())
-            .env("ORDLAB_KEY_PREFIX", &env.key_prefix)
-            .env("ORDLAB_ORDERS_TABLE", &env.orders_table)
-            .env("ORDLAB_COST_MS", serde_json::to_string(&env.cost_ms).expect("a map of numbers"))
-            .env("ORDLAB_SEED", env.seed.to_string())
-            // Output as it happens: a worker's last lines are what the report shows.
-            .env("PYTHONUNBUFFERED", "1");
-        cmd.envs(&env.extra);
-        cmd.envs(&spec.env);
-        cmd.envs(skew_env);
-        let child = RoleProcess::start(cmd, None).map_err(|e| Error::WorkerCommand {
+        let redis_url = format!("redis://{}/{}", redis.addr, env.redis_db);
+        let started = start_process(spec, env, &redis_url, &pg_url, skew_env, upstreams.control).await;
+        let child = started.map_err(|e| Error::WorkerCommand {
             command: spec.shown(),
             detail: match e.kind() {
                 std::io::ErrorKind::NotFound => {
@@ -318,8 +303,8 @@ impl CommandWorker {
                 _ => e.to_string(),
             },
         })?;
-        process.started(child.id().unwrap_or(0));
-        let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
+        process.started(child.pid().unwrap_or(0));
+        let pid = Arc::new(AtomicU32::new(child.pid().unwrap_or(0)));
         let signaller = Signaller { actor, pid, planned: planned.clone() };
         let timer = tap.start();
         let role = RoleProcess::watch(child, actor, sink, planned, true);
@@ -375,6 +360,54 @@ impl CommandWorker {
         self.process.stop().await;
         for endpoint in self.endpoints {
             endpoint.close().await;
+        }
+    }
+}
+
+/// Start the worker's process with its `ORDLAB_*` environment (`env`, the endpoints): under explore, a
+/// Python worker forked from the exploration's fork server; otherwise its command line afresh.
+async fn start_process(
+    spec: &WorkerCommand,
+    env: &WorkerEnv,
+    redis_url: &str,
+    pg_url: &str,
+    skew_env: Vec<(String, String)>,
+    control: Option<&crate::explore::Control>,
+) -> std::io::Result<crate::roles::Started> {
+    let mut vars: BTreeMap<String, String> = [
+        ("ORDLAB_REDIS_URL", redis_url),
+        ("ORDLAB_PG_URL", pg_url),
+        ("ORDLAB_STREAM", &env.stream),
+        ("ORDLAB_GROUP", &env.group),
+        ("ORDLAB_CONSUMER", &env.consumer),
+        ("ORDLAB_INDEX", &env.index.to_string()),
+        ("ORDLAB_KEY_PREFIX", &env.key_prefix),
+        ("ORDLAB_ORDERS_TABLE", &env.orders_table),
+        ("ORDLAB_COST_MS", &serde_json::to_string(&env.cost_ms).expect("a map of numbers")),
+        ("ORDLAB_SEED", &env.seed.to_string()),
+        // Output as it happens: a worker's last lines are what the report shows.
+        ("PYTHONUNBUFFERED", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    vars.extend(env.extra.clone());
+    vars.extend(spec.env.clone());
+    let forks = match control {
+        Some(control) if skew_env.is_empty() => control.fork_server(&spec.command, &spec.env).await,
+        _ => None,
+    };
+    match forks {
+        // Under explore, a Python worker is forked from an interpreter that imported it once.
+        Some(server) => {
+            let mut all: BTreeMap<String, String> = std::env::vars().collect();
+            all.extend(vars);
+            server.fork(&spec.command[1..], &all).await.map(crate::roles::Started::from)
+        }
+        None => {
+            let mut cmd = tokio::process::Command::from(crate::service::process::owned_command(&spec.command[0]));
+            cmd.args(&spec.command[1..]).envs(&vars).envs(skew_env);
+            RoleProcess::start(cmd, None).map(crate::roles::Started::from)
         }
     }
 }

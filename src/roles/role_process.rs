@@ -18,6 +18,67 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
+/// A process as started: a child of ordlab's, or one forked by a fork server for it.
+pub enum Started {
+    Spawned(Child),
+    Forked(crate::service::fork_server::ForkedChild),
+}
+
+impl From<Child> for Started {
+    fn from(c: Child) -> Started {
+        Started::Spawned(c)
+    }
+}
+
+impl From<crate::service::fork_server::ForkedChild> for Started {
+    fn from(c: crate::service::fork_server::ForkedChild) -> Started {
+        Started::Forked(c)
+    }
+}
+
+type Output = std::pin::Pin<Box<dyn AsyncRead + Send>>;
+
+impl Started {
+    pub fn pid(&self) -> Option<u32> {
+        self.id()
+    }
+
+    fn id(&self) -> Option<u32> {
+        match self {
+            Started::Spawned(c) => c.id(),
+            Started::Forked(c) => Some(c.id()),
+        }
+    }
+
+    /// Its stdout and stderr (once).
+    fn take_output(&mut self) -> (Output, Output) {
+        match self {
+            Started::Spawned(c) => {
+                (Box::pin(c.stdout.take().expect("piped")), Box::pin(c.stderr.take().expect("piped")))
+            }
+            Started::Forked(c) => {
+                (Box::pin(c.stdout.take().expect("once")), Box::pin(c.stderr.take().expect("once")))
+            }
+        }
+    }
+
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Started::Spawned(c) => c.wait().await,
+            Started::Forked(c) => c.wait().await,
+        }
+    }
+
+    async fn kill(&mut self) {
+        match self {
+            Started::Spawned(c) => {
+                let _ = c.kill().await;
+            }
+            Started::Forked(c) => c.kill().await,
+        }
+    }
+}
+
 /// How a role process ended, once it has.
 #[derive(Clone, Debug)]
 struct Exit {
@@ -118,7 +179,7 @@ impl RoleProcess {
         let stdin = child.stdin.take().expect("piped");
         let (parked_tx, parked) = mpsc::unbounded_channel();
         let mut process =
-            Self::watch_with(child, actor, sink, Arc::new(AtomicBool::new(false)), false, Some(parked_tx));
+            Self::watch_with(child.into(), actor, sink, Arc::new(AtomicBool::new(false)), false, Some(parked_tx));
         process.reuse = Some(Reuse { stdin, parked });
         process.send_line(&config.to_json()).await?;
         Ok(process)
@@ -171,18 +232,18 @@ impl RoleProcess {
     /// not with status 0 (any status, with `any_exit_crashes`: a worker that should run until
     /// it is stopped), a `crashed` event says so with its last output line.
     pub fn watch(
-        child: Child,
+        child: impl Into<Started>,
         actor: Actor,
         sink: mpsc::UnboundedSender<RawEvent>,
         planned: Arc<AtomicBool>,
         any_exit_crashes: bool,
     ) -> RoleProcess {
-        Self::watch_with(child, actor, sink, planned, any_exit_crashes, None)
+        Self::watch_with(child.into(), actor, sink, planned, any_exit_crashes, None)
     }
 
     /// [`RoleProcess::watch`], with the line that says a reusable process parked told to `parked`.
     fn watch_with(
-        mut child: Child,
+        mut child: Started,
         actor: Actor,
         sink: mpsc::UnboundedSender<RawEvent>,
         planned: Arc<AtomicBool>,
@@ -192,8 +253,7 @@ impl RoleProcess {
         let sink = EventRoute(Arc::new(Mutex::new(sink)));
         let route = sink.clone();
         let pid = child.id();
-        let stdout = child.stdout.take().expect("piped");
-        let stderr = child.stderr.take().expect("piped");
+        let (stdout, stderr) = child.take_output();
         let out_tail = Arc::new(Mutex::new(Tail::default()));
         // A worker from a command line (any exit of it is a crash) is someone else's program:
         // its stdout is its own, never timeline events.
@@ -239,7 +299,7 @@ impl RoleProcess {
                         // The whole group: a worker command may be a shell that started others.
                         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
                     }
-                    let _ = child.kill().await;
+                    child.kill().await;
                     let _ = reader.await;
                 }
             }
@@ -295,7 +355,7 @@ pub use crate::explore::control::ExitCheck;
 /// whether the last one announced a planned crash. Lines that are not events (a foreign
 /// worker's own output) are kept in `tail`.
 async fn forward_events(
-    stdout: tokio::process::ChildStdout,
+    stdout: impl AsyncRead + Unpin,
     sink: EventRoute,
     tail: Arc<Mutex<Tail>>,
     parked: Option<mpsc::UnboundedSender<()>>,

@@ -247,16 +247,36 @@ async fn two_outbox_dispatchers_with_skip_locked_never_send_a_row_twice() {
     assert!(x.classes.iter().any(|c| skipped_while_held(&c.steps)), "D2 skips the row D1 holds: {text}");
 }
 
-/// The example Python consumer (redis-py, psycopg 3), stepped at the wire, has s1's 5 classes.
+/// The example Python consumer (redis-py, psycopg 3), stepped at the wire, has s1's 5 classes;
+/// each run's worker is forked from one interpreter that imported redis-py and psycopg once
+/// (`service::fork_server`), and finds exactly what a `python3` started afresh every run finds
+/// (the same runs, classes, schedules, verdicts and steps).
 #[tokio::test]
 async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
     let missing = super::foreign_workers::missing(&super::foreign_workers::PYTHON);
     if !support::has_runtime("python3 with redis-py and psycopg", missing) {
         return;
     }
-    let x = explored("tests/scenarios/explore-python-s1.toml", None, exhaustive()).await;
-    assert_eq!(counts(&x), (5, 0, 0), "{}", ordlab::exploration::render(&x, ordlab::lang::Lang::En));
-    assert!(x.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")), "{:?}", x.classes[0].steps);
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let lab = ordlab::catalog::find("tests/scenarios/explore-python-s1.toml").expect("lab");
+    let mut explored = Vec::new();
+    for reuse_processes in [true, false] {
+        let opts = ExploreOptions { search: exhaustive(), reuse_processes, ..Default::default() };
+        let x = explore(&services, support::ordlab_exe(), &lab, &lab.variants[0], &opts).await.expect("explores").0;
+        explored.push(x);
+    }
+    services.stop().await;
+    let (forked, fresh) = (&explored[0], &explored[1]);
+    let text = ordlab::exploration::render(forked, ordlab::lang::Lang::En);
+    assert_eq!(counts(forked), (5, 0, 0), "{text}");
+    assert!(forked.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")), "{:?}", forked.classes[0].steps);
+    assert_eq!((forked.workers_forked, fresh.workers_forked), (forked.runs, 0), "one fork per run, none afresh");
+    let found = |x: &Exploration| {
+        let classes: Vec<_> =
+            x.classes.iter().map(|c| (c.schedule.clone(), c.key.clone(), c.verdict, c.steps.clone())).collect();
+        (x.runs, x.cut_as_repeats, classes)
+    };
+    assert_eq!(found(forked), found(fresh));
 }
 
 /// Twenty orders, two consumers: far too many orders of steps to enumerate. PCT (depth 3, a

@@ -1,6 +1,7 @@
 //! SIGKILL at seeded-random moments (local backend): `ordlab` is killed while its servers
 //! start, while it runs and while it tears down, in `baseline`, in `failover` (Redis nodes of
-//! its own) and with Python workers (`foreign-ordering`); then it runs once more, and nothing
+//! its own), with Python workers (`foreign-ordering`), and exploring with Python workers forked
+//! by a fork server (`explore foreign-ordering`); then it runs once more, and nothing
 //! any killed run made is left: no process (servers, `__role` children, workers), no private
 //! dir (the private root, the disk root), no PostgreSQL shared-memory segment.
 //!
@@ -18,17 +19,22 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
-/// The labs killed, and how many moments each.
-const LABS: [(&[&str], usize); 3] = [
-    (&["baseline", "--runs", "2", "--time-scale", "0.25"], 5),
-    (&["failover", "--variant", "no-lag", "--runs", "1", "--time-scale", "0.25"], 4),
-    (&["foreign-ordering", "--variant", "python-plain", "--runs", "1", "--time-scale", "0.25"], 2),
+/// The commands killed, and how many moments each.
+const LABS: [(&[&str], usize); 4] = [
+    (&["run", "baseline", "--runs", "2", "--time-scale", "0.25"], 5),
+    (&["run", "failover", "--variant", "no-lag", "--runs", "1", "--time-scale", "0.25"], 4),
+    (&["run", "foreign-ordering", "--variant", "python-plain", "--runs", "1", "--time-scale", "0.25"], 2),
+    (&["explore", "foreign-ordering", "--variant", "python-plain"], 2),
 ];
 
-/// A run of `args` below `tmp` (private root) and `disk` (disk root), marked by `marker`.
+/// `args` (`run …`, `explore …`) below `tmp` (private root) and `disk` (disk root), marked by
+/// `marker`.
 fn command(tmp: &Path, disk: &Path, marker: &str, args: &[&str]) -> std::process::Command {
     let mut c = support::ordlab(tmp);
-    c.arg("run").args(args).args(["--backend", "local", "--quiet"]);
+    c.args(args).args(["--backend", "local"]);
+    if args[0] == "run" {
+        c.arg("--quiet");
+    }
     c.env("ORDLAB_DISK_TMPDIR", disk).env("ORDLAB_KILL_TEST", marker).stdout(Stdio::null()).stderr(Stdio::null());
     c
 }
@@ -88,14 +94,14 @@ fn sigkill_at_random_moments_leaves_nothing_after_one_more_run() {
             child.wait().unwrap();
             // A SIGKILLed postmaster leaves its postmaster.pid, with the segment's id.
             segments_recorded(tmp.path(), &mut segments);
-            moments.push(format!("{} at {:.2}/{:.2}s", args[0], at.as_secs_f64(), span.as_secs_f64()));
+            moments.push(format!("{} {} at {:.2}/{:.2}s", args[0], args[1], at.as_secs_f64(), span.as_secs_f64()));
         }
     }
     let left_dirs = support::entries(tmp.path()).len() + support::entries(disk.path()).len();
     eprintln!("kill moments: {}; left before one more run: {left_dirs} entries", moments.join(", "));
     assert!(left_dirs > 0, "the kills left nothing to reclaim: the moments missed every run");
 
-    let out = command(tmp.path(), disk.path(), &marker, &["baseline", "--runs", "1", "--time-scale", "0.25"])
+    let out = command(tmp.path(), disk.path(), &marker, &["run", "baseline", "--runs", "1", "--time-scale", "0.25"])
         .stderr(Stdio::piped())
         .output()
         .unwrap();

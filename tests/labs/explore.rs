@@ -82,16 +82,7 @@ async fn baseline_s_wrong_schedules_replay_wrong_ten_times_out_of_ten() {
 /// finds (the same runs, classes, schedules, verdicts and steps).
 #[tokio::test]
 async fn role_processes_are_reused_across_schedules_and_find_the_same_classes() {
-    let services = Services::start(&support::local()).await.expect("local servers start");
-    let lab = ordlab::catalog::find("baseline").expect("lab");
-    let mut explored = Vec::new();
-    for reuse_processes in [true, false] {
-        let opts = ExploreOptions { search: exhaustive(), reuse_processes, ..Default::default() };
-        let x = explore(&services, support::ordlab_exe(), &lab, &lab.variants[0], &opts).await.expect("explores").0;
-        explored.push(x);
-    }
-    services.stop().await;
-    let (reused, fresh) = (&explored[0], &explored[1]);
+    let (reused, fresh) = &explored_reused_and_afresh("baseline").await;
     assert_eq!(reused.role_processes_started, 2, "C1 and C2, each started once for {} runs", reused.runs);
     assert_eq!(fresh.role_processes_started, 2 * fresh.runs, "without reuse, two per run");
     let found = |x: &Exploration| {
@@ -247,6 +238,22 @@ async fn two_outbox_dispatchers_with_skip_locked_never_send_a_row_twice() {
     assert!(x.classes.iter().any(|c| skipped_while_held(&c.steps)), "D2 skips the row D1 holds: {text}");
 }
 
+/// `lab`'s first variant explored twice: its processes reused (ordlab's own parked, a Python
+/// worker forked), then every run's started afresh.
+async fn explored_reused_and_afresh(lab: &str) -> (Exploration, Exploration) {
+    let services = Services::start(&support::local()).await.expect("local servers start");
+    let lab = ordlab::catalog::find(lab).expect("lab");
+    let mut explored = Vec::new();
+    for reuse_processes in [true, false] {
+        let opts = ExploreOptions { search: exhaustive(), reuse_processes, ..Default::default() };
+        let x = explore(&services, support::ordlab_exe(), &lab, &lab.variants[0], &opts).await.expect("explores").0;
+        explored.push(x);
+    }
+    services.stop().await;
+    let fresh = explored.pop().expect("two");
+    (explored.pop().expect("two"), fresh)
+}
+
 /// The example Python consumer (redis-py, psycopg 3), stepped at the wire, has s1's 5 classes;
 /// each run's worker is forked from one interpreter that imported redis-py and psycopg once
 /// (`service::fork_server`), and finds exactly what a `python3` started afresh every run finds
@@ -257,16 +264,7 @@ async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
     if !support::has_runtime("python3 with redis-py and psycopg", missing) {
         return;
     }
-    let services = Services::start(&support::local()).await.expect("local servers start");
-    let lab = ordlab::catalog::find("tests/scenarios/explore-python-s1.toml").expect("lab");
-    let mut explored = Vec::new();
-    for reuse_processes in [true, false] {
-        let opts = ExploreOptions { search: exhaustive(), reuse_processes, ..Default::default() };
-        let x = explore(&services, support::ordlab_exe(), &lab, &lab.variants[0], &opts).await.expect("explores").0;
-        explored.push(x);
-    }
-    services.stop().await;
-    let (forked, fresh) = (&explored[0], &explored[1]);
+    let (forked, fresh) = &explored_reused_and_afresh("tests/scenarios/explore-python-s1.toml").await;
     let text = ordlab::exploration::render(forked, ordlab::lang::Lang::En);
     assert_eq!(counts(forked), (5, 0, 0), "{text}");
     assert!(forked.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")), "{:?}", forked.classes[0].steps);

@@ -25,7 +25,10 @@ if os.getppid() == 1:
 script = sys.argv[1]
 with open(script, "rb") as f:
     tree = ast.parse(f.read(), script)
-sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+# Only what is installed (the standard library, site-packages) is imported here: the script's
+# own modules (its directory, the working directory) may do things at import, such as connect,
+# and here nothing tells them where (no ORDLAB_* variable yet): the child imports those itself.
+sys.path = [p for p in sys.path if p not in ("", os.getcwd(), os.path.dirname(os.path.abspath(script)))]
 for node in tree.body:
     names = []
     if isinstance(node, ast.Import):
@@ -37,7 +40,6 @@ for node in tree.body:
             __import__(name)
         except BaseException:
             pass  # the child's own import says what is wrong, in its own output
-del sys.path[0]
 
 out = sys.stdout
 
@@ -79,7 +81,7 @@ def child(req, fds):
         os.environ.update(req["env"])
         random.seed()  # as a fresh interpreter would be
         sys.argv = list(req["argv"])
-        sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+        sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit:
         raise

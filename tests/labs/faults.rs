@@ -177,10 +177,15 @@ async fn a_lost_reply_was_executed_by_the_server_and_never_heard_by_the_process(
     }
     let server = start_local_redis(&[]).await.expect("redis-server starts");
     let f = faults(r#"[{ command = "SET", at = "reply", action = "lose-reply" }]"#);
-    let script =
-        "try:\n    r.set('lost', 'written')\n    say('ok')\nexcept redis.ConnectionError as e:\n    say('error')\n";
+    let script = "t = time.monotonic()\ntry:\n    r.set('lost', 'written')\n    say('ok')\nexcept redis.ConnectionError as e:\n    say('error', round((time.monotonic() - t) * 1000))\n";
     let (run, _) = run_worker(&server.url, f, script, None, nothing).await;
-    assert_eq!(run.out, ["error"], "the process never heard the reply");
+    let heard: Vec<&str> = run.out.iter().flat_map(|l| l.split(' ')).collect();
+    assert_eq!(heard.first(), Some(&"error"), "the process never heard the reply: {:?}", run.out);
+    // The connection closes once the client surely waits for the reply (a close before its
+    // read lets phpredis reconnect without a word): not before REPLY_WITHHELD_CLOSE_AFTER.
+    let waited_ms: u64 = heard[1].parse().unwrap();
+    let at_least = ordlab::interposer::REPLY_WITHHELD_CLOSE_AFTER.as_millis() as u64;
+    assert!(waited_ms + 2 >= at_least, "closed {waited_ms} ms after the SET, before the client waited");
     assert_eq!(get(&server.url, "lost").await.as_deref(), Some("written"), "the server did the SET");
     let x = exchanges(&run.events);
     assert!(x.iter().any(|x| x.2 == "SET" && x.3.ends_with("(not passed on)")), "{x:?}");

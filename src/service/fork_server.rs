@@ -149,7 +149,15 @@ impl ForkServer {
         let pid = match started {
             Ok(Ok(Ok(pid))) => pid,
             Ok(Ok(Err(e))) => return Err(std::io::Error::other(format!("the fork server: {e}"))),
-            _ => return Err(std::io::Error::other("the fork server did not answer")),
+            _ => {
+                // A late answer would be taken for the next request's: this server is done
+                // (the next run starts a new one).
+                self.state.lock().unwrap().gone = true;
+                if let Some(mut child) = self.child.lock().unwrap().take() {
+                    let _ = child.start_kill();
+                }
+                return Err(std::io::Error::other("the fork server did not answer within 10 s"));
+            }
         };
         self.forked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (exit_tx, exit_rx) = oneshot::channel();

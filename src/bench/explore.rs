@@ -22,9 +22,27 @@ const MEASURED: [Measured; 6] = [
     ("baseline", None, true, 20.0, "baseline, ordlab's own consumers (3 processes)"),
     ("baseline", None, false, 20.0, "baseline, every run's consumers started afresh"),
     ("s1", None, true, 20.0, "s1, ordlab's own consumer (2 processes)"),
-    ("tests/scenarios/explore-python-s1.toml", None, true, 10.0, "s1 with the Python example consumer, forked (2 processes; 5 runs, the fork server's start in them)"),
-    ("foreign-ordering", Some("python-plain"), true, 10.0, "baseline with the Python example consumers, forked (3 processes)"),
-    ("foreign-ordering", Some("python-plain"), false, 10.0, "baseline with the Python example consumers, each run's started afresh"),
+    (
+        "tests/scenarios/explore-python-s1.toml",
+        None,
+        true,
+        10.0,
+        "s1 with the Python example consumer, forked (2 processes; 5 runs, the fork server's start in them)",
+    ),
+    (
+        "foreign-ordering",
+        Some("python-plain"),
+        true,
+        10.0,
+        "baseline with the Python example consumers, forked (3 processes)",
+    ),
+    (
+        "foreign-ordering",
+        Some("python-plain"),
+        false,
+        10.0,
+        "baseline with the Python example consumers, each run's started afresh",
+    ),
 ];
 
 /// Runs an exploration may take when measured (baseline has 130; enough for a stable rate).
@@ -60,7 +78,8 @@ async fn measure(services: &Services, exe: PathBuf) -> Result<(), Error> {
         match explore(services, exe.clone(), &lab, v, &opts).await {
             Ok((x, _)) => {
                 let rate = x.runs as f64 / x.seconds.max(1e-9);
-                let verdict = if rate >= aim { format!("meets the aim of {aim}") } else { format!("below the aim of {aim}") };
+                let verdict =
+                    if rate >= aim { format!("meets the aim of {aim}") } else { format!("below the aim of {aim}") };
                 println!(
                     "  {what}: {} runs in {:.1} s = {rate:.1} schedules/s ({verdict}); {} of ordlab's processes started{}",
                     x.runs,

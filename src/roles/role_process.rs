@@ -56,9 +56,7 @@ impl Started {
             Started::Spawned(c) => {
                 (Box::pin(c.stdout.take().expect("piped")), Box::pin(c.stderr.take().expect("piped")))
             }
-            Started::Forked(c) => {
-                (Box::pin(c.stdout.take().expect("once")), Box::pin(c.stderr.take().expect("once")))
-            }
+            Started::Forked(c) => (Box::pin(c.stdout.take().expect("once")), Box::pin(c.stderr.take().expect("once"))),
         }
     }
 

@@ -50,7 +50,10 @@ impl ForkServers {
         match servers.get(&key) {
             Some(s) if s.alive() => return Some(s.clone()),
             Some(gone) => {
-                self.forked.fetch_add(gone.forked.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
+                self.forked.fetch_add(
+                    gone.forked.load(std::sync::atomic::Ordering::Relaxed),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 gone.stop().await;
             }
             None => {}
@@ -63,7 +66,8 @@ impl ForkServers {
     /// Stop every server (and so every child still running).
     pub async fn stop(&self) {
         for (_, s) in std::mem::take(&mut *self.servers.lock().await) {
-            self.forked.fetch_add(s.forked.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
+            self.forked
+                .fetch_add(s.forked.load(std::sync::atomic::Ordering::Relaxed), std::sync::atomic::Ordering::Relaxed);
             s.stop().await;
         }
     }
@@ -180,10 +184,7 @@ impl ForkServer {
     }
 }
 
-async fn read_answers(
-    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    state: Arc<Mutex<Answers>>,
-) {
+async fn read_answers(mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>, state: Arc<Mutex<Answers>>) {
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
         let mut s = state.lock().unwrap();
@@ -235,7 +236,8 @@ impl ForkedChild {
 
     /// SIGKILL its process group, and wait for its end.
     pub async fn kill(&mut self) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid as i32), nix::sys::signal::Signal::SIGKILL);
+        let _ =
+            nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid as i32), nix::sys::signal::Signal::SIGKILL);
         let _ = self.wait().await;
     }
 }
@@ -243,7 +245,10 @@ impl ForkedChild {
 impl Drop for ForkedChild {
     fn drop(&mut self) {
         if self.status.is_none() && self.exit.try_recv().is_err() {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid as i32), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(self.pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

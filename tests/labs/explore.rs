@@ -267,7 +267,11 @@ async fn a_python_worker_is_stepped_at_the_wire_like_ordlab_s_own() {
     let (forked, fresh) = &explored_reused_and_afresh("tests/scenarios/explore-python-s1.toml").await;
     let text = ordlab::exploration::render(forked, ordlab::lang::Lang::En);
     assert_eq!(counts(forked), (5, 0, 0), "{text}");
-    assert!(forked.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")), "{:?}", forked.classes[0].steps);
+    assert!(
+        forked.classes[0].steps.iter().any(|s| s.starts_with("C1 UPDATE ordlab.orders")),
+        "{:?}",
+        forked.classes[0].steps
+    );
     assert_eq!((forked.workers_forked, fresh.workers_forked), (forked.runs, 0), "one fork per run, none afresh");
     let found = |x: &Exploration| {
         let classes: Vec<_> =

@@ -148,6 +148,9 @@ pub struct Exploration {
     /// Why the two differ, in the lab's words (its variant's `explored`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contrast: Option<crate::lang::Words>,
+    /// Explored on the lab's smaller `[explore]` set-up, not the sampled one: what it keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smaller_setup: Option<crate::lang::Words>,
 }
 
 /// A variant's sampled outcome, as `ordlab run` recorded it.
@@ -202,6 +205,7 @@ pub fn rejudge(x: &Exploration) -> Result<Vec<String>, Error> {
     let lab = crate::catalog::find(&x.lab).map_err(|e| Error::Explore(format!("{}: {e}", x.lab)))?;
     let v =
         lab.variant(&x.variant).ok_or_else(|| Error::Explore(format!("lab {} has no variant {}", x.lab, x.variant)))?;
+    let v = v.as_explored();
     let mut changed = Vec::new();
     for c in &x.classes {
         let now = v.procedure.judge(&c.record);
@@ -243,6 +247,7 @@ impl Exploration {
             seconds: 0.0,
             sampled: None,
             contrast: v.explored.clone(),
+            smaller_setup: v.explore_setup.as_ref().map(|e| e.why.clone()),
         }
     }
 
@@ -326,6 +331,7 @@ fn count_run(
 /// Can the explorer step variant `v`? Err: why not, in one line (its kind's reason, or a clock
 /// of its own that it races).
 pub fn steppable(v: &Variant) -> Result<(), String> {
+    let v = &v.as_explored();
     if v.timer_race {
         return Err(
             "it races a clock of its own (a client's socket timeout), which is no step the explorer takes".into()
@@ -345,6 +351,9 @@ pub async fn explore(
     opts: &ExploreOptions,
 ) -> Result<(Exploration, Option<crate::report::LabReport>), Error> {
     steppable(v).map_err(|why| Error::Explore(format!("{}/{} cannot be explored: {why}", lab.id, v.id)))?;
+    let mut x = Exploration::new(lab, v, String::new());
+    // From here on the variant is what runs: on its smaller set-up, where the lab has one.
+    let v = &v.as_explored();
     let started = std::time::Instant::now();
     let mut runner = Runner::new(services, exe).await?;
     let mut redis =
@@ -352,7 +361,7 @@ pub async fn explore(
     let pg =
         crate::connect::postgres(&services.pg_config).await.map_err(|e| Error::Explore(format!("connect: {e}")))?;
     let (mut strategy, search) = strategy_of(opts);
-    let mut x = Exploration::new(lab, v, search);
+    x.search = search;
     let mut pct_steps = 0;
     let intended = v.procedure.intended();
     let pool = crate::roles::reuse::RolePool::new(opts.reuse_processes);
@@ -440,6 +449,7 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
     let mut out = String::new();
     let (wrong, unknown) = (x.count(Verdict::Wrong), x.count(Verdict::Unknown));
     let _ = writeln!(out, "# explore {} --variant {} ({})", x.lab, x.variant, x.search);
+    smaller_setup_line(&mut out, x, lang);
     let classes = x.classes.len();
     let _ = writeln!(
         out,
@@ -526,6 +536,22 @@ pub fn render(x: &Exploration, lang: Lang) -> String {
     out
 }
 
+/// Where the lab's file gives a smaller set-up for explore: that it was used, and what it keeps.
+fn smaller_setup_line(out: &mut String, x: &Exploration, lang: Lang) {
+    if let Some(why) = &x.smaller_setup {
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::tr!(
+                lang,
+                "on the lab's smaller set-up for explore ([explore] in its file), not the sampled one: {}",
+                "trên set-up nhỏ hơn của lab dành cho explore ([explore] trong file), không phải set-up lấy mẫu: {}",
+                why.get(lang)
+            )
+        );
+    }
+}
+
 /// PCT's runs are independent: the chance that at least one of `runs` finds a bug each finds
 /// with probability ≥ `p` is ≥ 1 − (1 − p)^runs.
 fn pct_over_runs(p: f64, runs: usize) -> f64 {
@@ -597,9 +623,12 @@ fn fates_line(out: &mut String, x: &Exploration, lang: Lang) {
 
 /// Each checker's reason with its count, the wrong schedules, the shortest one step by step.
 fn wrong_classes(out: &mut String, x: &Exploration, lang: Lang) {
+    // Stream entry IDs differ from run to run: classes wrong for the same reason group as one.
+    static ENTRY_IDS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b\d+-\d+\b").expect("a valid pattern"));
     let mut reasons: Vec<(String, usize)> = Vec::new();
     for c in x.wrong() {
-        let r = c.reasons.first().cloned().unwrap_or_default();
+        let r = ENTRY_IDS.replace_all(c.reasons.first().map_or("", String::as_str), "[id]").into_owned();
         match reasons.iter_mut().find(|(s, _)| *s == r) {
             Some(e) => e.1 += 1,
             None => reasons.push((r, 1)),
@@ -662,6 +691,24 @@ mod tests {
         assert!(text.contains("about 42.1% of the search"), "{text}");
         let done = render(&summary(serde_json::json!({"covered": 0.5})), Lang::En);
         assert!(!done.contains("stopped at") && !done.contains("% of the search"), "{done}");
+    }
+
+    /// Classes wrong for one reason in all but the stream's entry IDs are one line.
+    #[test]
+    fn wrong_classes_group_by_reason_whatever_their_entry_ids() {
+        let class = |schedule: &str, ids: &str| {
+            let reason = format!("order 42 paid (v=2) applied 2 times (entries {ids})");
+            serde_json::json!({"schedule": schedule, "key": schedule, "verdict": "wrong", "reasons": [reason],
+                "steps": ["D1 XADD"], "record": {"run": 1, "events": [], "timed_out": false,
+                "observed": {"kind": "outbox", "stream": [], "final_rows": [], "outbox_rows": 2},
+                "verdict": {"verdict": "wrong", "reasons": []}}})
+        };
+        let classes =
+            [class("D1.D2", "1796474563453-0, 1796474563459-0"), class("D2.D1", "1796474563486-0, 1796474563493-0")];
+        let x = summary(serde_json::json!({"runs": 2, "classes": classes}));
+        let text = render(&x, Lang::En);
+        assert!(text.contains("  wrong ×2: order 42 paid (v=2) applied 2 times (entries [id], [id])\n"), "{text}");
+        assert!(!text.contains("wrong ×1"), "{text}");
     }
 
     #[test]

@@ -80,6 +80,18 @@ struct ScenarioFile {
     expect: Option<ExpectPatch>,
     #[serde(default)]
     variant: Vec<VariantFile>,
+    #[serde(default)]
+    explore: Option<ExploreFile>,
+}
+
+/// `[explore]`: the set-up `ordlab explore` runs instead (laid over each variant's), where the
+/// sampled one is too big for every order of its steps to be run; `why` says what it keeps. A
+/// variant's own `explore = { setup = …, why = … }` is laid over its set-up instead.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExploreFile {
+    setup: toml::Table,
+    why: Words,
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,6 +110,9 @@ struct VariantFile {
     seed: Option<SeedFigure>,
     #[serde(default)]
     explored: Option<Words>,
+    /// This variant's own `[explore]` set-up (before the file's).
+    #[serde(default)]
+    explore: Option<ExploreFile>,
     #[serde(default)]
     setup: toml::Table,
     #[serde(default)]
@@ -159,6 +174,27 @@ pub struct Variant {
     /// Why exploring every order shows what it shows beside what sampling shows (`ordlab
     /// explore` prints it under both counts).
     pub explored: Option<Words>,
+    /// A smaller set-up `ordlab explore` runs instead of `procedure` (the file's `[explore]`).
+    pub explore_setup: Option<ExploreSetup>,
+}
+
+/// The set-up a variant is explored on when its own is too big to run in every order.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExploreSetup {
+    pub procedure: Procedure,
+    /// What the smaller set-up keeps of the lab, for the report.
+    pub why: Words,
+}
+
+impl Variant {
+    /// The variant as `ordlab explore` runs it: on the file's `[explore]` set-up, if it has one.
+    pub fn as_explored(&self) -> Variant {
+        let mut v = self.clone();
+        if let Some(e) = &self.explore_setup {
+            v.procedure = e.procedure.clone();
+        }
+        v
+    }
 }
 
 impl Scenario {
@@ -241,6 +277,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             runs: None,
             seed: None,
             explored: file.explored.clone(),
+            explore: None,
             setup: toml::Table::new(),
             expect: None,
         }]
@@ -266,6 +303,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             SetupFailure::At(err) => err,
             SetupFailure::Message(m) => invalid(format!("variant {}: {m}", v.id)),
         })?;
+        let explore_setup = explore_setup(&file.setup, file.explore.as_ref(), &v, &at)?;
         let patch = v.expect.or_else(|| file.expect.clone()).ok_or_else(|| {
             invalid(format!(
                 "variant {}: no expected outcome: add [expect] wrong = \"all\" | \"none\" | \"some\" | \"any\"",
@@ -290,6 +328,7 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
             timer_race: v.timer_race,
             seed,
             explored: v.explored,
+            explore_setup,
         });
     }
     if !single && file.seed.is_some() {
@@ -305,6 +344,31 @@ fn resolve(file: ScenarioFile, text: &str, origin: &str) -> Result<Scenario, Sce
         path: None,
         variants,
     })
+}
+
+/// The set-up `ordlab explore` runs for variant `v` (located by `variant_at`): its own
+/// `explore`, else the file's `[explore]`, laid over its set-up; None without either.
+fn explore_setup(
+    file_setup: &toml::Table,
+    file_explore: Option<&ExploreFile>,
+    v: &VariantFile,
+    variant_at: &locate::SetupAt<'_>,
+) -> Result<Option<ExploreSetup>, ScenarioError> {
+    let Some(e) = v.explore.as_ref().or(file_explore) else { return Ok(None) };
+    let (text, origin) = (variant_at.text, variant_at.origin);
+    let at = match &v.explore {
+        // A key it names is looked for in the variant's own set-up, then the file's.
+        Some(_) => locate::SetupAt { variant_setup: &v.setup, ..*variant_at },
+        None => locate::SetupAt { text, origin, variant: None, list: "explore", variant_setup: &e.setup },
+    };
+    let base = merge(file_setup, &v.setup);
+    let procedure = resolve_setup(&base, &e.setup, &at).map_err(|err| match err {
+        SetupFailure::At(err) => err,
+        SetupFailure::Message(m) => {
+            ScenarioError::Invalid { path: origin.to_string(), message: format!("[explore] for variant {}: {m}", v.id) }
+        }
+    })?;
+    Ok(Some(ExploreSetup { procedure, why: e.why.clone() }))
 }
 
 enum SetupFailure {

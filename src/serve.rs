@@ -504,6 +504,7 @@ mod tests {
             runs: 2,
             classes: vec![class("P.C1x2", Verdict::Right), class("C1.P", Verdict::Wrong)],
             hit_max_schedules: false,
+            smaller_setup: None,
         }];
         assert_eq!(saved_class(&saved, "s1", "s1", "C1.P"), Ok(Verdict::Wrong));
         let other = saved_class(&saved, "s1", "s1", "P.P").unwrap_err();

@@ -965,14 +965,15 @@ impl Control {
             (shared.timers.clone(), shared.finished.iter().map(|a| a.to_string()).collect::<BTreeSet<String>>())
         };
         book.timer = None;
-        if !timers.any() || timers.idle_when_all_wait && !self.all_wait(book) {
+        let working = timers.idle_when_all_wait && !self.all_wait(book);
+        if !timers.any() || working && timers.leases_outlasted.is_empty() {
             return None;
         }
         let ids: HashMap<String, String> = book.ids.iter().map(|((_, id), ord)| (ord.clone(), id.clone())).collect();
         let id_of = |ord: &str| ids.get(ord).cloned();
         // A server that does not answer here fails the next step's own query, with its reason.
-        let armed = book.timers.next(&timers, redis, id_of, |owner| finished.contains(owner)).await.ok()?;
-        let timer = armed.or_else(|| self.block_timeout(&timers, book))?;
+        let armed = book.timers.next(&timers, working, redis, id_of, |owner| finished.contains(owner)).await.ok()?;
+        let timer = armed.or_else(|| if working { None } else { self.block_timeout(&timers, book) })?;
         let group = timers.idle_group.clone().unwrap_or_default();
         let command = shape(&timer.words(&group).join(" "));
         let (footprint, guard) = (timer.footprint(), timer.guard());

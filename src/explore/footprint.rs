@@ -11,8 +11,10 @@
 //!
 //! - A resource is a Redis key or a part of a stream key (its entries, a group's cursor, a
 //!   group's pending list) or of a sorted set (one member: a lease), or a PostgreSQL table or
-//!   one row of it (`WHERE id = $n`); a list is one resource (its order is its state). Reads of
-//!   the same resource commute.
+//!   one row of it (`WHERE id = $n`), or the row locks of a table or row (`pg:lock:…`: a
+//!   `SELECT … FOR UPDATE` reads the rows and takes their locks, a write takes its rows' locks
+//!   too, a plain read never looks at locks); a list is one resource (its order is its state).
+//!   Reads of the same resource commute.
 //! - Before a step runs its footprint is what the command may do (conservative: a write
 //!   command writes every key it names); after it ran, a reply that says nothing changed
 //!   (`(nil)`, `0`, `UPDATE 0`) makes it a read ([`effect`]).
@@ -211,7 +213,16 @@ pub fn effect(server: ServerKind, args: &[String], keys: &[String], reply: &str)
 pub fn waiting_queue(server: ServerKind, args: &[String], keys: &[String]) -> Footprint {
     let queues: Vec<String> = match server {
         ServerKind::Redis => keys.iter().map(|k| format!("r:{k}#waiters")).collect(),
-        ServerKind::Postgres => postgres(args).read_only().reads.iter().map(|r| format!("{}#waiters", r.0)).collect(),
+        ServerKind::Postgres => {
+            // A statement waits for row locks: their queue (a statement that takes none waits
+            // on what it reads).
+            let fp = postgres(args);
+            let locks: Vec<&Resource> = fp.writes.iter().filter(|r| r.0.starts_with("pg:lock:")).collect();
+            match locks.is_empty() {
+                true => fp.read_only().reads.iter().map(|r| format!("{}#waiters", r.0)).collect(),
+                false => locks.iter().map(|r| format!("{}#waiters", r.0)).collect(),
+            }
+        }
     };
     Footprint::of(vec![], queues)
 }
@@ -284,10 +295,12 @@ fn statement(sql: &str, args: &[String]) -> Footprint {
         .collect();
     let first = words.first().map(|w| w.to_ascii_uppercase()).unwrap_or_default();
     let upper = sql.to_ascii_uppercase();
+    let locking_read =
+        ["FOR UPDATE", "FOR SHARE", "FOR NO KEY UPDATE", "FOR KEY SHARE"].iter().any(|w| upper.contains(w));
+    // A locking clause after anything but a plain SELECT (`WITH …`) may sit beside a write.
     let writes = matches!(first.as_str(), "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "TRUNCATE")
-        || upper.contains("FOR UPDATE")
-        || upper.contains("FOR SHARE")
-        || upper.contains("FOR NO KEY UPDATE");
+        || locking_read && first != "SELECT";
+    let locks = writes || locking_read;
     let tables = tables_of(&words);
     if first != "SELECT" && (!writes || tables.is_empty()) {
         return Footprint::default().write("pg:*".into());
@@ -296,14 +309,23 @@ fn statement(sql: &str, args: &[String]) -> Footprint {
     let row = row_of(sql, params).or_else(|| inserted_row(sql, params));
     let mut fp = Footprint::default();
     for t in tables {
-        let r = match &row {
-            Some(id) => format!("pg:{t}#{id}"),
-            None => format!("pg:{t}"),
+        let at = |what: &str| match &row {
+            Some(id) => format!("pg:{what}{t}#{id}"),
+            None => format!("pg:{what}{t}"),
         };
-        fp = if writes { fp.write(r) } else { fp.read(r) };
+        fp = if writes { fp.write(at("")) } else { fp.read(at("")) };
+        if locks {
+            fp = fp.write(at(LOCKS));
+        }
     }
     fp
 }
+
+/// The prefix of a table's row locks as a resource (`pg:lock:ordlab.outbox#3`): a locking
+/// read (`SELECT … FOR UPDATE`, `SKIP LOCKED`) reads the rows and takes their locks, which a
+/// plain read never looks at (under MVCC it sees the last committed versions, locked or not),
+/// so the two commute; a write takes the locks of the rows it writes as well.
+const LOCKS: &str = "lock:";
 
 /// What a bare transaction-control statement does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -646,6 +668,11 @@ pub fn changed_nothing(server: ServerKind, args: &[String], reply: &str) -> bool
 mod tests {
     use super::*;
 
+    /// What a statement writes but row locks (which every write takes as well).
+    fn data_writes(fp: &Footprint) -> Vec<&str> {
+        fp.writes.iter().map(|r| r.0.as_str()).filter(|r| !r.starts_with("pg:lock:")).collect()
+    }
+
     fn s(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()
     }
@@ -759,7 +786,7 @@ mod tests {
         let other = postgres(&s(&["INSERT INTO ordlab.ledger (job) VALUES ($1)", "7"]));
         assert!(!other.conflicts(&upd("42")));
         let customer = postgres(&s(&["UPDATE t SET a = 1 WHERE customer_id = $1", "42"]));
-        assert_eq!(customer.writes.iter().next().unwrap().0, "pg:t", "customer_id is not the row's id");
+        assert_eq!(data_writes(&customer), ["pg:t"], "customer_id is not the row's id");
     }
 
     /// The statements of the jobs kind's database techniques: a one-row INSERT … ON CONFLICT
@@ -772,7 +799,7 @@ mod tests {
                 job,
             ]))
         };
-        assert_eq!(processed("job-1").writes.iter().next().unwrap().0, "pg:ordlab.processed_orders#order_id=job-1");
+        assert_eq!(data_writes(&processed("job-1")), ["pg:ordlab.processed_orders#order_id=job-1"]);
         assert!(processed("job-1").conflicts(&processed("job-1")), "the second insert of a job finds the first");
         assert!(!processed("job-1").conflicts(&processed("job-2")), "two jobs' rows commute");
         let reset = |id: &str| {
@@ -798,10 +825,10 @@ mod tests {
         let plain = postgres(&s(&["INSERT INTO t (id, v) VALUES ($1, 1)", "1"]));
         let computed = postgres(&s(&["INSERT INTO t (id, v) VALUES (nextval('s'), 1) ON CONFLICT (id) DO NOTHING"]));
         for whole in [two, plain, computed] {
-            assert_eq!(whole.writes.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["pg:t"]);
+            assert_eq!(data_writes(&whole), ["pg:t"]);
         }
         let literal = postgres(&s(&["INSERT INTO t (id, v) VALUES (42, 'x') ON CONFLICT (id) DO NOTHING"]));
-        assert_eq!(literal.writes.iter().next().unwrap().0, "pg:t#42");
+        assert_eq!(data_writes(&literal), ["pg:t#42"]);
         // It inserted nothing (its key was there): a read.
         let nothing = effect(
             ServerKind::Postgres,
@@ -840,14 +867,29 @@ mod tests {
         let head = postgres(&s(&[
             "SELECT aggregate_id FROM ordlab.outbox o WHERE published_at IS NULL AND NOT EXISTS (SELECT 1 FROM ordlab.outbox e WHERE e.aggregate_id = o.aggregate_id AND e.published_at IS NULL AND e.id < o.id) ORDER BY aggregate_id LIMIT 1 FOR UPDATE OF o SKIP LOCKED",
         ]));
-        assert_eq!(head, Footprint::of(vec![], vec!["pg:ordlab.outbox".into()]), "it may lock any row");
+        assert_eq!(
+            head,
+            Footprint::of(vec!["pg:ordlab.outbox".into()], vec!["pg:lock:ordlab.outbox".into()]),
+            "it reads the table and may lock any row"
+        );
+        let poll = postgres(&s(&["SELECT id FROM ordlab.outbox WHERE published_at IS NULL ORDER BY id"]));
+        assert!(!head.conflicts(&poll), "a plain read does not see row locks: taking one commutes with it");
+        assert!(head.conflicts(&head.clone()), "who locks first matters");
         let key_rows = postgres(&s(&[
             "SELECT id FROM ordlab.outbox WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY id FOR UPDATE",
             "42",
         ]));
-        assert_eq!(key_rows.writes.iter().next().unwrap().0, "pg:ordlab.outbox", "aggregate_id is not the row's id");
+        assert_eq!(
+            key_rows.writes.iter().next().unwrap().0,
+            "pg:lock:ordlab.outbox",
+            "aggregate_id is not the row's id"
+        );
         let mark = postgres(&s(&["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "3"]));
-        assert!(head.conflicts(&mark) && key_rows.conflicts(&mark));
+        assert_eq!(
+            mark.writes,
+            Footprint::of(vec![], vec!["pg:lock:ordlab.outbox#3".into(), "pg:ordlab.outbox#3".into()]).writes
+        );
+        assert!(head.conflicts(&mark) && key_rows.conflicts(&mark) && mark.conflicts(&poll));
         let try_lock = |k: &str| postgres(&s(&["SELECT pg_try_advisory_xact_lock($1)", k]));
         assert_eq!(try_lock("42"), Footprint::of(vec![], vec!["pg:advisory#42".into()]));
         assert!(try_lock("42").conflicts(&try_lock("42")), "who takes the key first matters");
@@ -873,7 +915,7 @@ mod tests {
             delete.conflicts(&mark) && !delete.conflicts(&postgres(&s(&["DELETE FROM ordlab.outbox WHERE id = 4"])))
         );
         let any = postgres(&s(&["UPDATE ordlab.outbox SET published_at = now() WHERE id = ANY($1)", "{1,3}"]));
-        assert_eq!(any.writes.iter().next().unwrap().0, "pg:ordlab.outbox", "ANY($1) may reach any row");
+        assert_eq!(data_writes(&any), ["pg:ordlab.outbox"], "ANY($1) may reach any row");
     }
 
     #[test]
@@ -909,16 +951,28 @@ mod tests {
         step(&mut tx, 2, &["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "2"]);
         assert_eq!(
             tx.end_of(&1),
-            Some(Footprint::of(vec![], vec!["pg:advisory#42".into(), "pg:ordlab.outbox#1".into()]))
+            Some(Footprint::of(
+                vec![],
+                vec!["pg:advisory#42".into(), "pg:lock:ordlab.outbox#1".into(), "pg:ordlab.outbox#1".into()]
+            ))
         );
         let commit = step(&mut tx, 1, &["COMMIT"]);
-        assert_eq!(commit, Footprint::of(vec![], vec!["pg:advisory#42".into(), "pg:ordlab.outbox#1".into()]));
+        assert_eq!(
+            commit,
+            Footprint::of(
+                vec![],
+                vec!["pg:advisory#42".into(), "pg:lock:ordlab.outbox#1".into(), "pg:ordlab.outbox#1".into()]
+            )
+        );
         assert!(commit.conflicts(&poll), "the mark becomes visible to a poll");
         assert!(commit.conflicts(&mark("1")) && !commit.conflicts(&mark("2")), "row 1's lock is released");
         assert!(!commit.conflicts(&other), "a table it did not write commutes");
         assert_eq!(tx.end_of(&1), None, "closed");
         let rollback = step(&mut tx, 2, &["ROLLBACK"]);
-        assert_eq!(rollback, Footprint::of(vec![], vec!["pg:ordlab.outbox#2".into()]));
+        assert_eq!(
+            rollback,
+            Footprint::of(vec![], vec!["pg:lock:ordlab.outbox#2".into(), "pg:ordlab.outbox#2".into()])
+        );
         assert!(step(&mut tx, 3, &["COMMIT"]).conflicts(&other), "an end it did not see begin touches everything");
         // Outside a transaction nothing is kept.
         step(&mut tx, 4, &["UPDATE ordlab.outbox SET published_at = now() WHERE id = $1", "5"]);
@@ -934,7 +988,7 @@ mod tests {
         assert!(!brpop("q").conflicts(&brpop("other")));
         let upd = s(&["UPDATE ordlab.orders SET status = $1 WHERE id = $2", "paid", "42"]);
         let row_wait = waiting_queue(p, &upd, &[]);
-        assert_eq!(row_wait, Footprint::of(vec![], vec!["pg:ordlab.orders#42#waiters".into()]));
+        assert_eq!(row_wait, Footprint::of(vec![], vec!["pg:lock:ordlab.orders#42#waiters".into()]));
         // What the wait itself touched is a read: two unanswered waits commute.
         let wait = effect(r, &s(&["BRPOP", "q", "0"]), &s(&["q"]), "(nil)");
         assert!(!wait.conflicts(&wait.clone()) && wait.conflicts(&redis(&s(&["LPUSH", "q", "j"]), &s(&["q"]))));

@@ -55,6 +55,11 @@ pub struct Timers {
     /// Leases in this sorted set (member: the taken entry, score: its deadline on the
     /// server's clock) can run out.
     pub leases: Option<String>,
+    /// Payloads whose delivery can outlast its lease (a job slower than the lease at its first
+    /// delivery): their lease can also run out while the worker still works on it, once each;
+    /// other leases only as `idle_when_all_wait` says. A member is the payload, or a delivery
+    /// token ending in `|<payload>`.
+    pub leases_outlasted: Vec<String>,
     /// Delayed retries in this sorted set (member: the payload, score: its due time on the
     /// server's clock) can come due, as a lease runs out: the same step on another set.
     pub due: Option<String>,
@@ -160,6 +165,8 @@ pub struct TimerQueue {
     /// Who each delivered entry was handed to (the consumer named in the read), and whether
     /// that consumer has asked for more work since.
     owners: std::collections::BTreeMap<(String, String), (String, bool)>,
+    /// Lease members of [`Timers::leases_outlasted`] whose lease has run out (once each).
+    outlasted: std::collections::BTreeSet<String>,
 }
 
 impl TimerQueue {
@@ -229,6 +236,9 @@ impl TimerQueue {
     pub fn fired(&mut self, timer: &Timer, blocked: Option<&[String]>) {
         match timer {
             Timer::Idle { stream, ordinal, .. } => self.idle.push((stream.clone(), ordinal.clone())),
+            Timer::Lease { member, .. } => {
+                self.outlasted.insert(member.clone());
+            }
             Timer::Unblock { actor, polling, .. } if !polling.is_empty() => {
                 if let Some(read) = blocked {
                     self.timed_out.push((actor.clone(), read.to_vec()));
@@ -269,16 +279,35 @@ impl TimerQueue {
         Footprint::of(vec![format!("r:{stream}#entries")], writes)
     }
 
+    /// May the lease of `member` run out while its worker works on it? Only a delivery that
+    /// outlasts its lease ([`Timers::leases_outlasted`]), and once.
+    fn outlasts(&self, timers: &Timers, member: &str) -> bool {
+        let named = |p: &String| member == p || member.strip_suffix(p.as_str()).is_some_and(|t| t.ends_with('|'));
+        timers.leases_outlasted.iter().any(named) && !self.outlasted.contains(member)
+    }
+
     /// The first armed timer, asking the server what is still there (a released key, an
-    /// acknowledged entry disarm theirs). `id_of` gives an ordinal's server ID.
+    /// acknowledged entry disarm theirs). `id_of` gives an ordinal's server ID. `working`:
+    /// some process is not waiting for work, and the lab runs timers out only while every one
+    /// does ([`Timers::idle_when_all_wait`]): only a lease that outlasts its delivery can.
     pub async fn next(
         &mut self,
         timers: &Timers,
+        working: bool,
         redis: &mut MultiplexedConnection,
         id_of: impl Fn(&str) -> Option<String>,
         gone: impl Fn(&str) -> bool,
     ) -> Result<Option<Timer>, redis::RedisError> {
         let on_server = |key: &str| format!("{}{key}", timers.key_prefix);
+        if working {
+            let Some(key) = &timers.leases else { return Ok(None) };
+            let leases: Vec<(String, f64)> =
+                redis::cmd("ZRANGE").arg(on_server(key)).arg(0).arg(-1).arg("WITHSCORES").query_async(redis).await?;
+            let armed = leases
+                .into_iter()
+                .find(|(m, deadline)| *deadline >= NEVER_BY_THE_CLOCK_MS as f64 && self.outlasts(timers, m));
+            return Ok(armed.map(|(member, _)| Timer::Lease { key: key.clone(), member }));
+        }
         if timers.ttl {
             while let Some(key) = self.expiring.first().cloned() {
                 let exists: bool = redis::cmd("EXISTS").arg(on_server(&key)).query_async(redis).await?;

@@ -229,6 +229,7 @@ impl CheckList {
                 timer_race: false,
                 seed: None,
                 explored: None,
+                explore_setup: None,
             });
         }
         Ok(Scenario {

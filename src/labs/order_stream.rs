@@ -639,6 +639,7 @@ fn timers(spec: &StreamSpec, key_prefix: String) -> crate::explore::timer::Timer
         idle_when_all_wait: false,
         block_timeout,
         leases: None,
+        leases_outlasted: Vec::new(),
         due: None,
         polling_streams: Vec::new(),
         key_prefix,

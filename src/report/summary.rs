@@ -250,6 +250,7 @@ mod tests {
             timer_race: false,
             seed: None,
             explored: None,
+            explore_setup: None,
         };
         VariantReport::tally(&v, records)
     }

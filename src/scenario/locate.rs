@@ -10,7 +10,8 @@ use toml_edit::{ImDocument, Item};
 pub struct SetupAt<'a> {
     pub text: &'a str,
     pub origin: &'a str,
-    /// Index of the `[[variant]]` table (None: the file has no variants).
+    /// Index of the `[[variant]]` table (None: the file has no variants, or `list` names a
+    /// table of its own such as `[explore]`).
     pub variant: Option<usize>,
     /// The name of the array of tables `variant` indexes: `variant` (a grade check list's is
     /// `check`).
@@ -41,10 +42,12 @@ impl SetupAt<'_> {
     fn span(&self, path: &[String], at_value: bool) -> Option<usize> {
         let doc: ImDocument<&str> = ImDocument::parse(self.text).ok()?;
         let in_variant = path.first().is_none_or(|k| self.variant_setup.contains_key(k));
-        let table = match self.variant {
-            Some(i) if in_variant => doc.get(self.list)?.get(i)?.get("setup"),
-            _ => doc.get("setup"),
+        let own = || match self.variant {
+            Some(i) => doc.get(self.list)?.get(i)?.get("setup"),
+            // A table of its own (`[explore]`), not one of an array.
+            None => doc.get(self.list)?.get("setup"),
         };
+        let table = if in_variant { own() } else { None };
         let table = table.or_else(|| doc.get("setup"))?;
         deepest(table, path, at_value)
     }

@@ -150,3 +150,40 @@ fn a_plain_del_release_reads_and_is_refused_for_a_worker_from_a_command_line() {
     let err = Scenario::parse(&worker, "demo.toml").unwrap_err().to_string();
     assert!(err.contains("release = \"del\""), "{err}");
 }
+
+/// `[explore]`: the set-up `ordlab explore` runs, laid over each variant's; a mistake in it
+/// is located in it.
+#[test]
+fn an_explore_set_up_is_laid_over_each_variant_s() {
+    let text = format!(
+        "{MINIMAL}\n[[variant]]\nid = \"a\"\n\n[[variant]]\nid = \"b\"\nsetup = {{ consumers = 3 }}\n\n[explore]\nsetup = {{ events = [{{ order = 42, type = \"created\", version = 1 }}] }}\nwhy = \"one event\"\n"
+    );
+    let s = Scenario::parse(&text, "demo.toml").unwrap();
+    let b = s.variant("b").unwrap();
+    assert_eq!(stream(&b.procedure).events.len(), 2, "sampled on its own set-up");
+    let explored = b.as_explored();
+    let spec = stream(&explored.procedure);
+    assert_eq!((spec.events.len(), spec.consumers), (1, 3), "the explore set-up over the variant's");
+    assert_eq!(b.explore_setup.as_ref().unwrap().why.get(crate::lang::Lang::En), "one event");
+    // A variant's own `explore` is laid over its set-up instead of the file's.
+    let own = text.replace(
+        "setup = { consumers = 3 }\n",
+        "setup = { consumers = 3 }\nexplore = { setup = { consumers = 1 }, why = \"one consumer\" }\n",
+    );
+    let s = Scenario::parse(&own, "demo.toml").unwrap();
+    let b = s.variant("b").unwrap();
+    let explored = b.as_explored();
+    let spec = stream(&explored.procedure);
+    assert_eq!((spec.events.len(), spec.consumers), (2, 1));
+    assert_eq!(b.explore_setup.as_ref().unwrap().why.get(crate::lang::Lang::En), "one consumer");
+    assert_eq!(stream(&s.variant("a").unwrap().as_explored().procedure).events.len(), 1, "the file's");
+    let plain = Scenario::parse(MINIMAL, "demo.toml").unwrap();
+    assert!(plain.variants[0].explore_setup.is_none());
+    assert_eq!(stream(&plain.variants[0].as_explored().procedure).events.len(), 2);
+    let bad = text.replace("setup = { events", "setup = { consumer = 1, events");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:24:11: setup: unknown field `consumer`"), "{err}");
+    let bad = text.replace("why = \"one event\"", "");
+    let err = Scenario::parse(&bad, "x.toml").unwrap_err().to_string();
+    assert!(err.starts_with("x.toml:23:1: "), "at [explore]: {err}");
+}

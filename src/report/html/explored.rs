@@ -24,6 +24,9 @@ pub struct ExploredFile {
     pub classes: Vec<ClassView>,
     #[serde(default)]
     pub hit_max_schedules: bool,
+    /// Explored on the lab's smaller `[explore]` set-up: what it keeps.
+    #[serde(default)]
+    pub smaller_setup: Option<Words>,
 }
 
 /// One class of schedules.
@@ -130,15 +133,26 @@ pub fn render(out: &mut String, explored: &[ExploredFile]) {
             format!("{wrong} trên {} SAI ({}, {})", classes.vi, x.search, ran.vi),
         );
         let name = part_name(x);
+        let setup = match &x.smaller_setup {
+            Some(why) => format!(
+                "<p>{}</p>",
+                both(&Words::new(
+                    format!("On the lab's smaller set-up for explore, not the sampled one: {}", why.en),
+                    format!("Trên set-up nhỏ hơn của lab dành cho explore, không phải set-up lấy mẫu: {}", why.vi),
+                ))
+            ),
+            None => String::new(),
+        };
         let _ = write!(
             out,
-            r#"<article class="exploration" data-lab="{0}" data-variant="{1}" data-part="{2}"><h3><span translate="no">{0} · {1}</span> — {3}</h3><details class="open-classes"><summary>{4}</summary><div class="classes" data-slot="{5}"></div></details></article>"#,
+            r#"<article class="exploration" data-lab="{0}" data-variant="{1}" data-part="{2}"><h3><span translate="no">{0} · {1}</span> — {3}</h3>{6}<details class="open-classes"><summary>{4}</summary><div class="classes" data-slot="{5}"></div></details></article>"#,
             esc(&x.lab),
             esc(&x.variant),
             esc(&super::part::lab_script(&name)),
             both(&title),
             both(&Words::new(format!("show the {}", classes.en), format!("hiện {}", classes.vi))),
             esc(&name),
+            setup,
         );
         out.push('\n');
     }
@@ -213,6 +227,7 @@ mod tests {
             runs: 3,
             classes: vec![class("P.C1", Verdict::Right), class("C1.P", Verdict::Wrong)],
             hit_max_schedules: false,
+            smaller_setup: None,
         }
     }
 
@@ -224,6 +239,11 @@ mod tests {
         assert!(head.contains("1 trên 2 lớp SAI"), "{head}");
         assert!(head.contains(r#"data-part="book/explored-baseline-baseline.js""#), "{head}");
         assert!(!head.contains("class right"), "the classes are in the part: {head}");
+        assert!(!head.contains("smaller set-up"), "{head}");
+        let smaller = ExploredFile { smaller_setup: Some(Words::new("2 rows", "2 dòng")), ..file() };
+        let mut head = String::new();
+        render(&mut head, &[smaller]);
+        assert!(head.contains("On the lab&#39;s smaller set-up for explore, not the sampled one: 2 rows"), "{head}");
         let out = part(&file()).remove(0).1;
         assert_eq!(out.matches(r#"<details class="class right">"#).count(), 1);
         assert_eq!(out.matches(r#"<details class="class wrong">"#).count(), 1);

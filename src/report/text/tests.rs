@@ -84,6 +84,7 @@ fn variant(id: &str, setup: &str, expect: Expectation, runs: Vec<RunRecord>) -> 
         timer_race: false,
         seed: None,
         explored: None,
+        explore_setup: None,
     };
     VariantReport::tally(&v, runs)
 }
@@ -296,6 +297,7 @@ fn a_variant_the_server_cannot_run_is_skipped_and_says_why() {
         timer_race: false,
         seed: None,
         explored: None,
+        explore_setup: None,
     };
     let skipped = VariantReport::skipped(&v, "needs Redis ≥ 8.6 (XADD … IDMP); this server is 7.0.15".into());
     let r = report(vec![

@@ -184,6 +184,7 @@ pub(super) async fn run(
         idle_when_all_wait: true,
         block_timeout: false,
         leases: None,
+        leases_outlasted: Vec::new(),
         due: None,
         polling_streams: Vec::new(),
         key_prefix: ctx.key_prefix(),

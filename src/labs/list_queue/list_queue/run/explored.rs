@@ -42,8 +42,11 @@
 //! nothing to reap, a killed worker gone): in the sampled lab a lease outlasts every job but
 //! the killed worker's (W2's 300 ms job in a 3000 ms lease; W1 is killed before its lease
 //! could run out), and a lease that runs out while the reaper puts back another is the same
-//! as one that runs out just before its next look. Variants where a lease runs out while its
-//! worker still works are refused (see [`ListQueueSpec::explorable`]).
+//! as one that runs out just before its next look. A job whose first delivery outlasts its
+//! lease (lease-slow-handler's 1500 ms in a 500 ms lease) is the exception: its lease can also
+//! run out at any point while a worker works on it, once ([`ListQueueSpec::leases_outlasted`]).
+//! Variants where a lease could run out at every delivery are refused (see
+//! [`ListQueueSpec::explorable`]).
 
 use super::{observe, Crew, CrewMember, Progress, Step};
 use crate::error::{Context, Error};
@@ -253,7 +256,15 @@ pub(super) async fn run(
     }
     let leases = spec.reaper.map(|_| short(&crew.keys.leases, &prefix));
     let due = spec.scheduler.map(|_| short(&crew.keys.delayed, &prefix));
-    control.set_timers(Timers { leases, due, idle_when_all_wait: true, key_prefix: prefix.clone(), ..Timers::default() });
+    let leases_outlasted = if leases.is_some() { spec.leases_outlasted() } else { Vec::new() };
+    control.set_timers(Timers {
+        leases,
+        leases_outlasted,
+        due,
+        idle_when_all_wait: true,
+        key_prefix: prefix.clone(),
+        ..Timers::default()
+    });
     control.begin();
     let (takes_tx, takes) = watch::channel(0u32);
     let produce = produce(spec, control, producer, crew.keys.queue.clone(), fetch.clone(), takes, crew.tx.clone());

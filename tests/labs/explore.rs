@@ -27,6 +27,14 @@ async fn explore_on(services: &Services, lab: &str, variant: Option<&str>, searc
     explore(services, support::ordlab_exe(), &lab, v, &opts).await.expect("exploration runs").0
 }
 
+/// The first `runs` runs of `lab`'s `variant`'s exhaustive search.
+async fn first_runs(services: &Services, lab: &str, variant: &str, runs: usize) -> Exploration {
+    let lab = ordlab::catalog::find(lab).expect("lab");
+    let v = lab.variant(variant).expect("variant");
+    let opts = ExploreOptions { search: exhaustive(), max_schedules: runs, ..Default::default() };
+    explore(services, support::ordlab_exe(), &lab, v, &opts).await.expect("explores").0
+}
+
 fn exhaustive() -> Search {
     Search::Exhaustive { preemptions: None }
 }
@@ -243,10 +251,8 @@ async fn two_outbox_dispatchers_with_skip_locked_never_send_a_row_twice() {
 #[tokio::test]
 async fn a_lab_with_an_explore_set_up_is_explored_on_it_and_says_so() {
     let services = Services::start(&support::local()).await.expect("local servers start");
-    let lab = ordlab::catalog::find("outbox-multi").expect("lab");
-    let v = lab.variant("advisory-lock").expect("variant");
-    let opts = ExploreOptions { search: exhaustive(), max_schedules: 3, ..Default::default() };
-    let x = explore(&services, support::ordlab_exe(), &lab, v, &opts).await.expect("explores").0;
+    let (lab, v) = ("outbox-multi", "advisory-lock");
+    let x = first_runs(&services, lab, v, 3).await;
     let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
     assert!(
         text.contains(
@@ -262,8 +268,7 @@ async fn a_lab_with_an_explore_set_up_is_explored_on_it_and_says_so() {
     };
     assert_eq!(rows(&x), [2, 2, 2], "{text}");
     let schedule = Schedule::parse(&x.classes[1].schedule).unwrap();
-    let opts = ExploreOptions { search: Search::Replay(schedule), ..Default::default() };
-    let again = explore(&services, support::ordlab_exe(), &lab, v, &opts).await.expect("replays").0;
+    let again = explore_on(&services, lab, Some(v), Search::Replay(schedule)).await;
     services.stop().await;
     assert_eq!((rows(&again), &again.classes[0].key), (vec![serde_json::json!(2)], &x.classes[1].key));
 }
@@ -331,7 +336,7 @@ fn bad_explorations_are_one_line_and_exit_2() {
     let cases: [(&[&str], &str); 7] = [
         (
             &["explore", "priority-zset", "--variant", "ties"],
-            "cannot be explored: this kind's processes are not stepped",
+            "cannot be explored: one worker at a time (crash: C2 starts once C1 is dead) on a queue filled before it starts: no two processes race",
         ),
         (
             &["explore", "foreign-priority", "--variant", "python-strict-seed-redis"],
@@ -380,7 +385,9 @@ fn every_variant_says_whether_the_explorer_can_step_it() {
     let fanout = line("fanout:order-kept").unwrap_or_default();
     assert!(fanout.contains("\tnot steppable: a fan-out reader's workers"), "{fanout}");
     let zset = line("priority-zset:ties").unwrap_or_default();
-    assert!(zset.contains("\tnot steppable: this kind's processes are not stepped"), "{zset}");
+    assert!(zset.contains("\tnot steppable: one worker at a time"), "{zset}");
+    let flood = line("priority-zset:flood").unwrap_or_default();
+    assert!(flood.contains("\tnot steppable: its question is one of time"), "{flood}");
     let labs = ordlab::catalog::all().expect("catalog");
     let variants: usize = labs.iter().map(|l| l.variants.len()).sum();
     assert_eq!(text.lines().count(), variants, "one line per variant");
@@ -552,10 +559,7 @@ async fn a_killed_list_worker_s_lease_runs_out_as_a_step_and_its_job_comes_back(
 #[tokio::test]
 async fn a_lease_that_outlasts_its_job_runs_out_while_the_worker_works() {
     let services = Services::start(&support::local()).await.expect("local servers start");
-    let lab = ordlab::catalog::find("list-crash").expect("lab");
-    let v = lab.variant("lease-slow-handler").expect("variant");
-    let opts = ExploreOptions { search: exhaustive(), max_schedules: 40, ..Default::default() };
-    let x = explore(&services, support::ordlab_exe(), &lab, v, &opts).await.expect("explores").0;
+    let x = first_runs(&services, "list-crash", "lease-slow-handler", 40).await;
     services.stop().await;
     let text = ordlab::exploration::render(&x, ordlab::lang::Lang::En);
     assert!(x.smaller_setup.is_some() && x.runs == x.classes.len(), "{text}");

@@ -392,6 +392,16 @@ pub fn commands_in(info: &str) -> i64 {
 }
 
 impl LabProcedure for ZsetSpec {
+    /// Not stepped, and nothing to step: no two of its processes race, or its question is one
+    /// of time.
+    fn explorable(&self) -> Result<(), String> {
+        Err(match self.experiment {
+            Experiment::Ties { .. } | Experiment::Crash { .. } => "one worker at a time (crash: C2 starts once C1 is dead) on a queue filled before it starts: no two processes race, so there is no order of theirs to explore; its question is what the server does (the order equal scores come out in, a popped job's fate when its worker is killed)",
+            Experiment::Arrivals { .. } | Experiment::Flood { .. } => "its question is one of time (how long a job waits for a polling worker, whether low jobs starve while critical ones keep coming, aging by queueing time), which explore takes out: there waits and handler work take no time",
+        }
+        .into())
+    }
+
     fn validate(&mut self) -> Result<(), String> {
         if self.cost_ms.array().iter().any(|c| !c.is_finite() || *c < 0.0) {
             return Err("setup.cost_ms: use durations ≥ 0 in ms".into());

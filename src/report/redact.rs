@@ -50,11 +50,11 @@ impl Redactor {
         let mut burst: Vec<&Event> = Vec::new();
         for e in events {
             if burst.last().is_some_and(|last| e.t_us - last.t_us >= BURST_US) {
-                out.extend(by_process(std::mem::take(&mut burst)));
+                out.extend(by_process(std::mem::take(&mut burst), true));
             }
             burst.push(e);
         }
-        out.extend(by_process(burst));
+        out.extend(by_process(burst, true));
         out
     }
 }
@@ -65,7 +65,8 @@ impl Redactor {
     /// measures, where only each process's own sequence is the same from run to run.
     pub fn order_by_process<'a>(&self, events: Vec<&'a Event>) -> Vec<&'a Event> {
         if self.active() {
-            by_process(events)
+            // Who took a lock first is the race such a variant measures: not an order kept.
+            by_process(events, false)
         } else {
             events
         }
@@ -98,11 +99,14 @@ fn lanes(burst: &[&Event]) -> Vec<Actor> {
 
 /// A burst in canonical order: repeatedly the first remaining event of the lowest-ranked
 /// process whose causes are already out (its own earlier events; for a receive, the publish
-/// of the same entry; for a list job taken, its push or put-back; for a worker the runner
+/// of the same entry; for a list job taken, its push or put-back; with `locks`, for a lock
+/// taken, another process's release of it; for a worker the runner
 /// kills and a job it pushes once the one before was taken, everything before it: the runner
 /// reacted to it).
-fn by_process(burst: Vec<&Event>) -> Vec<&Event> {
-    let causes: Vec<Causality> = burst.iter().map(|e| causality(e)).collect();
+fn by_process(burst: Vec<&Event>, locks: bool) -> Vec<&Event> {
+    let lock = |c: &Causality| matches!(c, Causality::PutsBack(k) | Causality::Takes(k) if k.starts_with("lock "));
+    let causes: Vec<Causality> =
+        burst.iter().map(|e| causality(e)).map(|c| if !locks && lock(&c) { Causality::Free } else { c }).collect();
     let published = |id: &str, done: &[bool]| {
         causes.iter().enumerate().all(|(i, c)| done[i] || !matches!(c, Causality::Publishes(p) if p == id))
     };
@@ -303,6 +307,47 @@ mod tests {
         let events = [moved, taken];
         let shown: Vec<Actor> = Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| e.actor).collect();
         assert_eq!(shown, vec![Actor::Scheduler, Actor::Worker(1)]);
+    }
+
+    /// lock-pause third-holder-token: C3 writes and releases the lock, and C2, retrying every
+    /// 20 ms, takes it 0–20 ms later. In one burst C2 ranks first, yet its take waited for the
+    /// release: listed after it, so the snapshot does not depend on whether the take falls
+    /// inside the burst. A release that deleted nothing (0) frees nothing.
+    #[test]
+    fn a_lock_is_taken_after_another_process_released_it() {
+        use crate::handler::order::events::HandlerEvent;
+        let (c2, c3) = (Actor::Consumer(2), Actor::Consumer(3));
+        let key = "lock:order:42".to_string();
+        let released = |t_us, by, released| Event {
+            t_us,
+            actor: by,
+            kind: HandlerEvent::LockReleased { key: key.clone(), method: "DELEX IFEQ".into(), released }.event(),
+        };
+        let acquired = |t_us, by| Event {
+            t_us,
+            actor: by,
+            kind: HandlerEvent::LockAcquired {
+                key: key.clone(),
+                tries: 30,
+                ttl_ms: 1000,
+                px_ms: 1000,
+                round_trip_us: 200,
+            }
+            .event(),
+        };
+        let order = |events: &[Event]| -> Vec<(i64, Actor)> {
+            Redactor::SNAPSHOT.order(events.iter().collect()).iter().map(|e| (e.t_us, e.actor)).collect()
+        };
+        let events = [released(1_000, c3, 1), acquired(5_000, c2)];
+        assert_eq!(order(&events), vec![(1_000, c3), (5_000, c2)]);
+        // Where the whole timeline is listed by process, who took the lock first is the race
+        // the variant measures: not kept.
+        let by_process: Vec<Actor> =
+            Redactor::SNAPSHOT.order_by_process(events.iter().collect()).iter().map(|e| e.actor).collect();
+        assert_eq!(by_process, vec![c2, c3]);
+        // One whose release found the key gone (expired) does not order a take.
+        let events = [released(1_000, c3, 0), acquired(5_000, c2)];
+        assert_eq!(order(&events), vec![(5_000, c2), (1_000, c3)]);
     }
 
     #[test]

@@ -137,9 +137,10 @@ pub enum Causality {
     Publishes(String),
     /// It receives the entry (after its publish).
     Receives(String),
-    /// It puts a list job (back) in its queue (a take of it comes after).
+    /// It puts a list job (back) in its queue, or releases a lock (`lock <key>`): a take of
+    /// it comes after.
     PutsBack(String),
-    /// It takes a list job (after its push or put-back).
+    /// It takes a list job (after its push or put-back), or a lock (after its release).
     Takes(String),
     /// It puts a list job in its queue in reaction to what came before it (a gated push, made
     /// once the job before it was taken): after every earlier event, and a take of it after it.

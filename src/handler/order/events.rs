@@ -3,7 +3,9 @@
 //! reader queueing an entry for one of its workers. Their words and marks are here, beside them.
 
 use crate::lang::{pick, Lang};
-use crate::timeline::vocabulary::{job_line_label, job_mark_label, Belongs, Drawing, Glyph, Vocabulary, Wording};
+use crate::timeline::vocabulary::{
+    job_line_label, job_mark_label, Belongs, Causality, Drawing, Glyph, Vocabulary, Wording,
+};
 use crate::timeline::{Actor, Job};
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +97,18 @@ impl Vocabulary for HandlerEvent {
                 crate::tr!(w.lang, "{a} queued {entry} in queue {worker}", "{a} xếp {entry} vào hàng đợi {worker}")
             }
         })
+    }
+
+    /// A lock taken after another process released it (deleted it: `released` 1) comes after
+    /// that release when a snapshot lists a burst by process: the take waited for it.
+    fn causality(&self) -> Causality {
+        match self {
+            HandlerEvent::LockReleased { key, released, .. } if *released > 0 => {
+                Causality::PutsBack(format!("lock {key}"))
+            }
+            HandlerEvent::LockAcquired { key, .. } => Causality::Takes(format!("lock {key}")),
+            _ => Causality::Free,
+        }
     }
 
     fn drawing(&self, w: &Wording) -> Drawing {

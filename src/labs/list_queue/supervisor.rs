@@ -66,22 +66,29 @@ pub async fn run_loop<C: ConnectionLike + Send>(
         let now = tokio::time::Instant::now();
         // A put-back is stamped when its script is sent: a worker polling the queue can take
         // the job as soon as the script has run, before this process (stalled on a loaded
-        // machine) reads the reply, and its take must not come first on the timeline.
+        // machine) reads the reply, and its take must not come first on the timeline. Under
+        // the explorer the script is held at the wire until a lease has run out (long after it
+        // was sent), and no other step runs before its reply is in: stamped at the reply.
+        let stamp = |sent: u64| if by_the_clock { sent } else { crate::clock::now_ns() };
         if let Some(every) = reap_every.filter(|_| now >= next_reap) {
             let sent = crate::clock::now_ns();
-            for r in list_queue::requeue_expired(conn, &cfg.keys).await.context("requeue expired leases")? {
+            let requeued = list_queue::requeue_expired(conn, &cfg.keys).await.context("requeue expired leases")?;
+            let at = stamp(sent);
+            for r in requeued {
                 let expired_ms_ago = by_the_clock.then_some(r.expired_ms_ago);
                 let kind = ListEvent::Requeued { job: payload_label(&r.payload), expired_ms_ago }.event();
-                events.record(RawEvent { mono_ns: sent, actor: Actor::Reaper, kind });
+                events.record(RawEvent { mono_ns: at, actor: Actor::Reaper, kind });
             }
             next_reap = now + every;
         }
         if let Some(every) = move_every.filter(|_| now >= next_move) {
             let sent = crate::clock::now_ns();
-            for (payload, late_ms) in list_queue::move_due(conn, &cfg.keys).await.context("move due retries")? {
+            let moved = list_queue::move_due(conn, &cfg.keys).await.context("move due retries")?;
+            let at = stamp(sent);
+            for (payload, late_ms) in moved {
                 let late_ms = by_the_clock.then_some(late_ms);
                 let kind = ListEvent::MovedDue { job: payload_label(&payload), late_ms }.event();
-                events.record(RawEvent { mono_ns: sent, actor: Actor::Scheduler, kind });
+                events.record(RawEvent { mono_ns: at, actor: Actor::Scheduler, kind });
             }
             next_move = now + every;
         }

@@ -56,12 +56,14 @@ async fn more_workers_add_up_while_handlers_are_the_limit_and_every_point_reads_
             assert_eq!(o.points.iter().map(|p| p.workers).collect::<Vec<_>>(), [1, 2, 4, 8], "{}", v.id);
             for p in &o.points {
                 // Read from the server and /proc, never zero while workers take jobs.
-                assert!(
-                    p.jobs > 0 && p.redis_cpu_us > 0 && p.workers_cpu_us > 0 && p.machine_pct > 0.0,
-                    "{}: {p:?}",
-                    v.id
-                );
+                assert!(p.jobs > 0 && p.redis_cpu_us > 0 && p.machine_pct > 0.0, "{}: {p:?}", v.id);
+                // /proc counts a process's CPU in 10 ms ticks: one worker that sleeps 5 ms a job
+                // uses ~8 ms in the 0.8 s window and can read 0 (CI once did, W=1 list-fixed);
+                // one that only parses its jobs cannot.
+                assert!(p.workers_cpu_us > 0 || !v.id.contains("-zero"), "{}: {p:?}", v.id);
             }
+            // Over its points (15 worker processes) a variant's workers read as using CPU.
+            assert!(o.points.iter().any(|p| p.workers_cpu_us > 0), "{}: {:?}", v.id, o.points);
         }
     }
     assert!(report.matched());

@@ -898,10 +898,15 @@ async fn every_explored_variant_keeps_its_saved_classes() {
             .filter_map(|p| p.split_once(':').map(|(l, v)| (l.to_string(), v.to_string())))
             .collect();
     assert!(pairs.len() > 30, "{pairs:?}");
+    let text_only: Vec<String> =
+        list("text_only").expect("a text_only=( … ) list").split_whitespace().map(str::to_string).collect();
     let services = Services::start(&support::local()).await.expect("local servers start");
     let mut failures = Vec::new();
     for (lab_id, variant) in &pairs {
         let path = std::path::Path::new("results/explore").join(format!("explore-{lab_id}-{variant}.json.gz"));
+        if text_only.contains(&format!("{lab_id}:{variant}")) {
+            continue; // its classes are not kept (results/ under 3 MB)
+        }
         let Some(Ok(saved)) = ordlab::exploration::load(&path) else {
             panic!("{}: no saved exploration", path.display())
         };
